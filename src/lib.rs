@@ -1,0 +1,7 @@
+//! rmld: Randomized Measurement Langevin Dynamics (RMLD, also SpHMC) on the CPU and the GPU.
+
+pub mod error;
+pub mod io;
+pub mod rng;
+
+pub use error::{Error, Result};

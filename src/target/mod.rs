@@ -1,0 +1,10 @@
+//! The target: the RMLD posterior over sparse codes X given a dataset and a dictionary A.
+//!
+//! U(X) = 1/(2n) Σ_i ||A X − x_i||² + lam·||X||₁ = ½||A X − xbar||² + lam·||X||₁ + const, so the
+//! full-data energy and gradient need only xbar; minibatch gradients use per-chain minibatch means.
+
+pub mod dictionary;
+pub mod posterior;
+
+pub use dictionary::Dictionary;
+pub use posterior::{Observations, Target};

@@ -1,0 +1,158 @@
+//! The posterior: observations in model units, xbar, lam, and f64 reference energy and gradients.
+
+use std::sync::Arc;
+
+use super::Dictionary;
+use crate::io::{Dataset, Pixels};
+
+/// The observations as the backends see them: model value = raw value × `scale`.
+#[derive(Clone, Debug)]
+pub struct Observations {
+    /// Number of observations.
+    pub n: usize,
+    /// Dimension of one observation.
+    pub d: usize,
+    /// n × d raw values, row-major (8-bit data stays 8-bit).
+    pub pixels: Pixels,
+    /// Multiplier from raw values to model units.
+    pub scale: f32,
+}
+
+impl Observations {
+    /// The dataset's pixels scaled so that a full-intensity pixel is worth `pixel_max`.
+    pub fn from_dataset(dataset: &Dataset, pixel_max: f32) -> Self {
+        Observations {
+            n: dataset.n,
+            d: dataset.d,
+            pixels: dataset.pixels.clone(),
+            scale: pixel_max / dataset.full_scale,
+        }
+    }
+
+    /// Observation `i` in model units.
+    pub fn row(&self, i: usize) -> Vec<f32> {
+        let range = i * self.d..(i + 1) * self.d;
+        match &self.pixels {
+            Pixels::U8(v) => v[range].iter().map(|&x| x as f32 * self.scale).collect(),
+            Pixels::F32(v) => v[range].iter().map(|&x| x * self.scale).collect(),
+        }
+    }
+
+    /// The raw value at (observation i, coordinate j), as f32.
+    #[inline]
+    pub fn raw(&self, i: usize, j: usize) -> f32 {
+        match &self.pixels {
+            Pixels::U8(v) => v[i * self.d + j] as f32,
+            Pixels::F32(v) => v[i * self.d + j],
+        }
+    }
+
+    /// The mean observation, in model units (accumulated in f64).
+    pub fn mean(&self) -> Vec<f32> {
+        let mut sum = vec![0f64; self.d];
+        for i in 0..self.n {
+            for (j, s) in sum.iter_mut().enumerate() {
+                *s += self.raw(i, j) as f64;
+            }
+        }
+        sum.iter().map(|&s| (s / self.n.max(1) as f64) as f32 * self.scale).collect()
+    }
+
+    /// The mean of the rows `indices`, in model units; the CPU twin of the gather kernel.
+    pub fn batch_mean(&self, indices: &[u32], out: &mut [f32]) {
+        out.iter_mut().for_each(|o| *o = 0.0);
+        for &i in indices {
+            let i = i as usize;
+            match &self.pixels {
+                Pixels::U8(v) => {
+                    for (o, &x) in out.iter_mut().zip(&v[i * self.d..(i + 1) * self.d]) {
+                        *o += x as f32;
+                    }
+                }
+                Pixels::F32(v) => {
+                    for (o, &x) in out.iter_mut().zip(&v[i * self.d..(i + 1) * self.d]) {
+                        *o += x;
+                    }
+                }
+            }
+        }
+        let factor = self.scale / indices.len() as f32;
+        out.iter_mut().for_each(|o| *o *= factor);
+    }
+}
+
+/// The RMLD posterior U(X) = ½||A X − xbar||² + lam·||X||₁ (+ const), with its data.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The measurement matrix A (d × p).
+    pub dictionary: Arc<Dictionary>,
+    /// The observations minibatches are drawn from.
+    pub observations: Arc<Observations>,
+    /// The mean observation (model units).
+    pub xbar: Vec<f32>,
+    /// The Laplace prior's rate lam.
+    pub lam: f32,
+}
+
+impl Target {
+    /// The posterior of `observations` under `dictionary` with prior rate `lam`.
+    pub fn new(dictionary: Arc<Dictionary>, observations: Arc<Observations>, lam: f32) -> Self {
+        let xbar = observations.mean();
+        Target { dictionary, observations, xbar, lam }
+    }
+
+    /// Observation dimension d.
+    pub fn d(&self) -> usize {
+        self.dictionary.d
+    }
+
+    /// Code dimension p.
+    pub fn p(&self) -> usize {
+        self.dictionary.p
+    }
+
+    /// U(X) − const = ½||A X − xbar||² + lam·||X||₁, in f64 (the reference).
+    pub fn energy_f64(&self, x: &[f32]) -> f64 {
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let ax = self.dictionary.apply_f64(&x64);
+        let fit: f64 = ax.iter().zip(&self.xbar).map(|(a, &b)| (a - b as f64).powi(2)).sum();
+        0.5 * fit + self.lam as f64 * x64.iter().map(|v| v.abs()).sum::<f64>()
+    }
+
+    /// ∇U(X) = Aᵀ(A X − y) + lam·sign(X) with y = xbar, or a minibatch mean, in f64.
+    pub fn gradient_f64(&self, x: &[f32], y: &[f32]) -> Vec<f64> {
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let residual: Vec<f64> = self
+            .dictionary
+            .apply_f64(&x64)
+            .iter()
+            .zip(y)
+            .map(|(a, &b)| a - b as f64)
+            .collect();
+        let mut g = self.dictionary.apply_transpose_f64(&residual);
+        for (gj, &xj) in g.iter_mut().zip(x) {
+            *gj += self.lam as f64 * sign(xj) as f64;
+        }
+        g
+    }
+}
+
+/// sign(x) with sign(0) = 0, as the subgradient of |x| the paper uses.
+#[inline]
+pub fn sign(x: f32) -> f32 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies:
+/// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j + lam (||Z||₁ − ||X||₁), with r = A· − xbar.
+pub fn energy_difference(residual_z: &[f32], residual_x: &[f32], z: &[f32], x: &[f32], lam: f32) -> f32 {
+    let fit: f32 = residual_z.iter().zip(residual_x).map(|(&rz, &rx)| (rz - rx) * (rz + rx)).sum();
+    let prior: f32 = z.iter().zip(x).map(|(&zj, &xj)| zj.abs() - xj.abs()).sum();
+    0.5 * fit + lam * prior
+}
