@@ -11,7 +11,10 @@ pub enum Error {
     Input { path: PathBuf, message: String },
     /// An option or argument is out of range or inconsistent with another.
     #[error("invalid setting {field}: {message}")]
-    Usage { field: &'static str, message: String },
+    Usage {
+        field: &'static str,
+        message: String,
+    },
     /// An output could not be written.
     #[error("cannot write {path}: {source}")]
     Output {
@@ -30,12 +33,18 @@ pub enum Error {
 impl Error {
     /// A bad input file: `path`, then what is wrong with it.
     pub fn input(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Error::Input { path: path.into(), message: message.into() }
+        Error::Input {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 
     /// A bad setting: the option's name and what was expected.
     pub fn usage(field: &'static str, message: impl Into<String>) -> Self {
-        Error::Usage { field, message: message.into() }
+        Error::Usage {
+            field,
+            message: message.into(),
+        }
     }
 
     /// True when the error is the user's (bad input or usage): exit status 2.

@@ -5,3 +5,5 @@ pub mod io;
 pub mod rng;
 
 pub use error::{Error, Result};
+pub mod backend;
+pub mod target;

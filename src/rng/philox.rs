@@ -74,13 +74,21 @@ pub struct Stream {
 impl Stream {
     /// The stream of `chain` under `seed` for the given outer iteration, step and purpose.
     pub fn new(seed: u64, chain: u32, outer: u32, step: u32, purpose: Purpose) -> Self {
-        Stream { key: chain_key(seed, chain), step, outer, purpose }
+        Stream {
+            key: chain_key(seed, chain),
+            step,
+            outer,
+            purpose,
+        }
     }
 
     /// The four words of block `block`.
     #[inline]
     pub fn block(&self, block: u32) -> [u32; 4] {
-        philox4x32_10([block, self.step, self.outer, self.purpose as u32], self.key)
+        philox4x32_10(
+            [block, self.step, self.outer, self.purpose as u32],
+            self.key,
+        )
     }
 
     /// Fills `out` with the raw words 0..out.len() of the stream.
@@ -154,8 +162,16 @@ mod tests {
     #[test]
     fn known_answer_vectors() {
         let cases: [([u32; 4], [u32; 2], [u32; 4]); 3] = [
-            ([0, 0, 0, 0], [0, 0], [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]),
-            ([u32::MAX; 4], [u32::MAX; 2], [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]),
+            (
+                [0, 0, 0, 0],
+                [0, 0],
+                [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8],
+            ),
+            (
+                [u32::MAX; 4],
+                [u32::MAX; 2],
+                [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd],
+            ),
             (
                 [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
                 [0xa4093822, 0x299f31d0],

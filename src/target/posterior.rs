@@ -55,7 +55,9 @@ impl Observations {
                 *s += self.raw(i, j) as f64;
             }
         }
-        sum.iter().map(|&s| (s / self.n.max(1) as f64) as f32 * self.scale).collect()
+        sum.iter()
+            .map(|&s| (s / self.n.max(1) as f64) as f32 * self.scale)
+            .collect()
     }
 
     /// The mean of the rows `indices`, in model units; the CPU twin of the gather kernel.
@@ -98,7 +100,12 @@ impl Target {
     /// The posterior of `observations` under `dictionary` with prior rate `lam`.
     pub fn new(dictionary: Arc<Dictionary>, observations: Arc<Observations>, lam: f32) -> Self {
         let xbar = observations.mean();
-        Target { dictionary, observations, xbar, lam }
+        Target {
+            dictionary,
+            observations,
+            xbar,
+            lam,
+        }
     }
 
     /// Observation dimension d.
@@ -115,7 +122,11 @@ impl Target {
     pub fn energy_f64(&self, x: &[f32]) -> f64 {
         let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         let ax = self.dictionary.apply_f64(&x64);
-        let fit: f64 = ax.iter().zip(&self.xbar).map(|(a, &b)| (a - b as f64).powi(2)).sum();
+        let fit: f64 = ax
+            .iter()
+            .zip(&self.xbar)
+            .map(|(a, &b)| (a - b as f64).powi(2))
+            .sum();
         0.5 * fit + self.lam as f64 * x64.iter().map(|v| v.abs()).sum::<f64>()
     }
 
@@ -151,8 +162,18 @@ pub fn sign(x: f32) -> f32 {
 
 /// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies:
 /// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j + lam (||Z||₁ − ||X||₁), with r = A· − xbar.
-pub fn energy_difference(residual_z: &[f32], residual_x: &[f32], z: &[f32], x: &[f32], lam: f32) -> f32 {
-    let fit: f32 = residual_z.iter().zip(residual_x).map(|(&rz, &rx)| (rz - rx) * (rz + rx)).sum();
+pub fn energy_difference(
+    residual_z: &[f32],
+    residual_x: &[f32],
+    z: &[f32],
+    x: &[f32],
+    lam: f32,
+) -> f32 {
+    let fit: f32 = residual_z
+        .iter()
+        .zip(residual_x)
+        .map(|(&rz, &rx)| (rz - rx) * (rz + rx))
+        .sum();
     let prior: f32 = z.iter().zip(x).map(|(&zj, &xj)| zj.abs() - xj.abs()).sum();
     0.5 * fit + lam * prior
 }

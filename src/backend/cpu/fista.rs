@@ -1,0 +1,112 @@
+//! CPU twin of `shaders/fista.wgsl`: batched monotone FISTA for the LASSO encoder.
+//!
+//! argmin_z ½||x − A z||² + lam·||z||₁ for many x at once, by MFISTA (Beck & Teboulle 2009): the
+//! candidate u = soft(y − ∇/L, lam/L) replaces z only when it does not raise the objective, so the
+//! objective never increases. A y is carried as the same linear combination as y, so each
+//! iteration costs two products: Aᵀ(A y − x) and A u.
+
+use rayon::prelude::*;
+
+use super::matmul::{residual_product, transpose_product};
+
+/// soft(v, tau) = sign(v)·max(|v| − tau, 0), the proximal map of tau·|·|.
+#[inline]
+pub fn soft_threshold(v: f32, tau: f32) -> f32 {
+    if v > tau {
+        v - tau
+    } else if v < -tau {
+        v + tau
+    } else {
+        0.0
+    }
+}
+
+/// Per row: ½||A z − x||² + lam·||z||₁ given the residual A z − x.
+pub fn lasso_objective(residual: &[f32], z: &[f32], d: usize, p: usize, lam: f32) -> Vec<f64> {
+    residual
+        .par_chunks(d)
+        .zip(z.par_chunks(p))
+        .map(|(r, z)| {
+            0.5 * r.iter().map(|&v| (v as f64).powi(2)).sum::<f64>()
+                + lam as f64 * z.iter().map(|&v| (v as f64).abs()).sum::<f64>()
+        })
+        .collect()
+}
+
+/// The LASSO codes (rows of p) of `images` (rows of d), with Lipschitz constant `lipschitz`
+/// (σ_max(A)²). `trace`, when given, receives every row's objective after every iteration.
+pub fn encode(
+    a: &[f32],
+    d: usize,
+    p: usize,
+    lipschitz: f32,
+    images: &[f32],
+    lam: f32,
+    iterations: u32,
+    mut trace: Option<&mut Vec<Vec<f64>>>,
+) -> Vec<f32> {
+    let rows = images.len() / d;
+    let step = 1.0 / lipschitz;
+    let tau = lam * step;
+    let mut z = vec![0f32; rows * p];
+    let mut z_prev = vec![0f32; rows * p];
+    let mut az = vec![0f32; rows * d];
+    let mut az_prev = vec![0f32; rows * d];
+    let mut y = vec![0f32; rows * p];
+    let mut ay = vec![0f32; rows * d];
+    let mut u = vec![0f32; rows * p];
+    let mut au = vec![0f32; rows * d];
+    let mut residual = vec![0f32; rows * d];
+    let mut grad = vec![0f32; rows * p];
+    let zeros = vec![0f32; rows * d];
+    let mut objective: Vec<f64> = images
+        .par_chunks(d)
+        .map(|x| 0.5 * x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>())
+        .collect();
+    let mut t = 1f32;
+    for _ in 0..iterations {
+        residual
+            .par_iter_mut()
+            .zip(ay.par_iter())
+            .zip(images.par_iter())
+            .for_each(|((r, &ay), &x)| *r = ay - x);
+        transpose_product(a, d, p, &residual, &mut grad);
+        u.par_iter_mut()
+            .zip(y.par_iter())
+            .zip(grad.par_iter())
+            .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
+        residual_product(a, d, p, &u, &zeros, &mut au);
+        residual
+            .par_iter_mut()
+            .zip(au.par_iter())
+            .zip(images.par_iter())
+            .for_each(|((r, &au), &x)| *r = au - x);
+        let candidate = lasso_objective(&residual, &u, d, p, lam);
+        z_prev.copy_from_slice(&z);
+        az_prev.copy_from_slice(&az);
+        let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
+        let (c_u, c_prev) = (t / t_next, (t - 1.0) / t_next);
+        for row in 0..rows {
+            if candidate[row] <= objective[row] {
+                objective[row] = candidate[row];
+                z[row * p..(row + 1) * p].copy_from_slice(&u[row * p..(row + 1) * p]);
+                az[row * d..(row + 1) * d].copy_from_slice(&au[row * d..(row + 1) * d]);
+            }
+        }
+        // y = z + (t/t')(u − z) + ((t − 1)/t')(z − z_prev), and A y alike.
+        extrapolate(&mut y, &z, &u, &z_prev, c_u, c_prev);
+        extrapolate(&mut ay, &az, &au, &az_prev, c_u, c_prev);
+        t = t_next;
+        if let Some(trace) = trace.as_deref_mut() {
+            trace.push(objective.clone());
+        }
+    }
+    z
+}
+
+fn extrapolate(y: &mut [f32], z: &[f32], u: &[f32], z_prev: &[f32], c_u: f32, c_prev: f32) {
+    y.par_iter_mut()
+        .zip(z.par_iter())
+        .zip(u.par_iter().zip(z_prev.par_iter()))
+        .for_each(|((y, &z), (&u, &zp))| *y = z + c_u * (u - z) + c_prev * (z - zp));
+}

@@ -1,0 +1,62 @@
+//! CPU twin of `shaders/gradient_step.wgsl`: the momentum draw, the fused gradient/momentum/position
+//! update of Algorithm 1, and the full gradient at a position.
+
+use rayon::prelude::*;
+
+use crate::rng::{Purpose, Stream};
+use crate::target::posterior::sign;
+
+/// r ← N(0, I) from the stream (seed, chain, outer, 0, Momentum), for every chain (rows of p).
+pub fn draw_momentum(seed: u64, outer: u32, momentum: &mut [f32], p: usize) {
+    momentum
+        .par_chunks_mut(p)
+        .enumerate()
+        .for_each(|(chain, r)| {
+            Stream::new(seed, chain as u32, outer, 0, Purpose::Momentum).fill_normal(r);
+        });
+}
+
+/// One step of Algorithm 1 given G = Aᵀ(A z − ybar) per chain:
+/// g = G + lam·sign(z); r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ with SGHMC noise); z ← z + eta·r.
+#[allow(clippy::too_many_arguments)]
+pub fn gradient_step(
+    product: &[f32],
+    z: &mut [f32],
+    momentum: &mut [f32],
+    p: usize,
+    lam: f32,
+    eta: f32,
+    noise: Option<(u64, u32, u32)>,
+) {
+    let noise_scale = (2.0 * eta).sqrt();
+    z.par_chunks_mut(p)
+        .zip(momentum.par_chunks_mut(p))
+        .zip(product.par_chunks(p))
+        .enumerate()
+        .for_each_init(
+            || vec![0f32; if noise.is_some() { p } else { 0 }],
+            |xi, (chain, ((z, r), g))| {
+                if let Some((seed, outer, step)) = noise {
+                    Stream::new(seed, chain as u32, outer, step, Purpose::SghmcNoise)
+                        .fill_normal(xi);
+                }
+                for j in 0..p {
+                    let grad = g[j] + lam * sign(z[j]);
+                    let mut rj = r[j] - eta * grad - eta * r[j];
+                    if noise.is_some() {
+                        rj += noise_scale * xi[j];
+                    }
+                    r[j] = rj;
+                    z[j] += eta * rj;
+                }
+            },
+        );
+}
+
+/// ∇U(z) = G + lam·sign(z) with G = Aᵀ(A z − xbar), written over `product` in place.
+pub fn full_gradient(product: &mut [f32], z: &[f32], lam: f32) {
+    product
+        .par_iter_mut()
+        .zip(z.par_iter())
+        .for_each(|(g, &zj)| *g += lam * sign(zj));
+}

@@ -1,0 +1,201 @@
+//! The CPU backend: chains as row blocks, the two products per step through the `gemm` crate and
+//! the element-wise kernels (the CPU twins of the WGSL, named alike) through rayon.
+
+pub mod fista;
+pub mod gather;
+pub mod gradient_step;
+pub mod matmul;
+pub mod mh_terms;
+pub mod select;
+
+use std::sync::Arc;
+
+use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use crate::target::Target;
+use crate::{Error, Result};
+use mh_terms::ChainView;
+
+/// Chain state on the host: current (x, residual, gradient), proposal alike, and scratch.
+pub struct CpuBackend {
+    target: Arc<Target>,
+    settings: DynamicsSettings,
+    chains: usize,
+    xbar_rows: Vec<f32>,
+    x: Vec<f32>,
+    x_residual: Vec<f32>,
+    x_gradient: Vec<f32>,
+    z: Vec<f32>,
+    z_residual: Vec<f32>,
+    z_gradient: Vec<f32>,
+    momentum: Vec<f32>,
+    ybar: Vec<f32>,
+    step_residual: Vec<f32>,
+    lipschitz: Option<f32>,
+}
+
+impl CpuBackend {
+    /// A backend for `chains` chains of `target`, all positions zero until loaded.
+    pub fn new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Self {
+        let (d, p) = (target.d(), target.p());
+        let xbar_rows = target.xbar.repeat(chains);
+        CpuBackend {
+            settings,
+            chains,
+            xbar_rows,
+            x: vec![0.0; chains * p],
+            x_residual: vec![0.0; chains * d],
+            x_gradient: vec![0.0; chains * p],
+            z: vec![0.0; chains * p],
+            z_residual: vec![0.0; chains * d],
+            z_gradient: vec![0.0; chains * p],
+            momentum: vec![0.0; chains * p],
+            ybar: vec![0.0; chains * d],
+            step_residual: vec![0.0; chains * d],
+            lipschitz: None,
+            target,
+        }
+    }
+
+    /// σ_max(A)², computed once.
+    pub fn lipschitz(&mut self) -> f32 {
+        *self
+            .lipschitz
+            .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32)
+    }
+
+    /// Residual A·pos − xbar and full gradient ∇U(pos) for every chain.
+    fn residual_and_gradient(&self, positions: &[f32], residual: &mut [f32], gradient: &mut [f32]) {
+        let (d, p) = (self.target.d(), self.target.p());
+        let a = &self.target.dictionary.a;
+        matmul::residual_product(a, d, p, positions, &self.xbar_rows, residual);
+        matmul::transpose_product(a, d, p, residual, gradient);
+        gradient_step::full_gradient(gradient, positions, self.target.lam);
+    }
+}
+
+impl Backend for CpuBackend {
+    fn info(&self) -> BackendInfo {
+        let (d, p) = (self.target.d(), self.target.p());
+        BackendInfo {
+            kind: "cpu".into(),
+            device: format!("CPU, {} threads", rayon::current_num_threads()),
+            bytes_per_chain: 4 * (5 * p + 5 * d),
+        }
+    }
+
+    fn chains(&self) -> usize {
+        self.chains
+    }
+
+    fn load_positions(&mut self, positions: &[f32]) -> Result<()> {
+        if positions.len() != self.x.len() {
+            return Err(Error::Internal(format!(
+                "load_positions: {} values for {} chains of {} atoms",
+                positions.len(),
+                self.chains,
+                self.target.p()
+            )));
+        }
+        self.x.copy_from_slice(positions);
+        let (mut residual, mut gradient) = (
+            std::mem::take(&mut self.x_residual),
+            std::mem::take(&mut self.x_gradient),
+        );
+        self.residual_and_gradient(&self.x, &mut residual, &mut gradient);
+        self.x_residual = residual;
+        self.x_gradient = gradient;
+        Ok(())
+    }
+
+    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
+        let (d, p) = (self.target.d(), self.target.p());
+        let s = &self.settings;
+        let a = &self.target.dictionary.a;
+        self.z.copy_from_slice(&self.x);
+        gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
+        for step in 1..=s.steps {
+            gather::gather(
+                &self.target.observations,
+                s.seed,
+                outer,
+                step,
+                s.batch,
+                &mut self.ybar,
+            );
+            matmul::residual_product(a, d, p, &self.z, &self.ybar, &mut self.step_residual);
+            matmul::transpose_product(a, d, p, &self.step_residual, &mut self.z_gradient);
+            let noise = s.sghmc_noise.then_some((s.seed, outer, step));
+            gradient_step::gradient_step(
+                &self.z_gradient,
+                &mut self.z,
+                &mut self.momentum,
+                p,
+                self.target.lam,
+                s.eta,
+                noise,
+            );
+        }
+        let (mut residual, mut gradient) = (
+            std::mem::take(&mut self.z_residual),
+            std::mem::take(&mut self.z_gradient),
+        );
+        self.residual_and_gradient(&self.z, &mut residual, &mut gradient);
+        self.z_residual = residual;
+        self.z_gradient = gradient;
+        let current = ChainView {
+            position: &self.x,
+            residual: &self.x_residual,
+            gradient: &self.x_gradient,
+        };
+        let proposal = ChainView {
+            position: &self.z,
+            residual: &self.z_residual,
+            gradient: &self.z_gradient,
+        };
+        let delta = s.eta * s.steps as f32;
+        Ok(mh_terms::mh_terms(
+            &current,
+            &proposal,
+            d,
+            p,
+            self.target.lam,
+            delta,
+        ))
+    }
+
+    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
+        let (d, p) = (self.target.d(), self.target.p());
+        select::select(accepted, &self.z, &mut self.x, p);
+        select::select(accepted, &self.z_gradient, &mut self.x_gradient, p);
+        select::select(accepted, &self.z_residual, &mut self.x_residual, d);
+        Ok(())
+    }
+
+    fn positions(&mut self) -> Result<Vec<f32>> {
+        Ok(self.x.clone())
+    }
+
+    fn images(&mut self) -> Result<Vec<f32>> {
+        Ok(self
+            .x_residual
+            .iter()
+            .zip(&self.xbar_rows)
+            .map(|(r, m)| r + m)
+            .collect())
+    }
+
+    fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
+        let (d, p) = (self.target.d(), self.target.p());
+        let lipschitz = self.lipschitz();
+        Ok(fista::encode(
+            &self.target.dictionary.a,
+            d,
+            p,
+            lipschitz,
+            images,
+            lam,
+            iterations,
+            None,
+        ))
+    }
+}
