@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite, set-up included: installs lavapipe (a software Vulkan adapter, Debian's
+# mesa-vulkan-drivers) when no Vulkan driver is present, so the GPU tests run for real without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1; then
+  echo "scripts/test.sh: installing lavapipe (mesa-vulkan-drivers, libvulkan1)"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+
+# Real datasets (MNIST, …) for the tests that need them; CI puts ../shared beside the clone.
+export RMLD_DATASETS="${RMLD_DATASETS:-$(pwd)/../shared/datasets}"
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+cargo test --locked "$@"

@@ -1,0 +1,135 @@
+//! Command-line arguments: clap parses into these, then into the library's settings structs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use rmld::orchestrator::Init;
+
+/// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
+/// under a random measurement matrix A, many chains at once, and turn them into new images A X.
+#[derive(Parser, Debug)]
+#[command(name = "rmld", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run C chains for K outer iterations and write codes, images, the dictionary, a picture and a report.
+    Sample(SampleArgs),
+    /// LASSO-encode a dataset with the dictionary (the paper's "Compression": encode, decode with A).
+    Encode(EncodeArgs),
+}
+
+/// Which device runs the chains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    /// The GPU when an adapter exists, else the CPU (with a one-line notice).
+    Auto,
+    /// The CPU (rayon + gemm).
+    Cpu,
+    /// The GPU (wgpu); an error when no adapter exists.
+    Gpu,
+}
+
+/// Where the data and the dictionary come from, and the model's scale.
+#[derive(Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Dataset: a folder with MNIST-style IDX files (train-images-idx3-ubyte[.gz], labels optional),
+    /// an IDX, NPY ((N, d) or (N, h, w), uint8 or float32) or CSV file. Default: the embedded
+    /// optdigits digits (1797 images of 8×8).
+    #[arg(long, value_name = "PATH")]
+    pub data: Option<PathBuf>,
+
+    /// The dictionary A as a float NPY file of shape (d, p). Default: Gaussian N(0, 1/d) from --seed.
+    #[arg(long, value_name = "FILE.npy")]
+    pub dictionary: Option<PathBuf>,
+
+    /// Number of atoms p (columns of A) of a generated dictionary. Default: 4·d, as in the paper.
+    #[arg(long, value_name = "P")]
+    pub atoms: Option<usize>,
+
+    /// The value of a full-intensity pixel in model units: observations x are scaled to
+    /// [0, pixel-max]. The paper uses 255; the default 1 keeps the energy differences of the
+    /// MH test moderate (see README, "Pixel scale").
+    #[arg(long, value_name = "V", default_value_t = 1.0)]
+    pub pixel_max: f32,
+
+    /// lam, the rate of the Laplace prior exp(−lam·||X||₁) and the LASSO penalty.
+    #[arg(long = "lambda", value_name = "LAM", default_value_t = 0.05)]
+    pub lambda: f32,
+
+    /// Seed of every random draw (dictionary, starts, momenta, minibatches, MH uniforms).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Where the chains run.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+
+    /// Output folder (created if missing; files are written atomically).
+    #[arg(long, value_name = "DIR", default_value = "rmld-out")]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+
+    /// Number of chains C, run together.
+    #[arg(long, value_name = "C", default_value_t = 64)]
+    pub chains: usize,
+
+    /// K, outer iterations: samples per chain (Algorithm 1, line 4).
+    #[arg(long, value_name = "K", default_value_t = 4)]
+    pub samples: u32,
+
+    /// T, momentum steps per outer iteration (Algorithm 1, line 8).
+    #[arg(long, value_name = "T", default_value_t = 10)]
+    pub steps: u32,
+
+    /// m, minibatch size of the gradient estimate (Algorithm 2), drawn per chain and step.
+    #[arg(long, value_name = "M", default_value_t = 64)]
+    pub batch: u32,
+
+    /// eta, the step size (and friction) of the momentum dynamics (Algorithm 1, lines 10-11).
+    #[arg(long, value_name = "ETA", default_value_t = 0.01)]
+    pub eta: f32,
+
+    /// The MH discount (Algorithm 3): accept iff α > discount·u. 1 is SpHMC; >1 accepts less.
+    #[arg(long, value_name = "D", default_value_t = 1.0)]
+    pub discount: f32,
+
+    /// Accept every proposal (the paper's "RMLD w/o MH").
+    #[arg(long)]
+    pub no_mh: bool,
+
+    /// Start each chain at white noise N(0, I), or at the LASSO code of a random data point (eq. 10).
+    #[arg(long, value_enum, default_value_t = Init::Lasso)]
+    pub init: Init,
+
+    /// Inject SGHMC noise sqrt(2·eta)·ξ into the momentum at every step (equation 2; off in Algorithm 1).
+    #[arg(long)]
+    pub sghmc_noise: bool,
+
+    /// FISTA iterations for --init lasso.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub lasso_iterations: u32,
+}
+
+#[derive(Args, Debug)]
+pub struct EncodeArgs {
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+
+    /// Encode only the first N observations (default: all).
+    #[arg(long, value_name = "N")]
+    pub count: Option<usize>,
+
+    /// FISTA iterations.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub iterations: u32,
+}

@@ -1,0 +1,17 @@
+//! The `rmld` command line: argument parsing and the commands built on the library.
+
+pub mod args;
+mod encode;
+mod problem;
+mod report;
+mod sample;
+
+pub use args::{Cli, Command};
+
+/// Runs the parsed command.
+pub fn dispatch(cli: &Cli) -> rmld::Result<()> {
+    match &cli.command {
+        Command::Sample(args) => sample::sample(args),
+        Command::Encode(args) => encode::encode(args),
+    }
+}

@@ -1,0 +1,92 @@
+//! Loading what every command needs: dataset, dictionary, target and backend, validated up front.
+
+use std::sync::Arc;
+
+use rmld::backend::cpu::CpuBackend;
+use rmld::backend::{Backend, DynamicsSettings};
+use rmld::io::{self, Dataset};
+use rmld::target::{Dictionary, Observations, Target};
+use rmld::{Error, Result};
+
+use super::args::{BackendChoice, ProblemArgs};
+
+/// The dataset, where A came from, and the posterior built from them.
+pub struct Problem {
+    pub dataset: Dataset,
+    pub dictionary_source: String,
+    pub target: Arc<Target>,
+}
+
+/// Loads the data and the dictionary and checks that they fit together.
+pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
+    if !(args.pixel_max.is_finite() && args.pixel_max > 0.0) {
+        return Err(Error::usage("--pixel-max", format!("must be a positive number, got {}", args.pixel_max)));
+    }
+    if !(args.lambda.is_finite() && args.lambda >= 0.0) {
+        return Err(Error::usage("--lambda", format!("must be a non-negative number, got {}", args.lambda)));
+    }
+    let dataset = Dataset::load_or_embedded(args.data.as_deref())?;
+    if dataset.n == 0 {
+        return Err(Error::input(&dataset.source, "the dataset holds no observations"));
+    }
+    let d = dataset.d;
+    let (dictionary, dictionary_source) = match &args.dictionary {
+        Some(path) => {
+            let (shape, a) = io::read_npy_matrix_f32(path)?;
+            if shape.len() != 2 || shape[0] != d {
+                return Err(Error::input(
+                    path,
+                    format!("shape {shape:?} does not fit the data: expected (d, p) with d = {d}, the data's dimension"),
+                ));
+            }
+            if args.atoms.is_some_and(|p| p != shape[1]) {
+                return Err(Error::usage("--atoms", format!("{} atoms asked for, but {} has {}", args.atoms.unwrap_or(0), path.display(), shape[1])));
+            }
+            (Dictionary { d, p: shape[1], a }, path.display().to_string())
+        }
+        None => {
+            let p = args.atoms.unwrap_or(4 * d);
+            if p == 0 {
+                return Err(Error::usage("--atoms", "must be at least 1"));
+            }
+            (Dictionary::gaussian(d, p, args.seed), format!("gaussian N(0, 1/d), seed {}", args.seed))
+        }
+    };
+    if dictionary.p == 0 {
+        return Err(Error::usage("--dictionary", "the dictionary has no atoms"));
+    }
+    let observations = Observations::from_dataset(&dataset, args.pixel_max);
+    let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda);
+    Ok(Problem { dataset, dictionary_source, target: Arc::new(target) })
+}
+
+/// The backend the user asked for; `auto` falls back to the CPU with a one-line notice.
+pub fn make_backend(
+    choice: BackendChoice,
+    target: &Arc<Target>,
+    dynamics: &DynamicsSettings,
+    chains: usize,
+) -> Result<Box<dyn Backend>> {
+    let cpu = || -> Box<dyn Backend> { Box::new(CpuBackend::new(target.clone(), dynamics.clone(), chains)) };
+    match choice {
+        BackendChoice::Cpu => Ok(cpu()),
+        BackendChoice::Gpu => gpu_backend(target, dynamics, chains),
+        BackendChoice::Auto => match gpu_backend(target, dynamics, chains) {
+            Ok(backend) => Ok(backend),
+            Err(e) => {
+                eprintln!("note: no usable GPU ({e}); running on the CPU");
+                Ok(cpu())
+            }
+        },
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_backend(_: &Arc<Target>, _: &DynamicsSettings, _: usize) -> Result<Box<dyn Backend>> {
+    Err(Error::Gpu("this rmld was built without the `gpu` feature".into()))
+}
+
+#[cfg(feature = "gpu")]
+fn gpu_backend(_: &Arc<Target>, _: &DynamicsSettings, _: usize) -> Result<Box<dyn Backend>> {
+    Err(Error::Gpu("the GPU backend is not available yet".into()))
+}

@@ -1,0 +1,62 @@
+//! The sampler's settings: a plain struct with documented fields, defaults and validation.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::DynamicsSettings;
+use crate::{Error, Result};
+
+/// How chains start (equation 10 of the paper, or white noise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    /// X^0 ~ N(0, I).
+    Noise,
+    /// X^0 = the LASSO code of a data point drawn at random.
+    Lasso,
+}
+
+/// Everything `run` needs besides the target and the backend.
+#[derive(Clone, Debug, Serialize)]
+pub struct SamplerSettings {
+    /// Number of chains C.
+    pub chains: usize,
+    /// Outer iterations K (one sample per chain each).
+    pub samples: u32,
+    /// Step size, steps, minibatch, noise and seed.
+    pub dynamics: DynamicsSettings,
+    /// Metropolis-Hastings on (false accepts every proposal).
+    pub mh: bool,
+    /// The MH discount (1 = SpHMC).
+    pub discount: f32,
+    /// How chains start.
+    pub init: Init,
+    /// FISTA iterations for LASSO starts.
+    pub lasso_iterations: u32,
+}
+
+fn positive(field: &'static str, value: f64) -> Result<()> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::usage(field, format!("must be a positive number, got {value}")))
+    }
+}
+
+impl SamplerSettings {
+    /// Checks every setting before anything is dispatched.
+    pub fn validate(&self) -> Result<()> {
+        positive("--eta", self.dynamics.eta as f64)?;
+        positive("--steps", self.dynamics.steps as f64)?;
+        positive("--batch", self.dynamics.batch as f64)?;
+        positive("--chains", self.chains as f64)?;
+        positive("--samples", self.samples as f64)?;
+        positive("--discount", self.discount as f64)?;
+        if self.chains > u32::MAX as usize {
+            return Err(Error::usage("--chains", "at most 4294967295 chains"));
+        }
+        if self.init == Init::Lasso && self.lasso_iterations == 0 {
+            return Err(Error::usage("--lasso-iterations", "must be at least 1 with --init lasso"));
+        }
+        Ok(())
+    }
+}
