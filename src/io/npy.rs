@@ -102,9 +102,7 @@ fn read_raw(path: &Path, limit: u64) -> Result<(NpyHeader, Dtype, Vec<usize>, Ve
     let mut magic = [0u8; 8];
     let got = input.read_up_to(&mut magic)?;
     if got < 6 || &magic[..6] != NPY_MAGIC {
-        let found = String::from_utf8_lossy(&magic[..got.min(6)])
-            .escape_debug()
-            .to_string();
+        let found = magic[..got.min(6)].escape_ascii().to_string();
         return Err(input.error(format!(
             "bad NPY magic: expected \"\\x93NUMPY\", found \"{found}\" (not a .npy file)"
         )));

@@ -235,5 +235,12 @@ mod tests {
         assert_eq!(*h.last().unwrap(), b'\n');
         let parsed = parse_header(&h[10..]).unwrap();
         assert_eq!(parsed.shape, vec![3]);
+        // Byte-identical to what NumPy wrote for the Quick Draw subset files.
+        let mut numpy = b"\x93NUMPY\x01\x00v\x00".to_vec();
+        numpy
+            .extend_from_slice(b"{'descr': '|u1', 'fortran_order': False, 'shape': (5000, 784), }");
+        numpy.resize(127, b' ');
+        numpy.push(b'\n');
+        assert_eq!(encode_header("|u1", &[5000, 784]), numpy);
     }
 }
