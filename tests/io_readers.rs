@@ -219,6 +219,27 @@ fn gzip_bombs_stop_at_the_limit() {
 }
 
 #[test]
+fn bomb_reading_stops_at_the_limit() {
+    // 64 concatenated gzip members of 1 MiB of zeros: 64 MiB from about 64 KiB, behind a header
+    // that honestly claims it all. The reader must stop inflating just past the 1 MiB limit.
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = gz(&idx(0x803, &[64, 1024, 1024], &[]));
+    let member = gz(&vec![0u8; 1 << 20]);
+    (0..64).for_each(|_| bytes.extend_from_slice(&member));
+    let path = put(dir.path(), "members-idx3-ubyte.gz", &bytes);
+    let mut input = rmld::io::input::Input::open(&path, 1 << 20).unwrap();
+    let mut header = [0u8; 16];
+    assert_eq!(input.read_up_to(&mut header).unwrap(), 16);
+    assert_fails(input.read_payload(64 << 20, "64 images"), &path, &["limit"]);
+    assert!(
+        input.position() <= (1 << 20) + 1,
+        "inflated {} bytes",
+        input.position()
+    );
+    assert_eq!(read_idx_images_with_limit(&path, 65 << 20).unwrap().n, 64);
+}
+
+#[test]
 fn directory_datasets() {
     let dir = tempfile::tempdir().unwrap();
     let empty = err(Dataset::load(dir.path()));
@@ -646,6 +667,8 @@ fn png_grid_layout_and_values() {
     );
     assert!(write_png_grid(&path, &[(&[], 0)], 2, 2, 2, (0.0, 1.0), 1).is_err());
     assert!(write_png_grid(&path, &sections, 2, 2, 2, (1.0, 1.0), 1).is_err());
+    let huge = write_png_grid(&path, &sections, 2, 2, 2, (0.0, 1.0), usize::MAX);
+    assert!(err(huge).contains("too large"));
 }
 
 #[test]

@@ -47,7 +47,12 @@ pub fn write_png_grid(
             format!("height {height}, width {width}, columns {columns}, upscale {upscale} must all be positive"),
         ));
     }
-    let d = height * width;
+    let Some(d) = height.checked_mul(width) else {
+        return Err(Error::usage(
+            "png grid",
+            format!("{height}×{width} images are too large"),
+        ));
+    };
     for (i, &(data, n)) in sections.iter().enumerate() {
         if Some(data.len()) != n.checked_mul(d) {
             return Err(Error::Internal(format!(
@@ -61,12 +66,21 @@ pub fn write_png_grid(
         return Err(Error::usage("png grid", "there are no images to draw"));
     };
     let cols = columns.min(widest);
-    let (tile_h, tile_w) = (height * upscale, width * upscale);
-    let rows = |n: usize| n.div_ceil(cols);
-    let section_h = |n: usize| rows(n) * (tile_h + 1) + 1;
-    let total_w = cols * (tile_w + 1) + 1;
-    let total_h: usize = sections.iter().map(|&(_, n)| section_h(n)).sum::<usize>()
-        + (sections.len() - 1) * SEPARATOR_THICKNESS;
+    // Saturating sizes: absurd settings end in the "too large" error below, not an overflow.
+    let tile_h = height.saturating_mul(upscale);
+    let tile_w = width.saturating_mul(upscale);
+    let section_h = |n: usize| {
+        n.div_ceil(cols)
+            .saturating_mul(tile_h.saturating_add(1))
+            .saturating_add(1)
+    };
+    let total_w = cols
+        .saturating_mul(tile_w.saturating_add(1))
+        .saturating_add(1);
+    let total_h = sections
+        .iter()
+        .fold(0usize, |acc, &(_, n)| acc.saturating_add(section_h(n)))
+        .saturating_add((sections.len() - 1) * SEPARATOR_THICKNESS);
     let too_big = total_w.checked_mul(total_h).is_none_or(|p| p > MAX_PIXELS);
     if too_big || u32::try_from(total_w).is_err() || u32::try_from(total_h).is_err() {
         return Err(Error::usage(
