@@ -228,3 +228,36 @@ pub(crate) fn gz_name(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_parsing() {
+        assert_eq!(parse_limit(" 1048576 ").unwrap(), 1 << 20);
+        for bad in ["0", "-1", "4G", ""] {
+            assert!(
+                matches!(parse_limit(bad), Err(Error::Usage { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn sniffs_formats_inside_gzip() {
+        let sniff = |bytes: &'static [u8]| Input::from_static(Path::new("x"), bytes, 100)?.sniff();
+        assert_eq!(sniff(b"\x93NUMPY\x01\x00").unwrap(), Format::Npy);
+        assert_eq!(sniff(b"\0\0\x08\x03").unwrap(), Format::Idx);
+        assert_eq!(sniff(b"1,2,3\n").unwrap(), Format::Text);
+        // gzip of "1,2\n"
+        let gz: &[u8] = &[
+            0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x33, 0xd4, 0x31, 0xe2, 2, 0, 0x33, 0x42, 0x21,
+            0x55, 4, 0, 0, 0,
+        ];
+        let mut input = Input::from_static(Path::new("x"), gz, 100).unwrap();
+        assert!(input.is_gzip());
+        assert_eq!(input.read_rest().unwrap(), b"1,2\n");
+        assert!(sniff(b"").is_err());
+    }
+}
