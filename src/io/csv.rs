@@ -1,0 +1,159 @@
+//! Numeric CSV (the optdigits layout): pixels then an integer label per row, raw or gzip'd.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::atomic::write_atomic;
+use super::input::{input_limit, Input};
+use super::Pixels;
+use crate::{Error, Result};
+
+/// The content of a CSV dataset: `n` rows of `d` pixels and one label each.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsvData {
+    /// Number of rows.
+    pub n: usize,
+    /// Pixels per row (fields minus the label column).
+    pub d: usize,
+    /// `U8` when every pixel is an integer in 0..=255, else `F32`.
+    pub pixels: Pixels,
+    /// The last column of each row.
+    pub labels: Vec<u32>,
+    /// The largest pixel value.
+    pub max_value: f32,
+}
+
+/// Reads a CSV file (gzip'd or plain) within the global input limit. No header row: every
+/// non-blank line is `pixel,pixel,…,label`.
+pub fn read_csv(path: &Path) -> Result<CsvData> {
+    read_csv_with_limit(path, input_limit()?)
+}
+
+/// [`read_csv`] with an explicit decompressed-size limit.
+pub fn read_csv_with_limit(path: &Path, limit: u64) -> Result<CsvData> {
+    parse_csv(Input::open(path, limit)?)
+}
+
+/// Shortens a field for an error message.
+fn shown(field: &str) -> String {
+    let mut s: String = field.chars().take(40).collect();
+    if s.len() < field.len() {
+        s.push('…');
+    }
+    s
+}
+
+/// Parses the whole stream of `input`; errors give 1-based line and column numbers.
+pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
+    let bytes = input.read_rest()?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        input.error(format!(
+            "not a text (CSV) file: invalid UTF-8 at byte {}",
+            e.valid_up_to()
+        ))
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut values: Vec<f32> = Vec::new();
+    let mut labels = Vec::new();
+    let mut width: Option<(usize, usize)> = None; // (fields per row, line that set it)
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        let count = fields.len();
+        match width {
+            None if count < 2 => {
+                return Err(input.error(format!(
+                    "line {line_no}: {count} field(s); expected pixels then a label (at least 2)"
+                )))
+            }
+            None => width = Some((count, line_no)),
+            Some((expected, first)) if expected != count => {
+                return Err(input.error(format!(
+                    "line {line_no}: {count} fields, but line {first} has {expected} \
+                     (every row must have the same number of fields)"
+                )))
+            }
+            Some(_) => {}
+        }
+        for (col, field) in fields[..count - 1].iter().enumerate() {
+            let at = format!("line {line_no}, column {}", col + 1);
+            let v: f32 = field
+                .trim()
+                .parse()
+                .map_err(|_| input.error(format!("{at}: not a number: {:?}", shown(field))))?;
+            if !v.is_finite() {
+                let msg = format!(
+                    "{at}: value {:?} is not finite (NaN or infinity)",
+                    shown(field)
+                );
+                return Err(input.error(msg));
+            }
+            values.push(v);
+        }
+        let field = fields[count - 1].trim();
+        let label = field.parse::<u32>().ok().or_else(|| {
+            // Tolerate "3.0" (written by float-typed tools) but nothing fractional.
+            let v = field.parse::<f64>().ok()?;
+            (v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v)).then_some(v as u32)
+        });
+        let label = label.ok_or_else(|| {
+            input.error(format!(
+                "line {line_no}, column {count}: the label must be a non-negative integer, found {:?}",
+                shown(field)
+            ))
+        })?;
+        labels.push(label);
+    }
+    let Some((fields, _)) = width else {
+        return Err(input.error("no data rows (the CSV file is empty)"));
+    };
+    let max_value = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let bytes_ok = values
+        .iter()
+        .all(|&v| v.fract() == 0.0 && (0.0..=255.0).contains(&v));
+    let pixels = if bytes_ok {
+        Pixels::U8(values.into_iter().map(|v| v as u8).collect())
+    } else {
+        Pixels::F32(values)
+    };
+    Ok(CsvData {
+        n: labels.len(),
+        d: fields - 1,
+        pixels,
+        labels,
+        max_value,
+    })
+}
+
+/// Writes `labels.len()` rows of `d` pixels followed by the label, atomically (plain text).
+pub fn write_csv(path: &Path, d: usize, pixels: &Pixels, labels: &[u32]) -> Result<()> {
+    let len = match pixels {
+        Pixels::U8(v) => v.len(),
+        Pixels::F32(v) => v.len(),
+    };
+    if Some(len) != d.checked_mul(labels.len()) || d == 0 {
+        return Err(Error::Internal(format!(
+            "CSV writer: {len} pixels do not make {} rows of {d}",
+            labels.len()
+        )));
+    }
+    write_atomic(path, |w| {
+        let mut line = String::new();
+        for (row, label) in labels.iter().enumerate() {
+            line.clear();
+            for col in 0..d {
+                // `{}` on f32 prints the shortest text that parses back to the same value.
+                let _ = match pixels {
+                    Pixels::U8(v) => write!(line, "{},", v[row * d + col]),
+                    Pixels::F32(v) => write!(line, "{},", v[row * d + col]),
+                };
+            }
+            let _ = writeln!(line, "{label}");
+            w.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    })
+}

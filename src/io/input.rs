@@ -1,0 +1,263 @@
+//! Bounded input reading: gzip detected by magic, a decompressed-size limit, precise truncation errors.
+
+use std::fs::File;
+use std::io::{BufReader, Cursor, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+
+use crate::{Error, Result};
+
+/// Default cap on the bytes read (after decompression) from one input file: 4 GiB. It bounds the
+/// memory a hostile or corrupt file (a gzip bomb, a lying header) can make us allocate.
+pub const MAX_DECOMPRESSED_BYTES: u64 = 4 << 30;
+
+/// Environment variable overriding [`MAX_DECOMPRESSED_BYTES`]: a positive byte count.
+pub const MAX_INPUT_BYTES_ENV: &str = "RMLD_MAX_INPUT_BYTES";
+
+/// The input size limit in force: `RMLD_MAX_INPUT_BYTES` if set, else [`MAX_DECOMPRESSED_BYTES`].
+pub fn input_limit() -> Result<u64> {
+    match std::env::var_os(MAX_INPUT_BYTES_ENV) {
+        None => Ok(MAX_DECOMPRESSED_BYTES),
+        Some(value) => parse_limit(&value.to_string_lossy()),
+    }
+}
+
+/// Parses a limit given as a positive decimal byte count.
+pub fn parse_limit(text: &str) -> Result<u64> {
+    match text.trim().parse::<u64>() {
+        Ok(v) if v > 0 => Ok(v),
+        _ => Err(Error::usage(
+            MAX_INPUT_BYTES_ENV,
+            format!("expected a positive byte count, found {text:?}"),
+        )),
+    }
+}
+
+/// What a file holds, judged from its first (decompressed) bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// IDX (two zero bytes, then a type byte and a dimension count).
+    Idx,
+    /// NumPy `.npy` (starts with `\x93NUMPY`).
+    Npy,
+    /// Anything else: treated as text (CSV).
+    Text,
+}
+
+/// A byte stream from one input file, transparently gunzipped when it starts with `1f 8b`, that
+/// refuses to yield more than `limit` bytes and words every failure as an input error on the file.
+pub struct Input {
+    path: PathBuf,
+    reader: Box<dyn Read>,
+    gzip: bool,
+    limit: u64,
+    pos: u64,
+}
+
+impl Input {
+    /// Opens `path`, reading at most `limit` (decompressed) bytes from it.
+    pub fn open(path: &Path, limit: u64) -> Result<Input> {
+        let file = File::open(path).map_err(|e| Error::input(path, format!("cannot open: {e}")))?;
+        Self::from_reader(path, Box::new(file), limit)
+    }
+
+    /// Reads from memory (the embedded dataset); `name` is used in messages.
+    pub fn from_static(name: &Path, bytes: &'static [u8], limit: u64) -> Result<Input> {
+        Self::from_reader(name, Box::new(bytes), limit)
+    }
+
+    fn from_reader(path: &Path, mut raw: Box<dyn Read>, limit: u64) -> Result<Input> {
+        let mut magic = [0u8; 2];
+        let got = fill(&mut raw, &mut magic)
+            .map_err(|e| Error::input(path, format!("read error: {e}")))?;
+        let gzip = got == 2 && magic == [0x1f, 0x8b];
+        // Put the sniffed bytes back in front of the stream.
+        let stream = BufReader::new(Cursor::new(magic[..got].to_vec()).chain(raw));
+        let reader: Box<dyn Read> = if gzip {
+            Box::new(MultiGzDecoder::new(stream))
+        } else {
+            Box::new(stream)
+        };
+        Ok(Input {
+            path: path.to_path_buf(),
+            reader,
+            gzip,
+            limit,
+            pos: 0,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file is gzip-compressed.
+    pub fn is_gzip(&self) -> bool {
+        self.gzip
+    }
+
+    /// Bytes read so far (after decompression).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// An input error on this file; adds a hint when the name promises gzip and the content is not.
+    pub fn error(&self, message: impl Into<String>) -> Error {
+        let mut message = message.into();
+        if gz_name(&self.path) && !self.gzip {
+            message
+                .push_str(" (note: the name ends in .gz but the content is not gzip-compressed)");
+        }
+        Error::input(&self.path, message)
+    }
+
+    fn read_error(&self, e: std::io::Error) -> Error {
+        match (self.gzip, e.kind()) {
+            (true, ErrorKind::UnexpectedEof) => self.error(format!("truncated gzip stream ({e})")),
+            (true, _) => self.error(format!("corrupt gzip stream: {e}")),
+            (false, _) => self.error(format!("read error: {e}")),
+        }
+    }
+
+    fn limit_error(&self) -> Error {
+        let what = if self.gzip {
+            "decompressed size"
+        } else {
+            "size"
+        };
+        self.error(format!(
+            "{what} exceeds the input limit of {} bytes (a decompression bomb or a corrupt file? \
+             set {MAX_INPUT_BYTES_ENV} to raise the limit if the file is genuine)",
+            self.limit
+        ))
+    }
+
+    /// Fills as much of `buf` as the stream holds; returns the count (short only at end of data).
+    pub fn read_up_to(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let room = self.limit.saturating_sub(self.pos);
+        if buf.len() as u64 > room {
+            return Err(self.limit_error());
+        }
+        let got = fill(&mut self.reader, buf).map_err(|e| self.read_error(e))?;
+        self.pos += got as u64;
+        Ok(got)
+    }
+
+    /// Reads exactly `len` more bytes that must end the file. `what` describes them for messages
+    /// (e.g. "60000 images of 28×28"). Never allocates more than what the file really holds (+1),
+    /// so a header claiming terabytes costs nothing.
+    pub fn read_payload(&mut self, len: u64, what: &str) -> Result<Vec<u8>> {
+        let room = self.limit.saturating_sub(self.pos);
+        let cap = len.min(room).saturating_add(1);
+        let mut buf = Vec::new();
+        (&mut self.reader)
+            .take(cap)
+            .read_to_end(&mut buf)
+            .map_err(|e| self.read_error(e))?;
+        let got = buf.len() as u64;
+        self.pos += got;
+        if len > room && got > room {
+            return Err(self.limit_error());
+        }
+        if got < len {
+            return Err(self.error(format!(
+                "truncated: the header promises {what} ({len} bytes of data) but only {got} bytes follow"
+            )));
+        }
+        if got > len {
+            return Err(self.error(format!(
+                "trailing data after the {len} bytes of {what} that the header describes"
+            )));
+        }
+        Ok(buf)
+    }
+
+    /// Reads the rest of the stream, refusing to go past the limit.
+    pub fn read_rest(&mut self) -> Result<Vec<u8>> {
+        let room = self.limit.saturating_sub(self.pos);
+        let mut buf = Vec::new();
+        (&mut self.reader)
+            .take(room.saturating_add(1))
+            .read_to_end(&mut buf)
+            .map_err(|e| self.read_error(e))?;
+        self.pos += buf.len() as u64;
+        if buf.len() as u64 > room {
+            return Err(self.limit_error());
+        }
+        Ok(buf)
+    }
+
+    /// Sniffs the (decompressed) content. Consumes the first bytes: reopen to parse.
+    pub fn sniff(&mut self) -> Result<Format> {
+        let mut head = [0u8; 6];
+        let got = self.read_up_to(&mut head)?;
+        if got == 0 {
+            return Err(self.error("empty file"));
+        }
+        Ok(match &head[..got] {
+            [0x93, b'N', b'U', b'M', b'P', b'Y'] => Format::Npy,
+            [0, 0, _, _, ..] => Format::Idx,
+            _ => Format::Text,
+        })
+    }
+}
+
+/// Reads until `buf` is full or the stream ends (a plain `read` may return short counts).
+fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Sniffs the format of the file at `path` (looking inside gzip).
+pub fn sniff_file(path: &Path, limit: u64) -> Result<Format> {
+    Input::open(path, limit)?.sniff()
+}
+
+/// True when the path's name ends in `.gz` (writers compress such outputs).
+pub(crate) fn gz_name(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_parsing() {
+        assert_eq!(parse_limit(" 1048576 ").unwrap(), 1 << 20);
+        for bad in ["0", "-1", "4G", ""] {
+            assert!(
+                matches!(parse_limit(bad), Err(Error::Usage { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn sniffs_formats_inside_gzip() {
+        let sniff = |bytes: &'static [u8]| Input::from_static(Path::new("x"), bytes, 100)?.sniff();
+        assert_eq!(sniff(b"\x93NUMPY\x01\x00").unwrap(), Format::Npy);
+        assert_eq!(sniff(b"\0\0\x08\x03").unwrap(), Format::Idx);
+        assert_eq!(sniff(b"1,2,3\n").unwrap(), Format::Text);
+        // gzip of "1,2\n"
+        let gz: &[u8] = &[
+            0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0x33, 0xd4, 0x31, 0xe2, 2, 0, 0x33, 0x42, 0x21,
+            0x55, 4, 0, 0, 0,
+        ];
+        let mut input = Input::from_static(Path::new("x"), gz, 100).unwrap();
+        assert!(input.is_gzip());
+        assert_eq!(input.read_rest().unwrap(), b"1,2\n");
+        assert!(sniff(b"").is_err());
+    }
+}
