@@ -52,13 +52,14 @@ pub struct ProblemArgs {
     pub atoms: Option<usize>,
 
     /// The value of a full-intensity pixel in model units: observations x are scaled to
-    /// [0, pixel-max]. The paper uses 255; the default 1 keeps the energy differences of the
-    /// MH test moderate (see README, "Pixel scale").
-    #[arg(long, value_name = "V", default_value_t = 1.0)]
+    /// [0, pixel-max] whatever their storage. 255 is the paper's scale. The likelihood has unit
+    /// noise variance, so this sets how much the data constrain A X (see README, "Pixel scale and the defaults");
+    /// scale --lambda with it (λ = 0.05 at pixel-max 1 sparsifies like λ ≈ 12 at 255).
+    #[arg(long, value_name = "V", default_value_t = 255.0)]
     pub pixel_max: f32,
 
     /// lam, the rate of the Laplace prior exp(−lam·||X||₁) and the LASSO penalty.
-    #[arg(long = "lambda", value_name = "LAM", default_value_t = 0.05)]
+    #[arg(long = "lambda", value_name = "LAM", default_value_t = 5.0)]
     pub lambda: f32,
 
     /// Seed of every random draw (dictionary, starts, momenta, minibatches, MH uniforms).
@@ -88,7 +89,7 @@ pub struct SampleArgs {
     pub samples: u32,
 
     /// T, momentum steps per outer iteration (Algorithm 1, line 8).
-    #[arg(long, value_name = "T", default_value_t = 10)]
+    #[arg(long, value_name = "T", default_value_t = 20)]
     pub steps: u32,
 
     /// m, minibatch size of the gradient estimate (Algorithm 2), drawn per chain and step.
