@@ -40,8 +40,21 @@ pub fn write(context: &GpuContext, buffer: &wgpu::Buffer, offset: u64, data: &[u
 /// Copies each (buffer, byte offset, bytes) into one staging buffer, submits, waits and returns the
 /// bytes in order; one round trip for any number of pieces.
 pub fn read_back(context: &GpuContext, pieces: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<u8>> {
+    let encoder = context
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    read_back_after(context, encoder, pieces)
+}
+
+/// As `read_back`, after the work already recorded in `encoder`, in the same submission.
+pub fn read_back_after(
+    context: &GpuContext,
+    mut encoder: wgpu::CommandEncoder,
+    pieces: &[(&wgpu::Buffer, u64, u64)],
+) -> Result<Vec<u8>> {
     let total: u64 = pieces.iter().map(|p| p.2).sum();
     if total == 0 {
+        context.queue.submit([encoder.finish()]);
         return Ok(Vec::new());
     }
     let staging = context.device.create_buffer(&wgpu::BufferDescriptor {
@@ -50,9 +63,6 @@ pub fn read_back(context: &GpuContext, pieces: &[(&wgpu::Buffer, u64, u64)]) -> 
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    let mut encoder = context
-        .device
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     let mut at = 0;
     for &(buffer, offset, bytes) in pieces {
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, at, bytes);
