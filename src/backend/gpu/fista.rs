@@ -17,7 +17,7 @@ pub fn encode(
     lipschitz: f32,
 ) -> Result<Vec<f32>> {
     let (d, p) = (backend.target.d(), backend.target.p());
-    if images.len() % d != 0 {
+    if !images.len().is_multiple_of(d) {
         return Err(Error::Internal(format!(
             "encode: {} values are not rows of {d}",
             images.len()
