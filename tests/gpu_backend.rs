@@ -296,3 +296,44 @@ fn fista_matches_cpu() {
     }
     assert_none(bad);
 }
+
+/// 16,384 chains at 784 × 3136 fit lavapipe's 128 MiB binding limit by splitting into groups;
+/// only allocation, binding and one cheap dispatch (a reject-all select) run here, since one
+/// outer iteration at this size would take minutes on a software rasteriser.
+#[test]
+fn mnist_scale_chains_split_into_groups() {
+    let label = "mnist_scale_chains_split_into_groups";
+    let Some(ctx) = context(label) else {
+        return;
+    };
+    let (d, p, chains) = (784, 3136, 16_384);
+    let observations = Observations {
+        n: 10,
+        d,
+        pixels: Pixels::U8(vec![7; 10 * d]),
+        scale: 1.0 / 255.0,
+    };
+    let dictionary = Arc::new(Dictionary::gaussian(d, p, 1));
+    let target = Arc::new(Target::new(dictionary, Arc::new(observations), 0.0));
+    let limit = ctx.binding_limit();
+    let mut gpu = GpuBackend::with_context(
+        ctx,
+        target,
+        settings(2, false, 1),
+        chains,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let expected = chains.div_ceil((limit / (4 * p as u64)).min(65_535) as usize);
+    assert_eq!(gpu.groups(), expected);
+    eprintln!(
+        "{label}: {} groups of {} chains, {} bytes per chain",
+        gpu.groups(),
+        gpu.group_size(),
+        gpu.info().bytes_per_chain
+    );
+    gpu.accept(&vec![false; chains]).unwrap();
+    let positions = gpu.positions().unwrap();
+    assert_eq!(positions.len(), chains * p);
+    assert!(positions.iter().all(|&v| v == 0.0));
+}
