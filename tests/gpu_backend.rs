@@ -1,5 +1,5 @@
-//! The GPU backend against the CPU backend from one seed: outer iterations, accept, FISTA, and
-//! the chunked path against the unchunked one.
+//! The GPU backend against the CPU backend from one seed: outer iterations, accept, FISTA, chunking.
+#![cfg(feature = "gpu")]
 
 mod gpu_common;
 

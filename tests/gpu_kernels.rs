@@ -1,4 +1,5 @@
 //! Each WGSL kernel against its Rust twin: Philox streams, the two products, the gather.
+#![cfg(feature = "gpu")]
 
 mod gpu_common;
 
@@ -195,4 +196,37 @@ fn gather_matches_batch_mean_f32() {
     let (n, d) = (203, 37);
     let pixels = Pixels::F32((0..n * d).map(|_| r.random_range(0.0..255.0)).collect());
     check_gather(pixels, n, d, "gather_matches_batch_mean_f32");
+}
+
+/// Throughput of the two products at MNIST scale (ignored: a measurement, not a check).
+/// `cargo test --release --test gpu_kernels product_throughput -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn product_throughput() {
+    let Some(ctx) = context("product_throughput") else {
+        return;
+    };
+    let mut r = rng("product_throughput");
+    let (d, p, chains) = (784, 3136, 256);
+    let a = uniform(&mut r, d * p);
+    let z = uniform(&mut r, chains * p);
+    let y = uniform(&mut r, d);
+    let residual = uniform(&mut r, chains * d);
+    let flops = 2.0 * (chains * d * p) as f64;
+    for _ in 0..2 {
+        let t = std::time::Instant::now();
+        probe::residual_product(&ctx, &a, d, p, &z, &y).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "residual_product: {s:.3} s, {:.2} GFLOP/s (with transfers)",
+            flops / s / 1e9
+        );
+        let t = std::time::Instant::now();
+        probe::transpose_product(&ctx, &a, d, p, &residual).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "transpose_product: {s:.3} s, {:.2} GFLOP/s (with transfers)",
+            flops / s / 1e9
+        );
+    }
 }

@@ -1,6 +1,7 @@
-//! Batched monotone FISTA on the device (twin of `cpu/fista.rs`): per iteration the transpose
-//! product, the prox, the product A u, the per-row objective and the update; all iterations of a
-//! group of rows go into one submission with one params slot each.
+//! Batched monotone FISTA on the device, the twin of `cpu/fista.rs`.
+
+// Per iteration: transpose product, prox, A u, per-row objective and update; all iterations of a
+// group of rows go into one submission, one params slot each.
 
 use super::buffers::{self, storage, upload, ParamSlots};
 use super::kernels::{Kernel, Params};

@@ -1,5 +1,4 @@
-//! One group of chains: its buffers on the device, bind groups built once, and the recording of
-//! each phase (positions loaded, one outer iteration, accept) into a command encoder.
+//! One group of chains: its device buffers, bind groups built once, and its recorded phases.
 
 use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;

@@ -1,21 +1,23 @@
-//! The GPU backend (wgpu): chain state resident on the device, all T steps of an outer iteration
-//! in one submission, only the MH scalars read back; chains split into groups of buffers when a
-//! buffer would pass the binding limit.
+//! The GPU backend (wgpu): chains resident on the device, one submission per outer iteration.
+
+// Only the MH scalars are read back per outer iteration; chains split into groups of buffers
+// when a per-chain buffer would pass the binding limit (see `group_size`).
 
 pub mod buffers;
 pub mod context;
+mod dataset;
 mod fista;
 mod group;
 pub mod kernels;
 pub mod probe;
 
 pub use context::{adapter_available, GpuContext};
+pub use dataset::{gather_params, upload_observations};
 
 use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::io::Pixels;
-use crate::target::{Observations, Target};
+use crate::target::Target;
 use crate::{Error, Result};
 use group::{ChainGroup, Shared};
 use kernels::Params;
@@ -193,52 +195,6 @@ fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
         )));
     }
     Ok(fit.min(chains))
-}
-
-/// The dataset on the device: 8-bit data packed four bytes per word, float data as f32 bits.
-pub fn upload_observations(
-    context: &GpuContext,
-    observations: &Observations,
-) -> Result<wgpu::Buffer> {
-    let bytes: &[u8] = match &observations.pixels {
-        Pixels::U8(v) => v,
-        Pixels::F32(v) => bytemuck::cast_slice(v),
-    };
-    if bytes.len() as u64 > context.binding_limit() {
-        return Err(Error::Gpu(format!(
-            "the dataset takes {} bytes, more than the device binds at once ({} bytes)",
-            bytes.len(),
-            context.binding_limit()
-        )));
-    }
-    context.checked("uploading the dataset", || {
-        buffers::upload(context, "observations", bytes)
-    })
-}
-
-/// The params of the gather kernel for chains starting at 0 (callers set `chain_offset`).
-pub fn gather_params(
-    observations: &Observations,
-    seed: u64,
-    outer: u32,
-    step: u32,
-    batch: u32,
-    chains: usize,
-) -> Params {
-    Params {
-        chains: chains as u32,
-        d: observations.d as u32,
-        n: observations.n as u32,
-        batch,
-        seed_lo: seed as u32,
-        seed_hi: (seed >> 32) as u32,
-        outer,
-        step,
-        u8_data: matches!(observations.pixels, Pixels::U8(_)) as u32,
-        // The CPU's factor, rounded alike: scale / m in f32.
-        gather_factor: observations.scale / batch as f32,
-        ..Default::default()
-    }
 }
 
 impl Backend for GpuBackend {

@@ -1,5 +1,4 @@
-//! One-shot runs of single kernels on host slices, so tests and benchmarks can check each WGSL
-//! kernel against its CPU twin. Outputs start poisoned with NaN, so unwritten elements show.
+//! One-shot runs of single kernels on host slices, for parity tests (outputs poisoned with NaN).
 
 use super::buffers::{read_f32, storage, upload, ParamSlots};
 use super::context::GpuContext;
