@@ -233,7 +233,10 @@ impl Backend for GpuBackend {
             |_, _| {},
             |g, pass| g.record_current(&self.context, pass, d, p),
         )?;
-        self.context.queue.submit([encoder.finish()]);
+        // Encoding errors surface at finish and submit, so those run inside the error scope too.
+        self.context.checked("submitting", || {
+            self.context.queue.submit([encoder.finish()])
+        })?;
         Ok(())
     }
 
@@ -253,7 +256,9 @@ impl Backend for GpuBackend {
             .iter()
             .map(|g| (&g.terms, 0, (16 * g.chains) as u64))
             .collect();
-        let bytes = buffers::read_back_after(&self.context, encoder, &pieces)?;
+        let bytes = self.context.checked("reading the MH terms", || {
+            buffers::read_back_after(&self.context, encoder, &pieces)
+        })??;
         let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(values
             .chunks(4)
@@ -287,7 +292,10 @@ impl Backend for GpuBackend {
             |_, _| {},
             |g, pass| g.record_select(&self.context, pass, d, p),
         )?;
-        self.context.queue.submit([encoder.finish()]);
+        // Encoding errors surface at finish and submit, so those run inside the error scope too.
+        self.context.checked("submitting", || {
+            self.context.queue.submit([encoder.finish()])
+        })?;
         Ok(())
     }
 
