@@ -6,6 +6,8 @@
 //! scalars per chain, decides acceptance on the host and sends the accept mask back.
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 
 use serde::Serialize;
 

@@ -1,0 +1,42 @@
+// Twin of src/backend/cpu/gather.rs: per-chain minibatch means Ybar (chains x d).
+// A workgroup serves one chain and 64 columns: its 64 invocations draw 256 indices at a time (one
+// Philox block each) into workgroup memory, then each sums its column over them in index order,
+// as `Observations::batch_mean` does, so the sums round alike.
+
+@group(0) @binding(1) var<storage, read> data: array<u32>; // u8 packed 4 per word, or f32 bits
+@group(0) @binding(2) var<storage, read_write> ybar: array<f32>;
+
+var<workgroup> picks: array<u32, 256>;
+
+fn raw_value(flat: u32) -> f32 {
+    if (params.u8_data != 0u) {
+        return f32((data[flat / 4u] >> ((flat % 4u) * 8u)) & 0xFFu);
+    }
+    return bitcast<f32>(data[flat]);
+}
+
+@compute @workgroup_size(64)
+fn gather(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let chain = wg.y;
+    let j = wg.x * 64u + lid.x;
+    let key = chain_key(params.chain_offset + chain);
+    var sum = 0.0;
+    for (var base = 0u; base < params.batch; base += 256u) {
+        let counter = vec4<u32>(base / 4u + lid.x, params.step, params.outer, PURPOSE_MINIBATCH);
+        let words = philox4x32_10(counter, key);
+        for (var q = 0u; q < 4u; q++) {
+            picks[lid.x * 4u + q] = index_from_word(words[q], params.n);
+        }
+        workgroupBarrier();
+        let count = min(256u, params.batch - base);
+        if (j < params.d) {
+            for (var k = 0u; k < count; k++) {
+                sum += raw_value(picks[k] * params.d + j);
+            }
+        }
+        workgroupBarrier();
+    }
+    if (j < params.d) {
+        ybar[chain * params.d + j] = sum * params.gather_factor;
+    }
+}

@@ -1,0 +1,82 @@
+// Twin of src/backend/cpu/gradient_step.rs (compiled together with matmul.wgsl and philox.wgsl):
+// the momentum draw, and the A^T R product with the Algorithm 1 update or the full gradient fused
+// into its epilogue, so G never goes through memory.
+
+@group(0) @binding(5) var<storage, read_write> position: array<f32>;
+@group(0) @binding(6) var<storage, read_write> momentum: array<f32>;
+
+fn sign_of(v: f32) -> f32 {
+    if (v > 0.0) {
+        return 1.0;
+    }
+    if (v < 0.0) {
+        return -1.0;
+    }
+    return 0.0;
+}
+
+// r <- N(0, I) from the stream (seed, chain, outer, 0, Momentum); one Philox block per invocation.
+@compute @workgroup_size(64)
+fn draw_momentum(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let chain = gid.y;
+    let block = gid.x;
+    if (block * 4u >= params.p) {
+        return;
+    }
+    let counter = vec4<u32>(block, 0u, params.outer, PURPOSE_MOMENTUM);
+    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.chain_offset + chain)));
+    for (var q = 0u; q < 4u; q++) {
+        let j = block * 4u + q;
+        if (j < params.p) {
+            momentum[chain * params.p + j] = normals[q];
+        }
+    }
+}
+
+// Element j of the SGHMC noise stream (seed, chain, outer, step, SghmcNoise).
+fn noise_normal(chain: u32, j: u32) -> f32 {
+    let counter = vec4<u32>(j / 4u, params.step, params.outer, PURPOSE_SGHMC_NOISE);
+    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.chain_offset + chain)));
+    return normals[j % 4u];
+}
+
+// g = A^T r + lam sign(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
+@compute @workgroup_size(16, 16)
+fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let acc = product_nn(wg, lid);
+    let eta = params.eta;
+    for (var i = 0u; i < 4u; i++) {
+        let m = wg.y * TILE_M + lid.y * 4u + i;
+        for (var jj = 0u; jj < 4u; jj++) {
+            let n = wg.x * TILE_N + lid.x * 4u + jj;
+            if (m < params.chains && n < params.p) {
+                let idx = m * params.p + n;
+                let z = position[idx];
+                let r = momentum[idx];
+                let g = acc[i * 4u + jj] + params.lam * sign_of(z);
+                var next = r - eta * g - eta * r;
+                if (params.noise != 0u) {
+                    next += params.noise_scale * noise_normal(m, n);
+                }
+                momentum[idx] = next;
+                position[idx] = z + eta * next;
+            }
+        }
+    }
+}
+
+// out = A^T r + lam sign(position), the full gradient when lhs holds A x - xbar.
+@compute @workgroup_size(16, 16)
+fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let acc = product_nn(wg, lid);
+    for (var i = 0u; i < 4u; i++) {
+        let m = wg.y * TILE_M + lid.y * 4u + i;
+        for (var jj = 0u; jj < 4u; jj++) {
+            let n = wg.x * TILE_N + lid.x * 4u + jj;
+            if (m < params.chains && n < params.p) {
+                let idx = m * params.p + n;
+                out[idx] = acc[i * 4u + jj] + params.lam * sign_of(position[idx]);
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+// Twin of src/backend/cpu/mh_terms.rs: per chain U(X), U(Z) - U(X) as one reduction of
+// per-element differences, and the forward and reverse proposal norms. One 256-wide workgroup per
+// chain: strided partial sums, then a tree in workgroup memory (so sums round unlike the CPU's
+// sequential ones, within f32 rounding).
+
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> z: array<f32>;
+@group(0) @binding(3) var<storage, read> residual_x: array<f32>;
+@group(0) @binding(4) var<storage, read> residual_z: array<f32>;
+@group(0) @binding(5) var<storage, read> gradient_x: array<f32>;
+@group(0) @binding(6) var<storage, read> gradient_z: array<f32>;
+@group(0) @binding(7) var<storage, read_write> terms: array<f32>; // 4 per chain
+
+var<workgroup> sums_a: array<vec4<f32>, 256>; // fit, fit difference, l1, l1 difference
+var<workgroup> sums_b: array<vec2<f32>, 256>; // forward, reverse
+
+@compute @workgroup_size(256)
+fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let c = wg.x;
+    let t = lid.x;
+    var a = vec4<f32>(0.0);
+    var b = vec2<f32>(0.0);
+    for (var j = t; j < params.d; j += 256u) {
+        let rx = residual_x[c * params.d + j];
+        let rz = residual_z[c * params.d + j];
+        a += vec4<f32>(rx * rx, (rz - rx) * (rz + rx), 0.0, 0.0);
+    }
+    for (var j = t; j < params.p; j += 256u) {
+        let idx = c * params.p + j;
+        let xj = x[idx];
+        let zj = z[idx];
+        let step = zj - xj;
+        let f = step + params.delta * gradient_x[idx];
+        let r = -step + params.delta * gradient_z[idx];
+        a += vec4<f32>(0.0, 0.0, abs(xj), abs(zj) - abs(xj));
+        b += vec2<f32>(f * f, r * r);
+    }
+    sums_a[t] = a;
+    sums_b[t] = b;
+    workgroupBarrier();
+    for (var half = 128u; half > 0u; half >>= 1u) {
+        if (t < half) {
+            sums_a[t] += sums_a[t + half];
+            sums_b[t] += sums_b[t + half];
+        }
+        workgroupBarrier();
+    }
+    if (t == 0u) {
+        let s = sums_a[0];
+        terms[c * 4u] = 0.5 * s.x + params.lam * s.z;
+        terms[c * 4u + 1u] = 0.5 * s.y + params.lam * s.w;
+        terms[c * 4u + 2u] = sums_b[0].x;
+        terms[c * 4u + 3u] = sums_b[0].y;
+    }
+}

@@ -1,0 +1,25 @@
+// Twin of src/backend/cpu/select.rs: X <- Z, with its gradient and residual, for accepted chains.
+
+@group(0) @binding(1) var<storage, read> accepted: array<u32>; // one word per chain, 0 = reject
+@group(0) @binding(2) var<storage, read> z: array<f32>;
+@group(0) @binding(3) var<storage, read_write> x: array<f32>;
+@group(0) @binding(4) var<storage, read> gradient_z: array<f32>;
+@group(0) @binding(5) var<storage, read_write> gradient_x: array<f32>;
+@group(0) @binding(6) var<storage, read> residual_z: array<f32>;
+@group(0) @binding(7) var<storage, read_write> residual_x: array<f32>;
+
+@compute @workgroup_size(64)
+fn select_accepted(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let c = gid.y;
+    let j = gid.x;
+    if (accepted[c] == 0u) {
+        return;
+    }
+    if (j < params.p) {
+        x[c * params.p + j] = z[c * params.p + j];
+        gradient_x[c * params.p + j] = gradient_z[c * params.p + j];
+    }
+    if (j < params.d) {
+        residual_x[c * params.d + j] = residual_z[c * params.d + j];
+    }
+}

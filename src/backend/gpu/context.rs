@@ -1,0 +1,121 @@
+//! The one wgpu device of the process: instance, adapter, device, queue and the compiled kernels.
+
+use std::sync::{Arc, Mutex};
+
+use super::kernels::Kernels;
+use crate::{Error, Result};
+
+/// A device with the adapter's own limits and every pipeline compiled once.
+pub struct GpuContext {
+    /// The adapter the device came from.
+    pub adapter: wgpu::Adapter,
+    /// The logical device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// The limits the device was created with (the adapter's).
+    pub limits: wgpu::Limits,
+    /// The compiled pipelines and their layouts.
+    pub kernels: Kernels,
+    info: wgpu::AdapterInfo,
+}
+
+impl GpuContext {
+    /// Finds an adapter (honouring WGPU_BACKEND and friends), creates the device with the
+    /// adapter's limits rather than wgpu's defaults, and compiles the kernels.
+    pub fn new() -> Result<GpuContext> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| {
+            Error::Gpu(format!(
+                "no adapter found ({e}); is a Vulkan, Metal or DX12 driver installed?"
+            ))
+        })?;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("rmld"),
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
+        let info = adapter.get_info();
+        let kernels = scoped(&device, "compiling the kernels", || Kernels::new(&device))?;
+        Ok(GpuContext {
+            adapter,
+            device,
+            queue,
+            limits,
+            kernels,
+            info,
+        })
+    }
+
+    /// One context per process, built on first use and shared (building compiles every kernel).
+    pub fn shared() -> Result<Arc<GpuContext>> {
+        static SHARED: Mutex<Option<Arc<GpuContext>>> = Mutex::new(None);
+        let mut slot = SHARED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(context) = slot.as_ref() {
+            return Ok(context.clone());
+        }
+        let context = Arc::new(GpuContext::new()?);
+        *slot = Some(context.clone());
+        Ok(context)
+    }
+
+    /// The adapter's name, driver and backend, for reports.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({} {}, {:?})",
+            self.info.name, self.info.driver, self.info.driver_info, self.info.backend
+        )
+    }
+
+    /// The adapter's name.
+    pub fn adapter_name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// The adapter's driver and its version.
+    pub fn driver(&self) -> String {
+        format!("{} {}", self.info.driver, self.info.driver_info)
+    }
+
+    /// The largest buffer a kernel may bind: the smaller of the binding and buffer limits.
+    pub fn binding_limit(&self) -> u64 {
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
+    }
+
+    /// Runs `f`, turning validation and out-of-memory errors it raises into `Error::Gpu`.
+    pub fn checked<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+        scoped(&self.device, what, f)
+    }
+}
+
+fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    let memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let value = f();
+    let errors = [
+        pollster::block_on(validation.pop()),
+        pollster::block_on(memory.pop()),
+    ];
+    match errors.into_iter().flatten().next() {
+        Some(e) => Err(Error::Gpu(format!("{what}: {e}"))),
+        None => Ok(value),
+    }
+}
+
+/// True when wgpu finds an adapter (without opening a device).
+pub fn adapter_available() -> bool {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default())).is_ok()
+}

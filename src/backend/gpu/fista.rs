@@ -1,0 +1,165 @@
+//! Batched monotone FISTA on the device, the twin of `cpu/fista.rs`.
+
+// Per iteration: transpose product, prox, A u, per-row objective and update; all iterations of a
+// group of rows go into one submission, one params slot each.
+
+use super::buffers::{self, storage, upload, ParamSlots};
+use super::kernels::{Kernel, Params};
+use super::{group_size, GpuBackend};
+use crate::{Error, Result};
+
+/// LASSO codes (rows of p) of `images` (rows of d) by `iterations` MFISTA iterations with step
+/// 1/`lipschitz`, rows split into groups that fit the binding limit.
+pub fn encode(
+    backend: &GpuBackend,
+    images: &[f32],
+    lam: f32,
+    iterations: u32,
+    lipschitz: f32,
+) -> Result<Vec<f32>> {
+    let (d, p) = (backend.target.d(), backend.target.p());
+    if !images.len().is_multiple_of(d) {
+        return Err(Error::Internal(format!(
+            "encode: {} values are not rows of {d}",
+            images.len()
+        )));
+    }
+    let rows = images.len() / d;
+    if rows == 0 || iterations == 0 {
+        return Ok(vec![0.0; rows * p]);
+    }
+    // The CPU's scalars, rounded alike: step 1/L, tau = lam/L, and the t sequence in f32.
+    let step = 1.0 / lipschitz;
+    let mut t = 1f32;
+    let slots: Vec<Params> = (0..iterations)
+        .map(|_| {
+            let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
+            let params = Params {
+                d: d as u32,
+                p: p as u32,
+                lam,
+                step_size: step,
+                tau: lam * step,
+                c_u: t / t_next,
+                c_prev: (t - 1.0) / t_next,
+                ..Default::default()
+            };
+            t = t_next;
+            params
+        })
+        .collect();
+    let per_group = group_size(backend.limit, d.max(p), rows)?;
+    let mut codes = Vec::with_capacity(rows * p);
+    for start in (0..rows).step_by(per_group) {
+        let count = per_group.min(rows - start);
+        let chunk = &images[start * d..(start + count) * d];
+        codes.extend(encode_group(backend, chunk, count, &slots)?);
+    }
+    Ok(codes)
+}
+
+fn encode_group(
+    backend: &GpuBackend,
+    images: &[f32],
+    rows: usize,
+    slots: &[Params],
+) -> Result<Vec<f32>> {
+    let context = &backend.context;
+    let (d, p) = (backend.target.d(), backend.target.p());
+    let objective: Vec<f32> = images
+        .chunks(d)
+        .map(|x| (0.5 * x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>()) as f32)
+        .collect();
+    context.checked("running FISTA", || -> Result<Vec<f32>> {
+        let buffer = |label: &str, width: usize| storage(context, label, (4 * rows * width) as u64);
+        let x = upload(context, "images", bytemuck::cast_slice(images));
+        let (z, y, u, grad) = (
+            buffer("z", p),
+            buffer("y", p),
+            buffer("u", p),
+            buffer("grad", p),
+        );
+        let (az, ay, au, residual) = (
+            buffer("Az", d),
+            buffer("Ay", d),
+            buffer("Au", d),
+            buffer("res", d),
+        );
+        let zeros = buffer("zeros", d);
+        let objective = upload(context, "objective", bytemuck::cast_slice(&objective));
+        let improved = buffer("improved", 1);
+        let params = ParamSlots::new(context, slots.len());
+        let rows32 = rows as u32;
+        let with_rows: Vec<Params> = slots
+            .iter()
+            .map(|s| Params {
+                chains: rows32,
+                ..*s
+            })
+            .collect();
+        params.write(context, &with_rows);
+        let k = &context.kernels;
+        let (dev, s, dict) = (&context.device, &params.buffer, &backend.shared.dict);
+        let stages = [
+            (
+                Kernel::FistaResidual,
+                k.bind(dev, Kernel::FistaResidual, s, &[&ay, &x, &residual]),
+                [d, rows],
+            ),
+            (
+                Kernel::TransposeProduct,
+                k.bind(dev, Kernel::TransposeProduct, s, &[dict, &residual, &grad]),
+                [p, rows.div_ceil(64)],
+            ),
+            (
+                Kernel::FistaProx,
+                k.bind(dev, Kernel::FistaProx, s, &[&y, &grad, &u]),
+                [p, rows],
+            ),
+            (
+                Kernel::ResidualProduct,
+                k.bind(dev, Kernel::ResidualProduct, s, &[dict, &u, &zeros, &au]),
+                [d, rows.div_ceil(64)],
+            ),
+            (
+                Kernel::FistaObjective,
+                k.bind(
+                    dev,
+                    Kernel::FistaObjective,
+                    s,
+                    &[&au, &x, &u, &objective, &improved],
+                ),
+                [64, rows],
+            ),
+            (
+                Kernel::FistaUpdate,
+                k.bind(
+                    dev,
+                    Kernel::FistaUpdate,
+                    s,
+                    &[&au, &u, &improved, &z, &y, &az, &ay],
+                ),
+                [d.max(p), rows],
+            ),
+        ];
+        let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("FISTA"),
+        });
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for slot in 0..slots.len() {
+                for (kernel, bind, [width, height]) in &stages {
+                    // Widths are in elements, 64 per workgroup; the objective is one workgroup per row.
+                    let groups = if *kernel == Kernel::FistaObjective {
+                        [rows32, 1, 1]
+                    } else {
+                        [(*width as u32).div_ceil(64), *height as u32, 1]
+                    };
+                    k.dispatch(&mut pass, *kernel, bind, params.offset(slot), groups);
+                }
+            }
+        }
+        let bytes = buffers::read_back_after(context, encoder, &[(&z, 0, (4 * rows * p) as u64)])?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    })?
+}

@@ -1,0 +1,282 @@
+//! One group of chains: its device buffers, bind groups built once, and its recorded phases.
+
+use super::buffers::{storage, ParamSlots};
+use super::context::GpuContext;
+use super::kernels::{Kernel, Params};
+
+/// Shared, read-only device data every group binds.
+pub struct Shared {
+    /// A, d × p.
+    pub dict: wgpu::Buffer,
+    /// xbar, one row of d (broadcast with y_stride 0).
+    pub xbar: wgpu::Buffer,
+    /// The dataset (see `upload_observations`).
+    pub data: wgpu::Buffer,
+}
+
+/// Chains `offset..offset + chains`, resident on the device.
+pub struct ChainGroup {
+    /// Global index of the first chain.
+    pub offset: usize,
+    /// Chains in the group.
+    pub chains: usize,
+    /// Positions X, chains × p.
+    pub x: wgpu::Buffer,
+    /// Residuals A X − xbar, chains × d.
+    pub residual_x: wgpu::Buffer,
+    /// MH terms, 4 per chain.
+    pub terms: wgpu::Buffer,
+    /// Accept mask, one word per chain.
+    pub mask: wgpu::Buffer,
+    z: wgpu::Buffer,
+    slots: ParamSlots,
+    binds: Vec<(Kernel, wgpu::BindGroup)>,
+}
+
+/// Bind groups by role (several roles share a kernel).
+#[derive(Clone, Copy)]
+enum Role {
+    Gather,
+    StepResidual,
+    Momentum,
+    Step,
+    ResidualZ,
+    GradientZ,
+    ResidualX,
+    GradientX,
+    Mh,
+    Select,
+}
+
+impl ChainGroup {
+    /// Allocates the group's buffers and bind groups; `steps` fixes the params slots.
+    pub fn new(
+        context: &GpuContext,
+        shared: &Shared,
+        d: usize,
+        p: usize,
+        offset: usize,
+        chains: usize,
+        steps: u32,
+    ) -> ChainGroup {
+        let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
+        let (x, z, gx, gz, momentum) = (
+            rows("X", p),
+            rows("Z", p),
+            rows("grad X", p),
+            rows("grad Z", p),
+            rows("r", p),
+        );
+        let (rx, rz, ybar, step_residual) = (
+            rows("res X", d),
+            rows("res Z", d),
+            rows("Ybar", d),
+            rows("step res", d),
+        );
+        let (terms, mask) = (rows("MH terms", 4), rows("mask", 1));
+        let slots = ParamSlots::new(context, steps as usize + 2);
+        let k = &context.kernels;
+        let dev = &context.device;
+        let s = &slots.buffer;
+        let binds = vec![
+            (
+                Kernel::Gather,
+                k.bind(dev, Kernel::Gather, s, &[&shared.data, &ybar]),
+            ),
+            (
+                Kernel::ResidualProduct,
+                k.bind(
+                    dev,
+                    Kernel::ResidualProduct,
+                    s,
+                    &[&shared.dict, &z, &ybar, &step_residual],
+                ),
+            ),
+            (
+                Kernel::DrawMomentum,
+                k.bind(dev, Kernel::DrawMomentum, s, &[&momentum]),
+            ),
+            (
+                Kernel::GradientStep,
+                k.bind(
+                    dev,
+                    Kernel::GradientStep,
+                    s,
+                    &[&shared.dict, &step_residual, &z, &momentum],
+                ),
+            ),
+            (
+                Kernel::ResidualProduct,
+                k.bind(
+                    dev,
+                    Kernel::ResidualProduct,
+                    s,
+                    &[&shared.dict, &z, &shared.xbar, &rz],
+                ),
+            ),
+            (
+                Kernel::FullGradient,
+                k.bind(dev, Kernel::FullGradient, s, &[&shared.dict, &rz, &gz, &z]),
+            ),
+            (
+                Kernel::ResidualProduct,
+                k.bind(
+                    dev,
+                    Kernel::ResidualProduct,
+                    s,
+                    &[&shared.dict, &x, &shared.xbar, &rx],
+                ),
+            ),
+            (
+                Kernel::FullGradient,
+                k.bind(dev, Kernel::FullGradient, s, &[&shared.dict, &rx, &gx, &x]),
+            ),
+            (
+                Kernel::MhTerms,
+                k.bind(
+                    dev,
+                    Kernel::MhTerms,
+                    s,
+                    &[&x, &z, &rx, &rz, &gx, &gz, &terms],
+                ),
+            ),
+            (
+                Kernel::Select,
+                k.bind(dev, Kernel::Select, s, &[&mask, &z, &x, &gz, &gx, &rz, &rx]),
+            ),
+        ];
+        ChainGroup {
+            offset,
+            chains,
+            x,
+            residual_x: rx,
+            terms,
+            mask,
+            z,
+            slots,
+            binds,
+        }
+    }
+
+    /// Writes the params slots: slot s (0..=T) for step s, slot T + 1 for the xbar products.
+    pub fn write_params(&self, context: &GpuContext, base: Params, outer: u32) {
+        let steps = self.slots.slots() - 2;
+        let mut all: Vec<Params> = (0..=steps as u32)
+            .map(|step| Params {
+                step,
+                outer,
+                y_stride: base.d,
+                ..self.with_group(base)
+            })
+            .collect();
+        all.push(Params {
+            outer,
+            y_stride: 0,
+            ..self.with_group(base)
+        });
+        self.slots.write(context, &all);
+    }
+
+    fn with_group(&self, base: Params) -> Params {
+        Params {
+            chains: self.chains as u32,
+            chain_offset: self.offset as u32,
+            ..base
+        }
+    }
+
+    fn run(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        role: Role,
+        slot: usize,
+        groups: [u32; 3],
+    ) {
+        let (kernel, bind) = &self.binds[role as usize];
+        context
+            .kernels
+            .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
+    }
+
+    fn xbar_slot(&self) -> usize {
+        self.slots.slots() - 1
+    }
+
+    /// Residual and full gradient at X (after positions were written).
+    pub fn record_current(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+    ) {
+        let c = (self.chains as u32).div_ceil(64);
+        self.run(
+            context,
+            pass,
+            Role::ResidualX,
+            self.xbar_slot(),
+            [(d as u32).div_ceil(64), c, 1],
+        );
+        self.run(
+            context,
+            pass,
+            Role::GradientX,
+            self.xbar_slot(),
+            [(p as u32).div_ceil(64), c, 1],
+        );
+    }
+
+    /// Z ← X; must precede `record_steps` in the same encoder.
+    pub fn record_copy(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.copy_buffer_to_buffer(&self.x, 0, &self.z, 0, self.x.size());
+    }
+
+    /// r_0 draw, T minibatch steps, the residual and gradient at Z, and the MH terms.
+    pub fn record_steps(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+        steps: u32,
+    ) {
+        let chains = self.chains as u32;
+        let c = chains.div_ceil(64);
+        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
+        self.run(
+            context,
+            pass,
+            Role::Momentum,
+            0,
+            [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
+        );
+        for step in 1..=steps as usize {
+            self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
+            self.run(context, pass, Role::StepResidual, step, [dg, c, 1]);
+            self.run(context, pass, Role::Step, step, [pg, c, 1]);
+        }
+        self.run(context, pass, Role::ResidualZ, self.xbar_slot(), [dg, c, 1]);
+        self.run(context, pass, Role::GradientZ, self.xbar_slot(), [pg, c, 1]);
+        self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
+    }
+
+    /// X ← Z where the mask (already written) says so.
+    pub fn record_select(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+    ) {
+        let width = d.max(p) as u32;
+        self.run(
+            context,
+            pass,
+            Role::Select,
+            0,
+            [width.div_ceil(64), self.chains as u32, 1],
+        );
+    }
+}

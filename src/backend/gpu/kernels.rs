@@ -1,0 +1,266 @@
+//! The WGSL kernels: sources (listed once, here), the shared `Params` block, pipelines and layouts.
+
+use bytemuck::{Pod, Zeroable};
+
+/// Mirrors `struct Params` in `shaders/params.wgsl` field by field (a uniform; 96 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct Params {
+    pub chains: u32,
+    pub chain_offset: u32,
+    pub d: u32,
+    pub p: u32,
+    pub n: u32,
+    pub batch: u32,
+    pub seed_lo: u32,
+    pub seed_hi: u32,
+    pub outer: u32,
+    pub step: u32,
+    pub noise: u32,
+    pub u8_data: u32,
+    pub y_stride: u32,
+    pub lam: f32,
+    pub eta: f32,
+    pub noise_scale: f32,
+    pub gather_factor: f32,
+    pub delta: f32,
+    pub step_size: f32,
+    pub tau: f32,
+    pub c_u: f32,
+    pub c_prev: f32,
+    pub pad0: u32,
+    pub pad1: u32,
+}
+
+const PARAMS: &str = include_str!("../../../shaders/params.wgsl");
+const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
+const PHILOX_PROBE: &str = include_str!("../../../shaders/philox_probe.wgsl");
+const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
+const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+const GRADIENT_STEP: &str = include_str!("../../../shaders/gradient_step.wgsl");
+const MH_TERMS: &str = include_str!("../../../shaders/mh_terms.wgsl");
+const SELECT: &str = include_str!("../../../shaders/select.wgsl");
+const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
+
+/// The shader modules: WGSL has no includes, so a module is its files concatenated.
+const MODULES: [(&str, &[&str]); 6] = [
+    ("philox_probe", &[PARAMS, PHILOX, PHILOX_PROBE]),
+    ("gather", &[PARAMS, PHILOX, GATHER]),
+    ("matmul", &[PARAMS, PHILOX, MATMUL, GRADIENT_STEP]),
+    ("mh_terms", &[PARAMS, MH_TERMS]),
+    ("select", &[PARAMS, SELECT]),
+    ("fista", &[PARAMS, FISTA]),
+];
+
+/// Every entry point the backend dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    PhiloxProbe,
+    Gather,
+    ResidualProduct,
+    TransposeProduct,
+    DrawMomentum,
+    GradientStep,
+    FullGradient,
+    MhTerms,
+    Select,
+    FistaResidual,
+    FistaProx,
+    FistaObjective,
+    FistaUpdate,
+}
+
+const R: bool = true;
+const W: bool = false;
+
+/// A kernel's row: module index, entry point, storage bindings (number, read-only).
+type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
+
+/// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
+/// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
+const TABLE: [Row; 13] = [
+    (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
+    (Kernel::Gather, 1, "gather", &[(1, R), (2, W)]),
+    (
+        Kernel::ResidualProduct,
+        2,
+        "residual_product",
+        &[(1, R), (2, R), (3, R), (4, W)],
+    ),
+    (
+        Kernel::TransposeProduct,
+        2,
+        "transpose_product",
+        &[(1, R), (2, R), (4, W)],
+    ),
+    (Kernel::DrawMomentum, 2, "draw_momentum", &[(6, W)]),
+    (
+        Kernel::GradientStep,
+        2,
+        "gradient_step",
+        &[(1, R), (2, R), (5, W), (6, W)],
+    ),
+    (
+        Kernel::FullGradient,
+        2,
+        "full_gradient",
+        &[(1, R), (2, R), (4, W), (5, W)],
+    ),
+    (
+        Kernel::MhTerms,
+        3,
+        "mh_terms",
+        &[(1, R), (2, R), (3, R), (4, R), (5, R), (6, R), (7, W)],
+    ),
+    (
+        Kernel::Select,
+        4,
+        "select_accepted",
+        &[(1, R), (2, R), (3, W), (4, R), (5, W), (6, R), (7, W)],
+    ),
+    (
+        Kernel::FistaResidual,
+        5,
+        "fista_residual",
+        &[(1, R), (2, R), (3, W)],
+    ),
+    (
+        Kernel::FistaProx,
+        5,
+        "fista_prox",
+        &[(1, R), (2, R), (3, W)],
+    ),
+    (
+        Kernel::FistaObjective,
+        5,
+        "fista_objective",
+        &[(1, R), (2, R), (4, R), (5, W), (6, W)],
+    ),
+    (
+        Kernel::FistaUpdate,
+        5,
+        "fista_update",
+        &[(1, R), (4, R), (6, W), (7, W), (8, W), (9, W), (10, W)],
+    ),
+];
+
+/// Compiled pipelines with their explicit bind group layouts, indexed like `TABLE`.
+pub struct Kernels {
+    pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
+}
+
+impl Kernels {
+    /// Compiles every module and builds every pipeline (once per device).
+    pub fn new(device: &wgpu::Device) -> Kernels {
+        let modules: Vec<wgpu::ShaderModule> = MODULES
+            .iter()
+            .map(|(name, parts)| {
+                device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(name),
+                    source: wgpu::ShaderSource::Wgsl(parts.concat().into()),
+                })
+            })
+            .collect();
+        let params_size = std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64);
+        let pipelines = TABLE
+            .iter()
+            .map(|(_, module, entry, storage)| {
+                let mut entries = vec![wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: true,
+                        min_binding_size: params_size,
+                    },
+                    count: None,
+                }];
+                entries.extend(storage.iter().map(|&(binding, read_only)| {
+                    wgpu::BindGroupLayoutEntry {
+                        binding,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Storage { read_only },
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        count: None,
+                    }
+                }));
+                let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some(entry),
+                    entries: &entries,
+                });
+                let pipeline_layout =
+                    device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some(entry),
+                        bind_group_layouts: &[Some(&layout)],
+                        immediate_size: 0,
+                    });
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: Some(&pipeline_layout),
+                    module: &modules[*module],
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+                (layout, pipeline)
+            })
+            .collect();
+        Kernels { pipelines }
+    }
+
+    fn index(kernel: Kernel) -> usize {
+        TABLE.iter().position(|row| row.0 == kernel).unwrap_or(0)
+    }
+
+    /// A bind group for `kernel`: the params buffer (one slot visible, chosen by dynamic offset)
+    /// and `buffers` for its storage bindings in table order.
+    pub fn bind(
+        &self,
+        device: &wgpu::Device,
+        kernel: Kernel,
+        params: &wgpu::Buffer,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let index = Self::index(kernel);
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: params,
+                offset: 0,
+                size: std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64),
+            }),
+        }];
+        entries.extend(
+            TABLE[index]
+                .3
+                .iter()
+                .zip(buffers)
+                .map(|(&(binding, _), buffer)| wgpu::BindGroupEntry {
+                    binding,
+                    resource: buffer.as_entire_binding(),
+                }),
+        );
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(TABLE[index].2),
+            layout: &self.pipelines[index].0,
+            entries: &entries,
+        })
+    }
+
+    /// Records one dispatch of `kernel` with params slot at byte `offset`.
+    pub fn dispatch(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        kernel: Kernel,
+        group: &wgpu::BindGroup,
+        offset: u32,
+        workgroups: [u32; 3],
+    ) {
+        pass.set_pipeline(&self.pipelines[Self::index(kernel)].1);
+        pass.set_bind_group(0, group, &[offset]);
+        pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+    }
+}

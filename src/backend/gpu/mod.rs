@@ -1,0 +1,323 @@
+//! The GPU backend (wgpu): chains resident on the device, one submission per outer iteration.
+
+// Only the MH scalars are read back per outer iteration; chains split into groups of buffers
+// when a per-chain buffer would pass the binding limit (see `group_size`).
+
+pub mod buffers;
+pub mod context;
+mod dataset;
+mod fista;
+mod group;
+pub mod kernels;
+pub mod probe;
+
+pub use context::{adapter_available, GpuContext};
+pub use dataset::{gather_params, upload_observations};
+
+use std::sync::Arc;
+
+use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use crate::target::Target;
+use crate::{Error, Result};
+use group::{ChainGroup, Shared};
+use kernels::Params;
+
+/// Options of the GPU backend.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Caps the bytes of any per-chain buffer below the device's binding limit (tests use it to
+    /// force several groups).
+    pub max_binding_bytes: Option<u64>,
+}
+
+/// C chains on the GPU, in groups of buffers that each fit the binding limit.
+pub struct GpuBackend {
+    context: Arc<GpuContext>,
+    target: Arc<Target>,
+    settings: DynamicsSettings,
+    chains: usize,
+    shared: Shared,
+    groups: Vec<ChainGroup>,
+    group_size: usize,
+    limit: u64,
+    lipschitz: Option<f32>,
+}
+
+impl GpuBackend {
+    /// A backend for `chains` chains of `target` on the process's shared device, positions zero
+    /// until loaded.
+    pub fn new(
+        target: Arc<Target>,
+        settings: DynamicsSettings,
+        chains: usize,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        Self::with_context(GpuContext::shared()?, target, settings, chains, options)
+    }
+
+    /// As `new`, on a given context.
+    pub fn with_context(
+        context: Arc<GpuContext>,
+        target: Arc<Target>,
+        settings: DynamicsSettings,
+        chains: usize,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        let (d, p) = (target.d(), target.p());
+        if chains == 0 || d == 0 || p == 0 || settings.batch == 0 || target.observations.n == 0 {
+            return Err(Error::usage(
+                "chains",
+                "chains, d, p, the batch and the dataset must all be non-empty",
+            ));
+        }
+        let device_limit = context.binding_limit();
+        if (4 * d * p) as u64 > device_limit {
+            return Err(Error::Gpu(format!(
+                "A takes {} bytes, more than the device binds at once ({device_limit})",
+                4 * d * p
+            )));
+        }
+        let limit = options
+            .max_binding_bytes
+            .unwrap_or(u64::MAX)
+            .min(device_limit);
+        let group_size = group_size(limit, d.max(p), chains)?;
+        let shared = context.checked("uploading A and the data", || -> Result<Shared> {
+            Ok(Shared {
+                dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
+                xbar: buffers::upload(&context, "xbar", bytemuck::cast_slice(&target.xbar)),
+                data: upload_observations(&context, &target.observations)?,
+            })
+        })??;
+        let groups = context.checked("allocating the chain state", || {
+            (0..chains)
+                .step_by(group_size)
+                .map(|offset| {
+                    let count = group_size.min(chains - offset);
+                    ChainGroup::new(&context, &shared, d, p, offset, count, settings.steps)
+                })
+                .collect::<Vec<_>>()
+        })?;
+        Ok(GpuBackend {
+            context,
+            target,
+            settings,
+            chains,
+            shared,
+            groups,
+            group_size,
+            limit,
+            lipschitz: None,
+        })
+    }
+
+    /// Chains per group of buffers.
+    pub fn group_size(&self) -> usize {
+        self.group_size
+    }
+
+    /// Number of groups the chains are split into.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The device this backend runs on.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.context
+    }
+
+    /// The params every kernel of the dynamics shares (groups fill in their own rows).
+    fn base_params(&self) -> Params {
+        let s = &self.settings;
+        let t = &self.target;
+        Params {
+            p: t.p() as u32,
+            lam: t.lam,
+            eta: s.eta,
+            noise: s.sghmc_noise as u32,
+            noise_scale: (2.0 * s.eta).sqrt(),
+            delta: s.eta * s.steps as f32,
+            ..gather_params(&t.observations, s.seed, 0, 0, s.batch, 0)
+        }
+    }
+
+    /// Records `record` for every group into one compute pass after `copies`, then submits.
+    fn submit(
+        &self,
+        what: &str,
+        copies: impl Fn(&ChainGroup, &mut wgpu::CommandEncoder),
+        record: impl Fn(&ChainGroup, &mut wgpu::ComputePass),
+    ) -> Result<wgpu::CommandEncoder> {
+        self.context.checked(what, || {
+            let mut encoder = self
+                .context
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
+            for g in &self.groups {
+                copies(g, &mut encoder);
+            }
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                for g in &self.groups {
+                    record(g, &mut pass);
+                }
+            }
+            encoder
+        })
+    }
+
+    /// Reads `width` f32 per chain of one buffer of every group, in chain order.
+    fn read_rows(
+        &self,
+        pick: impl Fn(&ChainGroup) -> &wgpu::Buffer,
+        width: usize,
+    ) -> Result<Vec<f32>> {
+        let pieces: Vec<_> = self
+            .groups
+            .iter()
+            .map(|g| (pick(g), 0, (4 * g.chains * width) as u64))
+            .collect();
+        Ok(bytemuck::pod_collect_to_vec(&buffers::read_back(
+            &self.context,
+            &pieces,
+        )?))
+    }
+}
+
+/// Chains per group so that a per-chain buffer of `width` f32 stays within `limit` bytes, and the
+/// dispatches within 65,535 workgroups per dimension.
+fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
+    let per_chain = 4 * width as u64;
+    let fit = (limit / per_chain).min(65_535) as usize;
+    if fit == 0 {
+        return Err(Error::Gpu(format!(
+            "one chain needs {per_chain} bytes per buffer, more than the {limit} allowed"
+        )));
+    }
+    Ok(fit.min(chains))
+}
+
+impl Backend for GpuBackend {
+    fn info(&self) -> BackendInfo {
+        let (d, p) = (self.target.d(), self.target.p());
+        BackendInfo {
+            kind: "gpu".into(),
+            device: self.context.describe(),
+            // X, Z, both gradients, r (p each); both residuals, Ybar, step residual (d each);
+            // the MH terms and the mask word.
+            bytes_per_chain: 4 * (5 * p + 4 * d + 4 + 1),
+        }
+    }
+
+    fn chains(&self) -> usize {
+        self.chains
+    }
+
+    fn load_positions(&mut self, positions: &[f32]) -> Result<()> {
+        let (d, p) = (self.target.d(), self.target.p());
+        if positions.len() != self.chains * p {
+            return Err(Error::Internal(format!(
+                "load_positions: {} values for {} chains of {p} atoms",
+                positions.len(),
+                self.chains
+            )));
+        }
+        let base = self.base_params();
+        for g in &self.groups {
+            let rows = &positions[g.offset * p..(g.offset + g.chains) * p];
+            buffers::write(&self.context, &g.x, 0, bytemuck::cast_slice(rows));
+            g.write_params(&self.context, base, 0);
+        }
+        let encoder = self.submit(
+            "loading positions",
+            |_, _| {},
+            |g, pass| g.record_current(&self.context, pass, d, p),
+        )?;
+        // Encoding errors surface at finish and submit, so those run inside the error scope too.
+        self.context.checked("submitting", || {
+            self.context.queue.submit([encoder.finish()])
+        })?;
+        Ok(())
+    }
+
+    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
+        let (d, p, steps) = (self.target.d(), self.target.p(), self.settings.steps);
+        let base = self.base_params();
+        for g in &self.groups {
+            g.write_params(&self.context, base, outer);
+        }
+        let encoder = self.submit(
+            "one outer iteration",
+            |g, encoder| g.record_copy(encoder),
+            |g, pass| g.record_steps(&self.context, pass, d, p, steps),
+        )?;
+        let pieces: Vec<_> = self
+            .groups
+            .iter()
+            .map(|g| (&g.terms, 0, (16 * g.chains) as u64))
+            .collect();
+        let bytes = self.context.checked("reading the MH terms", || {
+            buffers::read_back_after(&self.context, encoder, &pieces)
+        })??;
+        let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
+        Ok(values
+            .chunks(4)
+            .map(|t| MhTerms {
+                energy_current: t[0],
+                energy_difference: t[1],
+                forward_norm: t[2],
+                reverse_norm: t[3],
+            })
+            .collect())
+    }
+
+    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
+        let (d, p) = (self.target.d(), self.target.p());
+        if accepted.len() != self.chains {
+            return Err(Error::Internal(format!(
+                "accept: {} decisions for {} chains",
+                accepted.len(),
+                self.chains
+            )));
+        }
+        for g in &self.groups {
+            let mask: Vec<u32> = accepted[g.offset..g.offset + g.chains]
+                .iter()
+                .map(|&a| a as u32)
+                .collect();
+            buffers::write(&self.context, &g.mask, 0, bytemuck::cast_slice(&mask));
+        }
+        let encoder = self.submit(
+            "accepting proposals",
+            |_, _| {},
+            |g, pass| g.record_select(&self.context, pass, d, p),
+        )?;
+        // Encoding errors surface at finish and submit, so those run inside the error scope too.
+        self.context.checked("submitting", || {
+            self.context.queue.submit([encoder.finish()])
+        })?;
+        Ok(())
+    }
+
+    fn positions(&mut self) -> Result<Vec<f32>> {
+        self.read_rows(|g| &g.x, self.target.p())
+    }
+
+    fn images(&mut self) -> Result<Vec<f32>> {
+        let d = self.target.d();
+        let mut residual = self.read_rows(|g| &g.residual_x, d)?;
+        for row in residual.chunks_mut(d) {
+            row.iter_mut()
+                .zip(&self.target.xbar)
+                .for_each(|(r, m)| *r += m);
+        }
+        Ok(residual)
+    }
+
+    fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
+        let lipschitz = *self
+            .lipschitz
+            .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32);
+        fista::encode(self, images, lam, iterations, lipschitz)
+    }
+}

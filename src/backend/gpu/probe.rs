@@ -1,0 +1,166 @@
+//! One-shot runs of single kernels on host slices, for parity tests (outputs poisoned with NaN).
+
+use super::buffers::{read_f32, storage, upload, ParamSlots};
+use super::context::GpuContext;
+use super::kernels::{Kernel, Params};
+use crate::target::Observations;
+use crate::Result;
+
+/// Output words per probe case: 4 raw, 4 indices, 4 normals (f32 bits).
+pub const PROBE_WORDS: usize = 12;
+
+fn run(
+    context: &GpuContext,
+    kernel: Kernel,
+    params: Params,
+    buffers: &[&wgpu::Buffer],
+    workgroups: [u32; 3],
+) -> Result<()> {
+    context.checked("running a kernel", || {
+        let slots = ParamSlots::new(context, 1);
+        slots.write(context, &[params]);
+        let group = context
+            .kernels
+            .bind(&context.device, kernel, &slots.buffer, buffers);
+        let mut encoder = context
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            context
+                .kernels
+                .dispatch(&mut pass, kernel, &group, 0, workgroups);
+        }
+        context.queue.submit([encoder.finish()]);
+    })
+}
+
+fn poisoned(context: &GpuContext, len: usize) -> wgpu::Buffer {
+    upload(
+        context,
+        "poisoned output",
+        bytemuck::cast_slice(&vec![f32::NAN; len]),
+    )
+}
+
+/// Per case (counter, key, n): the Philox block, its four indices on 0..n and its four normals.
+pub fn philox(context: &GpuContext, cases: &[([u32; 4], [u32; 2], u32)]) -> Result<Vec<[u32; 12]>> {
+    let words: Vec<u32> = cases
+        .iter()
+        .flat_map(|(c, k, n)| [c[0], c[1], c[2], c[3], k[0], k[1], *n, 0])
+        .collect();
+    let input = upload(context, "probe cases", bytemuck::cast_slice(&words));
+    let output = storage(
+        context,
+        "probe draws",
+        (cases.len() * PROBE_WORDS * 4) as u64,
+    );
+    let params = Params {
+        chains: cases.len() as u32,
+        ..Default::default()
+    };
+    let groups = (cases.len() as u32).div_ceil(64);
+    run(
+        context,
+        Kernel::PhiloxProbe,
+        params,
+        &[&input, &output],
+        [groups, 1, 1],
+    )?;
+    let values = read_f32(context, &output, cases.len() * PROBE_WORDS)?;
+    Ok(values
+        .chunks(PROBE_WORDS)
+        .map(|c| {
+            let mut out = [0u32; 12];
+            for (o, v) in out.iter_mut().zip(c) {
+                *o = v.to_bits();
+            }
+            out
+        })
+        .collect())
+}
+
+/// out (C × d) = Z (C × p) · Aᵀ − Y, Y being C × d or one row of d broadcast.
+pub fn residual_product(
+    context: &GpuContext,
+    a: &[f32],
+    d: usize,
+    p: usize,
+    z: &[f32],
+    y: &[f32],
+) -> Result<Vec<f32>> {
+    let chains = z.len() / p;
+    let dict = upload(context, "A", bytemuck::cast_slice(a));
+    let lhs = upload(context, "Z", bytemuck::cast_slice(z));
+    let y_buffer = upload(context, "Y", bytemuck::cast_slice(y));
+    let out = poisoned(context, chains * d);
+    let params = Params {
+        chains: chains as u32,
+        d: d as u32,
+        p: p as u32,
+        y_stride: if y.len() == d { 0 } else { d as u32 },
+        ..Default::default()
+    };
+    let groups = [(d as u32).div_ceil(64), (chains as u32).div_ceil(64), 1];
+    run(
+        context,
+        Kernel::ResidualProduct,
+        params,
+        &[&dict, &lhs, &y_buffer, &out],
+        groups,
+    )?;
+    read_f32(context, &out, chains * d)
+}
+
+/// out (C × p) = R (C × d) · A.
+pub fn transpose_product(
+    context: &GpuContext,
+    a: &[f32],
+    d: usize,
+    p: usize,
+    r: &[f32],
+) -> Result<Vec<f32>> {
+    let chains = r.len() / d;
+    let dict = upload(context, "A", bytemuck::cast_slice(a));
+    let lhs = upload(context, "R", bytemuck::cast_slice(r));
+    let out = poisoned(context, chains * p);
+    let params = Params {
+        chains: chains as u32,
+        d: d as u32,
+        p: p as u32,
+        ..Default::default()
+    };
+    let groups = [(p as u32).div_ceil(64), (chains as u32).div_ceil(64), 1];
+    run(
+        context,
+        Kernel::TransposeProduct,
+        params,
+        &[&dict, &lhs, &out],
+        groups,
+    )?;
+    read_f32(context, &out, chains * p)
+}
+
+/// The minibatch means of chains `chain_offset..chain_offset + chains` (C × d).
+#[allow(clippy::too_many_arguments)]
+pub fn gather(
+    context: &GpuContext,
+    observations: &Observations,
+    seed: u64,
+    outer: u32,
+    step: u32,
+    batch: u32,
+    chain_offset: u32,
+    chains: usize,
+) -> Result<Vec<f32>> {
+    let d = observations.d;
+    let data = super::upload_observations(context, observations)?;
+    let out = poisoned(context, chains * d);
+    let params = Params {
+        chain_offset,
+        ..super::gather_params(observations, seed, outer, step, batch, chains)
+    };
+    let groups = [(d as u32).div_ceil(64), chains as u32, 1];
+    run(context, Kernel::Gather, params, &[&data, &out], groups)?;
+    read_f32(context, &out, chains * d)
+}

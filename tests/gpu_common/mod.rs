@@ -1,0 +1,72 @@
+//! Shared by the GPU tests: the device (or a loud skip), random inputs and mismatch reports.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rmld::backend::gpu::{adapter_available, GpuContext};
+
+/// The shared context, or None with a notice when no adapter exists. Fails instead of skipping
+/// when CI is "true" or RMLD_REQUIRE_GPU is "1". With an adapter, any device error fails the test.
+pub fn context(test: &str) -> Option<Arc<GpuContext>> {
+    if !adapter_available() {
+        let required = std::env::var("CI").is_ok_and(|v| v == "true")
+            || std::env::var("RMLD_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "no GPU adapter, but CI/RMLD_REQUIRE_GPU requires one: {test}"
+        );
+        eprintln!("no GPU adapter: skipping {test}");
+        return None;
+    }
+    let context = GpuContext::shared().unwrap_or_else(|e| panic!("{test}: {e}"));
+    eprintln!("{test}: on {}", context.describe());
+    Some(context)
+}
+
+/// A generator from a fresh seed, printed so a failure can be replayed with RMLD_TEST_SEED.
+pub fn rng(test: &str) -> rand::rngs::StdRng {
+    let seed = std::env::var("RMLD_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random::<u64>());
+    eprintln!("{test}: RMLD_TEST_SEED={seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// Uniform values on [-1, 1).
+pub fn uniform(rng: &mut impl Rng, len: usize) -> Vec<f32> {
+    (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Every index where |got − want| > tol·scale (or either is not finite), as one message each.
+pub fn mismatches(what: &str, got: &[f32], want: &[f64], scale: &[f64], tol: f64) -> Vec<String> {
+    let mut bad = Vec::new();
+    if got.len() != want.len() {
+        bad.push(format!(
+            "{what}: {} values, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, ((&g, &w), &s)) in got.iter().zip(want).zip(scale).enumerate() {
+        let ok = g.is_finite() && ((g as f64) - w).abs() <= tol * s;
+        if !ok {
+            bad.push(format!(
+                "{what}[{i}]: gpu {g:e}, reference {w:e} (tolerance {:e})",
+                tol * s
+            ));
+        }
+    }
+    bad
+}
+
+/// Panics listing every mismatch.
+pub fn assert_none(bad: Vec<String>) {
+    assert!(
+        bad.is_empty(),
+        "{} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
