@@ -12,6 +12,14 @@ if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 || ! ldconfig -p | grep -
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
+# Having installed a Vulkan driver, the GPU tests must find an adapter: fail rather than skip.
+export RMLD_REQUIRE_GPU="${RMLD_REQUIRE_GPU:-1}"
+# Mesa's window-system code complains on every adapter query without one; give it a private one.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  XDG_RUNTIME_DIR="$(mktemp -d)"
+  export XDG_RUNTIME_DIR
+fi
+
 # Real datasets (MNIST, …) for the tests that need them; CI puts ../shared beside the clone.
 export RMLD_DATASETS="${RMLD_DATASETS:-$(pwd)/../shared/datasets}"
 

@@ -49,7 +49,10 @@ impl Error {
 
     /// True when the error is the user's (bad input, usage, or an unwritable output): exit status 2.
     pub fn is_user_error(&self) -> bool {
-        matches!(self, Error::Input { .. } | Error::Usage { .. } | Error::Output { .. })
+        matches!(
+            self,
+            Error::Input { .. } | Error::Usage { .. } | Error::Output { .. }
+        )
     }
 }
 

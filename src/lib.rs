@@ -6,6 +6,6 @@ pub mod rng;
 
 pub use error::{Error, Result};
 pub mod backend;
-pub mod target;
 pub mod dynamics;
 pub mod orchestrator;
+pub mod target;

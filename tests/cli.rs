@@ -7,7 +7,10 @@ use std::process::{Command, Output};
 use rmld::io::{self, Dataset};
 
 fn rmld(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rmld")).args(args).output().expect("the rmld binary runs")
+    Command::new(env!("CARGO_BIN_EXE_rmld"))
+        .args(args)
+        .output()
+        .expect("the rmld binary runs")
 }
 
 fn stderr(out: &Output) -> String {
@@ -18,20 +21,40 @@ fn stderr(out: &Output) -> String {
 fn assert_refused(args: &[&str], expect_in_message: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
-    let mut all = vec!["sample", "--backend", "cpu", "--out", out_dir.to_str().unwrap()];
+    let mut all = vec![
+        "sample",
+        "--backend",
+        "cpu",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
     all.extend_from_slice(args);
     let out = rmld(&all);
     let message = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "args {args:?}: expected exit 2, got {:?}; stderr: {message}", out.status.code());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "args {args:?}: expected exit 2, got {:?}; stderr: {message}",
+        out.status.code()
+    );
     for needle in expect_in_message {
-        assert!(message.contains(needle), "args {args:?}: message lacks {needle:?}: {message}");
+        assert!(
+            message.contains(needle),
+            "args {args:?}: message lacks {needle:?}: {message}"
+        );
     }
-    assert!(!message.contains("panicked"), "args {args:?} panicked: {message}");
+    assert!(
+        !message.contains("panicked"),
+        "args {args:?} panicked: {message}"
+    );
     let leftovers: Vec<PathBuf> = match std::fs::read_dir(&out_dir) {
         Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
         Err(_) => Vec::new(),
     };
-    assert!(leftovers.is_empty(), "args {args:?} left files in --out: {leftovers:?}");
+    assert!(
+        leftovers.is_empty(),
+        "args {args:?} left files in --out: {leftovers:?}"
+    );
 }
 
 fn write(path: &Path, bytes: &[u8]) {
@@ -50,7 +73,17 @@ fn idx_header(n: u32) -> Vec<u8> {
 fn main_job_writes_every_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let status = rmld(&["sample", "--backend", "cpu", "--chains", "8", "--samples", "2", "--out", out.to_str().unwrap()]);
+    let status = rmld(&[
+        "sample",
+        "--backend",
+        "cpu",
+        "--chains",
+        "8",
+        "--samples",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(status.status.success(), "{}", stderr(&status));
     let codes = io::read_npy(&out.join("codes.npy")).unwrap();
     assert_eq!(codes.shape, vec![2, 8, 256]);
@@ -58,13 +91,18 @@ fn main_job_writes_every_output() {
     assert_eq!(images.shape, vec![2, 8, 64]);
     let dictionary = io::read_npy(&out.join("dictionary.npy")).unwrap();
     assert_eq!(dictionary.shape, vec![64, 256]);
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["settings"]["chains"], 8);
     let acceptance = report["acceptance"]["overall"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&acceptance));
     let png = std::fs::read(out.join("samples.png")).unwrap();
     assert_eq!(&png[1..4], b"PNG");
-    let leftovers: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
@@ -72,10 +110,28 @@ fn main_job_writes_every_output() {
 fn encode_writes_codes_and_reconstructions() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("enc");
-    let status = rmld(&["encode", "--backend", "cpu", "--count", "20", "--iterations", "50", "--out", out.to_str().unwrap()]);
+    let status = rmld(&[
+        "encode",
+        "--backend",
+        "cpu",
+        "--count",
+        "20",
+        "--iterations",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(status.status.success(), "{}", stderr(&status));
-    assert_eq!(io::read_npy(&out.join("codes.npy")).unwrap().shape, vec![20, 256]);
-    assert_eq!(io::read_npy(&out.join("reconstructions.npy")).unwrap().shape, vec![20, 64]);
+    assert_eq!(
+        io::read_npy(&out.join("codes.npy")).unwrap().shape,
+        vec![20, 256]
+    );
+    assert_eq!(
+        io::read_npy(&out.join("reconstructions.npy"))
+            .unwrap()
+            .shape,
+        vec![20, 64]
+    );
 }
 
 #[test]
@@ -86,21 +142,33 @@ fn bad_files_are_refused_with_a_clear_message() {
     let mut truncated = idx_header(10);
     truncated.extend(vec![0u8; 100]);
     write(&p("truncated-idx3-ubyte"), &truncated);
-    assert_refused(&["--data", p("truncated-idx3-ubyte").to_str().unwrap()], &["truncated-idx3-ubyte"]);
+    assert_refused(
+        &["--data", p("truncated-idx3-ubyte").to_str().unwrap()],
+        &["truncated-idx3-ubyte"],
+    );
 
     write(&p("train-images-idx3-ubyte.gz"), b"this is not gzip at all");
-    assert_refused(&["--data", p("train-images-idx3-ubyte.gz").to_str().unwrap()], &["train-images-idx3-ubyte.gz"]);
+    assert_refused(
+        &["--data", p("train-images-idx3-ubyte.gz").to_str().unwrap()],
+        &["train-images-idx3-ubyte.gz"],
+    );
 
     let mut wrong_magic = idx_header(1);
     wrong_magic[3] = 9;
     wrong_magic.extend(vec![0u8; 784]);
     write(&p("magic-idx3-ubyte"), &wrong_magic);
-    assert_refused(&["--data", p("magic-idx3-ubyte").to_str().unwrap()], &["magic-idx3-ubyte", "magic"]);
+    assert_refused(
+        &["--data", p("magic-idx3-ubyte").to_str().unwrap()],
+        &["magic-idx3-ubyte", "magic"],
+    );
 
     let mut claims_more = idx_header(1_000_000_000);
     claims_more.extend(vec![0u8; 784]);
     write(&p("claims-idx3-ubyte"), &claims_more);
-    assert_refused(&["--data", p("claims-idx3-ubyte").to_str().unwrap()], &["claims-idx3-ubyte"]);
+    assert_refused(
+        &["--data", p("claims-idx3-ubyte").to_str().unwrap()],
+        &["claims-idx3-ubyte"],
+    );
 
     let mut values = vec![0.5f32; 4 * 16];
     values[5] = f32::NAN;
@@ -112,7 +180,10 @@ fn bad_files_are_refused_with_a_clear_message() {
 
     // The embedded data have d = 64; a (63, 256) dictionary does not fit.
     io::write_npy_f32(&p("dict.npy"), &[63, 256], &vec![0.1; 63 * 256]).unwrap();
-    assert_refused(&["--dictionary", p("dict.npy").to_str().unwrap()], &["dict.npy", "d = 64"]);
+    assert_refused(
+        &["--dictionary", p("dict.npy").to_str().unwrap()],
+        &["dict.npy", "d = 64"],
+    );
 }
 
 #[test]
@@ -142,7 +213,13 @@ fn an_unwritable_out_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
     write(&file, b"x");
-    let out = rmld(&["sample", "--backend", "cpu", "--out", file.join("below").to_str().unwrap()]);
+    let out = rmld(&[
+        "sample",
+        "--backend",
+        "cpu",
+        "--out",
+        file.join("below").to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("a-file"), "{}", stderr(&out));
 }
@@ -152,7 +229,17 @@ fn gpu_without_the_backend_is_a_clear_error() {
     // With no usable adapter (or no GPU backend), `--backend gpu` fails with status 1 and says why;
     // with one, it runs. Either way no panic.
     let dir = tempfile::tempdir().unwrap();
-    let out = rmld(&["sample", "--backend", "gpu", "--chains", "2", "--samples", "1", "--out", dir.path().join("g").to_str().unwrap()]);
+    let out = rmld(&[
+        "sample",
+        "--backend",
+        "gpu",
+        "--chains",
+        "2",
+        "--samples",
+        "1",
+        "--out",
+        dir.path().join("g").to_str().unwrap(),
+    ]);
     match out.status.code() {
         Some(0) => {}
         Some(1) => assert!(stderr(&out).contains("GPU"), "{}", stderr(&out)),
@@ -163,7 +250,10 @@ fn gpu_without_the_backend_is_a_clear_error() {
 #[test]
 fn mnist_runs_from_its_standard_folder() {
     let Some(datasets) = io::shared_datasets_dir().filter(|d| d.join("mnist").is_dir()) else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but the shared datasets are missing");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but the shared datasets are missing"
+        );
         eprintln!("no ../shared/datasets/mnist (set RMLD_DATASETS): skipping mnist_runs_from_its_standard_folder");
         return;
     };
@@ -172,9 +262,27 @@ fn mnist_runs_from_its_standard_folder() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("mnist");
     let status = rmld(&[
-        "sample", "--backend", "cpu", "--data", mnist.to_str().unwrap(), "--init", "lasso", "--chains", "4", "--samples", "2",
-        "--steps", "5", "--lasso-iterations", "50", "--out", out.to_str().unwrap(),
+        "sample",
+        "--backend",
+        "cpu",
+        "--data",
+        mnist.to_str().unwrap(),
+        "--init",
+        "lasso",
+        "--chains",
+        "4",
+        "--samples",
+        "2",
+        "--steps",
+        "5",
+        "--lasso-iterations",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(status.status.success(), "{}", stderr(&status));
-    assert_eq!(io::read_npy(&out.join("images.npy")).unwrap().shape, vec![2, 4, 784]);
+    assert_eq!(
+        io::read_npy(&out.join("images.npy")).unwrap().shape,
+        vec![2, 4, 784]
+    );
 }

@@ -24,7 +24,10 @@ fn run(seed: u64, init: Init) -> orchestrator::SampleRun {
 fn same_seed_gives_identical_bits() {
     for init in [Init::Noise, Init::Lasso] {
         let (a, b) = (run(7, init), run(7, init));
-        assert_eq!(a.codes.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.codes.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            a.codes.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            b.codes.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
         assert_eq!(a.accepted, b.accepted);
         assert_eq!(a.start_indices, b.start_indices);
     }
@@ -34,5 +37,9 @@ fn same_seed_gives_identical_bits() {
 fn different_seeds_give_different_samples() {
     let (a, b) = (run(7, Init::Noise), run(8, Init::Noise));
     let same = a.codes.iter().zip(&b.codes).filter(|(x, y)| x == y).count();
-    assert!(same < a.codes.len() / 100, "{same} of {} values equal across seeds", a.codes.len());
+    assert!(
+        same < a.codes.len() / 100,
+        "{same} of {} values equal across seeds",
+        a.codes.len()
+    );
 }

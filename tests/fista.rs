@@ -35,7 +35,12 @@ fn coordinate_descent(dict: &Dictionary, x: &[f32], lam: f64) -> Vec<f64> {
 
 fn objective(dict: &Dictionary, x: &[f32], z: &[f64], lam: f64) -> f64 {
     let az = dict.apply_f64(z);
-    0.5 * az.iter().zip(x).map(|(a, &b)| (a - b as f64).powi(2)).sum::<f64>() + lam * z.iter().map(|v| v.abs()).sum::<f64>()
+    0.5 * az
+        .iter()
+        .zip(x)
+        .map(|(a, &b)| (a - b as f64).powi(2))
+        .sum::<f64>()
+        + lam * z.iter().map(|v| v.abs()).sum::<f64>()
 }
 
 #[test]
@@ -46,20 +51,39 @@ fn objective_never_increases_and_reaches_the_optimum() {
     let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
     let lipschitz = dict.spectral_norm_squared() as f32;
     let mut trace = Vec::new();
-    let codes = fista::encode(&dict.a, d, p, lipschitz, &images, lam, 3000, Some(&mut trace));
+    let codes = fista::encode(
+        &dict.a,
+        d,
+        p,
+        lipschitz,
+        &images,
+        lam,
+        3000,
+        Some(&mut trace),
+    );
 
     for (it, pair) in trace.windows(2).enumerate() {
-        for row in 0..rows {
-            assert!(pair[1][row] <= pair[0][row], "row {row}: objective rose at iteration {} ({} → {})", it + 1, pair[0][row], pair[1][row]);
+        for (row, (before, after)) in pair[0].iter().zip(&pair[1]).enumerate() {
+            assert!(
+                after <= before,
+                "row {row}: objective rose at iteration {} ({before} → {after})",
+                it + 1
+            );
         }
     }
     for row in 0..rows {
         let x = &images[row * d..(row + 1) * d];
         let reference = coordinate_descent(dict, x, lam as f64);
         let optimum = objective(dict, x, &reference, lam as f64);
-        let z: Vec<f64> = codes[row * p..(row + 1) * p].iter().map(|&v| v as f64).collect();
+        let z: Vec<f64> = codes[row * p..(row + 1) * p]
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
         let reached = objective(dict, x, &z, lam as f64);
-        assert!((reached - optimum) / optimum < 1e-5, "row {row}: FISTA {reached} vs optimum {optimum}");
+        assert!(
+            (reached - optimum) / optimum < 1e-5,
+            "row {row}: FISTA {reached} vs optimum {optimum}"
+        );
     }
 }
 
@@ -69,10 +93,16 @@ fn spectral_norm_matches_the_largest_eigenvalue_bound() {
     let dict = Dictionary::gaussian(30, 90, 4);
     let sigma2 = dict.spectral_norm_squared();
     for seed in 0..20 {
-        let v: Vec<f64> = common::random_positions(1, 90, seed, 1.0).iter().map(|&x| x as f64).collect();
+        let v: Vec<f64> = common::random_positions(1, 90, seed, 1.0)
+            .iter()
+            .map(|&x| x as f64)
+            .collect();
         let av = dict.apply_f64(&v);
         let ratio = av.iter().map(|x| x * x).sum::<f64>() / v.iter().map(|x| x * x).sum::<f64>();
-        assert!(ratio <= sigma2, "Rayleigh quotient {ratio} above σ² = {sigma2}");
+        assert!(
+            ratio <= sigma2,
+            "Rayleigh quotient {ratio} above σ² = {sigma2}"
+        );
     }
     // Marchenko-Pastur: σ_max² ≈ (1 + sqrt(p/d))² · p/d… for N(0, 1/d) entries: (1 + sqrt(3))² ≈ 7.46.
     assert!(sigma2 > 4.0 && sigma2 < 11.0, "σ² = {sigma2}");

@@ -21,11 +21,19 @@ fn log_ratio_matches_direct_f64() {
         let (xc, zc) = (&x[c * p..(c + 1) * p], &z[c * p..(c + 1) * p]);
         let gx = target.gradient_f64(xc, &target.xbar);
         let gz = target.gradient_f64(zc, &target.xbar);
-        let forward: f64 = (0..p).map(|j| (zc[j] as f64 - xc[j] as f64 + delta * gx[j]).powi(2)).sum();
-        let reverse: f64 = (0..p).map(|j| (xc[j] as f64 - zc[j] as f64 + delta * gz[j]).powi(2)).sum();
-        let direct = -(target.energy_f64(zc) - target.energy_f64(xc)) - reverse / (4.0 * delta) + forward / (4.0 * delta);
+        let forward: f64 = (0..p)
+            .map(|j| (zc[j] as f64 - xc[j] as f64 + delta * gx[j]).powi(2))
+            .sum();
+        let reverse: f64 = (0..p)
+            .map(|j| (xc[j] as f64 - zc[j] as f64 + delta * gz[j]).powi(2))
+            .sum();
+        let direct = -(target.energy_f64(zc) - target.energy_f64(xc)) - reverse / (4.0 * delta)
+            + forward / (4.0 * delta);
         let got = terms[c].log_ratio(delta);
-        assert!((got - direct).abs() < 1e-3 * (1.0 + direct.abs()), "chain {c}: backend {got} vs direct {direct}");
+        assert!(
+            (got - direct).abs() < 1e-3 * (1.0 + direct.abs()),
+            "chain {c}: backend {got} vs direct {direct}"
+        );
         let energy = target.energy_f64(xc);
         assert!((terms[c].energy_current as f64 - energy).abs() < 1e-4 * (1.0 + energy.abs()));
     }
@@ -33,24 +41,55 @@ fn log_ratio_matches_direct_f64() {
 
 #[test]
 fn nan_terms_are_rejected_as_divergent() {
-    let rule = MhRule { enabled: true, discount: 1.0, delta: 0.1 };
-    let terms = rmld::backend::MhTerms { energy_difference: f32::NAN, ..Default::default() };
+    let rule = MhRule {
+        enabled: true,
+        discount: 1.0,
+        delta: 0.1,
+    };
+    let terms = rmld::backend::MhTerms {
+        energy_difference: f32::NAN,
+        ..Default::default()
+    };
     let decision = rule.decide(&terms, 0, 0, 1);
     assert!(!decision.accepted && decision.divergent);
-    let no_mh = MhRule { enabled: false, ..rule };
-    assert!(!no_mh.decide(&terms, 0, 0, 1).accepted, "a divergent proposal is rejected even without MH");
+    let no_mh = MhRule {
+        enabled: false,
+        ..rule
+    };
+    assert!(
+        !no_mh.decide(&terms, 0, 0, 1).accepted,
+        "a divergent proposal is rejected even without MH"
+    );
 }
 
 #[test]
 fn discount_makes_acceptance_harder() {
     // log α = −1: accepted iff e^{−1} > discount·u. Over many chains the rate is e^{−1}/discount.
-    let terms = rmld::backend::MhTerms { energy_difference: 1.0, ..Default::default() };
+    let terms = rmld::backend::MhTerms {
+        energy_difference: 1.0,
+        ..Default::default()
+    };
     let rate = |discount: f32| {
-        let rule = MhRule { enabled: true, discount, delta: 1.0 };
-        (0..20_000).filter(|&c| rule.decide(&terms, 3, c, 1).accepted).count() as f64 / 20_000.0
+        let rule = MhRule {
+            enabled: true,
+            discount,
+            delta: 1.0,
+        };
+        (0..20_000)
+            .filter(|&c| rule.decide(&terms, 3, c, 1).accepted)
+            .count() as f64
+            / 20_000.0
     };
     let expected = (-1f64).exp();
     // Binomial standard error at n = 20000 is below 0.0035.
-    assert!((rate(1.0) - expected).abs() < 0.015, "discount 1: {}", rate(1.0));
-    assert!((rate(1.25) - expected / 1.25).abs() < 0.015, "discount 1.25: {}", rate(1.25));
+    assert!(
+        (rate(1.0) - expected).abs() < 0.015,
+        "discount 1: {}",
+        rate(1.0)
+    );
+    assert!(
+        (rate(1.25) - expected / 1.25).abs() < 0.015,
+        "discount 1.25: {}",
+        rate(1.25)
+    );
 }

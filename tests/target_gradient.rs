@@ -33,17 +33,28 @@ fn full_gradient_matches_central_differences() {
             let numeric = (energy(h) - energy(-h)) / (2.0 * h);
             let analytic = gradient[c * p + j] as f64;
             if (numeric - analytic).abs() > 1e-4 * (1.0 + numeric.abs()) {
-                failures.push(format!("chain {c} atom {j}: kernel {analytic} vs finite difference {numeric}"));
+                failures.push(format!(
+                    "chain {c} atom {j}: kernel {analytic} vs finite difference {numeric}"
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// ½||A x − xbar||² + lam·||x||₁ with x in f64 throughout.
 fn energy_f64(target: &rmld::target::Target, x: &[f64]) -> f64 {
     let ax = target.dictionary.apply_f64(x);
-    0.5 * ax.iter().zip(&target.xbar).map(|(a, &b)| (a - b as f64).powi(2)).sum::<f64>()
+    0.5 * ax
+        .iter()
+        .zip(&target.xbar)
+        .map(|(a, &b)| (a - b as f64).powi(2))
+        .sum::<f64>()
         + target.lam as f64 * x.iter().map(|v| v.abs()).sum::<f64>()
 }
 
@@ -56,11 +67,17 @@ fn minibatch_gradient_is_unbiased_for_the_full_gradient() {
     rmld::backend::cpu::gather::gather(&target.observations, 8, 1, 1, 4, &mut ybar);
     for j in 0..9 {
         let mean: f64 = ybar.chunks(9).map(|r| r[j] as f64).sum::<f64>() / chains as f64;
-        let values: Vec<f64> = (0..40).map(|i| target.observations.row(i)[j] as f64).collect();
+        let values: Vec<f64> = (0..40)
+            .map(|i| target.observations.row(i)[j] as f64)
+            .collect();
         let mu = values.iter().sum::<f64>() / 40.0;
         let var = values.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / 40.0;
         // Standard error of a mean of chains × m i.i.d. draws.
         let se = (var / (chains as f64 * 4.0)).sqrt();
-        assert!((mean - target.xbar[j] as f64).abs() < 5.0 * se + 1e-6, "coordinate {j}: {mean} vs {}", target.xbar[j]);
+        assert!(
+            (mean - target.xbar[j] as f64).abs() < 5.0 * se + 1e-6,
+            "coordinate {j}: {mean} vs {}",
+            target.xbar[j]
+        );
     }
 }

@@ -31,19 +31,29 @@ pub fn encode(args: &EncodeArgs) -> Result<()> {
     }
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
-    let dynamics = DynamicsSettings { eta: 1.0, steps: 1, batch: 1, sghmc_noise: false, seed: args.problem.seed };
+    let dynamics = DynamicsSettings {
+        eta: 1.0,
+        steps: 1,
+        batch: 1,
+        sghmc_noise: false,
+        seed: args.problem.seed,
+    };
     let mut backend = make_backend(args.problem.backend, target, &dynamics, ENCODE_BATCH.min(n))?;
     let info = backend.info();
 
     let bar = ProgressBar::new(n as u64).with_style(
-        ProgressStyle::with_template("{spinner} encoding [{bar:30}] {pos}/{len} ({elapsed}, eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} encoding [{bar:30}] {pos}/{len} ({elapsed}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut codes = Vec::with_capacity(n * p);
     let mut originals = Vec::with_capacity(n * d);
     for start in (0..n).step_by(ENCODE_BATCH) {
         let rows = ENCODE_BATCH.min(n - start);
-        let images: Vec<f32> = (start..start + rows).flat_map(|i| target.observations.row(i)).collect();
+        let images: Vec<f32> = (start..start + rows)
+            .flat_map(|i| target.observations.row(i))
+            .collect();
         codes.extend(backend.encode(&images, target.lam, args.iterations)?);
         originals.extend(images);
         bar.set_position((start + rows) as u64);
@@ -58,14 +68,22 @@ pub fn encode(args: &EncodeArgs) -> Result<()> {
     let (h, w) = (problem.dataset.height, problem.dataset.width);
     io::write_png_grid(
         &out.join("reconstructions.png"),
-        &[(&originals[..shown * d], shown), (&reconstructions[..shown * d], shown)],
+        &[
+            (&originals[..shown * d], shown),
+            (&reconstructions[..shown * d], shown),
+        ],
         h,
         w,
         shown,
         (0.0, args.problem.pixel_max),
         (112 / h.max(w)).clamp(1, 8),
     )?;
-    let error: f64 = originals.iter().zip(&reconstructions).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>() / n as f64;
+    let error: f64 = originals
+        .iter()
+        .zip(&reconstructions)
+        .map(|(a, b)| ((a - b) as f64).powi(2))
+        .sum::<f64>()
+        / n as f64;
     let nonzero = codes.iter().filter(|&&v| v != 0.0).count() as f64 / n as f64;
     let report = json!({
         "command": "encode",

@@ -20,14 +20,23 @@ pub struct Problem {
 /// Loads the data and the dictionary and checks that they fit together.
 pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
     if !(args.pixel_max.is_finite() && args.pixel_max > 0.0) {
-        return Err(Error::usage("--pixel-max", format!("must be a positive number, got {}", args.pixel_max)));
+        return Err(Error::usage(
+            "--pixel-max",
+            format!("must be a positive number, got {}", args.pixel_max),
+        ));
     }
     if !(args.lambda.is_finite() && args.lambda >= 0.0) {
-        return Err(Error::usage("--lambda", format!("must be a non-negative number, got {}", args.lambda)));
+        return Err(Error::usage(
+            "--lambda",
+            format!("must be a non-negative number, got {}", args.lambda),
+        ));
     }
     let dataset = Dataset::load_or_embedded(args.data.as_deref())?;
     if dataset.n == 0 {
-        return Err(Error::input(&dataset.source, "the dataset holds no observations"));
+        return Err(Error::input(
+            &dataset.source,
+            "the dataset holds no observations",
+        ));
     }
     let d = dataset.d;
     let (dictionary, dictionary_source) = match &args.dictionary {
@@ -40,7 +49,15 @@ pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
                 ));
             }
             if args.atoms.is_some_and(|p| p != shape[1]) {
-                return Err(Error::usage("--atoms", format!("{} atoms asked for, but {} has {}", args.atoms.unwrap_or(0), path.display(), shape[1])));
+                return Err(Error::usage(
+                    "--atoms",
+                    format!(
+                        "{} atoms asked for, but {} has {}",
+                        args.atoms.unwrap_or(0),
+                        path.display(),
+                        shape[1]
+                    ),
+                ));
             }
             (Dictionary { d, p: shape[1], a }, path.display().to_string())
         }
@@ -49,7 +66,10 @@ pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
             if p == 0 {
                 return Err(Error::usage("--atoms", "must be at least 1"));
             }
-            (Dictionary::gaussian(d, p, args.seed), format!("gaussian N(0, 1/d), seed {}", args.seed))
+            (
+                Dictionary::gaussian(d, p, args.seed),
+                format!("gaussian N(0, 1/d), seed {}", args.seed),
+            )
         }
     };
     if dictionary.p == 0 {
@@ -57,7 +77,11 @@ pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
     }
     let observations = Observations::from_dataset(&dataset, args.pixel_max);
     let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda);
-    Ok(Problem { dataset, dictionary_source, target: Arc::new(target) })
+    Ok(Problem {
+        dataset,
+        dictionary_source,
+        target: Arc::new(target),
+    })
 }
 
 /// The backend the user asked for; `auto` falls back to the CPU with a one-line notice.
@@ -67,7 +91,9 @@ pub fn make_backend(
     dynamics: &DynamicsSettings,
     chains: usize,
 ) -> Result<Box<dyn Backend>> {
-    let cpu = || -> Box<dyn Backend> { Box::new(CpuBackend::new(target.clone(), dynamics.clone(), chains)) };
+    let cpu = || -> Box<dyn Backend> {
+        Box::new(CpuBackend::new(target.clone(), dynamics.clone(), chains))
+    };
     match choice {
         BackendChoice::Cpu => Ok(cpu()),
         BackendChoice::Gpu => gpu_backend(target, dynamics, chains),
@@ -83,10 +109,23 @@ pub fn make_backend(
 
 #[cfg(not(feature = "gpu"))]
 fn gpu_backend(_: &Arc<Target>, _: &DynamicsSettings, _: usize) -> Result<Box<dyn Backend>> {
-    Err(Error::Gpu("this rmld was built without the `gpu` feature".into()))
+    Err(Error::Gpu(
+        "this rmld was built without the `gpu` feature".into(),
+    ))
 }
 
 #[cfg(feature = "gpu")]
-fn gpu_backend(_: &Arc<Target>, _: &DynamicsSettings, _: usize) -> Result<Box<dyn Backend>> {
-    Err(Error::Gpu("the GPU backend is not available yet".into()))
+fn gpu_backend(
+    target: &Arc<Target>,
+    dynamics: &DynamicsSettings,
+    chains: usize,
+) -> Result<Box<dyn Backend>> {
+    use rmld::backend::gpu::{GpuBackend, GpuOptions};
+    let backend = GpuBackend::new(
+        target.clone(),
+        dynamics.clone(),
+        chains,
+        GpuOptions::default(),
+    )?;
+    Ok(Box::new(backend))
 }

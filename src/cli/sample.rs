@@ -36,17 +36,31 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
     settings.validate()?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
-    let mut backend = make_backend(args.problem.backend, target, &settings.dynamics, settings.chains)?;
+    let mut backend = make_backend(
+        args.problem.backend,
+        target,
+        &settings.dynamics,
+        settings.chains,
+    )?;
     let info = backend.info();
 
     let bar = ProgressBar::new(settings.samples as u64).with_style(
-        ProgressStyle::with_template("{spinner} sampling [{bar:30}] {pos}/{len} outer iterations ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} sampling [{bar:30}] {pos}/{len} outer iterations ({elapsed})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let run = orchestrator::run(backend.as_mut(), target, &settings, &mut |k| bar.set_position(k as u64))?;
+    let run = orchestrator::run(backend.as_mut(), target, &settings, &mut |k| {
+        bar.set_position(k as u64)
+    })?;
     bar.finish_and_clear();
 
-    let (d, p, c, k) = (target.d(), target.p(), settings.chains, settings.samples as usize);
+    let (d, p, c, k) = (
+        target.d(),
+        target.p(),
+        settings.chains,
+        settings.samples as usize,
+    );
     io::write_npy_f32(&out.join("codes.npy"), &[k, c, p], &run.codes)?;
     io::write_npy_f32(&out.join("images.npy"), &[k, c, d], &run.images)?;
     io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
@@ -56,8 +70,14 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
     let columns = picture_columns(c);
     let shown = columns.min(c);
     let real: Vec<f32> = match &run.start_indices {
-        Some(idx) => idx.iter().take(shown).flat_map(|&i| target.observations.row(i)).collect(),
-        None => (0..shown).flat_map(|i| target.observations.row(i * target.observations.n / shown)).collect(),
+        Some(idx) => idx
+            .iter()
+            .take(shown)
+            .flat_map(|&i| target.observations.row(i))
+            .collect(),
+        None => (0..shown)
+            .flat_map(|i| target.observations.row(i * target.observations.n / shown))
+            .collect(),
     };
     let rows = 4.min(c.div_ceil(columns));
     let last = &run.images[(k - 1) * c * d..];
@@ -77,7 +97,17 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
     let per_chain: Vec<f64> = run.accepted.iter().map(|&a| a as f64 / k as f64).collect();
     let moved: f64 = {
         let first = &run.start_images;
-        last.chunks(d).zip(first.chunks(d)).map(|(a, b)| a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum::<f64>().sqrt()).sum::<f64>() / c as f64
+        last.chunks(d)
+            .zip(first.chunks(d))
+            .map(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| ((x - y) as f64).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .sum::<f64>()
+            / c as f64
     };
     let report = json!({
         "command": "sample",

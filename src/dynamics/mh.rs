@@ -32,16 +32,38 @@ impl MhRule {
     /// the stream (seed, chain, outer, 0, Accept) so both backends decide alike.
     pub fn decide(&self, terms: &MhTerms, seed: u64, chain: u32, outer: u32) -> MhDecision {
         let log_ratio = terms.log_ratio(self.delta as f64);
-        let finite = [terms.energy_difference, terms.forward_norm, terms.reverse_norm].iter().all(|v| v.is_finite());
+        let finite = [
+            terms.energy_difference,
+            terms.forward_norm,
+            terms.reverse_norm,
+        ]
+        .iter()
+        .all(|v| v.is_finite());
         let divergent = !finite || !log_ratio.is_finite();
-        let log_alpha = if divergent { f64::NAN } else { log_ratio.min(0.0) };
+        let log_alpha = if divergent {
+            f64::NAN
+        } else {
+            log_ratio.min(0.0)
+        };
         if divergent {
-            return MhDecision { log_alpha, accepted: false, divergent };
+            return MhDecision {
+                log_alpha,
+                accepted: false,
+                divergent,
+            };
         }
         if !self.enabled {
-            return MhDecision { log_alpha, accepted: true, divergent };
+            return MhDecision {
+                log_alpha,
+                accepted: true,
+                divergent,
+            };
         }
         let u = Stream::new(seed, chain, outer, 0, Purpose::Accept).uniform() as f64;
-        MhDecision { log_alpha, accepted: log_alpha.exp() > self.discount as f64 * u, divergent }
+        MhDecision {
+            log_alpha,
+            accepted: log_alpha.exp() > self.discount as f64 * u,
+            divergent,
+        }
     }
 }

@@ -68,9 +68,17 @@ pub fn initial_positions(
         Init::Lasso => {
             let n = target.observations.n as u32;
             let picks: Vec<usize> = (0..chains)
-                .map(|c| index_from_word(Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0], n) as usize)
+                .map(|c| {
+                    index_from_word(
+                        Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0],
+                        n,
+                    ) as usize
+                })
                 .collect();
-            let images: Vec<f32> = picks.iter().flat_map(|&i| target.observations.row(i)).collect();
+            let images: Vec<f32> = picks
+                .iter()
+                .flat_map(|&i| target.observations.row(i))
+                .collect();
             let codes = backend.encode(&images, target.lam, settings.lasso_iterations)?;
             Ok((codes, Some(picks)))
         }

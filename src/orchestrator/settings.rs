@@ -38,7 +38,10 @@ fn positive(field: &'static str, value: f64) -> Result<()> {
     if value.is_finite() && value > 0.0 {
         Ok(())
     } else {
-        Err(Error::usage(field, format!("must be a positive number, got {value}")))
+        Err(Error::usage(
+            field,
+            format!("must be a positive number, got {value}"),
+        ))
     }
 }
 
@@ -55,7 +58,10 @@ impl SamplerSettings {
             return Err(Error::usage("--chains", "at most 4294967295 chains"));
         }
         if self.init == Init::Lasso && self.lasso_iterations == 0 {
-            return Err(Error::usage("--lasso-iterations", "must be at least 1 with --init lasso"));
+            return Err(Error::usage(
+                "--lasso-iterations",
+                "must be at least 1 with --init lasso",
+            ));
         }
         Ok(())
     }

@@ -12,13 +12,22 @@ use rmld::target::{Dictionary, Observations, Target};
 pub fn random_observations(n: usize, d: usize, seed: u64) -> Observations {
     let mut words = vec![0u32; n * d];
     Stream::new(seed, 99, 0, 0, Purpose::InitPick).fill_u32(&mut words);
-    Observations { n, d, pixels: Pixels::U8(words.iter().map(|w| (w >> 24) as u8).collect()), scale: 1.0 / 255.0 }
+    Observations {
+        n,
+        d,
+        pixels: Pixels::U8(words.iter().map(|w| (w >> 24) as u8).collect()),
+        scale: 1.0 / 255.0,
+    }
 }
 
 /// A target with a Gaussian dictionary d × p over n random observations.
 pub fn small_target(n: usize, d: usize, p: usize, lam: f32, seed: u64) -> Arc<Target> {
     let dictionary = Dictionary::gaussian(d, p, seed);
-    Arc::new(Target::new(Arc::new(dictionary), Arc::new(random_observations(n, d, seed)), lam))
+    Arc::new(Target::new(
+        Arc::new(dictionary),
+        Arc::new(random_observations(n, d, seed)),
+        lam,
+    ))
 }
 
 /// Standard normal positions for `chains` chains of p atoms.
@@ -30,5 +39,11 @@ pub fn random_positions(chains: usize, p: usize, seed: u64, scale: f32) -> Vec<f
 }
 
 pub fn dynamics(eta: f32, steps: u32, batch: u32, seed: u64) -> DynamicsSettings {
-    DynamicsSettings { eta, steps, batch, sghmc_noise: false, seed }
+    DynamicsSettings {
+        eta,
+        steps,
+        batch,
+        sghmc_noise: false,
+        seed,
+    }
 }
