@@ -3,9 +3,9 @@
 mod common;
 
 use rmld::backend::cpu::CpuBackend;
-use rmld::orchestrator::{self, Init, SamplerSettings};
+use rmld::orchestrator::{self, Init, MemorySink, SamplerSettings};
 
-fn run(seed: u64, init: Init) -> orchestrator::SampleRun {
+fn run(seed: u64, init: Init) -> (orchestrator::SampleRun, MemorySink) {
     let target = common::small_target(40, 16, 64, 0.05, 1);
     let settings = SamplerSettings {
         chains: 6,
@@ -17,17 +17,18 @@ fn run(seed: u64, init: Init) -> orchestrator::SampleRun {
         lasso_iterations: 50,
     };
     let mut backend = CpuBackend::new(target.clone(), settings.dynamics.clone(), settings.chains);
-    orchestrator::run(&mut backend, &target, &settings, &mut |_| {}).unwrap()
+    let mut sink = MemorySink::default();
+    let run = orchestrator::run(&mut backend, &target, &settings, &mut sink, &mut |_| {}).unwrap();
+    (run, sink)
 }
 
 #[test]
 fn same_seed_gives_identical_bits() {
     for init in [Init::Noise, Init::Lasso] {
-        let (a, b) = (run(7, init), run(7, init));
-        assert_eq!(
-            a.codes.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            b.codes.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        );
+        let ((a, a_samples), (b, b_samples)) = (run(7, init), run(7, init));
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a_samples.codes), bits(&b_samples.codes));
+        assert_eq!(bits(&a_samples.images), bits(&b_samples.images));
         assert_eq!(a.accepted, b.accepted);
         assert_eq!(a.start_indices, b.start_indices);
     }
@@ -35,7 +36,7 @@ fn same_seed_gives_identical_bits() {
 
 #[test]
 fn different_seeds_give_different_samples() {
-    let (a, b) = (run(7, Init::Noise), run(8, Init::Noise));
+    let ((_, a), (_, b)) = (run(7, Init::Noise), run(8, Init::Noise));
     let same = a.codes.iter().zip(&b.codes).filter(|(x, y)| x == y).count();
     assert!(
         same < a.codes.len() / 100,

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use rmld::backend::DynamicsSettings;
 use rmld::io;
-use rmld::orchestrator::{self, SamplerSettings};
+use rmld::orchestrator::{self, MemorySink, SamplerSettings};
 use rmld::Result;
 
 use super::args::SampleArgs;
@@ -50,9 +50,14 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let run = orchestrator::run(backend.as_mut(), target, &settings, &mut |k| {
-        bar.set_position(k as u64)
-    })?;
+    let mut samples = MemorySink::default();
+    let run = orchestrator::run(
+        backend.as_mut(),
+        target,
+        &settings,
+        &mut samples,
+        &mut |k| bar.set_position(k as u64),
+    )?;
     bar.finish_and_clear();
 
     let (d, p, c, k) = (
@@ -61,8 +66,8 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         settings.chains,
         settings.samples as usize,
     );
-    io::write_npy_f32(&out.join("codes.npy"), &[k, c, p], &run.codes)?;
-    io::write_npy_f32(&out.join("images.npy"), &[k, c, d], &run.images)?;
+    io::write_npy_f32(&out.join("codes.npy"), &[k, c, p], &samples.codes)?;
+    io::write_npy_f32(&out.join("images.npy"), &[k, c, d], &samples.images)?;
     io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
 
     // The picture: the real images the chains started from above, the last samples below.
@@ -80,7 +85,7 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
             .collect(),
     };
     let rows = 4.min(c.div_ceil(columns));
-    let last = &run.images[(k - 1) * c * d..];
+    let last = &run.final_images;
     let generated = &last[..(rows * columns).min(c) * d];
     let upscale = (112 / h.max(w)).clamp(1, 8);
     io::write_png_grid(
@@ -95,20 +100,7 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
 
     let acceptance = run.acceptance_rate();
     let per_chain: Vec<f64> = run.accepted.iter().map(|&a| a as f64 / k as f64).collect();
-    let moved: f64 = {
-        let first = &run.start_images;
-        last.chunks(d)
-            .zip(first.chunks(d))
-            .map(|(a, b)| {
-                a.iter()
-                    .zip(b)
-                    .map(|(x, y)| ((x - y) as f64).powi(2))
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .sum::<f64>()
-            / c as f64
-    };
+    let moved = run.mean_distance_moved();
     let report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),

@@ -1,5 +1,5 @@
 //! The orchestrator: initialises chains, runs K outer iterations on a backend, decides MH on the
-//! host and collects the kept samples.
+//! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
 pub mod settings;
 
@@ -11,17 +11,43 @@ pub use settings::{Init, SamplerSettings};
 
 use crate::backend::Backend;
 use crate::dynamics::MhRule;
-use crate::rng::{philox::index_from_word, Purpose, Stream};
+use crate::rng::{philox::index_from_word, Purpose, Stream, SHARED_CHAIN};
 use crate::target::Target;
 use crate::Result;
 
-/// Everything a run produced.
+/// Number of fixed random projections of X traced per chain and iteration (for R-hat and ESS).
+pub const PROJECTIONS: usize = 4;
+
+/// Receives the samples as they are produced, so a run's memory does not grow with K.
+pub trait SampleSink {
+    /// Sample `outer` (1-based) of every chain: codes C × p and images C × d.
+    fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()>;
+}
+
+/// Keeps every sample in memory: codes K × C × p and images K × C × d.
 #[derive(Clone, Debug, Default)]
-pub struct SampleRun {
+pub struct MemorySink {
     /// Codes X^k, K × C × p (sample k of chain c at (k·C + c)·p).
     pub codes: Vec<f32>,
     /// Images A X^k, K × C × d.
     pub images: Vec<f32>,
+}
+
+impl SampleSink for MemorySink {
+    fn record(&mut self, _outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
+        self.codes.extend_from_slice(codes);
+        self.images.extend_from_slice(images);
+        Ok(())
+    }
+}
+
+/// Everything a run produced besides the samples themselves.
+#[derive(Clone, Debug, Default)]
+pub struct SampleRun {
+    /// The last images A X^K, C × d.
+    pub final_images: Vec<f32>,
+    /// Per outer iteration and chain (K × C × PROJECTIONS): ⟨v_i, X⟩ for fixed random unit v_i.
+    pub projections: Vec<f32>,
     /// Images A X^0 the chains started from, C × d.
     pub start_images: Vec<f32>,
     /// The data points whose LASSO codes started the chains (LASSO initialisation only).
@@ -85,12 +111,30 @@ pub fn initial_positions(
     }
 }
 
-/// Runs K outer iterations of RMLD (Algorithms 1 and 3) on `backend`; `progress` is told after
-/// each outer iteration.
+/// The fixed unit vectors the trace projects X on (PROJECTIONS × p), from the seed-independent
+/// shared stream so every run of a problem traces the same directions.
+pub fn projection_vectors(p: usize) -> Vec<f32> {
+    let mut v = vec![0f32; PROJECTIONS * p];
+    for (i, row) in v.chunks_mut(p).enumerate() {
+        Stream::new(0, SHARED_CHAIN, i as u32, 0, Purpose::Projection).fill_normal(row);
+        let norm = row
+            .iter()
+            .map(|x| x * x)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::MIN_POSITIVE);
+        row.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// Runs K outer iterations of RMLD (Algorithms 1 and 3) on `backend`, handing every sample to
+/// `sink`; `progress` is told after each outer iteration.
 pub fn run(
     backend: &mut dyn Backend,
     target: &Target,
     settings: &SamplerSettings,
+    sink: &mut dyn SampleSink,
     progress: &mut dyn FnMut(u32),
 ) -> Result<SampleRun> {
     settings.validate()?;
@@ -114,6 +158,8 @@ pub fn run(
         discount: settings.discount,
         delta: settings.dynamics.eta * settings.dynamics.steps as f32,
     };
+    let p = target.p();
+    let projections = projection_vectors(p);
     let sampling = Instant::now();
     for outer in 1..=settings.samples {
         let terms = backend.propose(outer)?;
@@ -129,8 +175,17 @@ pub fn run(
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
-        run.codes.extend(backend.positions()?);
-        run.images.extend(backend.images()?);
+        let codes = backend.positions()?;
+        let images = backend.images()?;
+        for x in codes.chunks(p) {
+            run.projections.extend(
+                projections
+                    .chunks(p)
+                    .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
+            );
+        }
+        sink.record(outer, &codes, &images)?;
+        run.final_images = images;
         progress(outer);
     }
     run.timings.sampling_seconds = sampling.elapsed().as_secs_f64();
@@ -142,5 +197,27 @@ impl SampleRun {
     pub fn acceptance_rate(&self) -> f64 {
         let proposals = self.log_alpha.len().max(1) as f64;
         self.accepted.iter().map(|&a| a as f64).sum::<f64>() / proposals
+    }
+
+    /// The mean Euclidean distance between each chain's starting image and its last image.
+    pub fn mean_distance_moved(&self) -> f64 {
+        let chains = self.accepted.len().max(1);
+        let d = self.start_images.len() / chains;
+        if d == 0 || self.final_images.len() != self.start_images.len() {
+            return 0.0;
+        }
+        let total: f64 = self
+            .final_images
+            .chunks(d)
+            .zip(self.start_images.chunks(d))
+            .map(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| ((x - y) as f64).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .sum();
+        total / chains as f64
     }
 }

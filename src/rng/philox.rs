@@ -50,6 +50,8 @@ pub enum Purpose {
     Accept = 6,
     /// SGHMC noise injected inside the steps (equation 2), when enabled.
     SghmcNoise = 7,
+    /// The fixed directions the diagnostics trace project codes on.
+    Projection = 8,
 }
 
 /// The generator key of one chain: the seed's low word, and its high word mixed with the chain.
