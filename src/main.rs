@@ -1,4 +1,5 @@
-//! The `rmld` binary: parse, run, and map errors to exit statuses (2: bad usage or input; 1: other).
+//! The `rmld` binary: parse, run, and map outcomes to exit statuses (0: done; 2: bad usage or
+//! input; 1: other failures; 130/143: interrupted by SIGINT/SIGTERM, outputs and checkpoint written).
 
 mod cli;
 
@@ -9,7 +10,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli::dispatch(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(cli::Finished::Complete) => ExitCode::SUCCESS,
+        Ok(cli::Finished::Interrupted { status }) => ExitCode::from(status),
         Err(e) => {
             eprintln!("rmld: error: {e}");
             if e.is_user_error() {

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
 
-use rmld::orchestrator::Init;
+use rmld::orchestrator::{Init, KeepPolicy};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -21,10 +22,21 @@ pub enum Command {
     Sample(SampleArgs),
     /// LASSO-encode a dataset with the dictionary (the paper's "Compression": encode, decode with A).
     Encode(EncodeArgs),
+    /// Continue an interrupted `rmld sample` from the checkpoint in its output folder; the samples
+    /// equal those of an uninterrupted run (on the same backend).
+    Resume(ResumeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// The output folder of the interrupted run (it holds checkpoint.rmld).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// Which device runs the chains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
     /// The GPU when an adapter exists, else the CPU (with a one-line notice).
     Auto,
@@ -35,7 +47,7 @@ pub enum BackendChoice {
 }
 
 /// Where the data and the dictionary come from, and the model's scale.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct ProblemArgs {
     /// Dataset: a folder with MNIST-style IDX files (train-images-idx3-ubyte[.gz], labels optional),
     /// an IDX, NPY ((N, d) or (N, h, w), uint8 or float32) or CSV file. Default: the embedded
@@ -75,7 +87,7 @@ pub struct ProblemArgs {
     pub out: PathBuf,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
 pub struct SampleArgs {
     #[command(flatten)]
     pub problem: ProblemArgs,
@@ -119,6 +131,24 @@ pub struct SampleArgs {
     /// FISTA iterations for --init lasso.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub lasso_iterations: u32,
+
+    /// Which samples are written: all, last, or every:N (after the burn-in). Samples are
+    /// streamed to disk as they come, so memory does not grow with K.
+    #[arg(long, value_name = "POLICY", default_value = "all", value_parser = parse_keep)]
+    pub keep: KeepPolicy,
+
+    /// Outer iterations discarded before any sample is kept.
+    #[arg(long, value_name = "B", default_value_t = 0)]
+    pub burn_in: u32,
+
+    /// Write a checkpoint (checkpoint.rmld in --out) every N outer iterations; 0: only when
+    /// interrupted. `rmld resume DIR` continues from it.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub checkpoint_every: u32,
+}
+
+fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
+    text.parse()
 }
 
 #[derive(Args, Debug)]

@@ -32,3 +32,11 @@ pub fn chain_quantiles(values: &[f64]) -> Value {
 pub fn picture_columns(count: usize) -> usize {
     count.clamp(1, 16)
 }
+
+/// The process's peak resident memory (Linux: VmHWM), if the platform tells.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

@@ -1,23 +1,150 @@
-//! `rmld sample`: run the chains and write codes, images, the dictionary, a picture and a report.
+//! `rmld sample` and `rmld resume`: run the chains, streaming codes and images to disk, with
+//! checkpoints, a lock on the output folder, and a clean stop on SIGINT/SIGTERM.
 
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use rmld::backend::DynamicsSettings;
-use rmld::io;
-use rmld::orchestrator::{self, MemorySink, SamplerSettings};
-use rmld::Result;
+use rmld::backend::{Backend, DynamicsSettings};
+use rmld::io::{self, NpyStream};
+use rmld::orchestrator::checkpoint::hash_values;
+use rmld::orchestrator::{
+    self, Checkpoint, Hooks, KeepPolicy, SampleRun, SampleSink, SamplerSettings,
+};
+use rmld::target::Target;
+use rmld::{Error, Result};
 
-use super::args::SampleArgs;
-use super::problem::{load_problem, make_backend};
-use super::report::{chain_quantiles, dataset_json, picture_columns};
+use super::args::{ResumeArgs, SampleArgs};
+use super::problem::{load_problem, make_backend, Problem};
+use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
+use super::signals::StopRequest;
+use super::Finished;
 
-pub fn sample(args: &SampleArgs) -> Result<()> {
+/// The checkpoint's file name inside `--out`.
+pub const CHECKPOINT: &str = "checkpoint.rmld";
+/// The lock file that keeps two runs out of one folder.
+const LOCK: &str = ".rmld.lock";
+
+pub fn sample(args: &SampleArgs) -> Result<Finished> {
     let started = Instant::now();
     let problem = load_problem(&args.problem)?;
+    let settings = sampler_settings(args)?;
+    let out = &args.problem.out;
+    io::prepare_output_dir(out)?;
+    let _lock = lock_output(out)?;
+    let mut backend = make_backend(
+        args.problem.backend,
+        &problem.target,
+        &settings.dynamics,
+        settings.chains,
+    )?;
+    let state = orchestrator::start(backend.as_mut(), &problem.target, &settings)?;
+    let (c, d, p) = (settings.chains, problem.target.d(), problem.target.p());
+    let streams = SampleStreams {
+        codes: NpyStream::create(&out.join("codes.npy"), &[c, p])?,
+        images: NpyStream::create(&out.join("images.npy"), &[c, d])?,
+        keep: args.keep,
+        burn_in: args.burn_in,
+        samples: args.samples,
+    };
+    drive(args, &problem, &settings, backend, state, streams, started)
+}
+
+pub fn resume(args: &ResumeArgs) -> Result<Finished> {
+    let started = Instant::now();
+    let path = args.dir.join(CHECKPOINT);
+    let checkpoint = Checkpoint::read(&path)?;
+    let mut sample_args: SampleArgs =
+        serde_json::from_value(checkpoint.config.clone()).map_err(|e| {
+            Error::input(
+                &path,
+                format!("the checkpoint's configuration is not one this rmld reads: {e}"),
+            )
+        })?;
+    sample_args.problem.out = args.dir.clone();
+    let problem = load_problem(&sample_args.problem)?;
+    let settings = sampler_settings(&sample_args)?;
     let target = &problem.target;
+    let (data_hash, dictionary_hash) = hashes(target);
+    if data_hash != checkpoint.data_hash {
+        return Err(Error::input(
+            &path,
+            format!(
+                "was made from other data than {} (the data's hash differs)",
+                problem.dataset.source.display()
+            ),
+        ));
+    }
+    if dictionary_hash != checkpoint.dictionary_hash {
+        return Err(Error::input(
+            &path,
+            format!(
+                "was made with another dictionary than {} (its hash differs)",
+                problem.dictionary_source
+            ),
+        ));
+    }
+    if checkpoint.d != target.d()
+        || checkpoint.p != target.p()
+        || checkpoint.positions.len() != settings.chains * target.p()
+    {
+        return Err(Error::input(
+            &path,
+            "its shapes do not match its configuration",
+        ));
+    }
+    if checkpoint.run.completed >= settings.samples {
+        return Err(Error::input(
+            &path,
+            format!(
+                "the run is already complete ({} of {} outer iterations)",
+                checkpoint.run.completed, settings.samples
+            ),
+        ));
+    }
+    let out = &args.dir;
+    let _lock = lock_output(out)?;
+    let mut backend = make_backend(
+        sample_args.problem.backend,
+        target,
+        &settings.dynamics,
+        settings.chains,
+    )?;
+    backend.load_positions(&checkpoint.positions)?;
+    let (c, d, p) = (settings.chains, target.d(), target.p());
+    let kept = sample_args.keep.kept_up_to(
+        checkpoint.run.completed,
+        sample_args.burn_in,
+        sample_args.samples,
+    );
+    let streams = SampleStreams {
+        codes: resume_stream(&out.join("codes.npy"), &[c, p], kept)?,
+        images: resume_stream(&out.join("images.npy"), &[c, d], kept)?,
+        keep: sample_args.keep,
+        burn_in: sample_args.burn_in,
+        samples: sample_args.samples,
+    };
+    eprintln!(
+        "rmld resume: continuing {} from outer iteration {} of {}",
+        out.display(),
+        checkpoint.run.completed,
+        settings.samples
+    );
+    drive(
+        &sample_args,
+        &problem,
+        &settings,
+        backend,
+        checkpoint.run,
+        streams,
+        started,
+    )
+}
+
+fn sampler_settings(args: &SampleArgs) -> Result<SamplerSettings> {
     let settings = SamplerSettings {
         chains: args.chains,
         samples: args.samples,
@@ -34,43 +161,199 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         lasso_iterations: args.lasso_iterations,
     };
     settings.validate()?;
-    let out = &args.problem.out;
-    io::prepare_output_dir(out)?;
-    let mut backend = make_backend(
-        args.problem.backend,
-        target,
-        &settings.dynamics,
-        settings.chains,
-    )?;
-    let info = backend.info();
+    if args.keep != KeepPolicy::Last && args.burn_in >= args.samples {
+        return Err(Error::usage(
+            "--burn-in",
+            format!(
+                "{} discards every one of the {} samples",
+                args.burn_in, args.samples
+            ),
+        ));
+    }
+    Ok(settings)
+}
 
+/// xxh3 hashes of the data the chains sample and of the dictionary.
+fn hashes(target: &Target) -> (u64, u64) {
+    let obs = &target.observations;
+    let pixels: &[u8] = match &obs.pixels {
+        io::Pixels::U8(v) => v,
+        io::Pixels::F32(v) => bytemuck::cast_slice(v),
+    };
+    let data = hash_values(
+        &[obs.n as u64, obs.d as u64, obs.scale.to_bits() as u64],
+        pixels,
+    );
+    let dict = &target.dictionary;
+    (
+        data,
+        hash_values(
+            &[dict.d as u64, dict.p as u64],
+            bytemuck::cast_slice(&dict.a),
+        ),
+    )
+}
+
+/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open.
+fn lock_output(out: &Path) -> Result<File> {
+    let path = out.join(LOCK);
+    let file = File::create(&path).map_err(|source| Error::Output {
+        path: path.clone(),
+        source,
+    })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
+            "--out",
+            format!(
+                "another rmld run is writing into {} (it holds {})",
+                out.display(),
+                path.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(source)) => Err(Error::Output { path, source }),
+    }
+}
+
+/// Reopens a stream at the checkpoint's row count; an interrupted run had finished it under its
+/// final name, so that is moved back first.
+fn resume_stream(path: &Path, tail: &[usize], rows: usize) -> Result<NpyStream> {
+    let partial = io::partial_path(path);
+    if !partial.exists() && path.exists() {
+        std::fs::rename(path, &partial).map_err(|source| Error::Output {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    NpyStream::resume(path, tail, rows)
+}
+
+/// Codes and images streamed to `codes.npy` and `images.npy` under the keep policy.
+struct SampleStreams {
+    codes: NpyStream,
+    images: NpyStream,
+    keep: KeepPolicy,
+    burn_in: u32,
+    samples: u32,
+}
+
+impl SampleSink for SampleStreams {
+    fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
+        if self.keep.keeps(outer, self.burn_in, self.samples) {
+            self.codes.append(codes)?;
+            self.images.append(images)?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.codes.sync()?;
+        self.images.sync()
+    }
+}
+
+/// Runs the remaining iterations and writes every output; shared by `sample` and `resume`.
+fn drive(
+    args: &SampleArgs,
+    problem: &Problem,
+    settings: &SamplerSettings,
+    mut backend: Box<dyn Backend>,
+    state: SampleRun,
+    mut streams: SampleStreams,
+    started: Instant,
+) -> Result<Finished> {
+    let target = &problem.target;
+    let out = &args.problem.out;
+    let info = backend.info();
+    let stop = StopRequest::install();
+    let checkpoint_path = out.join(CHECKPOINT);
+    let config =
+        serde_json::to_value(args).map_err(|e| Error::Internal(format!("configuration: {e}")))?;
+    let (data_hash, dictionary_hash) = hashes(target);
+    let mut save = |run: &SampleRun, positions: &[f32]| {
+        let checkpoint = Checkpoint {
+            config: config.clone(),
+            data_hash,
+            dictionary_hash,
+            d: target.d(),
+            p: target.p(),
+            positions: positions.to_vec(),
+            run: run.clone(),
+        };
+        checkpoint.write(&checkpoint_path)
+    };
     let bar = ProgressBar::new(settings.samples as u64).with_style(
         ProgressStyle::with_template(
-            "{spinner} sampling [{bar:30}] {pos}/{len} outer iterations ({elapsed})",
+            "{spinner} sampling [{bar:30}] {pos}/{len} outer iterations ({elapsed}, eta {eta})",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut samples = MemorySink::default();
-    let run = orchestrator::run(
-        backend.as_mut(),
-        target,
-        &settings,
-        &mut samples,
-        &mut |k| bar.set_position(k as u64),
-    )?;
+    bar.set_position(state.completed as u64);
+    let hooks = Hooks {
+        sink: &mut streams,
+        progress: &mut |k| bar.set_position(k as u64),
+        stop: &|| stop.requested(),
+        checkpoint_every: args.checkpoint_every,
+        checkpoint: &mut save,
+    };
+    let result = orchestrator::continue_run(backend.as_mut(), target, settings, state, hooks);
     bar.finish_and_clear();
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => return Err(with_resume_hint(e, &checkpoint_path, out)),
+    };
+    let kept = streams.codes.rows();
+    streams.codes.finish()?;
+    streams.images.finish()?;
+    write_outputs(args, problem, settings, &run, kept, &info, started)?;
+    if run.interrupted {
+        eprintln!(
+            "rmld: interrupted after outer iteration {} of {}: outputs and {} written; continue with `rmld resume {}`",
+            run.completed,
+            settings.samples,
+            checkpoint_path.display(),
+            out.display()
+        );
+        return Ok(Finished::Interrupted {
+            status: stop.exit_status(),
+        });
+    }
+    Ok(Finished::Complete)
+}
 
+/// A failure during the run (a lost GPU, a full disk) names the checkpoint to resume from.
+fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
+    match Checkpoint::read(checkpoint) {
+        Ok(c) => Error::Internal(format!(
+            "{e}; the last checkpoint ({}, after outer iteration {}) can be continued with `rmld resume {}`",
+            checkpoint.display(),
+            c.run.completed,
+            out.display()
+        )),
+        Err(_) => e,
+    }
+}
+
+fn write_outputs(
+    args: &SampleArgs,
+    problem: &Problem,
+    settings: &SamplerSettings,
+    run: &SampleRun,
+    kept: usize,
+    info: &rmld::backend::BackendInfo,
+    started: Instant,
+) -> Result<()> {
+    let target = &problem.target;
+    let out: &PathBuf = &args.problem.out;
     let (d, p, c, k) = (
         target.d(),
         target.p(),
         settings.chains,
-        settings.samples as usize,
+        run.completed as usize,
     );
-    io::write_npy_f32(&out.join("codes.npy"), &[k, c, p], &samples.codes)?;
-    io::write_npy_f32(&out.join("images.npy"), &[k, c, d], &samples.images)?;
     io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
 
-    // The picture: the real images the chains started from above, the last samples below.
+    // The picture: the real images the chains started from above, the latest samples below.
     let (h, w) = (problem.dataset.height, problem.dataset.width);
     let columns = picture_columns(c);
     let shown = columns.min(c);
@@ -85,9 +368,7 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
             .collect(),
     };
     let rows = 4.min(c.div_ceil(columns));
-    let last = &run.final_images;
-    let generated = &last[..(rows * columns).min(c) * d];
-    let upscale = (112 / h.max(w)).clamp(1, 8);
+    let generated = &run.final_images[..(rows * columns).min(c) * d];
     io::write_png_grid(
         &out.join("samples.png"),
         &[(real.as_slice(), shown), (generated, generated.len() / d)],
@@ -95,11 +376,15 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         w,
         columns,
         (0.0, args.problem.pixel_max),
-        upscale,
+        (112 / h.max(w)).clamp(1, 8),
     )?;
 
     let acceptance = run.acceptance_rate();
-    let per_chain: Vec<f64> = run.accepted.iter().map(|&a| a as f64 / k as f64).collect();
+    let per_chain: Vec<f64> = run
+        .accepted
+        .iter()
+        .map(|&a| a as f64 / k.max(1) as f64)
+        .collect();
     let moved = run.mean_distance_moved();
     let report = json!({
         "command": "sample",
@@ -107,10 +392,16 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         "settings": settings,
         "lambda": target.lam,
         "pixel_max": args.problem.pixel_max,
+        "keep": args.keep,
+        "burn_in": args.burn_in,
         "dataset": dataset_json(&problem.dataset),
         "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
         "backend": info,
+        "completed_iterations": run.completed,
+        "interrupted": run.interrupted,
+        "kept_samples": kept,
         "timings": { "total_seconds": started.elapsed().as_secs_f64(), "phases": run.timings },
+        "peak_rss_bytes": peak_rss_bytes(),
         "acceptance": {
             "overall": acceptance,
             "per_chain": per_chain,
@@ -120,16 +411,16 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         "mean_distance_moved_from_start": moved,
         "start_indices": run.start_indices,
         "outputs": {
-            "codes.npy": [k, c, p],
-            "images.npy": [k, c, d],
+            "codes.npy": [kept, c, p],
+            "images.npy": [kept, c, d],
             "dictionary.npy": [d, p],
-            "samples.png": "top: the real images the first chains started from; below: their last samples",
+            "samples.png": "top: the real images the first chains started from; below: their latest samples",
         },
     });
     io::write_json_atomic(&out.join("report.json"), &report)?;
     println!(
-        "rmld sample: {c} chains × {k} samples ({d} → {p} atoms) on {} in {:.1} s; acceptance {:.1}%, \
-         mean distance moved from start {moved:.3}; wrote {}",
+        "rmld sample: {c} chains × {k} outer iterations ({kept} kept, {d} → {p} atoms) on {} in {:.1} s; \
+         acceptance {:.1}%, mean distance moved from start {moved:.3}; wrote {}",
         info.device,
         started.elapsed().as_secs_f64(),
         100.0 * acceptance,

@@ -10,6 +10,7 @@ pub mod idx;
 pub mod input;
 pub mod npy;
 pub mod npy_header;
+pub mod npy_stream;
 pub mod npy_write;
 pub mod png;
 
@@ -22,6 +23,7 @@ pub use idx::{
 };
 pub use input::{input_limit, Format, MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES_ENV};
 pub use npy::{read_npy, read_npy_labels, read_npy_matrix_f32, read_npy_with_limit, NpyArray};
+pub use npy_stream::{partial_path, NpyStream};
 pub use npy_write::{write_npy_f32, write_npy_i64, write_npy_u32, write_npy_u8};
 pub use png::write_png_grid;
 

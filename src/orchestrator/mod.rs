@@ -1,13 +1,15 @@
 //! The orchestrator: initialises chains, runs K outer iterations on a backend, decides MH on the
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
+pub mod checkpoint;
 pub mod settings;
 
 use std::time::Instant;
 
 use serde::Serialize;
 
-pub use settings::{Init, SamplerSettings};
+pub use checkpoint::Checkpoint;
+pub use settings::{Init, KeepPolicy, SamplerSettings};
 
 use crate::backend::Backend;
 use crate::dynamics::MhRule;
@@ -22,6 +24,11 @@ pub const PROJECTIONS: usize = 4;
 pub trait SampleSink {
     /// Sample `outer` (1-based) of every chain: codes C × p and images C × d.
     fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()>;
+
+    /// Makes everything recorded so far durable; called before every checkpoint.
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Keeps every sample in memory: codes K × C × p and images K × C × d.
@@ -41,20 +48,31 @@ impl SampleSink for MemorySink {
     }
 }
 
-/// Everything a run produced besides the samples themselves.
+/// Iterations the trace keeps at most 2× of before it halves itself (doubling its stride), so a
+/// run's memory stays bounded whatever K is.
+pub const TRACE_CAP: usize = 1024;
+
+/// Everything a run produced besides the samples themselves; with the chains' positions, it is
+/// the complete state a checkpoint saves.
 #[derive(Clone, Debug, Default)]
 pub struct SampleRun {
+    /// Outer iterations completed.
+    pub completed: u32,
+    /// True when the run stopped early (an interruption) before its K iterations.
+    pub interrupted: bool,
+    /// The trace holds the outer iterations that are multiples of this stride (1 until K > 2 × TRACE_CAP).
+    pub trace_stride: u32,
     /// The last images A X^K, C × d.
     pub final_images: Vec<f32>,
-    /// Per outer iteration and chain (K × C × PROJECTIONS): ⟨v_i, X⟩ for fixed random unit v_i.
+    /// Per traced outer iteration and chain (K' × C × PROJECTIONS): ⟨v_i, X⟩ for unit v_i.
     pub projections: Vec<f32>,
     /// Images A X^0 the chains started from, C × d.
     pub start_images: Vec<f32>,
     /// The data points whose LASSO codes started the chains (LASSO initialisation only).
     pub start_indices: Option<Vec<usize>>,
-    /// Per outer iteration and chain (K × C): the MH decision's log α.
+    /// Per traced outer iteration and chain (K' × C): the MH decision's log α.
     pub log_alpha: Vec<f64>,
-    /// Per outer iteration and chain (K × C): U(X) − const before the iteration.
+    /// Per traced outer iteration and chain (K' × C): U(X) − const before the iteration.
     pub energies: Vec<f32>,
     /// Accepted proposals per chain.
     pub accepted: Vec<u32>,
@@ -65,7 +83,7 @@ pub struct SampleRun {
 }
 
 /// Wall-clock seconds spent in each phase of a run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Timings {
     /// Initialisation (LASSO encoding or noise) and upload.
     pub init_seconds: f64,
@@ -128,6 +146,21 @@ pub fn projection_vectors(p: usize) -> Vec<f32> {
     v
 }
 
+/// What a run calls back into besides the backend.
+pub struct Hooks<'a> {
+    /// Receives every sample.
+    pub sink: &'a mut dyn SampleSink,
+    /// Told after each outer iteration.
+    pub progress: &'a mut dyn FnMut(u32),
+    /// Asked after each outer iteration; true stops the run early (it returns `interrupted`).
+    pub stop: &'a dyn Fn() -> bool,
+    /// Every this many outer iterations (0: never), and at an early stop, `checkpoint` is called
+    /// with the run so far and the chains' positions (C × p).
+    pub checkpoint_every: u32,
+    /// See `checkpoint_every`.
+    pub checkpoint: &'a mut dyn FnMut(&SampleRun, &[f32]) -> Result<()>,
+}
+
 /// Runs K outer iterations of RMLD (Algorithms 1 and 3) on `backend`, handing every sample to
 /// `sink`; `progress` is told after each outer iteration.
 pub fn run(
@@ -137,14 +170,32 @@ pub fn run(
     sink: &mut dyn SampleSink,
     progress: &mut dyn FnMut(u32),
 ) -> Result<SampleRun> {
+    let state = start(backend, target, settings)?;
+    let hooks = Hooks {
+        sink,
+        progress,
+        stop: &|| false,
+        checkpoint_every: 0,
+        checkpoint: &mut |_, _| Ok(()),
+    };
+    continue_run(backend, target, settings, state, hooks)
+}
+
+/// Initialises the chains (noise or LASSO starts) on `backend`: the state before iteration 1.
+pub fn start(
+    backend: &mut dyn Backend,
+    target: &Target,
+    settings: &SamplerSettings,
+) -> Result<SampleRun> {
     settings.validate()?;
     let chains = settings.chains;
-    let seed = settings.dynamics.seed;
     let started = Instant::now();
     let (positions, start_indices) = initial_positions(backend, target, settings)?;
     backend.load_positions(&positions)?;
     let start_images = backend.images()?;
     let mut run = SampleRun {
+        trace_stride: 1,
+        final_images: start_images.clone(),
         start_images,
         start_indices,
         accepted: vec![0; chains],
@@ -152,7 +203,22 @@ pub fn run(
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
+    Ok(run)
+}
 
+/// Runs the outer iterations after `state.completed` up to K; `backend` must hold the chains'
+/// positions at `state` (after `start`, or loaded from a checkpoint). The samples are a pure
+/// function of the seed and the iteration, so a continued run equals an uninterrupted one.
+pub fn continue_run(
+    backend: &mut dyn Backend,
+    target: &Target,
+    settings: &SamplerSettings,
+    mut run: SampleRun,
+    hooks: Hooks,
+) -> Result<SampleRun> {
+    settings.validate()?;
+    let chains = settings.chains;
+    let seed = settings.dynamics.seed;
     let rule = MhRule {
         enabled: settings.mh,
         discount: settings.discount,
@@ -161,41 +227,89 @@ pub fn run(
     let p = target.p();
     let projections = projection_vectors(p);
     let sampling = Instant::now();
-    for outer in 1..=settings.samples {
+    let already = run.timings.sampling_seconds;
+    for outer in run.completed + 1..=settings.samples {
         let terms = backend.propose(outer)?;
         let host = Instant::now();
+        let traced = outer.is_multiple_of(run.trace_stride);
         let mut mask = vec![false; chains];
         for (c, t) in terms.iter().enumerate() {
             let decision = rule.decide(t, seed, c as u32, outer);
             mask[c] = decision.accepted;
             run.accepted[c] += decision.accepted as u32;
             run.divergent[c] += decision.divergent as u32;
-            run.log_alpha.push(decision.log_alpha);
-            run.energies.push(t.energy_current);
+            if traced {
+                run.log_alpha.push(decision.log_alpha);
+                run.energies.push(t.energy_current);
+            }
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
         let codes = backend.positions()?;
         let images = backend.images()?;
-        for x in codes.chunks(p) {
-            run.projections.extend(
-                projections
-                    .chunks(p)
-                    .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
-            );
+        if traced {
+            for x in codes.chunks(p) {
+                run.projections.extend(
+                    projections
+                        .chunks(p)
+                        .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
+                );
+            }
+            run.thin_trace_if_full(chains);
         }
-        sink.record(outer, &codes, &images)?;
+        (hooks.sink).record(outer, &codes, &images)?;
         run.final_images = images;
-        progress(outer);
+        run.completed = outer;
+        run.timings.sampling_seconds = already + sampling.elapsed().as_secs_f64();
+        (hooks.progress)(outer);
+        let stopping = outer < settings.samples && (hooks.stop)();
+        if stopping || (hooks.checkpoint_every > 0 && outer.is_multiple_of(hooks.checkpoint_every)) {
+            hooks.sink.sync()?;
+            (hooks.checkpoint)(&run, &codes)?;
+        }
+        if stopping {
+            run.interrupted = true;
+            break;
+        }
     }
-    run.timings.sampling_seconds = sampling.elapsed().as_secs_f64();
     Ok(run)
 }
 
 impl SampleRun {
+    /// Keeps every other traced iteration once the trace holds 2 × TRACE_CAP of them.
+    fn thin_trace_if_full(&mut self, chains: usize) {
+        let iterations = self.energies.len() / chains.max(1);
+        if iterations < 2 * TRACE_CAP {
+            return;
+        }
+        // Traced iterations are the multiples of the stride: keep the multiples of twice it.
+        let keep = |v: &mut Vec<f32>, width: usize| {
+            let kept: Vec<f32> = v
+                .chunks(width)
+                .skip(1)
+                .step_by(2)
+                .flatten()
+                .copied()
+                .collect();
+            *v = kept;
+        };
+        keep(&mut self.energies, chains);
+        keep(&mut self.projections, chains * PROJECTIONS);
+        let kept: Vec<f64> = self
+            .log_alpha
+            .chunks(chains)
+            .skip(1)
+            .step_by(2)
+            .flatten()
+            .copied()
+            .collect();
+        self.log_alpha = kept;
+        self.trace_stride *= 2;
+    }
+
     /// Accepted proposals over all proposals.
     pub fn acceptance_rate(&self) -> f64 {
-        let proposals = self.log_alpha.len().max(1) as f64;
+        let proposals = (self.completed as usize * self.accepted.len()).max(1) as f64;
         self.accepted.iter().map(|&a| a as f64).sum::<f64>() / proposals
     }
 

@@ -66,3 +66,56 @@ impl SamplerSettings {
         Ok(())
     }
 }
+
+/// Which outer iterations' samples are written (after `burn_in` discarded iterations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeepPolicy {
+    /// Every sample after the burn-in.
+    All,
+    /// Only the last sample (iteration K).
+    Last,
+    /// Every N-th sample after the burn-in.
+    Every(u32),
+}
+
+impl std::str::FromStr for KeepPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        let text = text.trim().to_ascii_lowercase();
+        match text.as_str() {
+            "all" => Ok(KeepPolicy::All),
+            "last" => Ok(KeepPolicy::Last),
+            _ => {
+                let n = text
+                    .strip_prefix("every")
+                    .map(|rest| rest.trim_start_matches([':', '=', ' ']))
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .filter(|&n| n > 0);
+                n.map(KeepPolicy::Every)
+                    .ok_or_else(|| format!("expected all, last or every:N (N ≥ 1), got {text:?}"))
+            }
+        }
+    }
+}
+
+impl KeepPolicy {
+    /// Whether outer iteration `outer` (1-based) of a run of `samples` is kept.
+    pub fn keeps(self, outer: u32, burn_in: u32, samples: u32) -> bool {
+        match self {
+            KeepPolicy::All => outer > burn_in,
+            KeepPolicy::Last => outer == samples,
+            KeepPolicy::Every(n) => outer > burn_in && (outer - burn_in).is_multiple_of(n),
+        }
+    }
+
+    /// How many of the iterations 1..=outer are kept.
+    pub fn kept_up_to(self, outer: u32, burn_in: u32, samples: u32) -> usize {
+        match self {
+            KeepPolicy::All => outer.saturating_sub(burn_in) as usize,
+            KeepPolicy::Last => usize::from(outer >= samples),
+            KeepPolicy::Every(n) => (outer.saturating_sub(burn_in) / n) as usize,
+        }
+    }
+}

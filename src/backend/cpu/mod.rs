@@ -31,6 +31,7 @@ pub struct CpuBackend {
     ybar: Vec<f32>,
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
+    chunk: usize,
 }
 
 impl CpuBackend {
@@ -52,7 +53,35 @@ impl CpuBackend {
             ybar: vec![0.0; chains * d],
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
+            chunk: chains.max(1),
             target,
+        }
+    }
+
+    /// Runs the products on blocks of at most `chunk` chains (default: all at once). The samples
+    /// do not depend on it: every chain's numbers are its own.
+    pub fn with_chunk_size(mut self, chunk: usize) -> Self {
+        self.chunk = chunk.max(1);
+        self
+    }
+
+    /// Per chain A z − y, block by block.
+    fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
+        let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
+        for ((z, y), out) in z
+            .chunks(self.chunk * p)
+            .zip(y.chunks(self.chunk * d))
+            .zip(out.chunks_mut(self.chunk * d))
+        {
+            matmul::residual_product(a, d, p, z, y, out);
+        }
+    }
+
+    /// Per chain Aᵀ r, block by block.
+    fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
+        let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
+        for (r, out) in r.chunks(self.chunk * d).zip(out.chunks_mut(self.chunk * p)) {
+            matmul::transpose_product(a, d, p, r, out);
         }
     }
 
@@ -65,10 +94,8 @@ impl CpuBackend {
 
     /// Residual A·pos − xbar and full gradient ∇U(pos) for every chain.
     fn residual_and_gradient(&self, positions: &[f32], residual: &mut [f32], gradient: &mut [f32]) {
-        let (d, p) = (self.target.d(), self.target.p());
-        let a = &self.target.dictionary.a;
-        matmul::residual_product(a, d, p, positions, &self.xbar_rows, residual);
-        matmul::transpose_product(a, d, p, residual, gradient);
+        self.residual_product(positions, &self.xbar_rows, residual);
+        self.transpose_product(residual, gradient);
         gradient_step::full_gradient(gradient, positions, self.target.lam);
     }
 }
@@ -110,7 +137,6 @@ impl Backend for CpuBackend {
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
         let (d, p) = (self.target.d(), self.target.p());
         let s = &self.settings;
-        let a = &self.target.dictionary.a;
         self.z.copy_from_slice(&self.x);
         gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
         for step in 1..=s.steps {
@@ -122,8 +148,12 @@ impl Backend for CpuBackend {
                 s.batch,
                 &mut self.ybar,
             );
-            matmul::residual_product(a, d, p, &self.z, &self.ybar, &mut self.step_residual);
-            matmul::transpose_product(a, d, p, &self.step_residual, &mut self.z_gradient);
+            let mut step_residual = std::mem::take(&mut self.step_residual);
+            let mut gradient = std::mem::take(&mut self.z_gradient);
+            self.residual_product(&self.z, &self.ybar, &mut step_residual);
+            self.transpose_product(&step_residual, &mut gradient);
+            self.step_residual = step_residual;
+            self.z_gradient = gradient;
             let noise = s.sghmc_noise.then_some((s.seed, outer, step));
             gradient_step::gradient_step(
                 &self.z_gradient,

@@ -1,0 +1,239 @@
+//! `rmld sample` as a process: SIGINT leaves valid files and a checkpoint, a second run into the
+//! same folder is refused, memory does not grow with K, a full disk corrupts nothing, and a
+//! checkpoint is refused for other data.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rmld::io;
+
+fn rmld() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rmld"))
+}
+
+fn report(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).expect("report.json"))
+        .expect("report.json parses")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Starts a long CPU run into `out` and waits until it has streamed at least one sample.
+fn start_long_run(out: &Path) -> Child {
+    let child = rmld()
+        .args([
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "8",
+            "--steps",
+            "2",
+            "--samples",
+            "1000000",
+            "--out",
+        ])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let partial = io::partial_path(&out.join("codes.npy"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0) <= 128 {
+        assert!(Instant::now() < deadline, "the run never wrote a sample");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn sigint_stops_cleanly_with_valid_outputs_and_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let child = start_long_run(&out);
+    signal(&child, "INT");
+    let result = child.wait_with_output().unwrap();
+    assert_eq!(result.status.code(), Some(130), "{}", stderr(&result));
+    let r = report(&out);
+    assert_eq!(r["interrupted"], true);
+    let completed = r["completed_iterations"].as_u64().unwrap() as usize;
+    assert!(completed >= 1);
+    let codes = io::read_npy(&out.join("codes.npy")).expect("codes.npy loads");
+    assert_eq!(codes.shape, vec![completed, 8, 256]);
+    assert_eq!(
+        io::read_npy(&out.join("images.npy")).unwrap().shape,
+        vec![completed, 8, 64]
+    );
+    let checkpoint = rmld::orchestrator::Checkpoint::read(&out.join("checkpoint.rmld"))
+        .expect("checkpoint reads");
+    assert_eq!(checkpoint.run.completed as usize, completed);
+}
+
+#[test]
+fn a_second_run_into_a_folder_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("busy");
+    let first = start_long_run(&out);
+    let second = rmld()
+        .args(["sample", "--backend", "cpu", "--samples", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    signal(&first, "TERM");
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("another rmld run"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(
+        first.status.code(),
+        Some(143),
+        "SIGTERM: {}",
+        stderr(&first)
+    );
+    assert_eq!(
+        report(&out)["interrupted"],
+        true,
+        "the first run's outputs survive the refused second"
+    );
+}
+
+#[test]
+fn memory_does_not_grow_with_the_number_of_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let peak = |k: u32| {
+        let out = dir.path().join(format!("k{k}"));
+        let run = rmld()
+            .args([
+                "sample",
+                "--backend",
+                "cpu",
+                "--chains",
+                "64",
+                "--steps",
+                "1",
+                "--samples",
+                &k.to_string(),
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", stderr(&run));
+        assert_eq!(
+            io::read_npy(&out.join("codes.npy")).unwrap().shape,
+            vec![k as usize, 64, 256]
+        );
+        report(&out)["peak_rss_bytes"]
+            .as_u64()
+            .expect("peak RSS is reported on Linux") as f64
+    };
+    let (small, large) = (peak(100), peak(4000));
+    // Held in memory, 3900 more samples of 64 chains × (256 + 64) floats would be 319 MB.
+    let in_memory = 3900.0 * 64.0 * 320.0 * 4.0;
+    eprintln!(
+        "peak RSS: K = 100: {:.1} MB, K = 4000: {:.1} MB",
+        small / 1e6,
+        large / 1e6
+    );
+    assert!(
+        large - small < 0.1 * in_memory,
+        "peak RSS grew by {:.1} MB",
+        (large - small) / 1e6
+    );
+}
+
+#[test]
+fn a_full_disk_leaves_nothing_corrupt() {
+    // RLIMIT_FSIZE makes writes past 64 KiB fail (EFBIG) as a full disk would (ENOSPC).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("full");
+    let script = format!(
+        "ulimit -f 64; trap '' XFSZ; exec '{}' sample --backend cpu --chains 16 --samples 200 --steps 1 --out '{}'",
+        env!("CARGO_BIN_EXE_rmld"),
+        out.display()
+    );
+    let run = Command::new("bash").args(["-c", &script]).output().unwrap();
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("codes.npy") || stderr(&run).contains("images.npy"),
+        "{}",
+        stderr(&run)
+    );
+    for name in ["codes.npy", "images.npy", "report.json"] {
+        assert!(
+            !out.join(name).exists(),
+            "{name} exists after a failed write"
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_of_other_data_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.npy");
+    io::write_npy_u8(
+        &data,
+        &[30, 16],
+        &(0..480).map(|i| (i * 7 % 256) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let run = rmld()
+        .args([
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "4",
+            "--samples",
+            "5",
+            "--steps",
+            "2",
+            "--checkpoint-every",
+            "2",
+            "--data",
+        ])
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    // The checkpoint after iteration 4 can be continued ...
+    assert!(rmld()
+        .arg("resume")
+        .arg(&out)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    // ... but not once the data it was made from have changed.
+    io::write_npy_u8(
+        &data,
+        &[30, 16],
+        &(0..480).map(|i| (i * 11 % 256) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let refused = rmld().arg("resume").arg(&out).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("other data"),
+        "{}",
+        stderr(&refused)
+    );
+}

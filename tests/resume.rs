@@ -1,0 +1,196 @@
+//! A run stopped at a checkpoint and continued from it equals the uninterrupted run bit for bit,
+//! on the CPU and on the GPU; chunk sizes do not change the samples; damaged checkpoints are refused.
+
+mod common;
+#[cfg(feature = "gpu")]
+#[path = "gpu_common/mod.rs"]
+mod gpu_common;
+
+use rmld::backend::cpu::CpuBackend;
+use rmld::backend::Backend;
+use rmld::orchestrator::{self, Checkpoint, Hooks, Init, MemorySink, SampleRun, SamplerSettings};
+use rmld::target::Target;
+
+fn settings(chains: usize, samples: u32) -> SamplerSettings {
+    SamplerSettings {
+        chains,
+        samples,
+        dynamics: common::dynamics(0.01, 3, 5, 42),
+        mh: true,
+        discount: 1.0,
+        init: Init::Lasso,
+        lasso_iterations: 40,
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Runs to completion, or stops after `stop_after` iterations returning the checkpoint's bytes.
+fn run(
+    backend: &mut dyn Backend,
+    target: &Target,
+    s: &SamplerSettings,
+    state: SampleRun,
+    stop_after: Option<u32>,
+) -> (SampleRun, MemorySink, Option<Vec<u8>>) {
+    let mut sink = MemorySink::default();
+    let mut saved = None;
+    let completed = std::cell::Cell::new(state.completed);
+    let hooks = Hooks {
+        sink: &mut sink,
+        progress: &mut |k| completed.set(k),
+        stop: &|| stop_after.is_some_and(|k| completed.get() >= k),
+        checkpoint_every: 0,
+        checkpoint: &mut |run: &SampleRun, positions: &[f32]| {
+            let c = Checkpoint {
+                config: serde_json::json!({}),
+                data_hash: 1,
+                dictionary_hash: 2,
+                d: target.d(),
+                p: target.p(),
+                positions: positions.to_vec(),
+                run: run.clone(),
+            };
+            saved = Some(c.to_bytes());
+            Ok(())
+        },
+    };
+    let run = orchestrator::continue_run(backend, target, s, state, hooks).unwrap();
+    (run, sink, saved)
+}
+
+fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
+    let s = settings(5, 6);
+    let mut whole = make();
+    let state = orchestrator::start(whole.as_mut(), target, &s).unwrap();
+    let (full, full_samples, _) = run(whole.as_mut(), target, &s, state, None);
+
+    let mut first = make();
+    let state = orchestrator::start(first.as_mut(), target, &s).unwrap();
+    let (part, part_samples, saved) = run(first.as_mut(), target, &s, state, Some(2));
+    assert!(part.interrupted && part.completed == 2);
+    let checkpoint = Checkpoint::from_bytes(&saved.expect("a checkpoint at the stop")).unwrap();
+    let mut second = make();
+    second.load_positions(&checkpoint.positions).unwrap();
+    let (rest, rest_samples, _) = run(second.as_mut(), target, &s, checkpoint.run, None);
+
+    let joined: Vec<f32> = part_samples
+        .codes
+        .iter()
+        .chain(&rest_samples.codes)
+        .copied()
+        .collect();
+    assert_eq!(
+        bits(&joined),
+        bits(&full_samples.codes),
+        "codes differ after resume"
+    );
+    let joined: Vec<f32> = part_samples
+        .images
+        .iter()
+        .chain(&rest_samples.images)
+        .copied()
+        .collect();
+    assert_eq!(
+        bits(&joined),
+        bits(&full_samples.images),
+        "images differ after resume"
+    );
+    assert_eq!(rest.accepted, full.accepted);
+    assert_eq!(
+        rest.log_alpha
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>(),
+        full.log_alpha
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(bits(&rest.projections), bits(&full.projections));
+}
+
+#[test]
+fn cpu_resume_equals_uninterrupted_run() {
+    let target = common::small_target(60, 12, 40, 0.1, 5);
+    let s = settings(5, 6);
+    check_resume(
+        &|| {
+            Box::new(CpuBackend::new(
+                target.clone(),
+                s.dynamics.clone(),
+                s.chains,
+            ))
+        },
+        &target,
+    );
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_resume_equals_uninterrupted_run() {
+    use rmld::backend::gpu::{GpuBackend, GpuOptions};
+    let Some(context) = gpu_common::context("gpu_resume_equals_uninterrupted_run") else {
+        return;
+    };
+    let target = common::small_target(60, 12, 40, 0.1, 5);
+    let s = settings(5, 6);
+    let make = || -> Box<dyn Backend> {
+        Box::new(
+            GpuBackend::with_context(
+                context.clone(),
+                target.clone(),
+                s.dynamics.clone(),
+                s.chains,
+                GpuOptions::default(),
+            )
+            .unwrap(),
+        )
+    };
+    check_resume(&make, &target);
+}
+
+#[test]
+fn cpu_chunk_sizes_give_identical_samples() {
+    let target = common::small_target(60, 12, 40, 0.1, 9);
+    let s = settings(13, 3);
+    let samples = |chunk: usize| {
+        let mut backend =
+            CpuBackend::new(target.clone(), s.dynamics.clone(), s.chains).with_chunk_size(chunk);
+        let mut sink = MemorySink::default();
+        let run = orchestrator::run(&mut backend, &target, &s, &mut sink, &mut |_| {}).unwrap();
+        (bits(&sink.codes), run.accepted)
+    };
+    let all = samples(13);
+    assert_eq!(samples(1), all, "chunks of 1 chain differ from one block");
+    assert_eq!(samples(7), all, "chunks of 7 chains differ from one block");
+}
+
+#[test]
+fn damaged_checkpoints_are_refused() {
+    let target = common::small_target(20, 8, 16, 0.1, 3);
+    let s = settings(3, 2);
+    let mut backend = CpuBackend::new(target.clone(), s.dynamics.clone(), s.chains);
+    let state = orchestrator::start(&mut backend, &target, &s).unwrap();
+    let (_, _, saved) = run(&mut backend, &target, &s, state, Some(1));
+    let bytes = saved.unwrap();
+    assert!(Checkpoint::from_bytes(&bytes).is_ok());
+    let header_end = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    // Truncated at every offset of the header (and a few in the body): refused, never a panic.
+    for cut in (0..header_end + 8).chain([bytes.len() / 2, bytes.len() - 9, bytes.len() - 1]) {
+        let err = Checkpoint::from_bytes(&bytes[..cut])
+            .expect_err(&format!("truncated at {cut} accepted"));
+        assert!(!err.is_empty());
+    }
+    // One flipped bit anywhere is caught by the checksum.
+    for at in [0, 9, 13, 20, header_end + 3, bytes.len() - 1] {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            Checkpoint::from_bytes(&bad).is_err(),
+            "bit flip at {at} accepted"
+        );
+    }
+}
