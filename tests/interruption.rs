@@ -237,3 +237,20 @@ fn a_checkpoint_of_other_data_is_refused() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn a_new_run_removes_an_earlier_runs_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reused");
+    let args = |extra: &[&str]| {
+        let mut a = vec!["sample", "--backend", "cpu", "--chains", "2", "--samples", "3", "--steps", "1", "--out"];
+        a.push(out.to_str().unwrap());
+        a.extend_from_slice(extra);
+        rmld().args(a).output().unwrap()
+    };
+    assert!(args(&["--checkpoint-every", "2"]).status.success());
+    assert!(out.join("checkpoint.rmld").exists());
+    assert!(args(&[]).status.success());
+    let resumed = rmld().arg("resume").arg(&out).output().unwrap();
+    assert_eq!(resumed.status.code(), Some(2), "a stale checkpoint was resumed: {}", stderr(&resumed));
+}

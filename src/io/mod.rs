@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod csv;
 pub mod dataset;
 pub mod discover;
+pub mod fuzzing;
 pub mod idx;
 pub mod input;
 pub mod npy;

@@ -263,7 +263,8 @@ pub fn continue_run(
         run.timings.sampling_seconds = already + sampling.elapsed().as_secs_f64();
         (hooks.progress)(outer);
         let stopping = outer < settings.samples && (hooks.stop)();
-        if stopping || (hooks.checkpoint_every > 0 && outer.is_multiple_of(hooks.checkpoint_every)) {
+        if stopping || (hooks.checkpoint_every > 0 && outer.is_multiple_of(hooks.checkpoint_every))
+        {
             hooks.sink.sync()?;
             (hooks.checkpoint)(&run, &codes)?;
         }

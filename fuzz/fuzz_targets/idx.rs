@@ -1,0 +1,10 @@
+//! cargo-fuzz target: the idx reader on arbitrary bytes must never panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rmld::io::fuzzing::{feed, Reader};
+
+fuzz_target!(|data: &[u8]| {
+    feed(Reader::IdxImages, data);
+    feed(Reader::IdxLabels, data);
+});
