@@ -243,7 +243,18 @@ fn a_new_run_removes_an_earlier_runs_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("reused");
     let args = |extra: &[&str]| {
-        let mut a = vec!["sample", "--backend", "cpu", "--chains", "2", "--samples", "3", "--steps", "1", "--out"];
+        let mut a = vec![
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "2",
+            "--samples",
+            "3",
+            "--steps",
+            "1",
+            "--out",
+        ];
         a.push(out.to_str().unwrap());
         a.extend_from_slice(extra);
         rmld().args(a).output().unwrap()
@@ -252,5 +263,10 @@ fn a_new_run_removes_an_earlier_runs_checkpoint() {
     assert!(out.join("checkpoint.rmld").exists());
     assert!(args(&[]).status.success());
     let resumed = rmld().arg("resume").arg(&out).output().unwrap();
-    assert_eq!(resumed.status.code(), Some(2), "a stale checkpoint was resumed: {}", stderr(&resumed));
+    assert_eq!(
+        resumed.status.code(),
+        Some(2),
+        "a stale checkpoint was resumed: {}",
+        stderr(&resumed)
+    );
 }

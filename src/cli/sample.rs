@@ -35,6 +35,16 @@ pub fn sample(args: &SampleArgs) -> Result<Finished> {
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
+    // A checkpoint left by an earlier run in this folder must not be resumed over this one.
+    match std::fs::remove_file(out.join(CHECKPOINT)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::Output {
+                path: out.join(CHECKPOINT),
+                source: e,
+            });
+        }
+        _ => {}
+    }
     let mut backend = make_backend(
         args.problem.backend,
         &problem.target,
