@@ -44,6 +44,7 @@ fn settings(steps: u32, sghmc_noise: bool, seed: u64) -> DynamicsSettings {
         batch: 8,
         sghmc_noise,
         seed,
+        ..Default::default()
     }
 }
 

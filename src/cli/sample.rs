@@ -22,6 +22,8 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         chains: args.chains,
         samples: args.samples,
         dynamics: DynamicsSettings {
+            method: args.method,
+            leapfrog_steps: args.leapfrog_steps,
             eta: args.eta,
             steps: args.steps,
             batch: args.batch,

@@ -128,7 +128,7 @@ pub fn projection_vectors(p: usize) -> Vec<f32> {
     v
 }
 
-/// Runs K outer iterations of RMLD (Algorithms 1 and 3) on `backend`, handing every sample to
+/// Runs K outer iterations of the chosen method (RMLD: Algorithms 1 and 3; MALA; HMC) on `backend`, handing every sample to
 /// `sink`; `progress` is told after each outer iteration.
 pub fn run(
     backend: &mut dyn Backend,
@@ -156,7 +156,8 @@ pub fn run(
     let rule = MhRule {
         enabled: settings.mh,
         discount: settings.discount,
-        delta: settings.dynamics.eta * settings.dynamics.steps as f32,
+        delta: settings.dynamics.delta(),
+        method: settings.dynamics.method,
     };
     let p = target.p();
     let projections = projection_vectors(p);
