@@ -103,6 +103,7 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
     let acceptance = run.acceptance_rate();
     let per_chain: Vec<f64> = run.accepted.iter().map(|&a| a as f64 / k as f64).collect();
     let moved = run.mean_distance_moved();
+    let diagnostics = rmld::diagnostics::summarize(&run, run.timings.sampling_seconds);
     let report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
@@ -120,6 +121,7 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
             "divergent_proposals": run.divergent.iter().sum::<u32>(),
         },
         "mean_distance_moved_from_start": moved,
+        "diagnostics": diagnostics,
         "start_indices": run.start_indices,
         "outputs": {
             "codes.npy": [k, c, p],
@@ -137,5 +139,6 @@ pub fn sample(args: &SampleArgs) -> Result<()> {
         100.0 * acceptance,
         out.display()
     );
+    println!("{}", diagnostics.summary_line());
     Ok(())
 }
