@@ -53,7 +53,7 @@ pub fn ess_basic(chains: &[Vec<f64>]) -> Option<f64> {
         0.0
     };
     let var_plus = within * (n as f64 - 1.0) / n as f64 + between;
-    if !(var_plus > 0.0) || !var_plus.is_finite() {
+    if var_plus.is_nan() || var_plus <= 0.0 || !var_plus.is_finite() {
         return None;
     }
     let rho = |t: usize| 1.0 - (within - acov(t)) / var_plus;
@@ -97,7 +97,7 @@ pub fn normal_quantile(p: f64) -> f64 {
         -3.969683028665376e1,
         2.209460984245205e2,
         -2.759285104469687e2,
-        1.383577518672690e2,
+        1.383_577_518_672_69e2,
         -3.066479806614716e1,
         2.506628277459239,
     ];
