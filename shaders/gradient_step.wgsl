@@ -40,7 +40,7 @@ fn noise_normal(chain: u32, j: u32) -> f32 {
     return normals[j % 4u];
 }
 
-// g = A^T r + lam sign(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
+// g = A^T r / sigma^2 + lam sign(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
 @compute @workgroup_size(16, 16)
 fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
@@ -53,7 +53,7 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
                 let idx = m * params.p + n;
                 let z = position[idx];
                 let r = momentum[idx];
-                let g = acc[i * 4u + jj] + params.lam * sign_of(z);
+                let g = acc[i * 4u + jj] * params.inv_sigma2 + params.lam * sign_of(z);
                 var next = r - eta * g - eta * r;
                 if (params.noise != 0u) {
                     next += params.noise_scale * noise_normal(m, n);
@@ -65,7 +65,7 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     }
 }
 
-// out = A^T r + lam sign(position), the full gradient when lhs holds A x - xbar.
+// out = A^T r / sigma^2 + lam sign(position), the full gradient when lhs holds A x - xbar.
 @compute @workgroup_size(16, 16)
 fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
@@ -75,7 +75,7 @@ fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
             let n = wg.x * TILE_N + lid.x * 4u + jj;
             if (m < params.chains && n < params.p) {
                 let idx = m * params.p + n;
-                out[idx] = acc[i * 4u + jj] + params.lam * sign_of(position[idx]);
+                out[idx] = acc[i * 4u + jj] * params.inv_sigma2 + params.lam * sign_of(position[idx]);
             }
         }
     }

@@ -1,5 +1,6 @@
 // Twin of src/backend/cpu/mh_terms.rs: per chain U(X), U(Z) - U(X) as one reduction of
-// per-element differences, and the forward and reverse proposal norms. One 256-wide workgroup per
+// per-element differences, the forward and reverse proposal norms, and for HMC (method 2)
+// 1/2 ||r_L||^2 - 1/2 ||r_0||^2 with r_0 drawn again from its stream. One 256-wide workgroup per
 // chain: strided partial sums, then a tree in workgroup memory (so sums round unlike the CPU's
 // sequential ones, within f32 rounding).
 
@@ -9,17 +10,20 @@
 @group(0) @binding(4) var<storage, read> residual_z: array<f32>;
 @group(0) @binding(5) var<storage, read> gradient_x: array<f32>;
 @group(0) @binding(6) var<storage, read> gradient_z: array<f32>;
-@group(0) @binding(7) var<storage, read_write> terms: array<f32>; // 4 per chain
+@group(0) @binding(7) var<storage, read_write> terms: array<f32>; // TERMS per chain
+@group(0) @binding(8) var<storage, read> momentum: array<f32>; // r_L (HMC)
+
+const TERMS: u32 = 5u;
 
 var<workgroup> sums_a: array<vec4<f32>, 256>; // fit, fit difference, l1, l1 difference
-var<workgroup> sums_b: array<vec2<f32>, 256>; // forward, reverse
+var<workgroup> sums_b: array<vec4<f32>, 256>; // forward, reverse, kinetic difference, unused
 
 @compute @workgroup_size(256)
 fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let c = wg.x;
     let t = lid.x;
     var a = vec4<f32>(0.0);
-    var b = vec2<f32>(0.0);
+    var b = vec4<f32>(0.0);
     for (var j = t; j < params.d; j += 256u) {
         let rx = residual_x[c * params.d + j];
         let rz = residual_z[c * params.d + j];
@@ -33,7 +37,16 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
         let f = step + params.delta * gradient_x[idx];
         let r = -step + params.delta * gradient_z[idx];
         a += vec4<f32>(0.0, 0.0, abs(xj), abs(zj) - abs(xj));
-        b += vec2<f32>(f * f, r * r);
+        b += vec4<f32>(f * f, r * r, 0.0, 0.0);
+    }
+    if (params.method == 2u) {
+        let key = chain_key(params.chain_offset + c);
+        for (var j = t; j < params.p; j += 256u) {
+            let counter = vec4<u32>(j / 4u, 0u, params.outer, PURPOSE_MOMENTUM);
+            let r0 = normals_from_block(philox4x32_10(counter, key))[j % 4u];
+            let rl = momentum[c * params.p + j];
+            b.z += (rl - r0) * (rl + r0);
+        }
     }
     sums_a[t] = a;
     sums_b[t] = b;
@@ -47,9 +60,10 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
     }
     if (t == 0u) {
         let s = sums_a[0];
-        terms[c * 4u] = 0.5 * s.x + params.lam * s.z;
-        terms[c * 4u + 1u] = 0.5 * s.y + params.lam * s.w;
-        terms[c * 4u + 2u] = sums_b[0].x;
-        terms[c * 4u + 3u] = sums_b[0].y;
+        terms[c * TERMS] = 0.5 * s.x * params.inv_sigma2 + params.lam * s.z;
+        terms[c * TERMS + 1u] = 0.5 * s.y * params.inv_sigma2 + params.lam * s.w;
+        terms[c * TERMS + 2u] = sums_b[0].x;
+        terms[c * TERMS + 3u] = sums_b[0].y;
+        terms[c * TERMS + 4u] = 0.5 * sums_b[0].z;
     }
 }

@@ -16,15 +16,15 @@ struct Params {
     y_stride: u32,      // row stride of y in residual_product (0 broadcasts one row)
     lam: f32,
     eta: f32,
-    noise_scale: f32,   // sqrt(2 eta), rounded on the host like the CPU
+    noise_scale: f32,   // sqrt(2 eta), rounded on the host like the CPU (SGHMC and MALA)
     gather_factor: f32, // scale / m, rounded on the host like the CPU
-    delta: f32,         // eta T
+    delta: f32,         // eta T (RMLD), h (MALA)
     step_size: f32,     // FISTA 1/L
     tau: f32,           // FISTA lam/L
     c_u: f32,           // FISTA t/t'
     c_prev: f32,        // FISTA (t-1)/t'
-    pad0: u32,
-    pad1: u32,
+    inv_sigma2: f32,    // 1 / sigma^2, the likelihood's precision
+    method: u32,        // 0 RMLD, 1 MALA, 2 HMC (`Method::code`)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

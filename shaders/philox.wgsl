@@ -9,6 +9,7 @@ const PHILOX_W1: u32 = 0xBB67AE85u;
 const PURPOSE_MOMENTUM: u32 = 4u;
 const PURPOSE_MINIBATCH: u32 = 5u;
 const PURPOSE_SGHMC_NOISE: u32 = 7u;
+const PURPOSE_MALA_NOISE: u32 = 9u;
 
 // High word of the 64-bit product a*b.
 fn mul_hi(a: u32, b: u32) -> u32 {

@@ -6,6 +6,7 @@ pub mod rng;
 
 pub use error::{Error, Result};
 pub mod backend;
+pub mod diagnostics;
 pub mod dynamics;
 pub mod orchestrator;
 pub mod target;

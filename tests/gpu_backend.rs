@@ -10,6 +10,7 @@ use rand::Rng;
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::gpu::{GpuBackend, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings, MhTerms};
+use rmld::dynamics::Method;
 use rmld::io::Pixels;
 use rmld::rng::{Purpose, Stream};
 use rmld::target::{Dictionary, Observations, Target};
@@ -44,6 +45,7 @@ fn settings(steps: u32, sghmc_noise: bool, seed: u64) -> DynamicsSettings {
         batch: 8,
         sghmc_noise,
         seed,
+        ..Default::default()
     }
 }
 
@@ -68,6 +70,12 @@ fn compare_terms(gpu: &[MhTerms], cpu: &[MhTerms], tol: f64) -> Vec<String> {
             ),
             ("forward_norm", g.forward_norm, k.forward_norm, 1e-6),
             ("reverse_norm", g.reverse_norm, k.reverse_norm, 1e-6),
+            (
+                "kinetic_difference",
+                g.kinetic_difference,
+                k.kinetic_difference,
+                k.energy_current.abs() as f64 * 1e-2,
+            ),
         ];
         for (name, a, b, floor) in pairs {
             if !close(a, b, tol, floor) {
@@ -100,25 +108,40 @@ fn compare_rows(what: &str, gpu: &[f32], cpu: &[f32], width: usize, tol: f64) ->
 
 /// The MH rule as the orchestrator applies it (discount 1).
 fn decisions(terms: &[MhTerms], settings: &DynamicsSettings, outer: u32) -> Vec<bool> {
-    let delta = settings.eta as f64 * settings.steps as f64;
+    let delta = settings.delta() as f64;
     terms
         .iter()
         .enumerate()
         .map(|(c, t)| {
             let u = Stream::new(settings.seed, c as u32, outer, 0, Purpose::Accept).uniform();
-            t.log_ratio(delta).min(0.0).exp() > u as f64
+            t.method_log_ratio(settings.method, delta).min(0.0).exp() > u as f64
         })
         .collect()
 }
 
 fn outer_iteration_matches(lam: f32, steps: u32, noise: bool, label: &str) {
+    outer_iteration_matches_with(lam, steps, noise, Method::Rmld, 1.0, label);
+}
+
+fn outer_iteration_matches_with(
+    lam: f32,
+    steps: u32,
+    noise: bool,
+    method: Method,
+    sigma2: f32,
+    label: &str,
+) {
     let Some(ctx) = context(label) else {
         return;
     };
     let mut r = rng(label);
     let seed: u64 = r.random();
-    let target = target(lam, seed);
-    let s = settings(steps, noise, seed);
+    let target = Arc::new((*target(lam, seed)).clone().with_sigma2(sigma2));
+    let s = DynamicsSettings {
+        method,
+        leapfrog_steps: steps,
+        ..settings(steps, noise, seed)
+    };
     let mut gpu = GpuBackend::with_context(
         ctx,
         target.clone(),
@@ -189,6 +212,29 @@ fn outer_iteration_matches_cpu_lam_positive_one_step() {
         1,
         false,
         "outer_iteration_matches_cpu_lam_positive_one_step",
+    );
+}
+
+#[test]
+fn mala_matches_cpu() {
+    outer_iteration_matches_with(0.0, 1, false, Method::Mala, 2.0, "mala_matches_cpu");
+}
+
+#[test]
+fn hmc_matches_cpu() {
+    outer_iteration_matches_with(0.0, 4, false, Method::Hmc, 0.5, "hmc_matches_cpu");
+}
+
+/// σ² ≠ 1 in the RMLD kernels (minibatch step, full gradient, MH terms).
+#[test]
+fn rmld_with_sigma2_matches_cpu() {
+    outer_iteration_matches_with(
+        0.0,
+        3,
+        false,
+        Method::Rmld,
+        3.0,
+        "rmld_with_sigma2_matches_cpu",
     );
 }
 

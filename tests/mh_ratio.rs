@@ -45,6 +45,7 @@ fn nan_terms_are_rejected_as_divergent() {
         enabled: true,
         discount: 1.0,
         delta: 0.1,
+        method: Default::default(),
     };
     let terms = rmld::backend::MhTerms {
         energy_difference: f32::NAN,
@@ -74,6 +75,7 @@ fn discount_makes_acceptance_harder() {
             enabled: true,
             discount,
             delta: 1.0,
+            method: Default::default(),
         };
         (0..20_000)
             .filter(|&c| rule.decide(&terms, 3, c, 1).accepted)

@@ -7,14 +7,17 @@ use rmld::backend::cpu::{gradient_step, matmul};
 #[test]
 fn full_gradient_matches_central_differences() {
     let (d, p, chains) = (23, 71, 3);
-    let target = common::small_target(50, d, p, 0.3, 11);
+    // σ² ≠ 1 so the likelihood's scale is checked too.
+    let target = (*common::small_target(50, d, p, 0.3, 11))
+        .clone()
+        .with_sigma2(2.5);
     let x = common::random_positions(chains, p, 5, 1.0);
     let xbar_rows = target.xbar.repeat(chains);
     let mut residual = vec![0f32; chains * d];
     let mut gradient = vec![0f32; chains * p];
     matmul::residual_product(&target.dictionary.a, d, p, &x, &xbar_rows, &mut residual);
     matmul::transpose_product(&target.dictionary.a, d, p, &residual, &mut gradient);
-    gradient_step::full_gradient(&mut gradient, &x, target.lam);
+    gradient_step::full_gradient(&mut gradient, &x, target.lam, target.inv_sigma2());
 
     let h = 1e-3f64;
     let mut failures = Vec::new();
@@ -47,7 +50,7 @@ fn full_gradient_matches_central_differences() {
     );
 }
 
-/// ½||A x − xbar||² + lam·||x||₁ with x in f64 throughout.
+/// 1/(2σ²)·||A x − xbar||² + lam·||x||₁ with x in f64 throughout.
 fn energy_f64(target: &rmld::target::Target, x: &[f64]) -> f64 {
     let ax = target.dictionary.apply_f64(x);
     0.5 * ax
@@ -55,6 +58,7 @@ fn energy_f64(target: &rmld::target::Target, x: &[f64]) -> f64 {
         .zip(&target.xbar)
         .map(|(a, &b)| (a - b as f64).powi(2))
         .sum::<f64>()
+        / target.sigma2 as f64
         + target.lam as f64 * x.iter().map(|v| v.abs()).sum::<f64>()
 }
 

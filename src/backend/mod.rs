@@ -11,12 +11,16 @@ pub mod gpu;
 
 use serde::Serialize;
 
+use crate::dynamics::Method;
 use crate::Result;
 
 /// How the dynamics run, shared by every backend.
 #[derive(Clone, Debug, Serialize)]
 pub struct DynamicsSettings {
-    /// Step size eta of Algorithm 1 (also the friction: r ← r − eta·g − eta·r).
+    /// The proposal: RMLD (the paper), MALA or HMC (exact).
+    pub method: Method,
+    /// Step size: eta of Algorithm 1 (also the friction: r ← r − eta·g − eta·r) for RMLD, the
+    /// Langevin step h for MALA, the leapfrog step ε for HMC.
     pub eta: f32,
     /// Momentum steps T per outer iteration.
     pub steps: u32,
@@ -26,6 +30,32 @@ pub struct DynamicsSettings {
     pub sghmc_noise: bool,
     /// Seed of every draw (the generator is keyed by (seed, chain)).
     pub seed: u64,
+    /// Leapfrog steps L per HMC proposal (unused by RMLD and MALA).
+    pub leapfrog_steps: u32,
+}
+
+impl DynamicsSettings {
+    /// Δ of the MH proposal norms: eta·T for RMLD, h = eta for MALA (unused by HMC).
+    pub fn delta(&self) -> f32 {
+        match self.method {
+            Method::Rmld => self.eta * self.steps as f32,
+            Method::Mala | Method::Hmc => self.eta,
+        }
+    }
+}
+
+impl Default for DynamicsSettings {
+    fn default() -> Self {
+        DynamicsSettings {
+            method: Method::Rmld,
+            eta: 0.01,
+            steps: 20,
+            batch: 64,
+            sghmc_noise: false,
+            seed: 0,
+            leapfrog_steps: 10,
+        }
+    }
 }
 
 /// What the Metropolis-Hastings rule needs of one chain's proposal Z from X (Algorithm 3).
@@ -39,6 +69,8 @@ pub struct MhTerms {
     pub forward_norm: f32,
     /// ||X − Z + Δ·∇U(Z)||² (the reverse proposal's norm).
     pub reverse_norm: f32,
+    /// HMC only (0 otherwise): ½||r_L||² − ½||r_0||², one reduction of per-element differences.
+    pub kinetic_difference: f32,
 }
 
 impl MhTerms {
@@ -47,6 +79,20 @@ impl MhTerms {
     pub fn log_ratio(&self, delta: f64) -> f64 {
         -(self.energy_difference as f64) - self.reverse_norm as f64 / (4.0 * delta)
             + self.forward_norm as f64 / (4.0 * delta)
+    }
+
+    /// HMC's log α before the min with 0: −(U(Z) − U(X)) − (½||r_L||² − ½||r_0||²), in f64.
+    pub fn hamiltonian_log_ratio(&self) -> f64 {
+        -(self.energy_difference as f64) - self.kinetic_difference as f64
+    }
+
+    /// The log ratio of `method`: Algorithm 3's with Δ = `delta` for RMLD and MALA (MALA's
+    /// Gaussian proposal densities give exactly that formula with Δ = h), the Hamiltonian's for HMC.
+    pub fn method_log_ratio(&self, method: Method, delta: f64) -> f64 {
+        match method {
+            Method::Rmld | Method::Mala => self.log_ratio(delta),
+            Method::Hmc => self.hamiltonian_log_ratio(),
+        }
     }
 }
 

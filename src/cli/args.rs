@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use rmld::dynamics::Method;
 use rmld::orchestrator::{Init, KeepPolicy};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
@@ -70,6 +71,12 @@ pub struct ProblemArgs {
     #[arg(long, value_name = "V", default_value_t = 255.0)]
     pub pixel_max: f32,
 
+    /// sigma², the likelihood's noise variance: U(X) = 1/(2σ²)·||A X − xbar||² + lam·||X||₁.
+    /// 1 is the paper's model; larger values widen the posterior of A X (more diverse, noisier
+    /// samples; see README, "Noise variance sigma²").
+    #[arg(long, value_name = "S2", default_value_t = 1.0)]
+    pub sigma2: f32,
+
     /// lam, the rate of the Laplace prior exp(−lam·||X||₁) and the LASSO penalty.
     #[arg(long = "lambda", value_name = "LAM", default_value_t = 5.0)]
     pub lambda: f32,
@@ -108,7 +115,17 @@ pub struct SampleArgs {
     #[arg(long, value_name = "M", default_value_t = 64)]
     pub batch: u32,
 
-    /// eta, the step size (and friction) of the momentum dynamics (Algorithm 1, lines 10-11).
+    /// The proposal: rmld (the paper's Algorithms 1 and 3), or an exact method with the
+    /// full-data gradient: mala (Langevin step h = eta) or hmc (L leapfrog steps of size eta).
+    #[arg(long, value_enum, default_value_t = Method::Rmld)]
+    pub method: Method,
+
+    /// L, leapfrog steps per proposal of --method hmc.
+    #[arg(long, value_name = "L", default_value_t = 10)]
+    pub leapfrog_steps: u32,
+
+    /// eta, the step size (and friction) of the momentum dynamics (Algorithm 1, lines 10-11);
+    /// the step h of --method mala, the leapfrog step ε of --method hmc.
     #[arg(long, value_name = "ETA", default_value_t = 0.01)]
     pub eta: f32,
 

@@ -35,8 +35,8 @@ pub fn encode(args: &EncodeArgs) -> Result<()> {
         eta: 1.0,
         steps: 1,
         batch: 1,
-        sghmc_noise: false,
         seed: args.problem.seed,
+        ..Default::default()
     };
     let mut backend = make_backend(args.problem.backend, target, &dynamics, ENCODE_BATCH.min(n))?;
     let info = backend.info();

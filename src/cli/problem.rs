@@ -76,7 +76,14 @@ pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
         return Err(Error::usage("--dictionary", "the dictionary has no atoms"));
     }
     let observations = Observations::from_dataset(&dataset, args.pixel_max);
-    let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda);
+    if !(args.sigma2.is_finite() && args.sigma2 > 0.0) {
+        return Err(Error::usage(
+            "--sigma2",
+            format!("must be a positive number, got {}", args.sigma2),
+        ));
+    }
+    let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda)
+        .with_sigma2(args.sigma2);
     Ok(Problem {
         dataset,
         dictionary_source,

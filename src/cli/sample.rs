@@ -159,6 +159,8 @@ fn sampler_settings(args: &SampleArgs) -> Result<SamplerSettings> {
         chains: args.chains,
         samples: args.samples,
         dynamics: DynamicsSettings {
+            method: args.method,
+            leapfrog_steps: args.leapfrog_steps,
             eta: args.eta,
             steps: args.steps,
             batch: args.batch,
@@ -396,6 +398,7 @@ fn write_outputs(
         .map(|&a| a as f64 / k.max(1) as f64)
         .collect();
     let moved = run.mean_distance_moved();
+    let diagnostics = rmld::diagnostics::summarize(run, run.timings.sampling_seconds);
     let report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
@@ -419,6 +422,7 @@ fn write_outputs(
             "divergent_proposals": run.divergent.iter().sum::<u32>(),
         },
         "mean_distance_moved_from_start": moved,
+        "diagnostics": diagnostics,
         "start_indices": run.start_indices,
         "outputs": {
             "codes.npy": [kept, c, p],
@@ -436,5 +440,6 @@ fn write_outputs(
         100.0 * acceptance,
         out.display()
     );
+    println!("{}", diagnostics.summary_line());
     Ok(())
 }

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::backend::MhTerms;
+use crate::dynamics::Method;
 use crate::rng::{Purpose, Stream};
 
 /// How proposals are judged.
@@ -12,8 +13,10 @@ pub struct MhRule {
     pub enabled: bool,
     /// The discount (1 = SpHMC; > 1 makes acceptance harder).
     pub discount: f32,
-    /// Δ = eta·T, the aggregated step size of the linearised correction.
+    /// Δ = eta·T, the aggregated step size of the linearised correction (RMLD); h for MALA.
     pub delta: f32,
+    /// Which log ratio applies (see `MhTerms::method_log_ratio`).
+    pub method: Method,
 }
 
 /// The outcome for one chain.
@@ -31,11 +34,13 @@ impl MhRule {
     /// Decides chain `chain`'s proposal at outer iteration `outer`, with the uniform drawn from
     /// the stream (seed, chain, outer, 0, Accept) so both backends decide alike.
     pub fn decide(&self, terms: &MhTerms, seed: u64, chain: u32, outer: u32) -> MhDecision {
-        let log_ratio = terms.log_ratio(self.delta as f64);
+        let log_ratio = terms.method_log_ratio(self.method, self.delta as f64);
         let finite = [
+            terms.energy_current,
             terms.energy_difference,
             terms.forward_norm,
             terms.reverse_norm,
+            terms.kinetic_difference,
         ]
         .iter()
         .all(|v| v.is_finite());

@@ -161,7 +161,8 @@ pub struct Hooks<'a> {
     pub checkpoint: &'a mut dyn FnMut(&SampleRun, &[f32]) -> Result<()>,
 }
 
-/// Runs K outer iterations of RMLD (Algorithms 1 and 3) on `backend`, handing every sample to
+/// Runs K outer iterations of the chosen method (RMLD: Algorithms 1 and 3; MALA; HMC) on
+/// `backend`, handing every sample to
 /// `sink`; `progress` is told after each outer iteration.
 pub fn run(
     backend: &mut dyn Backend,
@@ -222,7 +223,8 @@ pub fn continue_run(
     let rule = MhRule {
         enabled: settings.mh,
         discount: settings.discount,
-        delta: settings.dynamics.eta * settings.dynamics.steps as f32,
+        delta: settings.dynamics.delta(),
+        method: settings.dynamics.method,
     };
     let p = target.p();
     let projections = projection_vectors(p);

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::DynamicsSettings;
+use crate::dynamics::Method;
 use crate::{Error, Result};
 
 /// How chains start (equation 10 of the paper, or white noise).
@@ -54,6 +55,9 @@ impl SamplerSettings {
         positive("--chains", self.chains as f64)?;
         positive("--samples", self.samples as f64)?;
         positive("--discount", self.discount as f64)?;
+        if self.dynamics.method == Method::Hmc {
+            positive("--leapfrog-steps", self.dynamics.leapfrog_steps as f64)?;
+        }
         if self.chains > u32::MAX as usize {
             return Err(Error::usage("--chains", "at most 4294967295 chains"));
         }

@@ -52,6 +52,8 @@ pub enum Purpose {
     SghmcNoise = 7,
     /// The fixed directions the diagnostics trace project codes on.
     Projection = 8,
+    /// The Gaussian ξ of a MALA proposal Z = X − h∇U(X) + sqrt(2h)·ξ.
+    MalaNoise = 9,
 }
 
 /// The generator key of one chain: the seed's low word, and its high word mixed with the chain.

@@ -83,7 +83,8 @@ impl Observations {
     }
 }
 
-/// The RMLD posterior U(X) = ½||A X − xbar||² + lam·||X||₁ (+ const), with its data.
+/// The RMLD posterior U(X) = 1/(2σ²)·||A X − xbar||² + lam·||X||₁ (+ const), with its data.
+/// σ² = 1 is the paper's model; a larger σ² widens the posterior of A X.
 #[derive(Clone, Debug)]
 pub struct Target {
     /// The measurement matrix A (d × p).
@@ -94,6 +95,8 @@ pub struct Target {
     pub xbar: Vec<f32>,
     /// The Laplace prior's rate lam.
     pub lam: f32,
+    /// The likelihood's noise variance σ² (1 in the paper).
+    pub sigma2: f32,
 }
 
 impl Target {
@@ -105,7 +108,19 @@ impl Target {
             observations,
             xbar,
             lam,
+            sigma2: 1.0,
         }
+    }
+
+    /// The same posterior with noise variance `sigma2` (must be positive and finite).
+    pub fn with_sigma2(mut self, sigma2: f32) -> Self {
+        self.sigma2 = sigma2;
+        self
+    }
+
+    /// 1/σ², rounded once in f32 as every kernel receives it.
+    pub fn inv_sigma2(&self) -> f32 {
+        1.0 / self.sigma2
     }
 
     /// Observation dimension d.
@@ -118,7 +133,7 @@ impl Target {
         self.dictionary.p
     }
 
-    /// U(X) − const = ½||A X − xbar||² + lam·||X||₁, in f64 (the reference).
+    /// U(X) − const = 1/(2σ²)·||A X − xbar||² + lam·||X||₁, in f64 (the reference).
     pub fn energy_f64(&self, x: &[f32]) -> f64 {
         let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         let ax = self.dictionary.apply_f64(&x64);
@@ -127,10 +142,10 @@ impl Target {
             .zip(&self.xbar)
             .map(|(a, &b)| (a - b as f64).powi(2))
             .sum();
-        0.5 * fit + self.lam as f64 * x64.iter().map(|v| v.abs()).sum::<f64>()
+        0.5 * fit / self.sigma2 as f64 + self.lam as f64 * x64.iter().map(|v| v.abs()).sum::<f64>()
     }
 
-    /// ∇U(X) = Aᵀ(A X − y) + lam·sign(X) with y = xbar, or a minibatch mean, in f64.
+    /// ∇U(X) = Aᵀ(A X − y)/σ² + lam·sign(X) with y = xbar, or a minibatch mean, in f64.
     pub fn gradient_f64(&self, x: &[f32], y: &[f32]) -> Vec<f64> {
         let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         let residual: Vec<f64> = self
@@ -142,7 +157,7 @@ impl Target {
             .collect();
         let mut g = self.dictionary.apply_transpose_f64(&residual);
         for (gj, &xj) in g.iter_mut().zip(x) {
-            *gj += self.lam as f64 * sign(xj) as f64;
+            *gj = *gj / self.sigma2 as f64 + self.lam as f64 * sign(xj) as f64;
         }
         g
     }
@@ -161,13 +176,14 @@ pub fn sign(x: f32) -> f32 {
 }
 
 /// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies:
-/// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j + lam (||Z||₁ − ||X||₁), with r = A· − xbar.
+/// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j / σ² + lam (||Z||₁ − ||X||₁), with r = A· − xbar.
 pub fn energy_difference(
     residual_z: &[f32],
     residual_x: &[f32],
     z: &[f32],
     x: &[f32],
     lam: f32,
+    inv_sigma2: f32,
 ) -> f32 {
     let fit: f32 = residual_z
         .iter()
@@ -175,5 +191,5 @@ pub fn energy_difference(
         .map(|(&rz, &rx)| (rz - rx) * (rz + rx))
         .sum();
     let prior: f32 = z.iter().zip(x).map(|(&zj, &xj)| zj.abs() - xj.abs()).sum();
-    0.5 * fit + lam * prior
+    0.5 * fit * inv_sigma2 + lam * prior
 }

@@ -43,7 +43,7 @@ pub fn dynamics(eta: f32, steps: u32, batch: u32, seed: u64) -> DynamicsSettings
         eta,
         steps,
         batch,
-        sghmc_noise: false,
         seed,
+        ..Default::default()
     }
 }

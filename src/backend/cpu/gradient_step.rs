@@ -17,7 +17,7 @@ pub fn draw_momentum(seed: u64, outer: u32, momentum: &mut [f32], p: usize) {
 }
 
 /// One step of Algorithm 1 given G = Aᵀ(A z − ybar) per chain:
-/// g = G + lam·sign(z); r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ with SGHMC noise); z ← z + eta·r.
+/// g = G/σ² + lam·sign(z); r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ with SGHMC noise); z ← z + eta·r.
 #[allow(clippy::too_many_arguments)]
 pub fn gradient_step(
     product: &[f32],
@@ -25,6 +25,7 @@ pub fn gradient_step(
     momentum: &mut [f32],
     p: usize,
     lam: f32,
+    inv_sigma2: f32,
     eta: f32,
     noise: Option<(u64, u32, u32)>,
 ) {
@@ -41,7 +42,7 @@ pub fn gradient_step(
                         .fill_normal(xi);
                 }
                 for j in 0..p {
-                    let grad = g[j] + lam * sign(z[j]);
+                    let grad = g[j] * inv_sigma2 + lam * sign(z[j]);
                     let mut rj = r[j] - eta * grad - eta * r[j];
                     if noise.is_some() {
                         rj += noise_scale * xi[j];
@@ -53,10 +54,10 @@ pub fn gradient_step(
         );
 }
 
-/// ∇U(z) = G + lam·sign(z) with G = Aᵀ(A z − xbar), written over `product` in place.
-pub fn full_gradient(product: &mut [f32], z: &[f32], lam: f32) {
+/// ∇U(z) = G/σ² + lam·sign(z) with G = Aᵀ(A z − xbar), written over `product` in place.
+pub fn full_gradient(product: &mut [f32], z: &[f32], lam: f32, inv_sigma2: f32) {
     product
         .par_iter_mut()
         .zip(z.par_iter())
-        .for_each(|(g, &zj)| *g += lam * sign(zj));
+        .for_each(|(g, &zj)| *g = *g * inv_sigma2 + lam * sign(zj));
 }

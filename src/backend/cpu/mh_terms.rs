@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use crate::backend::MhTerms;
+use crate::rng::{Purpose, Stream};
 use crate::target::posterior::energy_difference;
 
 /// The chain state a proposal is judged by: position, cached residual A x − xbar, full gradient.
@@ -15,14 +16,30 @@ pub struct ChainView<'a> {
     pub gradient: &'a [f32],
 }
 
-/// Per chain: U(X), U(Z) − U(X) as one reduction, and the two proposal norms with Δ = eta·T.
+/// HMC's final momenta r_L (C × p) and the stream r_0 was drawn from, (seed, outer): r_0 is
+/// drawn again rather than stored, as the WGSL twin does.
+pub struct Kinetic<'a> {
+    /// r_L, C × p.
+    pub momentum: &'a [f32],
+    /// Seed of the momentum stream.
+    pub seed: u64,
+    /// Outer iteration of the momentum stream.
+    pub outer: u32,
+}
+
+/// Per chain: U(X), U(Z) − U(X) as one reduction, the two proposal norms with Δ (eta·T for RMLD,
+/// h for MALA), and with `kinetic` ½||r_L||² − ½||r_0||² as one reduction of per-element
+/// differences. `inv_sigma2` is 1/σ².
+#[allow(clippy::too_many_arguments)]
 pub fn mh_terms(
     current: &ChainView,
     proposal: &ChainView,
     d: usize,
     p: usize,
     lam: f32,
+    inv_sigma2: f32,
     delta: f32,
+    kinetic: Option<&Kinetic>,
 ) -> Vec<MhTerms> {
     let chains = current.position.len() / p;
     (0..chains)
@@ -45,11 +62,22 @@ pub fn mh_terms(
                 forward += f * f;
                 reverse += r * r;
             }
+            let kinetic_difference = kinetic.map_or(0.0, |k| {
+                let mut r0 = vec![0f32; p];
+                Stream::new(k.seed, c as u32, k.outer, 0, Purpose::Momentum).fill_normal(&mut r0);
+                let r_last = &k.momentum[c * p..(c + 1) * p];
+                0.5 * r_last
+                    .iter()
+                    .zip(&r0)
+                    .map(|(&a, &b)| (a - b) * (a + b))
+                    .sum::<f32>()
+            });
             MhTerms {
-                energy_current: 0.5 * fit + lam * l1,
-                energy_difference: energy_difference(rz, rx, z, x, lam),
+                energy_current: 0.5 * fit * inv_sigma2 + lam * l1,
+                energy_difference: energy_difference(rz, rx, z, x, lam, inv_sigma2),
                 forward_norm: forward,
                 reverse_norm: reverse,
+                kinetic_difference,
             }
         })
         .collect()

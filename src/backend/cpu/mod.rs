@@ -1,6 +1,7 @@
 //! The CPU backend: chains as row blocks, the two products per step through the `gemm` crate and
 //! the element-wise kernels (the CPU twins of the WGSL, named alike) through rayon.
 
+pub mod exact;
 pub mod fista;
 pub mod gather;
 pub mod gradient_step;
@@ -11,9 +12,10 @@ pub mod select;
 use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use crate::dynamics::Method;
 use crate::target::Target;
 use crate::{Error, Result};
-use mh_terms::ChainView;
+use mh_terms::{ChainView, Kinetic};
 
 /// Chain state on the host: current (x, residual, gradient), proposal alike, and scratch.
 pub struct CpuBackend {
@@ -68,11 +70,8 @@ impl CpuBackend {
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
-        for ((z, y), out) in z
-            .chunks(self.chunk * p)
-            .zip(y.chunks(self.chunk * d))
-            .zip(out.chunks_mut(self.chunk * d))
-        {
+        let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
+        for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
             matmul::residual_product(a, d, p, z, y, out);
         }
     }
@@ -96,7 +95,106 @@ impl CpuBackend {
     fn residual_and_gradient(&self, positions: &[f32], residual: &mut [f32], gradient: &mut [f32]) {
         self.residual_product(positions, &self.xbar_rows, residual);
         self.transpose_product(residual, gradient);
-        gradient_step::full_gradient(gradient, positions, self.target.lam);
+        gradient_step::full_gradient(
+            gradient,
+            positions,
+            self.target.lam,
+            self.target.inv_sigma2(),
+        );
+    }
+
+    /// RMLD: r_0 ~ N(0, I) and the T minibatch momentum steps of Algorithm 1 from X into Z, then
+    /// Z's full residual and gradient.
+    fn rmld_steps(&mut self, outer: u32) {
+        let p = self.target.p();
+        let s = self.settings.clone();
+        self.z.copy_from_slice(&self.x);
+        gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
+        for step in 1..=s.steps {
+            gather::gather(
+                &self.target.observations,
+                s.seed,
+                outer,
+                step,
+                s.batch,
+                &mut self.ybar,
+            );
+            let mut step_residual = std::mem::take(&mut self.step_residual);
+            let mut gradient = std::mem::take(&mut self.z_gradient);
+            self.residual_product(&self.z, &self.ybar, &mut step_residual);
+            self.transpose_product(&step_residual, &mut gradient);
+            self.step_residual = step_residual;
+            self.z_gradient = gradient;
+            let noise = s.sghmc_noise.then_some((s.seed, outer, step));
+            gradient_step::gradient_step(
+                &self.z_gradient,
+                &mut self.z,
+                &mut self.momentum,
+                p,
+                self.target.lam,
+                self.target.inv_sigma2(),
+                s.eta,
+                noise,
+            );
+        }
+        self.proposal_state();
+    }
+
+    /// HMC: r_0 ~ N(0, I), then L leapfrog steps of size ε = eta from X with the full gradient
+    /// (each: half kick, drift, residual and gradient at the new Z, half kick).
+    fn leapfrog(&mut self, outer: u32) {
+        let p = self.target.p();
+        let (seed, epsilon) = (self.settings.seed, self.settings.eta);
+        self.z.copy_from_slice(&self.x);
+        self.z_gradient.copy_from_slice(&self.x_gradient);
+        gradient_step::draw_momentum(seed, outer, &mut self.momentum, p);
+        for _ in 0..self.settings.leapfrog_steps {
+            exact::leapfrog_drift(&self.z_gradient, &mut self.z, &mut self.momentum, epsilon);
+            self.proposal_state();
+            exact::leapfrog_kick(&self.z_gradient, &mut self.momentum, epsilon);
+        }
+    }
+
+    /// Z's residual A Z − xbar and full gradient ∇U(Z).
+    fn proposal_state(&mut self) {
+        let (mut residual, mut gradient) = (
+            std::mem::take(&mut self.z_residual),
+            std::mem::take(&mut self.z_gradient),
+        );
+        self.residual_and_gradient(&self.z, &mut residual, &mut gradient);
+        self.z_residual = residual;
+        self.z_gradient = gradient;
+    }
+
+    /// The MH terms of every chain's proposal.
+    fn terms(&self, outer: u32) -> Vec<MhTerms> {
+        let (d, p) = (self.target.d(), self.target.p());
+        let s = &self.settings;
+        let current = ChainView {
+            position: &self.x,
+            residual: &self.x_residual,
+            gradient: &self.x_gradient,
+        };
+        let proposal = ChainView {
+            position: &self.z,
+            residual: &self.z_residual,
+            gradient: &self.z_gradient,
+        };
+        let kinetic = Kinetic {
+            momentum: &self.momentum,
+            seed: s.seed,
+            outer,
+        };
+        mh_terms::mh_terms(
+            &current,
+            &proposal,
+            d,
+            p,
+            self.target.lam,
+            self.target.inv_sigma2(),
+            s.delta(),
+            (s.method == Method::Hmc).then_some(&kinetic),
+        )
     }
 }
 
@@ -135,62 +233,25 @@ impl Backend for CpuBackend {
     }
 
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
-        let (d, p) = (self.target.d(), self.target.p());
-        let s = &self.settings;
-        self.z.copy_from_slice(&self.x);
-        gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
-        for step in 1..=s.steps {
-            gather::gather(
-                &self.target.observations,
-                s.seed,
-                outer,
-                step,
-                s.batch,
-                &mut self.ybar,
-            );
-            let mut step_residual = std::mem::take(&mut self.step_residual);
-            let mut gradient = std::mem::take(&mut self.z_gradient);
-            self.residual_product(&self.z, &self.ybar, &mut step_residual);
-            self.transpose_product(&step_residual, &mut gradient);
-            self.step_residual = step_residual;
-            self.z_gradient = gradient;
-            let noise = s.sghmc_noise.then_some((s.seed, outer, step));
-            gradient_step::gradient_step(
-                &self.z_gradient,
-                &mut self.z,
-                &mut self.momentum,
-                p,
-                self.target.lam,
-                s.eta,
-                noise,
-            );
+        match self.settings.method {
+            Method::Rmld => self.rmld_steps(outer),
+            Method::Mala => {
+                let s = &self.settings;
+                exact::mala_proposal(
+                    s.seed,
+                    outer,
+                    &self.x,
+                    &self.x_gradient,
+                    &mut self.z,
+                    self.target.p(),
+                    s.eta,
+                    (2.0 * s.eta).sqrt(),
+                );
+                self.proposal_state();
+            }
+            Method::Hmc => self.leapfrog(outer),
         }
-        let (mut residual, mut gradient) = (
-            std::mem::take(&mut self.z_residual),
-            std::mem::take(&mut self.z_gradient),
-        );
-        self.residual_and_gradient(&self.z, &mut residual, &mut gradient);
-        self.z_residual = residual;
-        self.z_gradient = gradient;
-        let current = ChainView {
-            position: &self.x,
-            residual: &self.x_residual,
-            gradient: &self.x_gradient,
-        };
-        let proposal = ChainView {
-            position: &self.z,
-            residual: &self.z_residual,
-            gradient: &self.z_gradient,
-        };
-        let delta = s.eta * s.steps as f32;
-        Ok(mh_terms::mh_terms(
-            &current,
-            &proposal,
-            d,
-            p,
-            self.target.lam,
-            delta,
-        ))
+        Ok(self.terms(outer))
     }
 
     fn accept(&mut self, accepted: &[bool]) -> Result<()> {

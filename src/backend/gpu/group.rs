@@ -3,6 +3,10 @@
 use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{Kernel, Params};
+use crate::dynamics::Method;
+
+/// MH terms per chain in the `terms` buffer (energy, difference, forward, reverse, kinetic).
+pub const TERMS: usize = 5;
 
 /// Shared, read-only device data every group binds.
 pub struct Shared {
@@ -24,11 +28,13 @@ pub struct ChainGroup {
     pub x: wgpu::Buffer,
     /// Residuals A X − xbar, chains × d.
     pub residual_x: wgpu::Buffer,
-    /// MH terms, 4 per chain.
+    /// MH terms, TERMS per chain.
     pub terms: wgpu::Buffer,
     /// Accept mask, one word per chain.
     pub mask: wgpu::Buffer,
     z: wgpu::Buffer,
+    gradient_x: wgpu::Buffer,
+    gradient_z: wgpu::Buffer,
     slots: ParamSlots,
     binds: Vec<(Kernel, wgpu::BindGroup)>,
 }
@@ -46,6 +52,9 @@ enum Role {
     GradientX,
     Mh,
     Select,
+    Mala,
+    Drift,
+    Kick,
 }
 
 impl ChainGroup {
@@ -73,7 +82,7 @@ impl ChainGroup {
             rows("Ybar", d),
             rows("step res", d),
         );
-        let (terms, mask) = (rows("MH terms", 4), rows("mask", 1));
+        let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
         let slots = ParamSlots::new(context, steps as usize + 2);
         let k = &context.kernels;
         let dev = &context.device;
@@ -137,12 +146,24 @@ impl ChainGroup {
                     dev,
                     Kernel::MhTerms,
                     s,
-                    &[&x, &z, &rx, &rz, &gx, &gz, &terms],
+                    &[&x, &z, &rx, &rz, &gx, &gz, &terms, &momentum],
                 ),
             ),
             (
                 Kernel::Select,
                 k.bind(dev, Kernel::Select, s, &[&mask, &z, &x, &gz, &gx, &rz, &rx]),
+            ),
+            (
+                Kernel::MalaProposal,
+                k.bind(dev, Kernel::MalaProposal, s, &[&x, &gx, &z]),
+            ),
+            (
+                Kernel::LeapfrogDrift,
+                k.bind(dev, Kernel::LeapfrogDrift, s, &[&gz, &z, &momentum]),
+            ),
+            (
+                Kernel::LeapfrogKick,
+                k.bind(dev, Kernel::LeapfrogKick, s, &[&gz, &momentum]),
             ),
         ];
         ChainGroup {
@@ -153,6 +174,8 @@ impl ChainGroup {
             terms,
             mask,
             z,
+            gradient_x: gx,
+            gradient_z: gz,
             slots,
             binds,
         }
@@ -228,9 +251,71 @@ impl ChainGroup {
         );
     }
 
-    /// Z ← X; must precede `record_steps` in the same encoder.
-    pub fn record_copy(&self, encoder: &mut wgpu::CommandEncoder) {
+    /// Z ← X (and for HMC ∇U(Z) ← ∇U(X)); must precede the proposal in the same encoder.
+    pub fn record_copy(&self, encoder: &mut wgpu::CommandEncoder, method: Method) {
         encoder.copy_buffer_to_buffer(&self.x, 0, &self.z, 0, self.x.size());
+        if method == Method::Hmc {
+            encoder.copy_buffer_to_buffer(
+                &self.gradient_x,
+                0,
+                &self.gradient_z,
+                0,
+                self.gradient_x.size(),
+            );
+        }
+    }
+
+    /// MALA: Z from X and its cached gradient, then Z's residual and gradient, and the MH terms.
+    pub fn record_mala(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+    ) {
+        let chains = self.chains as u32;
+        let c = chains.div_ceil(64);
+        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
+        self.run(
+            context,
+            pass,
+            Role::Mala,
+            0,
+            [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
+        );
+        self.run(context, pass, Role::ResidualZ, self.xbar_slot(), [dg, c, 1]);
+        self.run(context, pass, Role::GradientZ, self.xbar_slot(), [pg, c, 1]);
+        self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
+    }
+
+    /// HMC: r_0 draw, L leapfrog steps with the full gradient (after `record_copy` put X and
+    /// ∇U(X) in Z's buffers), and the MH terms.
+    pub fn record_leapfrog(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+        leapfrog_steps: u32,
+    ) {
+        let chains = self.chains as u32;
+        let c = chains.div_ceil(64);
+        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
+        let slot = self.xbar_slot();
+        self.run(
+            context,
+            pass,
+            Role::Momentum,
+            0,
+            [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
+        );
+        for _ in 0..leapfrog_steps {
+            self.run(context, pass, Role::Drift, slot, [pg, chains, 1]);
+            self.run(context, pass, Role::ResidualZ, slot, [dg, c, 1]);
+            self.run(context, pass, Role::GradientZ, slot, [pg, c, 1]);
+            self.run(context, pass, Role::Kick, slot, [pg, chains, 1]);
+        }
+        self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
     }
 
     /// r_0 draw, T minibatch steps, the residual and gradient at Z, and the MH terms.

@@ -28,8 +28,8 @@ pub struct Params {
     pub tau: f32,
     pub c_u: f32,
     pub c_prev: f32,
-    pub pad0: u32,
-    pub pad1: u32,
+    pub inv_sigma2: f32,
+    pub method: u32,
 }
 
 const PARAMS: &str = include_str!("../../../shaders/params.wgsl");
@@ -41,15 +41,17 @@ const GRADIENT_STEP: &str = include_str!("../../../shaders/gradient_step.wgsl");
 const MH_TERMS: &str = include_str!("../../../shaders/mh_terms.wgsl");
 const SELECT: &str = include_str!("../../../shaders/select.wgsl");
 const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
+const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
-const MODULES: [(&str, &[&str]); 6] = [
+const MODULES: [(&str, &[&str]); 7] = [
     ("philox_probe", &[PARAMS, PHILOX, PHILOX_PROBE]),
     ("gather", &[PARAMS, PHILOX, GATHER]),
     ("matmul", &[PARAMS, PHILOX, MATMUL, GRADIENT_STEP]),
-    ("mh_terms", &[PARAMS, MH_TERMS]),
+    ("mh_terms", &[PARAMS, PHILOX, MH_TERMS]),
     ("select", &[PARAMS, SELECT]),
     ("fista", &[PARAMS, FISTA]),
+    ("exact", &[PARAMS, PHILOX, EXACT]),
 ];
 
 /// Every entry point the backend dispatches.
@@ -68,6 +70,9 @@ pub enum Kernel {
     FistaProx,
     FistaObjective,
     FistaUpdate,
+    MalaProposal,
+    LeapfrogDrift,
+    LeapfrogKick,
 }
 
 const R: bool = true;
@@ -78,7 +83,7 @@ type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
 
 /// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
 /// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
-const TABLE: [Row; 13] = [
+const TABLE: [Row; 16] = [
     (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
     (Kernel::Gather, 1, "gather", &[(1, R), (2, W)]),
     (
@@ -110,7 +115,16 @@ const TABLE: [Row; 13] = [
         Kernel::MhTerms,
         3,
         "mh_terms",
-        &[(1, R), (2, R), (3, R), (4, R), (5, R), (6, R), (7, W)],
+        &[
+            (1, R),
+            (2, R),
+            (3, R),
+            (4, R),
+            (5, R),
+            (6, R),
+            (7, W),
+            (8, R),
+        ],
     ),
     (
         Kernel::Select,
@@ -142,6 +156,19 @@ const TABLE: [Row; 13] = [
         "fista_update",
         &[(1, R), (4, R), (6, W), (7, W), (8, W), (9, W), (10, W)],
     ),
+    (
+        Kernel::MalaProposal,
+        6,
+        "mala_proposal",
+        &[(1, R), (2, R), (3, W)],
+    ),
+    (
+        Kernel::LeapfrogDrift,
+        6,
+        "leapfrog_drift",
+        &[(2, R), (3, W), (4, W)],
+    ),
+    (Kernel::LeapfrogKick, 6, "leapfrog_kick", &[(2, R), (4, W)]),
 ];
 
 /// Compiled pipelines with their explicit bind group layouts, indexed like `TABLE`.

@@ -17,9 +17,10 @@ pub use dataset::{gather_params, upload_observations};
 use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use crate::dynamics::Method;
 use crate::target::Target;
 use crate::{Error, Result};
-use group::{ChainGroup, Shared};
+use group::{ChainGroup, Shared, TERMS};
 use kernels::Params;
 
 /// Options of the GPU backend.
@@ -136,7 +137,9 @@ impl GpuBackend {
             eta: s.eta,
             noise: s.sghmc_noise as u32,
             noise_scale: (2.0 * s.eta).sqrt(),
-            delta: s.eta * s.steps as f32,
+            delta: s.delta(),
+            inv_sigma2: t.inv_sigma2(),
+            method: s.method.code(),
             ..gather_params(&t.observations, s.seed, 0, 0, s.batch, 0)
         }
     }
@@ -205,7 +208,7 @@ impl Backend for GpuBackend {
             device: self.context.describe(),
             // X, Z, both gradients, r (p each); both residuals, Ybar, step residual (d each);
             // the MH terms and the mask word.
-            bytes_per_chain: 4 * (5 * p + 4 * d + 4 + 1),
+            bytes_per_chain: 4 * (5 * p + 4 * d + TERMS + 1),
         }
     }
 
@@ -241,32 +244,38 @@ impl Backend for GpuBackend {
     }
 
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
-        let (d, p, steps) = (self.target.d(), self.target.p(), self.settings.steps);
+        let (d, p) = (self.target.d(), self.target.p());
+        let s = &self.settings;
         let base = self.base_params();
         for g in &self.groups {
             g.write_params(&self.context, base, outer);
         }
         let encoder = self.submit(
             "one outer iteration",
-            |g, encoder| g.record_copy(encoder),
-            |g, pass| g.record_steps(&self.context, pass, d, p, steps),
+            |g, encoder| g.record_copy(encoder, s.method),
+            |g, pass| match s.method {
+                Method::Rmld => g.record_steps(&self.context, pass, d, p, s.steps),
+                Method::Mala => g.record_mala(&self.context, pass, d, p),
+                Method::Hmc => g.record_leapfrog(&self.context, pass, d, p, s.leapfrog_steps),
+            },
         )?;
         let pieces: Vec<_> = self
             .groups
             .iter()
-            .map(|g| (&g.terms, 0, (16 * g.chains) as u64))
+            .map(|g| (&g.terms, 0, (4 * TERMS * g.chains) as u64))
             .collect();
         let bytes = self.context.checked("reading the MH terms", || {
             buffers::read_back_after(&self.context, encoder, &pieces)
         })??;
         let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(values
-            .chunks(4)
+            .chunks(TERMS)
             .map(|t| MhTerms {
                 energy_current: t[0],
                 energy_difference: t[1],
                 forward_norm: t[2],
                 reverse_norm: t[3],
+                kinetic_difference: t[4],
             })
             .collect())
     }

@@ -1,0 +1,54 @@
+//! CPU twin of `shaders/exact.wgsl`: the element-wise steps of the exact methods (MALA, HMC).
+
+use rayon::prelude::*;
+
+use crate::rng::{Purpose, Stream};
+
+/// MALA's proposal Z = X − h·∇U(X) + sqrt(2h)·ξ per chain (rows of p), with ξ from the stream
+/// (seed, chain, outer, 0, MalaNoise) and ∇U(X) the cached full gradient.
+#[allow(clippy::too_many_arguments)]
+pub fn mala_proposal(
+    seed: u64,
+    outer: u32,
+    x: &[f32],
+    gradient: &[f32],
+    z: &mut [f32],
+    p: usize,
+    h: f32,
+    noise_scale: f32,
+) {
+    z.par_chunks_mut(p)
+        .zip(x.par_chunks(p).zip(gradient.par_chunks(p)))
+        .enumerate()
+        .for_each_init(
+            || vec![0f32; p],
+            |xi, (chain, (z, (x, g)))| {
+                Stream::new(seed, chain as u32, outer, 0, Purpose::MalaNoise).fill_normal(xi);
+                for j in 0..p {
+                    z[j] = x[j] - h * g[j] + noise_scale * xi[j];
+                }
+            },
+        );
+}
+
+/// The first half of a leapfrog step: r ← r − (ε/2)·∇U(z); z ← z + ε·r.
+pub fn leapfrog_drift(gradient: &[f32], z: &mut [f32], momentum: &mut [f32], epsilon: f32) {
+    let half = 0.5 * epsilon;
+    z.par_iter_mut()
+        .zip(momentum.par_iter_mut())
+        .zip(gradient.par_iter())
+        .for_each(|((zj, rj), &g)| {
+            let r = *rj - half * g;
+            *rj = r;
+            *zj += epsilon * r;
+        });
+}
+
+/// The second half of a leapfrog step, with the gradient at the new z: r ← r − (ε/2)·∇U(z).
+pub fn leapfrog_kick(gradient: &[f32], momentum: &mut [f32], epsilon: f32) {
+    let half = 0.5 * epsilon;
+    momentum
+        .par_iter_mut()
+        .zip(gradient.par_iter())
+        .for_each(|(rj, &g)| *rj -= half * g);
+}

@@ -1,0 +1,260 @@
+//! Split-R̂ and bulk/tail ESS in the rank-normalised form of Vehtari et al. (2021), and Geweke's z.
+//!
+//! Draws are given per chain (`chains[c][k]`, all chains of equal length). Autocovariances are
+//! computed directly, lag by lag, only as far as Geyer's initial sequence reaches.
+
+/// Mean of a slice.
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len().max(1) as f64
+}
+
+/// Biased autocovariance of `x` at lag `t` (divided by n), about `m`.
+fn autocovariance(x: &[f64], m: f64, t: usize) -> f64 {
+    let n = x.len();
+    (0..n - t).map(|i| (x[i] - m) * (x[i + t] - m)).sum::<f64>() / n as f64
+}
+
+/// Each chain cut in two halves (the first half drops the middle draw when the length is odd).
+pub fn split_chains(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let mut out = Vec::with_capacity(2 * chains.len());
+    for c in chains {
+        let half = c.len() / 2;
+        out.push(c[..half].to_vec());
+        out.push(c[c.len() - half..].to_vec());
+    }
+    out
+}
+
+/// Effective sample size of `chains` as they are (no splitting, no ranks): Stan's estimator with
+/// the multi-chain autocorrelation ρ_t = 1 − (W − mean_c acov_c(t))/var⁺, Geyer's initial
+/// positive sequence made monotone, and τ bounded below by 1/log10(M·N). None for fewer than
+/// 4 draws per chain or a constant quantity.
+pub fn ess_basic(chains: &[Vec<f64>]) -> Option<f64> {
+    let m = chains.len();
+    let n = chains.iter().map(|c| c.len()).min()?;
+    if m == 0 || n < 4 {
+        return None;
+    }
+    let means: Vec<f64> = chains.iter().map(|c| mean(&c[..n])).collect();
+    let acov = |t: usize| -> f64 {
+        chains
+            .iter()
+            .zip(&means)
+            .map(|(c, &mu)| autocovariance(&c[..n], mu, t))
+            .sum::<f64>()
+            / m as f64
+    };
+    let acov0 = acov(0);
+    let within = acov0 * n as f64 / (n as f64 - 1.0);
+    let between = if m > 1 {
+        let grand = mean(&means);
+        means.iter().map(|v| (v - grand).powi(2)).sum::<f64>() / (m as f64 - 1.0)
+    } else {
+        0.0
+    };
+    let var_plus = within * (n as f64 - 1.0) / n as f64 + between;
+    if var_plus.is_nan() || var_plus <= 0.0 || !var_plus.is_finite() {
+        return None;
+    }
+    let rho = |t: usize| 1.0 - (within - acov(t)) / var_plus;
+    let mut rho_hat = vec![0.0; n + 2];
+    rho_hat[0] = 1.0;
+    let (mut even, mut odd) = (1.0, rho(1));
+    rho_hat[1] = odd;
+    let mut t = 1;
+    while t + 2 < n.saturating_sub(3) && even + odd > 0.0 {
+        even = rho(t + 1);
+        odd = rho(t + 2);
+        if even + odd >= 0.0 {
+            rho_hat[t + 1] = even;
+            rho_hat[t + 2] = odd;
+        }
+        t += 2;
+    }
+    let max_t = t;
+    if even > 0.0 {
+        rho_hat[max_t + 1] = even;
+    }
+    // Initial monotone sequence: pair sums may not increase.
+    let mut t = 1;
+    while t + 4 <= max_t {
+        let previous = rho_hat[t - 1] + rho_hat[t];
+        if rho_hat[t + 1] + rho_hat[t + 2] > previous {
+            rho_hat[t + 1] = previous / 2.0;
+            rho_hat[t + 2] = previous / 2.0;
+        }
+        t += 2;
+    }
+    let draws = (m * n) as f64;
+    let tau = (-1.0 + 2.0 * rho_hat[..=max_t].iter().sum::<f64>() + rho_hat[max_t + 1])
+        .max(1.0 / draws.log10());
+    Some(draws / tau)
+}
+
+/// Φ⁻¹(p) for p in (0, 1): Acklam's rational approximation refined by one Halley step.
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383_577_518_672_69e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    let low = 0.02425;
+    let x = if p < low {
+        let q = (-2.0 * p.ln()).sqrt();
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    } else if p <= 1.0 - low {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        let q = (-2.0 * (1.0 - p).ln()).sqrt();
+        -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    let e = 0.5 * super::reference::erfc(-x / std::f64::consts::SQRT_2) - p;
+    let u = e * (2.0 * std::f64::consts::PI).sqrt() * (x * x / 2.0).exp();
+    x - u / (1.0 + x * u / 2.0)
+}
+
+/// Rank normalisation: every draw replaced by Φ⁻¹((r − 3/8)/(S + 1/4)), r its rank among all S
+/// draws of all chains (ties get their average rank).
+pub fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let mut all: Vec<(f64, usize, usize)> = chains
+        .iter()
+        .enumerate()
+        .flat_map(|(c, v)| v.iter().enumerate().map(move |(k, &x)| (x, c, k)))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let s = all.len() as f64;
+    let mut out: Vec<Vec<f64>> = chains.iter().map(|c| vec![0.0; c.len()]).collect();
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let z = normal_quantile((rank - 0.375) / (s + 0.25));
+        for item in &all[i..=j] {
+            out[item.1][item.2] = z;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// R̂ of chains as they are: sqrt(var⁺/W).
+fn rhat_basic(chains: &[Vec<f64>]) -> Option<f64> {
+    let m = chains.len();
+    let n = chains.iter().map(|c| c.len()).min()?;
+    if m < 2 || n < 2 {
+        return None;
+    }
+    let means: Vec<f64> = chains.iter().map(|c| mean(&c[..n])).collect();
+    let within = chains
+        .iter()
+        .zip(&means)
+        .map(|(c, &mu)| c[..n].iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (n as f64 - 1.0))
+        .sum::<f64>()
+        / m as f64;
+    let grand = mean(&means);
+    let between_n = means.iter().map(|v| (v - grand).powi(2)).sum::<f64>() / (m as f64 - 1.0);
+    let var_plus = within * (n as f64 - 1.0) / n as f64 + between_n;
+    (within > 0.0).then(|| (var_plus / within).sqrt())
+}
+
+fn median(x: &mut [f64]) -> f64 {
+    x.sort_by(f64::total_cmp);
+    let n = x.len();
+    if n % 2 == 1 {
+        x[n / 2]
+    } else {
+        0.5 * (x[n / 2 - 1] + x[n / 2])
+    }
+}
+
+/// Rank-normalised split-R̂: the larger of the bulk R̂ (ranks of the split chains) and the tail
+/// R̂ (ranks of the folded draws |x − median|). Near 1 when chains agree; > 1.01 is a warning.
+pub fn split_rhat(chains: &[Vec<f64>]) -> Option<f64> {
+    let split = split_chains(chains);
+    let bulk = rhat_basic(&rank_normalise(&split))?;
+    let mut pooled: Vec<f64> = split.iter().flatten().copied().collect();
+    let med = median(&mut pooled);
+    let folded: Vec<Vec<f64>> = split
+        .iter()
+        .map(|c| c.iter().map(|v| (v - med).abs()).collect())
+        .collect();
+    let tail = rhat_basic(&rank_normalise(&folded)).unwrap_or(bulk);
+    Some(bulk.max(tail))
+}
+
+/// Bulk ESS: the ESS of the rank-normalised split chains.
+pub fn ess_bulk(chains: &[Vec<f64>]) -> Option<f64> {
+    ess_basic(&rank_normalise(&split_chains(chains)))
+}
+
+/// Tail ESS: the smaller ESS of the indicators x ≤ q5% and x ≤ q95% on the split chains.
+pub fn ess_tail(chains: &[Vec<f64>]) -> Option<f64> {
+    let split = split_chains(chains);
+    let mut pooled: Vec<f64> = split.iter().flatten().copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    if pooled.is_empty() {
+        return None;
+    }
+    let quantile = |q: f64| pooled[((q * (pooled.len() - 1) as f64).round()) as usize];
+    [quantile(0.05), quantile(0.95)]
+        .iter()
+        .filter_map(|&cut| {
+            let indicators: Vec<Vec<f64>> = split
+                .iter()
+                .map(|c| c.iter().map(|&v| (v <= cut) as u8 as f64).collect())
+                .collect();
+            ess_basic(&indicators)
+        })
+        .min_by(f64::total_cmp)
+}
+
+/// Geweke's z for one chain: the means of the first 10% and the last 50% of the draws, each
+/// variance of the mean estimated as var/ESS (the spectral density at 0 by the initial monotone
+/// sequence). None when a part has fewer than 4 draws or no variance.
+pub fn geweke_z(chain: &[f64]) -> Option<f64> {
+    let n = chain.len();
+    let first = &chain[..n / 10];
+    let last = &chain[n - n / 2..];
+    let part = |x: &[f64]| -> Option<(f64, f64)> {
+        let ess = ess_basic(&[x.to_vec()])?;
+        let m = mean(x);
+        let var = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0);
+        Some((m, var / ess))
+    };
+    let (ma, va) = part(first)?;
+    let (mb, vb) = part(last)?;
+    let z = (ma - mb) / (va + vb).sqrt();
+    z.is_finite().then_some(z)
+}

@@ -1,0 +1,361 @@
+//! MALA and HMC sample known posteriors on both backends: A = I (a Gaussian × Laplace product
+//! with a closed-form CDF, checked by Kolmogorov-Smirnov) and lam = 0 (a Gaussian, checked by its
+//! mean and covariance); plus the BlackJAX-style invariants and divergence handling.
+//!
+//! Every test body takes a backend factory and runs on the CPU and, where an adapter exists, on
+//! the GPU (lavapipe in CI). Seeds are fixed; tolerances come from the Monte Carlo error (ESS).
+
+#[cfg(feature = "gpu")]
+mod gpu_common;
+
+use std::sync::Arc;
+
+use rmld::backend::cpu::CpuBackend;
+use rmld::backend::{Backend, DynamicsSettings};
+use rmld::diagnostics::reference::{ks_p_value, ks_statistic, LaplaceGaussian};
+use rmld::diagnostics::{ess_bulk, ess_tail, summarize};
+use rmld::dynamics::{Method, MhRule};
+use rmld::io::Pixels;
+use rmld::orchestrator::{self, Init, MemorySink, SampleRun, SamplerSettings};
+use rmld::target::{Dictionary, Observations, Target};
+
+type Factory = dyn Fn(Arc<Target>, DynamicsSettings, usize) -> Box<dyn Backend>;
+
+fn cpu() -> Box<Factory> {
+    Box::new(|t, s, c| Box::new(CpuBackend::new(t, s, c)))
+}
+
+#[cfg(feature = "gpu")]
+fn gpu(label: &str) -> Option<Box<Factory>> {
+    let ctx = gpu_common::context(label)?;
+    Some(Box::new(move |t, s, c| {
+        Box::new(
+            rmld::backend::gpu::GpuBackend::with_context(
+                ctx.clone(),
+                t,
+                s,
+                c,
+                rmld::backend::gpu::GpuOptions::default(),
+            )
+            .unwrap(),
+        )
+    }))
+}
+
+/// One observation y (n = 1, f32 pixels, scale 1) under dictionary `a` (d × p).
+fn target(a: Vec<f32>, d: usize, p: usize, rows: Vec<f32>, lam: f32, sigma2: f32) -> Arc<Target> {
+    let n = rows.len() / d;
+    let observations = Observations {
+        n,
+        d,
+        pixels: Pixels::F32(rows),
+        scale: 1.0,
+    };
+    let dictionary = Dictionary { d, p, a };
+    Arc::new(Target::new(Arc::new(dictionary), Arc::new(observations), lam).with_sigma2(sigma2))
+}
+
+fn identity(p: usize) -> Vec<f32> {
+    let mut a = vec![0f32; p * p];
+    (0..p).for_each(|i| a[i * p + i] = 1.0);
+    a
+}
+
+fn dynamics(method: Method, eta: f32, leapfrog_steps: u32, seed: u64) -> DynamicsSettings {
+    DynamicsSettings {
+        method,
+        eta,
+        leapfrog_steps,
+        seed,
+        steps: 1,
+        batch: 1,
+        ..Default::default()
+    }
+}
+
+/// Runs `samples` outer iterations of `chains` chains from white noise; returns the codes.
+fn sample(
+    make: &Factory,
+    target: &Arc<Target>,
+    dynamics: DynamicsSettings,
+    chains: usize,
+    samples: u32,
+) -> (Vec<f32>, SampleRun) {
+    let settings = SamplerSettings {
+        chains,
+        samples,
+        dynamics: dynamics.clone(),
+        mh: true,
+        discount: 1.0,
+        init: Init::Noise,
+        lasso_iterations: 1,
+    };
+    let mut backend = make(target.clone(), dynamics, chains);
+    let mut sink = MemorySink::default();
+    let run =
+        orchestrator::run(backend.as_mut(), target, &settings, &mut sink, &mut |_| {}).unwrap();
+    (sink.codes, run)
+}
+
+/// Coordinate j's draws per chain after dropping the first `burn` iterations.
+fn coordinate(codes: &[f32], chains: usize, p: usize, j: usize, burn: usize) -> Vec<Vec<f64>> {
+    let k = codes.len() / (chains * p);
+    (0..chains)
+        .map(|c| {
+            (burn..k)
+                .map(|i| codes[(i * chains + c) * p + j] as f64)
+                .collect()
+        })
+        .collect()
+}
+
+const Y: [f32; 6] = [0.3, -1.2, 2.0, 0.0, 0.8, -0.4];
+const LAM: f32 = 1.5;
+const SIGMA2: f32 = 0.7;
+
+/// A = I: every coordinate's draws, thinned to about one per effective sample, pass a KS test
+/// against the closed-form CDF at level 0.01 with a Bonferroni correction over the coordinates.
+fn identity_posterior_passes_ks(make: &Factory, method: Method, eta: f32, leapfrog: u32) {
+    let p = Y.len();
+    let t = target(identity(p), p, p, Y.to_vec(), LAM, SIGMA2);
+    let (chains, samples, burn) = (64, 300, 50);
+    let (codes, run) = sample(
+        make,
+        &t,
+        dynamics(method, eta, leapfrog, 42),
+        chains,
+        samples,
+    );
+    let report = summarize(&run, 1.0);
+    eprintln!(
+        "{method:?}: acceptance {:.3}, {} divergences",
+        report.acceptance.overall, report.divergences
+    );
+    assert!(report.acceptance.overall > 0.3 && report.divergences == 0);
+    let alpha = 0.01 / p as f64;
+    let mut bad = Vec::new();
+    for (j, &y) in Y.iter().enumerate() {
+        let draws = coordinate(&codes, chains, p, j, burn);
+        // HMC's draws can be antithetic in x (bulk ESS > draws) yet positively correlated in |x|,
+        // so thin by the smaller of the bulk and tail ESS.
+        let ess = ess_bulk(&draws).unwrap().min(ess_tail(&draws).unwrap());
+        let per_chain = draws[0].len();
+        let stride = ((chains * per_chain) as f64 / ess).ceil().max(1.0) as usize;
+        let thinned: Vec<f64> = draws
+            .iter()
+            .flat_map(|c| c.iter().step_by(stride).copied())
+            .collect();
+        let dist = LaplaceGaussian {
+            m: y as f64,
+            s2: SIGMA2 as f64,
+            lam: LAM as f64,
+        };
+        let d = ks_statistic(&thinned, |x| dist.cdf(x));
+        let pv = ks_p_value(d, thinned.len());
+        eprintln!(
+            "{method:?} coordinate {j}: ESS {ess:.0}, stride {stride}, n {}, D {d:.4}, p {pv:.3}",
+            thinned.len()
+        );
+        if pv < alpha {
+            bad.push(format!("coordinate {j}: D {d}, p {pv} < {alpha}"));
+        }
+    }
+    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
+}
+
+/// Solves the small symmetric system by Gauss-Jordan: returns M⁻¹.
+fn inverse(m: &[f64], n: usize) -> Vec<f64> {
+    let mut a = m.to_vec();
+    let mut inv: Vec<f64> = (0..n * n)
+        .map(|i| if i / n == i % n { 1.0 } else { 0.0 })
+        .collect();
+    for col in 0..n {
+        let pivot = (col..n)
+            .max_by(|&x, &y| a[x * n + col].abs().total_cmp(&a[y * n + col].abs()))
+            .unwrap();
+        for k in 0..n {
+            a.swap(col * n + k, pivot * n + k);
+            inv.swap(col * n + k, pivot * n + k);
+        }
+        let d = a[col * n + col];
+        for k in 0..n {
+            a[col * n + k] /= d;
+            inv[col * n + k] /= d;
+        }
+        for row in 0..n {
+            if row != col {
+                let f = a[row * n + col];
+                for k in 0..n {
+                    a[row * n + k] -= f * a[col * n + k];
+                    inv[row * n + k] -= f * inv[col * n + k];
+                }
+            }
+        }
+    }
+    inv
+}
+
+/// lam = 0, A of full column rank: mean (AᵀA)⁻¹Aᵀ·xbar and covariance σ²(AᵀA)⁻¹, within 4.5
+/// Monte Carlo standard errors (from the ESS) per entry.
+fn gaussian_posterior_moments(make: &Factory, method: Method, eta: f32, leapfrog: u32) {
+    let (d, p) = (8, 4);
+    let dictionary = Dictionary::gaussian(d, p, 5);
+    let rows: Vec<f32> = (0..3 * d)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.3)
+        .collect();
+    let sigma2 = 1.5;
+    let t = target(dictionary.a.clone(), d, p, rows, 0.0, sigma2);
+    let a: Vec<f64> = dictionary.a.iter().map(|&v| v as f64).collect();
+    let mut ata = vec![0f64; p * p];
+    for i in 0..p {
+        for j in 0..p {
+            ata[i * p + j] = (0..d).map(|k| a[k * p + i] * a[k * p + j]).sum();
+        }
+    }
+    let inv = inverse(&ata, p);
+    let aty: Vec<f64> = (0..p)
+        .map(|i| (0..d).map(|k| a[k * p + i] * t.xbar[k] as f64).sum())
+        .collect();
+    let mean: Vec<f64> = (0..p)
+        .map(|i| (0..p).map(|j| inv[i * p + j] * aty[j]).sum())
+        .collect();
+    let cov: Vec<f64> = inv.iter().map(|v| v * sigma2 as f64).collect();
+
+    let (chains, samples, burn) = (64, 300, 50);
+    let (codes, run) = sample(
+        make,
+        &t,
+        dynamics(method, eta, leapfrog, 9),
+        chains,
+        samples,
+    );
+    eprintln!("{method:?}: acceptance {:.3}", run.acceptance_rate());
+    let draws: Vec<Vec<Vec<f64>>> = (0..p)
+        .map(|j| coordinate(&codes, chains, p, j, burn))
+        .collect();
+    let ess: Vec<f64> = draws.iter().map(|c| ess_bulk(c).unwrap()).collect();
+    let flat: Vec<Vec<f64>> = draws.iter().map(|c| c.concat()).collect();
+    let n = flat[0].len() as f64;
+    let means: Vec<f64> = flat.iter().map(|v| v.iter().sum::<f64>() / n).collect();
+    let mut bad = Vec::new();
+    for i in 0..p {
+        let se = (cov[i * p + i] / ess[i]).sqrt();
+        eprintln!(
+            "{method:?} mean[{i}]: {:.4} vs {:.4} (se {se:.4}, ESS {:.0})",
+            means[i], mean[i], ess[i]
+        );
+        if (means[i] - mean[i]).abs() > 4.5 * se {
+            bad.push(format!("mean[{i}] {} vs {} (se {se})", means[i], mean[i]));
+        }
+        for j in 0..=i {
+            let c: f64 = flat[i]
+                .iter()
+                .zip(&flat[j])
+                .map(|(a, b)| (a - means[i]) * (b - means[j]))
+                .sum::<f64>()
+                / (n - 1.0);
+            let want = cov[i * p + j];
+            let e = ess[i].min(ess[j]);
+            let se = ((cov[i * p + i] * cov[j * p + j] + want * want) / e).sqrt();
+            if (c - want).abs() > 4.5 * se {
+                bad.push(format!("cov[{i}][{j}] {c} vs {want} (se {se})"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
+}
+
+/// The cached energy U(X) the next proposal reports equals a fresh f64 evaluation at the
+/// positions after every accept step; acceptance is in [0, 1].
+fn cached_energy_is_fresh(make: &Factory, method: Method, eta: f32) {
+    let p = Y.len();
+    let t = target(identity(p), p, p, Y.to_vec(), LAM, SIGMA2);
+    let s = dynamics(method, eta, 4, 3);
+    let chains = 8;
+    let mut backend = make(t.clone(), s.clone(), chains);
+    let start: Vec<f32> = (0..chains * p).map(|i| (i as f32 * 0.37).sin()).collect();
+    backend.load_positions(&start).unwrap();
+    let rule = MhRule {
+        enabled: true,
+        discount: 1.0,
+        delta: s.delta(),
+        method,
+    };
+    let mut accepted = 0;
+    for outer in 1..=20 {
+        let x = backend.positions().unwrap();
+        let terms = backend.propose(outer).unwrap();
+        let mut mask = Vec::new();
+        for (c, term) in terms.iter().enumerate() {
+            let fresh = t.energy_f64(&x[c * p..(c + 1) * p]);
+            assert!(
+                (term.energy_current as f64 - fresh).abs() < 1e-5 * (1.0 + fresh.abs()),
+                "{method:?} outer {outer} chain {c}: cached {} vs fresh {fresh}",
+                term.energy_current
+            );
+            let decision = rule.decide(term, s.seed, c as u32, outer);
+            assert!(decision.log_alpha <= 0.0);
+            mask.push(decision.accepted);
+        }
+        accepted += mask.iter().filter(|&&a| a).count();
+        backend.accept(&mask).unwrap();
+    }
+    assert!(accepted > 0, "{method:?}: nothing accepted");
+}
+
+/// A tiny step accepts almost always, a huge one rarely.
+fn step_size_controls_acceptance(make: &Factory, method: Method) {
+    let p = Y.len();
+    let t = target(identity(p), p, p, Y.to_vec(), LAM, SIGMA2);
+    let rate = |eta: f32| {
+        let (_, run) = sample(make, &t, dynamics(method, eta, 5, 8), 32, 20);
+        run.acceptance_rate()
+    };
+    let (tiny, huge) = match method {
+        Method::Hmc => (rate(1e-3), rate(1.65)),
+        _ => (rate(1e-4), rate(20.0)),
+    };
+    eprintln!("{method:?}: tiny step {tiny:.3}, huge step {huge:.3}");
+    assert!(tiny > 0.97, "{method:?}: tiny step accepts {tiny}");
+    assert!(huge < 0.2, "{method:?}: huge step accepts {huge}");
+}
+
+/// An enormous step overflows to inf/NaN: every such proposal is rejected and counted, nothing
+/// panics, and the chains stay at their last (finite) state.
+fn divergences_are_counted_and_harmless(make: &Factory, method: Method) {
+    let p = Y.len();
+    let t = target(identity(p), p, p, Y.to_vec(), LAM, SIGMA2);
+    let (codes, run) = sample(make, &t, dynamics(method, 1e30, 3, 2), 8, 5);
+    let report = summarize(&run, 1.0);
+    eprintln!("{method:?}: {} divergences", report.divergences);
+    assert!(report.divergences > 0, "{method:?}: no divergence counted");
+    assert_eq!(run.accepted.iter().sum::<u32>(), 0);
+    assert!(codes.iter().all(|v| v.is_finite()));
+    assert!(run.energies.iter().all(|v| v.is_finite()));
+}
+
+fn all_checks(make: &Factory) {
+    identity_posterior_passes_ks(make, Method::Mala, 0.15, 1);
+    identity_posterior_passes_ks(make, Method::Hmc, 0.3, 5);
+    gaussian_posterior_moments(make, Method::Mala, 0.5, 1);
+    gaussian_posterior_moments(make, Method::Hmc, 0.4, 5);
+    for method in [Method::Mala, Method::Hmc] {
+        cached_energy_is_fresh(make, method, 0.3);
+        step_size_controls_acceptance(make, method);
+        divergences_are_counted_and_harmless(make, method);
+    }
+    divergences_are_counted_and_harmless(make, Method::Rmld);
+}
+
+#[test]
+fn exact_methods_sample_known_posteriors_on_the_cpu() {
+    all_checks(cpu().as_ref());
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn exact_methods_sample_known_posteriors_on_the_gpu() {
+    if let Some(make) = gpu("exact_methods_sample_known_posteriors_on_the_gpu") {
+        all_checks(make.as_ref());
+    }
+}
