@@ -1,6 +1,7 @@
 //! The `rmld` command line: argument parsing and the commands built on the library.
 
 pub mod args;
+mod bench;
 mod encode;
 mod problem;
 mod report;
@@ -13,5 +14,6 @@ pub fn dispatch(cli: &Cli) -> rmld::Result<()> {
     match &cli.command {
         Command::Sample(args) => sample::sample(args),
         Command::Encode(args) => encode::encode(args),
+        Command::Bench(args) => bench::bench(args),
     }
 }
