@@ -400,7 +400,10 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         BenchBackends::Cpu => (true, false),
         BenchBackends::Gpu => (false, true),
         BenchBackends::All => (true, true),
-        BenchBackends::Auto => (!gpu::present(), true),
+        BenchBackends::Auto => {
+            let gpu = gpu::present();
+            (!gpu, gpu)
+        }
     };
     io::prepare_output_dir(&args.out)?;
     let target = Arc::new(Target::new(
