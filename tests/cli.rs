@@ -286,3 +286,48 @@ fn mnist_runs_from_its_standard_folder() {
         vec![2, 4, 784]
     );
 }
+
+#[test]
+fn bench_writes_its_table_and_refuses_a_bad_chain_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let args = |chains: &str| {
+        rmld(&[
+            "bench",
+            "--backend",
+            "cpu",
+            "--chains",
+            chains,
+            "--dim",
+            "16",
+            "--atoms",
+            "64",
+            "--outer",
+            "1",
+            "--steps",
+            "2",
+            "--ceiling-size",
+            "64",
+            "--images",
+            "50",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let run = args("1,2");
+    assert!(run.status.success(), "{}", stderr(&run));
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let rows = bench["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(
+        std::fs::read_to_string(out.join("bench.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            >= 3
+    );
+    assert_eq!(&std::fs::read(out.join("bench.png")).unwrap()[1..4], b"PNG");
+    let refused = args("1,many");
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}

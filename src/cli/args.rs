@@ -26,6 +26,9 @@ pub enum Command {
     /// Continue an interrupted `rmld sample` from the checkpoint in its output folder; the samples
     /// equal those of an uninterrupted run (on the same backend).
     Resume(ResumeArgs),
+    /// Measure throughput per backend and chain count against this machine's ceiling; writes
+    /// bench.json, bench.csv and bench.png.
+    Bench(BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -180,4 +183,68 @@ pub struct EncodeArgs {
     /// FISTA iterations.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub iterations: u32,
+}
+
+/// Which backends `rmld bench` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchBackends {
+    /// The GPU when an adapter exists, else the CPU.
+    Auto,
+    /// The CPU only.
+    Cpu,
+    /// The GPU only (an error when no adapter exists).
+    Gpu,
+    /// Every backend present (the GPU is skipped with a note when there is no adapter).
+    All,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Backends to measure.
+    #[arg(long, value_enum, default_value_t = BenchBackends::All)]
+    pub backend: BenchBackends,
+
+    /// Chain counts to measure, a comma-separated list.
+    #[arg(long, value_name = "C,C,...", default_value = "1,16,256,1024,4096")]
+    pub chains: String,
+
+    /// Dimension d of the synthetic dataset (default 784); with --data it must match the data.
+    #[arg(long, value_name = "D")]
+    pub dim: Option<usize>,
+
+    /// Number of atoms p of the Gaussian dictionary. Default: 4·d.
+    #[arg(long, value_name = "P")]
+    pub atoms: Option<usize>,
+
+    /// m, minibatch size per chain and step.
+    #[arg(long, value_name = "M", default_value_t = 64)]
+    pub batch: u32,
+
+    /// T, momentum steps per outer iteration.
+    #[arg(long, value_name = "T", default_value_t = 20)]
+    pub steps: u32,
+
+    /// Timed outer iterations per measurement, after one warm-up iteration.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub outer: u32,
+
+    /// Dataset (as for `rmld sample`). Default: random 8-bit images of dimension --dim.
+    #[arg(long, value_name = "PATH")]
+    pub data: Option<PathBuf>,
+
+    /// Number of random images in the synthetic dataset.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub images: usize,
+
+    /// Side n of the square product that measures the CPU's GEMM ceiling (2·n³ flops).
+    #[arg(long, value_name = "N", default_value_t = 1536)]
+    pub ceiling_size: usize,
+
+    /// Seed of the dictionary, the synthetic data and the dynamics.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Output folder (bench.json, bench.csv, bench.png; written atomically).
+    #[arg(long, value_name = "DIR", default_value = "rmld-bench")]
+    pub out: PathBuf,
 }

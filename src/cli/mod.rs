@@ -1,6 +1,7 @@
 //! The `rmld` command line: argument parsing and the commands built on the library.
 
 pub mod args;
+mod bench;
 mod encode;
 mod problem;
 mod report;
@@ -23,5 +24,6 @@ pub fn dispatch(cli: &Cli) -> rmld::Result<Finished> {
         Command::Sample(args) => sample::sample(args),
         Command::Resume(args) => sample::resume(args),
         Command::Encode(args) => encode::encode(args).map(|()| Finished::Complete),
+        Command::Bench(args) => bench::bench(args).map(|()| Finished::Complete),
     }
 }
