@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use super::{SampleRun, Timings, PROJECTIONS};
 use crate::io::write_atomic;
@@ -55,10 +55,12 @@ struct Header {
 
 /// xxh3-64 of float values and a context (dimensions, scale), for data and dictionary identity.
 pub fn hash_values(context: &[u64], bytes: &[u8]) -> u64 {
-    let mut all = Vec::with_capacity(context.len() * 8 + bytes.len());
-    all.extend(context.iter().flat_map(|v| v.to_le_bytes()));
-    all.extend_from_slice(bytes);
-    xxh3_64(&all)
+    let mut hasher = Xxh3::new();
+    for v in context {
+        hasher.update(&v.to_le_bytes());
+    }
+    hasher.update(bytes);
+    hasher.digest()
 }
 
 fn section_lengths(h: &Header) -> Option<[usize; 8]> {
