@@ -100,6 +100,10 @@ fn encode_group(
         params.write(context, &with_rows);
         let k = &context.kernels;
         let (dev, s, dict) = (&context.device, &params.buffer, &backend.shared.dict);
+        let (transpose_product, residual_product) = (
+            Kernel::TransposeProduct.for_shape(d, p),
+            Kernel::ResidualProduct.for_shape(d, p),
+        );
         let stages = [
             (
                 Kernel::FistaResidual,
@@ -107,8 +111,8 @@ fn encode_group(
                 [d, rows],
             ),
             (
-                Kernel::TransposeProduct,
-                k.bind(dev, Kernel::TransposeProduct, s, &[dict, &residual, &grad]),
+                transpose_product,
+                k.bind(dev, transpose_product, s, &[dict, &residual, &grad]),
                 [p, rows.div_ceil(64)],
             ),
             (
@@ -117,8 +121,8 @@ fn encode_group(
                 [p, rows],
             ),
             (
-                Kernel::ResidualProduct,
-                k.bind(dev, Kernel::ResidualProduct, s, &[dict, &u, &zeros, &au]),
+                residual_product,
+                k.bind(dev, residual_product, s, &[dict, &u, &zeros, &au]),
                 [d, rows.div_ceil(64)],
             ),
             (

@@ -87,16 +87,20 @@ impl ChainGroup {
         let k = &context.kernels;
         let dev = &context.device;
         let s = &slots.buffer;
+        // The products' vec4-load twins when the shapes allow (identical results).
+        let residual_product = Kernel::ResidualProduct.for_shape(d, p);
+        let gradient_step = Kernel::GradientStep.for_shape(d, p);
+        let full_gradient = Kernel::FullGradient.for_shape(d, p);
         let binds = vec![
             (
                 Kernel::Gather,
                 k.bind(dev, Kernel::Gather, s, &[&shared.data, &ybar]),
             ),
             (
-                Kernel::ResidualProduct,
+                residual_product,
                 k.bind(
                     dev,
-                    Kernel::ResidualProduct,
+                    residual_product,
                     s,
                     &[&shared.dict, &z, &ybar, &step_residual],
                 ),
@@ -106,39 +110,39 @@ impl ChainGroup {
                 k.bind(dev, Kernel::DrawMomentum, s, &[&momentum]),
             ),
             (
-                Kernel::GradientStep,
+                gradient_step,
                 k.bind(
                     dev,
-                    Kernel::GradientStep,
+                    gradient_step,
                     s,
                     &[&shared.dict, &step_residual, &z, &momentum],
                 ),
             ),
             (
-                Kernel::ResidualProduct,
+                residual_product,
                 k.bind(
                     dev,
-                    Kernel::ResidualProduct,
+                    residual_product,
                     s,
                     &[&shared.dict, &z, &shared.xbar, &rz],
                 ),
             ),
             (
-                Kernel::FullGradient,
-                k.bind(dev, Kernel::FullGradient, s, &[&shared.dict, &rz, &gz, &z]),
+                full_gradient,
+                k.bind(dev, full_gradient, s, &[&shared.dict, &rz, &gz, &z]),
             ),
             (
-                Kernel::ResidualProduct,
+                residual_product,
                 k.bind(
                     dev,
-                    Kernel::ResidualProduct,
+                    residual_product,
                     s,
                     &[&shared.dict, &x, &shared.xbar, &rx],
                 ),
             ),
             (
-                Kernel::FullGradient,
-                k.bind(dev, Kernel::FullGradient, s, &[&shared.dict, &rx, &gx, &x]),
+                full_gradient,
+                k.bind(dev, full_gradient, s, &[&shared.dict, &rx, &gx, &x]),
             ),
             (
                 Kernel::MhTerms,

@@ -37,6 +37,8 @@ const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
 const PHILOX_PROBE: &str = include_str!("../../../shaders/philox_probe.wgsl");
 const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
 const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+const MATMUL_SCALAR: &str = include_str!("../../../shaders/matmul_scalar.wgsl");
+const MATMUL_VEC4: &str = include_str!("../../../shaders/matmul_vec4.wgsl");
 const GRADIENT_STEP: &str = include_str!("../../../shaders/gradient_step.wgsl");
 const MH_TERMS: &str = include_str!("../../../shaders/mh_terms.wgsl");
 const SELECT: &str = include_str!("../../../shaders/select.wgsl");
@@ -44,14 +46,21 @@ const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
 const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
-const MODULES: [(&str, &[&str]); 7] = [
+const MODULES: [(&str, &[&str]); 8] = [
     ("philox_probe", &[PARAMS, PHILOX, PHILOX_PROBE]),
     ("gather", &[PARAMS, PHILOX, GATHER]),
-    ("matmul", &[PARAMS, PHILOX, MATMUL, GRADIENT_STEP]),
+    (
+        "matmul",
+        &[PARAMS, PHILOX, MATMUL_SCALAR, MATMUL, GRADIENT_STEP],
+    ),
     ("mh_terms", &[PARAMS, PHILOX, MH_TERMS]),
     ("select", &[PARAMS, SELECT]),
     ("fista", &[PARAMS, FISTA]),
     ("exact", &[PARAMS, PHILOX, EXACT]),
+    (
+        "matmul_vec4",
+        &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, GRADIENT_STEP],
+    ),
 ];
 
 /// Every entry point the backend dispatches.
@@ -73,6 +82,27 @@ pub enum Kernel {
     MalaProposal,
     LeapfrogDrift,
     LeapfrogKick,
+    ResidualProductVec4,
+    TransposeProductVec4,
+    GradientStepVec4,
+    FullGradientVec4,
+}
+
+impl Kernel {
+    /// The product kernels' vec4-load twins where every row of A and of the chain blocks starts
+    /// on a 16-byte boundary (d and p multiples of 4); the results are identical.
+    pub fn for_shape(self, d: usize, p: usize) -> Kernel {
+        if !d.is_multiple_of(4) || !p.is_multiple_of(4) {
+            return self;
+        }
+        match self {
+            Kernel::ResidualProduct => Kernel::ResidualProductVec4,
+            Kernel::TransposeProduct => Kernel::TransposeProductVec4,
+            Kernel::GradientStep => Kernel::GradientStepVec4,
+            Kernel::FullGradient => Kernel::FullGradientVec4,
+            other => other,
+        }
+    }
 }
 
 const R: bool = true;
@@ -83,7 +113,7 @@ type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
 
 /// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
 /// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
-const TABLE: [Row; 16] = [
+const TABLE: [Row; 20] = [
     (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
     (Kernel::Gather, 1, "gather", &[(1, R), (2, W)]),
     (
@@ -169,6 +199,30 @@ const TABLE: [Row; 16] = [
         &[(2, R), (3, W), (4, W)],
     ),
     (Kernel::LeapfrogKick, 6, "leapfrog_kick", &[(2, R), (4, W)]),
+    (
+        Kernel::ResidualProductVec4,
+        7,
+        "residual_product",
+        &[(1, R), (2, R), (3, R), (4, W)],
+    ),
+    (
+        Kernel::TransposeProductVec4,
+        7,
+        "transpose_product",
+        &[(1, R), (2, R), (4, W)],
+    ),
+    (
+        Kernel::GradientStepVec4,
+        7,
+        "gradient_step",
+        &[(1, R), (2, R), (5, W), (6, W)],
+    ),
+    (
+        Kernel::FullGradientVec4,
+        7,
+        "full_gradient",
+        &[(1, R), (2, R), (4, W), (5, W)],
+    ),
 ];
 
 /// Compiled pipelines with their explicit bind group layouts, indexed like `TABLE`.

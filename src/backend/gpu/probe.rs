@@ -16,6 +16,7 @@ fn run(
     buffers: &[&wgpu::Buffer],
     workgroups: [u32; 3],
 ) -> Result<()> {
+    let kernel = kernel.for_shape(params.d as usize, params.p as usize);
     context.checked("running a kernel", || {
         let slots = ParamSlots::new(context, 1);
         slots.write(context, &[params]);
