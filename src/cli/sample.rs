@@ -60,7 +60,10 @@ pub fn sample(args: &SampleArgs) -> Result<Finished> {
         burn_in: args.burn_in,
         samples: args.samples,
     };
-    drive(args, &problem, &settings, backend, state, streams, started)
+    let hashes = hashes(&problem.target);
+    drive(
+        args, &problem, &settings, backend, state, streams, hashes, started,
+    )
 }
 
 pub fn resume(args: &ResumeArgs) -> Result<Finished> {
@@ -150,6 +153,7 @@ pub fn resume(args: &ResumeArgs) -> Result<Finished> {
         backend,
         checkpoint.run,
         streams,
+        (data_hash, dictionary_hash),
         started,
     )
 }
@@ -265,6 +269,7 @@ impl SampleSink for SampleStreams {
 }
 
 /// Runs the remaining iterations and writes every output; shared by `sample` and `resume`.
+#[allow(clippy::too_many_arguments)]
 fn drive(
     args: &SampleArgs,
     problem: &Problem,
@@ -272,6 +277,7 @@ fn drive(
     mut backend: Box<dyn Backend>,
     state: SampleRun,
     mut streams: SampleStreams,
+    (data_hash, dictionary_hash): (u64, u64),
     started: Instant,
 ) -> Result<Finished> {
     let target = &problem.target;
@@ -281,7 +287,6 @@ fn drive(
     let checkpoint_path = out.join(CHECKPOINT);
     let config =
         serde_json::to_value(args).map_err(|e| Error::Internal(format!("configuration: {e}")))?;
-    let (data_hash, dictionary_hash) = hashes(target);
     let mut save = |run: &SampleRun, positions: &[f32]| {
         let checkpoint = Checkpoint {
             config: config.clone(),

@@ -4,8 +4,47 @@
 
 use gemm::{gemm, Parallelism};
 
-fn parallelism() -> Parallelism {
-    Parallelism::Rayon(rayon::current_num_threads())
+/// A matrix operand: its values and its (row, column) strides in elements.
+struct Strided<'a> {
+    values: &'a [f32],
+    row_stride: usize,
+    col_stride: usize,
+}
+
+/// out (m × n, row-major) = keep·out + lhs (m × k) · rhs (k × n); `keep` is 0 (overwrite) or −1.
+fn product(m: usize, n: usize, k: usize, out: &mut [f32], keep: f32, lhs: Strided, rhs: Strided) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let last = |s: &Strided, rows: usize, cols: usize| {
+        (rows - 1) * s.row_stride + (cols - 1) * s.col_stride
+    };
+    assert!(out.len() >= m * n, "product: output too small");
+    assert!(k == 0 || (last(&lhs, m, k) < lhs.values.len() && last(&rhs, k, n) < rhs.values.len()));
+    // SAFETY: the asserts above bound every index the strides reach.
+    unsafe {
+        gemm(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            1,
+            n as isize,
+            keep != 0.0,
+            lhs.values.as_ptr(),
+            lhs.col_stride as isize,
+            lhs.row_stride as isize,
+            rhs.values.as_ptr(),
+            rhs.col_stride as isize,
+            rhs.row_stride as isize,
+            keep,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::Rayon(rayon::current_num_threads()),
+        );
+    }
 }
 
 /// out (C × d) = Z (C × p) · Aᵀ − Y (C × d), i.e. per chain A z − y.
@@ -18,93 +57,49 @@ pub fn residual_product(a: &[f32], d: usize, p: usize, z: &[f32], y: &[f32], out
             && out.len() == chains * d
     );
     out.copy_from_slice(y);
-    if chains == 0 {
-        return;
-    }
-    // SAFETY: the asserts above bound every index the strides reach.
-    unsafe {
-        gemm(
-            chains,
-            d,
-            p,
-            out.as_mut_ptr(),
-            1,
-            d as isize,
-            true,
-            z.as_ptr(),
-            1,
-            p as isize,
-            a.as_ptr(),
-            p as isize, // Aᵀ[k][n] = A[n][k]: column stride p, row stride 1
-            1,
-            -1.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism(),
-        );
-    }
+    let lhs = Strided {
+        values: z,
+        row_stride: p,
+        col_stride: 1,
+    };
+    // Aᵀ[k][n] = A[n][k]: row stride 1, column stride p.
+    let rhs = Strided {
+        values: a,
+        row_stride: 1,
+        col_stride: p,
+    };
+    product(chains, d, p, out, -1.0, lhs, rhs);
 }
 
 /// out (C × p) = R (C × d) · A, i.e. per chain Aᵀ r.
 pub fn transpose_product(a: &[f32], d: usize, p: usize, r: &[f32], out: &mut [f32]) {
     let chains = r.len() / d;
     assert!(a.len() == d * p && r.len() == chains * d && out.len() == chains * p);
-    if chains == 0 {
-        return;
-    }
-    // SAFETY: the asserts above bound every index the strides reach.
-    unsafe {
-        gemm(
-            chains,
-            p,
-            d,
-            out.as_mut_ptr(),
-            1,
-            p as isize,
-            false,
-            r.as_ptr(),
-            1,
-            d as isize,
-            a.as_ptr(),
-            1,
-            p as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism(),
-        );
-    }
+    let lhs = Strided {
+        values: r,
+        row_stride: d,
+        col_stride: 1,
+    };
+    let rhs = Strided {
+        values: a,
+        row_stride: p,
+        col_stride: 1,
+    };
+    product(chains, p, d, out, 0.0, lhs, rhs);
 }
 
 /// A plain square product C = A·B (n × n), the CPU ceiling that benchmarks compare against.
 pub fn square_product(a: &[f32], b: &[f32], out: &mut [f32], n: usize) {
     assert!(a.len() == n * n && b.len() == n * n && out.len() == n * n);
-    // SAFETY: all three are n × n row-major.
-    unsafe {
-        gemm(
-            n,
-            n,
-            n,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            n as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism(),
-        );
-    }
+    let lhs = Strided {
+        values: a,
+        row_stride: n,
+        col_stride: 1,
+    };
+    let rhs = Strided {
+        values: b,
+        row_stride: n,
+        col_stride: 1,
+    };
+    product(n, n, n, out, 0.0, lhs, rhs);
 }
