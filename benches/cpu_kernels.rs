@@ -50,6 +50,7 @@ fn kernels(c: &mut Criterion) {
     let a = &target.dictionary.a;
     let z = vec![0.01f32; CHAINS * P];
     let y = target.xbar.repeat(CHAINS);
+    let rows = vec![[0, target.observations.n as u32]; CHAINS];
     let mut residual = vec![0f32; CHAINS * D];
     let mut gradient = vec![0f32; CHAINS * P];
     let mut momentum = vec![0f32; CHAINS * P];
@@ -67,11 +68,11 @@ fn kernels(c: &mut Criterion) {
         b.iter(|| matmul::transpose_product(a, D, P, black_box(&residual), &mut gradient))
     });
     group.bench_function("cpu/gather", |b| {
-        b.iter(|| gather::gather(&target.observations, 0, 1, 1, 64, &mut ybar))
+        b.iter(|| gather::gather(&target.observations, &rows, 0, 1, 1, 64, &mut ybar))
     });
     group.bench_function("cpu/dynamics_step", |b| {
         b.iter(|| {
-            gather::gather(&target.observations, 0, 1, 1, 64, &mut ybar);
+            gather::gather(&target.observations, &rows, 0, 1, 1, 64, &mut ybar);
             matmul::residual_product(a, D, P, &position, &ybar, &mut residual);
             matmul::transpose_product(a, D, P, &residual, &mut gradient);
             gradient_step::gradient_step(

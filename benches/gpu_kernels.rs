@@ -94,12 +94,14 @@ fn kernels(c: &mut Criterion) {
         &slots.buffer,
         &[&a, &residual, &gradient],
     );
+    let rows = vec![[0u32, target.observations.n as u32]; CHAINS];
+    let rows = rmld::backend::gpu::buffers::upload(&context, "rows", bytemuck::cast_slice(&rows));
     let gather_slot = slots.offset(1);
     let gather_group = k.bind(
         &context.device,
         Kernel::Gather,
         &slots.buffer,
-        &[&data, &ybar],
+        &[&data, &ybar, &rows],
     );
 
     let mut group = c.benchmark_group(format!("gpu d={D} p={P} C={CHAINS}"));

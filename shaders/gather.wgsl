@@ -1,10 +1,12 @@
-// Twin of src/backend/cpu/gather.rs: per-chain minibatch means Ybar (chains x d).
+// Twin of src/backend/cpu/gather.rs: per-chain minibatch means Ybar (chains x d), each chain
+// drawing from its own rows (first, count) of the data (its class, or every row).
 // A workgroup serves one chain and 64 columns: its 64 invocations draw 256 indices at a time (one
 // Philox block each) into workgroup memory, then each sums its column over them in index order,
 // as `Observations::batch_mean` does, so the sums round alike.
 
 @group(0) @binding(1) var<storage, read> data: array<u32>; // u8 packed 4 per word, or f32 bits
 @group(0) @binding(2) var<storage, read_write> ybar: array<f32>;
+@group(0) @binding(3) var<storage, read> chain_rows: array<u32>; // (first, count) per global chain
 
 var<workgroup> picks: array<u32, 256>;
 
@@ -19,13 +21,16 @@ fn raw_value(flat: u32) -> f32 {
 fn gather(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let chain = wg.y;
     let j = wg.x * 64u + lid.x;
-    let key = chain_key(params.chain_offset + chain);
+    let global = params.chain_offset + chain;
+    let key = chain_key(global);
+    let first = chain_rows[2u * global];
+    let count = chain_rows[2u * global + 1u];
     var sum = 0.0;
     for (var base = 0u; base < params.batch; base += 256u) {
         let counter = vec4<u32>(base / 4u + lid.x, params.step, params.outer, PURPOSE_MINIBATCH);
         let words = philox4x32_10(counter, key);
         for (var q = 0u; q < 4u; q++) {
-            picks[lid.x * 4u + q] = index_from_word(words[q], params.n);
+            picks[lid.x * 4u + q] = first + index_from_word(words[q], count);
         }
         workgroupBarrier();
         let count = min(256u, params.batch - base);

@@ -142,11 +142,17 @@ fn check_gather(pixels: Pixels, n: usize, d: usize, label: &str) {
         scale: 1.0 / 255.0,
     };
     let (seed, outer, step, chains, offset) = (0x1234_5678_9abc_def0u64, 3, 2, 7, 11u32);
+    // Every row for some chains, a class's slice of rows for others (class-conditional chains).
+    let slices = [[0, n as u32], [17, 50], [n as u32 - 53, 53], [5, 1]];
+    let rows: Vec<[u32; 2]> = (0..offset as usize + chains)
+        .map(|g| slices[g % slices.len()])
+        .collect();
     let mut bad = Vec::new();
     for batch in [1u32, 5, 64, 300] {
         let got = probe::gather(
             &ctx,
             &observations,
+            &rows,
             seed,
             outer,
             step,
@@ -158,6 +164,7 @@ fn check_gather(pixels: Pixels, n: usize, d: usize, label: &str) {
         let mut want = vec![0f32; chains * d];
         for (c, row) in want.chunks_mut(d).enumerate() {
             let mut idx = vec![0u32; batch as usize];
+            let [first, count] = rows[offset as usize + c];
             rmld::rng::Stream::new(
                 seed,
                 offset + c as u32,
@@ -165,7 +172,8 @@ fn check_gather(pixels: Pixels, n: usize, d: usize, label: &str) {
                 step,
                 rmld::rng::Purpose::Minibatch,
             )
-            .fill_index(n as u32, &mut idx);
+            .fill_index(count, &mut idx);
+            idx.iter_mut().for_each(|i| *i += first);
             observations.batch_mean(&idx, row);
         }
         // Same indices and the same summation order: equal up to the last rounding.

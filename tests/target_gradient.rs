@@ -68,7 +68,8 @@ fn minibatch_gradient_is_unbiased_for_the_full_gradient() {
     let target = common::small_target(40, 9, 20, 0.0, 3);
     let chains = 2000;
     let mut ybar = vec![0f32; chains * 9];
-    rmld::backend::cpu::gather::gather(&target.observations, 8, 1, 1, 4, &mut ybar);
+    let rows = vec![[0, 40]; chains];
+    rmld::backend::cpu::gather::gather(&target.observations, &rows, 8, 1, 1, 4, &mut ybar);
     for j in 0..9 {
         let mean: f64 = ybar.chunks(9).map(|r| r[j] as f64).sum::<f64>() / chains as f64;
         let values: Vec<f64> = (0..40)

@@ -300,6 +300,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
     let (d, p) = (target.d(), target.p());
     let a = &target.dictionary.a;
     let xbar_rows = target.xbar.repeat(chains);
+    let rows = vec![[0, target.observations.n as u32]; chains];
     let x = vec![0f32; chains * p];
     let mut z = x.clone();
     let mut momentum = vec![0f32; chains * p];
@@ -322,7 +323,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
     for step in 1..=dynamics.steps {
         let obs = &target.observations;
         timed(0, &mut || {
-            gather::gather(obs, dynamics.seed, 1, step, dynamics.batch, &mut ybar)
+            gather::gather(obs, &rows, dynamics.seed, 1, step, dynamics.batch, &mut ybar)
         });
         timed(1, &mut || {
             matmul::residual_product(a, d, p, &z, &ybar, &mut residual)

@@ -98,17 +98,21 @@ pub fn make_backend(
     dynamics: &DynamicsSettings,
     chains: usize,
 ) -> Result<Box<dyn Backend>> {
-    let cpu = || -> Box<dyn Backend> {
-        Box::new(CpuBackend::new(target.clone(), dynamics.clone(), chains))
+    let cpu = || -> Result<Box<dyn Backend>> {
+        Ok(Box::new(CpuBackend::try_new(
+            target.clone(),
+            dynamics.clone(),
+            chains,
+        )?))
     };
     match choice {
-        BackendChoice::Cpu => Ok(cpu()),
+        BackendChoice::Cpu => cpu(),
         BackendChoice::Gpu => gpu_backend(target, dynamics, chains),
         BackendChoice::Auto => match gpu_backend(target, dynamics, chains) {
             Ok(backend) => Ok(backend),
             Err(e) => {
                 eprintln!("note: no usable GPU ({e}); running on the CPU");
-                Ok(cpu())
+                cpu()
             }
         },
     }

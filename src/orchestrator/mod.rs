@@ -110,13 +110,14 @@ pub fn initial_positions(
             Ok((positions, None))
         }
         Init::Lasso => {
-            let n = target.observations.n as u32;
-            let picks: Vec<usize> = (0..chains)
-                .map(|c| {
-                    index_from_word(
-                        Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0],
-                        n,
-                    ) as usize
+            // Each chain picks from its own rows: its class's, or every row.
+            let rows = target.chain_rows(chains)?;
+            let picks: Vec<usize> = rows
+                .iter()
+                .enumerate()
+                .map(|(c, &[first, count])| {
+                    let word = Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0];
+                    (first + index_from_word(word, count)) as usize
                 })
                 .collect();
             let images: Vec<f32> = picks

@@ -2,9 +2,12 @@
 //!
 //! U(X) = 1/(2n) Σ_i ||A X − x_i||² + lam·||X||₁ = ½||A X − xbar||² + lam·||X||₁ + const, so the
 //! full-data energy and gradient need only xbar; minibatch gradients use per-chain minibatch means.
+//! Class-conditional chains (`ChainClasses`) use their class's rows and mean instead.
 
+pub mod classes;
 pub mod dictionary;
 pub mod posterior;
 
+pub use classes::ChainClasses;
 pub use dictionary::Dictionary;
 pub use posterior::{Observations, Target};

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::Dictionary;
+use super::{ChainClasses, Dictionary};
+use crate::{Error, Result};
 use crate::io::{Dataset, Pixels};
 
 /// The observations as the backends see them: model value = raw value × `scale`.
@@ -97,6 +98,8 @@ pub struct Target {
     pub lam: f32,
     /// The likelihood's noise variance σ² (1 in the paper).
     pub sigma2: f32,
+    /// Class-conditional chains; `None`: every chain sees every row and xbar.
+    pub classes: Option<ChainClasses>,
 }
 
 impl Target {
@@ -109,6 +112,52 @@ impl Target {
             xbar,
             lam,
             sigma2: 1.0,
+            classes: None,
+        }
+    }
+
+    /// The same target with class-conditional chains (rows of a class contiguous).
+    pub fn with_classes(mut self, classes: ChainClasses) -> Self {
+        self.classes = Some(classes);
+        self
+    }
+
+    /// Per chain (first row, row count) of the observations its minibatches come from.
+    pub fn chain_rows(&self, chains: usize) -> Result<Vec<[u32; 2]>> {
+        self.check_chains(chains)?;
+        Ok(match &self.classes {
+            Some(c) => c.rows.clone(),
+            None => vec![[0, self.observations.n as u32]; chains],
+        })
+    }
+
+    /// Per chain the mean its full-data energy uses (xbar, or its class's mean), C × d.
+    pub fn xbar_rows(&self, chains: usize) -> Result<Vec<f32>> {
+        self.check_chains(chains)?;
+        Ok(match &self.classes {
+            Some(c) => c.means.clone(),
+            None => self.xbar.repeat(chains),
+        })
+    }
+
+    fn check_chains(&self, chains: usize) -> Result<()> {
+        match &self.classes {
+            Some(c) if c.chains() != chains => Err(Error::Internal(format!(
+                "the target describes classes for {} chains, the backend runs {chains}",
+                c.chains()
+            ))),
+            Some(c) => match c
+                .rows
+                .iter()
+                .find(|[first, count]| (*first as usize + *count as usize) > self.observations.n)
+            {
+                Some(r) => Err(Error::Internal(format!(
+                    "chain rows {r:?} pass the {} observations",
+                    self.observations.n
+                ))),
+                None => Ok(()),
+            },
+            None => Ok(()),
         }
     }
 

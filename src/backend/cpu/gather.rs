@@ -5,10 +5,11 @@ use rayon::prelude::*;
 use crate::rng::{Purpose, Stream};
 use crate::target::Observations;
 
-/// For each chain c, ybar_c = mean of m observations drawn i.i.d. (with replacement) from the
-/// stream (seed, c, outer, step, Minibatch).
+/// For each chain c, ybar_c = mean of m observations drawn i.i.d. (with replacement) from its
+/// rows `rows[c]` = (first, count) by the stream (seed, c, outer, step, Minibatch).
 pub fn gather(
     observations: &Observations,
+    rows: &[[u32; 2]],
     seed: u64,
     outer: u32,
     step: u32,
@@ -16,11 +17,12 @@ pub fn gather(
     ybar: &mut [f32],
 ) {
     let d = observations.d;
-    let n = observations.n as u32;
-    ybar.par_chunks_mut(d).enumerate().for_each_init(
+    ybar.par_chunks_mut(d).zip(rows).enumerate().for_each_init(
         || vec![0u32; batch as usize],
-        |indices, (chain, out)| {
-            Stream::new(seed, chain as u32, outer, step, Purpose::Minibatch).fill_index(n, indices);
+        |indices, (chain, (out, &[first, count]))| {
+            Stream::new(seed, chain as u32, outer, step, Purpose::Minibatch)
+                .fill_index(count, indices);
+            indices.iter_mut().for_each(|i| *i += first);
             observations.batch_mean(indices, out);
         },
     );

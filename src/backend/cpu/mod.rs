@@ -22,6 +22,7 @@ pub struct CpuBackend {
     target: Arc<Target>,
     settings: DynamicsSettings,
     chains: usize,
+    chain_rows: Vec<[u32; 2]>,
     xbar_rows: Vec<f32>,
     x: Vec<f32>,
     x_residual: Vec<f32>,
@@ -38,12 +39,25 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     /// A backend for `chains` chains of `target`, all positions zero until loaded.
+    ///
+    /// # Panics
+    /// If the target's class-conditional chains are not `chains` in number; see [`Self::try_new`].
     pub fn new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Self {
+        match Self::try_new(target, settings, chains) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`Self::new`] that reports a class layout for another number of chains as an error.
+    pub fn try_new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Result<Self> {
         let (d, p) = (target.d(), target.p());
-        let xbar_rows = target.xbar.repeat(chains);
-        CpuBackend {
+        let chain_rows = target.chain_rows(chains)?;
+        let xbar_rows = target.xbar_rows(chains)?;
+        Ok(CpuBackend {
             settings,
             chains,
+            chain_rows,
             xbar_rows,
             x: vec![0.0; chains * p],
             x_residual: vec![0.0; chains * d],
@@ -57,7 +71,7 @@ impl CpuBackend {
             lipschitz: None,
             chunk: chains.max(1),
             target,
-        }
+        })
     }
 
     /// Runs the products on blocks of at most `chunk` chains (default: all at once). The samples
@@ -113,6 +127,7 @@ impl CpuBackend {
         for step in 1..=s.steps {
             gather::gather(
                 &self.target.observations,
+                &self.chain_rows,
                 s.seed,
                 outer,
                 step,

@@ -12,10 +12,10 @@ pub const TERMS: usize = 5;
 pub struct Shared {
     /// A, d × p.
     pub dict: wgpu::Buffer,
-    /// xbar, one row of d (broadcast with y_stride 0).
-    pub xbar: wgpu::Buffer,
     /// The dataset (see `upload_observations`).
     pub data: wgpu::Buffer,
+    /// (first row, count) of the rows each chain draws from, two words per global chain.
+    pub chain_rows: wgpu::Buffer,
 }
 
 /// Chains `offset..offset + chains`, resident on the device.
@@ -58,7 +58,9 @@ enum Role {
 }
 
 impl ChainGroup {
-    /// Allocates the group's buffers and bind groups; `steps` fixes the params slots.
+    /// Allocates the group's buffers and bind groups; `steps` fixes the params slots, and
+    /// `xbar_rows` holds the mean of each of the group's chains (its class's, or xbar).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         context: &GpuContext,
         shared: &Shared,
@@ -67,6 +69,7 @@ impl ChainGroup {
         offset: usize,
         chains: usize,
         steps: u32,
+        xbar_rows: &[f32],
     ) -> ChainGroup {
         let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
         let (x, z, gx, gz, momentum) = (
@@ -83,6 +86,7 @@ impl ChainGroup {
             rows("step res", d),
         );
         let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
+        let xbar = super::buffers::upload(context, "xbar rows", bytemuck::cast_slice(xbar_rows));
         let slots = ParamSlots::new(context, steps as usize + 2);
         let k = &context.kernels;
         let dev = &context.device;
@@ -94,7 +98,12 @@ impl ChainGroup {
         let binds = vec![
             (
                 Kernel::Gather,
-                k.bind(dev, Kernel::Gather, s, &[&shared.data, &ybar]),
+                k.bind(
+                    dev,
+                    Kernel::Gather,
+                    s,
+                    &[&shared.data, &ybar, &shared.chain_rows],
+                ),
             ),
             (
                 residual_product,
@@ -124,7 +133,7 @@ impl ChainGroup {
                     dev,
                     residual_product,
                     s,
-                    &[&shared.dict, &z, &shared.xbar, &rz],
+                    &[&shared.dict, &z, &xbar, &rz],
                 ),
             ),
             (
@@ -137,7 +146,7 @@ impl ChainGroup {
                     dev,
                     residual_product,
                     s,
-                    &[&shared.dict, &x, &shared.xbar, &rx],
+                    &[&shared.dict, &x, &xbar, &rx],
                 ),
             ),
             (
@@ -196,9 +205,10 @@ impl ChainGroup {
                 ..self.with_group(base)
             })
             .collect();
+        // One xbar row per chain: its class's mean, or xbar repeated.
         all.push(Params {
             outer,
-            y_stride: 0,
+            y_stride: base.d,
             ..self.with_group(base)
         });
         self.slots.write(context, &all);

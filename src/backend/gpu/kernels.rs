@@ -115,7 +115,7 @@ type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
 /// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
 const TABLE: [Row; 20] = [
     (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
-    (Kernel::Gather, 1, "gather", &[(1, R), (2, W)]),
+    (Kernel::Gather, 1, "gather", &[(1, R), (2, W), (3, R)]),
     (
         Kernel::ResidualProduct,
         2,

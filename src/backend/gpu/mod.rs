@@ -38,6 +38,7 @@ pub struct GpuBackend {
     settings: DynamicsSettings,
     chains: usize,
     shared: Shared,
+    xbar_rows: Vec<f32>,
     groups: Vec<ChainGroup>,
     group_size: usize,
     limit: u64,
@@ -83,11 +84,13 @@ impl GpuBackend {
             .unwrap_or(u64::MAX)
             .min(device_limit);
         let group_size = group_size(limit, d.max(p), chains)?;
+        let chain_rows = target.chain_rows(chains)?;
+        let xbar_rows = target.xbar_rows(chains)?;
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
             Ok(Shared {
                 dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
-                xbar: buffers::upload(&context, "xbar", bytemuck::cast_slice(&target.xbar)),
                 data: upload_observations(&context, &target.observations)?,
+                chain_rows: buffers::upload(&context, "rows", bytemuck::cast_slice(&chain_rows)),
             })
         })??;
         let groups = context.checked("allocating the chain state", || {
@@ -95,7 +98,17 @@ impl GpuBackend {
                 .step_by(group_size)
                 .map(|offset| {
                     let count = group_size.min(chains - offset);
-                    ChainGroup::new(&context, &shared, d, p, offset, count, settings.steps)
+                    let means = &xbar_rows[offset * d..(offset + count) * d];
+                    ChainGroup::new(
+                        &context,
+                        &shared,
+                        d,
+                        p,
+                        offset,
+                        count,
+                        settings.steps,
+                        means,
+                    )
                 })
                 .collect::<Vec<_>>()
         })?;
@@ -105,6 +118,7 @@ impl GpuBackend {
             settings,
             chains,
             shared,
+            xbar_rows,
             groups,
             group_size,
             limit,
@@ -206,9 +220,9 @@ impl Backend for GpuBackend {
         BackendInfo {
             kind: "gpu".into(),
             device: self.context.describe(),
-            // X, Z, both gradients, r (p each); both residuals, Ybar, step residual (d each);
-            // the MH terms and the mask word.
-            bytes_per_chain: 4 * (5 * p + 4 * d + TERMS + 1),
+            // X, Z, both gradients, r (p each); both residuals, Ybar, step residual, the
+            // chain's mean (d each); the MH terms, the mask word and its two row words.
+            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3),
         }
     }
 
@@ -315,10 +329,8 @@ impl Backend for GpuBackend {
     fn images(&mut self) -> Result<Vec<f32>> {
         let d = self.target.d();
         let mut residual = self.read_rows(|g| &g.residual_x, d)?;
-        for row in residual.chunks_mut(d) {
-            row.iter_mut()
-                .zip(&self.target.xbar)
-                .for_each(|(r, m)| *r += m);
+        for (row, mean) in residual.chunks_mut(d).zip(self.xbar_rows.chunks(d)) {
+            row.iter_mut().zip(mean).for_each(|(r, m)| *r += m);
         }
         Ok(residual)
     }

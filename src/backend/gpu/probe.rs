@@ -142,11 +142,13 @@ pub fn transpose_product(
     read_f32(context, &out, chains * p)
 }
 
-/// The minibatch means of chains `chain_offset..chain_offset + chains` (C × d).
+/// The minibatch means of chains `chain_offset..chain_offset + chains` (C × d); `rows` holds
+/// (first row, count) for every chain from 0 to `chain_offset + chains`.
 #[allow(clippy::too_many_arguments)]
 pub fn gather(
     context: &GpuContext,
     observations: &Observations,
+    rows: &[[u32; 2]],
     seed: u64,
     outer: u32,
     step: u32,
@@ -156,12 +158,13 @@ pub fn gather(
 ) -> Result<Vec<f32>> {
     let d = observations.d;
     let data = super::upload_observations(context, observations)?;
+    let rows = super::buffers::upload(context, "chain rows", bytemuck::cast_slice(rows));
     let out = poisoned(context, chains * d);
     let params = Params {
         chain_offset,
         ..super::gather_params(observations, seed, outer, step, batch, chains)
     };
     let groups = [(d as u32).div_ceil(64), chains as u32, 1];
-    run(context, Kernel::Gather, params, &[&data, &out], groups)?;
+    run(context, Kernel::Gather, params, &[&data, &out, &rows], groups)?;
     read_f32(context, &out, chains * d)
 }
