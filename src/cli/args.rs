@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use rmld::dynamics::Method;
+use rmld::io::postprocess::Rescale;
+use rmld::orchestrator::augment::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
@@ -26,6 +28,10 @@ pub enum Command {
     /// Continue an interrupted `rmld sample` from the checkpoint in its output folder; the samples
     /// equal those of an uninterrupted run (on the same backend).
     Resume(ResumeArgs),
+    /// Generate a class-conditional augmentation set: new samples per class mixed with the
+    /// originals (6:1 by default), written as MNIST-style IDX, NPY codes and labels, a PNG grid per
+    /// class and a report.
+    Augment(AugmentArgs),
     /// Measure throughput per backend and chain count against this machine's ceiling; writes
     /// bench.json, bench.csv and bench.png.
     Bench(BenchArgs),
@@ -110,6 +116,37 @@ pub struct SampleArgs {
     #[arg(long, value_name = "K", default_value_t = 4)]
     pub samples: u32,
 
+    /// The proposal: rmld (the paper's Algorithms 1 and 3), or an exact method with the
+    /// full-data gradient: mala (Langevin step h = eta) or hmc (L leapfrog steps of size eta).
+    #[arg(long, value_enum, default_value_t = Method::Rmld)]
+    pub method: Method,
+
+    /// Start each chain at white noise N(0, I), or at the LASSO code of a random data point (eq. 10).
+    #[arg(long, value_enum, default_value_t = Init::Lasso)]
+    pub init: Init,
+
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub dynamics: DynamicsArgs,
+
+    /// Which samples are written: all, last, or every:N (after the burn-in). Samples are
+    /// streamed to disk as they come, so memory does not grow with K.
+    #[arg(long, value_name = "POLICY", default_value = "all", value_parser = parse_keep)]
+    pub keep: KeepPolicy,
+
+    /// Outer iterations discarded before any sample is kept.
+    #[arg(long, value_name = "B", default_value_t = 0)]
+    pub burn_in: u32,
+
+    /// Write a checkpoint (checkpoint.rmld in --out) every N outer iterations; 0: only when
+    /// interrupted. `rmld resume DIR` continues from it.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub checkpoint_every: u32,
+}
+
+/// The momentum dynamics and the MH correction, shared by `rmld sample` and `rmld augment`.
+#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+pub struct DynamicsArgs {
     /// T, momentum steps per outer iteration (Algorithm 1, line 8).
     #[arg(long, value_name = "T", default_value_t = 20)]
     pub steps: u32,
@@ -117,11 +154,6 @@ pub struct SampleArgs {
     /// m, minibatch size of the gradient estimate (Algorithm 2), drawn per chain and step.
     #[arg(long, value_name = "M", default_value_t = 64)]
     pub batch: u32,
-
-    /// The proposal: rmld (the paper's Algorithms 1 and 3), or an exact method with the
-    /// full-data gradient: mala (Langevin step h = eta) or hmc (L leapfrog steps of size eta).
-    #[arg(long, value_enum, default_value_t = Method::Rmld)]
-    pub method: Method,
 
     /// L, leapfrog steps per proposal of --method hmc.
     #[arg(long, value_name = "L", default_value_t = 10)]
@@ -140,10 +172,6 @@ pub struct SampleArgs {
     #[arg(long)]
     pub no_mh: bool,
 
-    /// Start each chain at white noise N(0, I), or at the LASSO code of a random data point (eq. 10).
-    #[arg(long, value_enum, default_value_t = Init::Lasso)]
-    pub init: Init,
-
     /// Inject SGHMC noise sqrt(2·eta)·ξ into the momentum at every step (equation 2; off in Algorithm 1).
     #[arg(long)]
     pub sghmc_noise: bool,
@@ -151,20 +179,81 @@ pub struct SampleArgs {
     /// FISTA iterations for --init lasso.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub lasso_iterations: u32,
+}
 
-    /// Which samples are written: all, last, or every:N (after the burn-in). Samples are
-    /// streamed to disk as they come, so memory does not grow with K.
-    #[arg(long, value_name = "POLICY", default_value = "all", value_parser = parse_keep)]
-    pub keep: KeepPolicy,
+/// What generates the new samples of `rmld augment`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AugmentMethod {
+    /// RMLD (Algorithms 1 and 3; with --no-mh the paper's "RMLD w/o MH").
+    Rmld,
+    /// MALA with the class's full-data gradient (exact for the class posterior).
+    Mala,
+    /// HMC with the class's full-data gradient (exact for the class posterior).
+    Hmc,
+    /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
+    Compression,
+}
 
-    /// Outer iterations discarded before any sample is kept.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct AugmentArgs {
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+
+    /// Labels for --data when they are not beside it: IDX labels, a 1-D integer NPY or text
+    /// with one label per line.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+
+    /// Originals to generated samples, per class: "6:1" (the paper's) generates one new sample
+    /// per six images of each class.
+    #[arg(long, value_name = "O:G", default_value = "6:1", value_parser = parse_ratio)]
+    pub ratio: f64,
+
+    /// Only these classes (comma-separated label values); default: every class in the data.
+    #[arg(long, value_name = "L,L,...", value_delimiter = ',')]
+    pub classes: Option<Vec<u32>>,
+
+    /// Use only the first N training images (before --classes filters them).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Samples kept per chain (outer iterations after the burn-in); the chains per class are
+    /// ceil(generated / samples).
+    #[arg(long, value_name = "K", default_value_t = 4)]
+    pub samples: u32,
+
+    /// Outer iterations run before a chain's samples are kept.
     #[arg(long, value_name = "B", default_value_t = 0)]
     pub burn_in: u32,
 
-    /// Write a checkpoint (checkpoint.rmld in --out) every N outer iterations; 0: only when
-    /// interrupted. `rmld resume DIR` continues from it.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub checkpoint_every: u32,
+    /// What generates the samples.
+    #[arg(long, value_enum, default_value_t = AugmentMethod::Rmld)]
+    pub method: AugmentMethod,
+
+    #[command(flatten)]
+    pub dynamics: DynamicsArgs,
+
+    /// Gaussian smoothing of every generated image, standard deviation in pixels (0: off).
+    #[arg(long, value_name = "PX", default_value_t = 0.5)]
+    pub smooth: f32,
+
+    /// Soft-threshold generated pixels by τ on the 0..255 scale after smoothing (0: off).
+    #[arg(long, value_name = "TAU", default_value_t = 0.0)]
+    pub soft_threshold: f32,
+
+    /// How generated images reach 0..255: clip, or stretch each to a maximum of 255.
+    #[arg(long, value_enum, default_value_t = Rescale::Clip)]
+    pub rescale: Rescale,
+
+    /// Also LASSO-encode the test split found beside --data (test-codes.npy, test-labels.npy),
+    /// for classifiers trained on the codes.
+    #[arg(long)]
+    pub encode_test: bool,
+
+    /// Encode only the first N test images.
+    #[arg(long, value_name = "N")]
+    pub test_limit: Option<usize>,
 }
 
 fn parse_keep(text: &str) -> Result<KeepPolicy, String> {

@@ -1,6 +1,7 @@
 //! The `rmld` command line: argument parsing and the commands built on the library.
 
 pub mod args;
+mod augment;
 mod bench;
 mod encode;
 mod problem;
@@ -24,6 +25,7 @@ pub fn dispatch(cli: &Cli) -> rmld::Result<Finished> {
         Command::Sample(args) => sample::sample(args),
         Command::Resume(args) => sample::resume(args),
         Command::Encode(args) => encode::encode(args).map(|()| Finished::Complete),
+        Command::Augment(args) => augment::augment(args),
         Command::Bench(args) => bench::bench(args).map(|()| Finished::Complete),
     }
 }

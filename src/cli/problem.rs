@@ -19,6 +19,11 @@ pub struct Problem {
 
 /// Loads the data and the dictionary and checks that they fit together.
 pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
+    build_problem(args, Dataset::load_or_embedded(args.data.as_deref())?)
+}
+
+/// The problem of `args` on an already loaded (and possibly subset or reordered) `dataset`.
+pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
     if !(args.pixel_max.is_finite() && args.pixel_max > 0.0) {
         return Err(Error::usage(
             "--pixel-max",
@@ -31,7 +36,6 @@ pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
             format!("must be a non-negative number, got {}", args.lambda),
         ));
     }
-    let dataset = Dataset::load_or_embedded(args.data.as_deref())?;
     if dataset.n == 0 {
         return Err(Error::input(
             &dataset.source,

@@ -164,17 +164,17 @@ fn sampler_settings(args: &SampleArgs) -> Result<SamplerSettings> {
         samples: args.samples,
         dynamics: DynamicsSettings {
             method: args.method,
-            leapfrog_steps: args.leapfrog_steps,
-            eta: args.eta,
-            steps: args.steps,
-            batch: args.batch,
-            sghmc_noise: args.sghmc_noise,
+            leapfrog_steps: args.dynamics.leapfrog_steps,
+            eta: args.dynamics.eta,
+            steps: args.dynamics.steps,
+            batch: args.dynamics.batch,
+            sghmc_noise: args.dynamics.sghmc_noise,
             seed: args.problem.seed,
         },
-        mh: !args.no_mh,
-        discount: args.discount,
+        mh: !args.dynamics.no_mh,
+        discount: args.dynamics.discount,
         init: args.init,
-        lasso_iterations: args.lasso_iterations,
+        lasso_iterations: args.dynamics.lasso_iterations,
     };
     settings.validate()?;
     if args.keep != KeepPolicy::Last && args.burn_in >= args.samples {

@@ -14,6 +14,7 @@ pub mod npy_header;
 pub mod npy_stream;
 pub mod npy_write;
 pub mod png;
+pub mod postprocess;
 
 pub use atomic::{prepare_output_dir, write_atomic, write_json_atomic};
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};

@@ -1,6 +1,7 @@
 //! The orchestrator: initialises chains, runs K outer iterations on a backend, decides MH on the
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
+pub mod augment;
 pub mod checkpoint;
 pub mod settings;
 

@@ -1,0 +1,554 @@
+//! `rmld augment`: class-conditional chains in one run, their samples mixed with the originals and written as IDX, NPY and PNG.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+
+use rmld::backend::{Backend, DynamicsSettings};
+use rmld::dynamics::Method;
+use rmld::io::postprocess::PostProcess;
+use rmld::io::{self, Dataset, NpyStream, Pixels};
+use rmld::orchestrator::augment::{AugmentPlan, AugmentSink};
+use rmld::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
+use rmld::target::{Observations, Target};
+use rmld::{Error, Result};
+
+use super::args::{AugmentArgs, AugmentMethod};
+use super::problem::{build_problem, make_backend, Problem};
+use super::report::{chain_quantiles, dataset_json};
+use super::signals::StopRequest;
+use super::Finished;
+
+/// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
+const ENCODE_BATCH: usize = 2048;
+/// Generated samples per class shown in the PNG grid.
+const GRID_COLUMNS: usize = 12;
+
+pub fn augment(args: &AugmentArgs) -> Result<Finished> {
+    let started = Instant::now();
+    let post = PostProcess {
+        smooth: args.smooth,
+        soft_threshold: args.soft_threshold,
+        rescale: args.rescale,
+    };
+    post.validate()?;
+    let dataset = load_labelled(args)?;
+    // Checked before any work: a missing test split must not cost a whole run.
+    let test = if args.encode_test {
+        Some(load_test(args, &dataset)?)
+    } else {
+        None
+    };
+    let labels = dataset.labels.clone().unwrap_or_default();
+    let samples_per_chain = match args.method {
+        AugmentMethod::Compression => 1,
+        _ => args.samples,
+    };
+    let plan = AugmentPlan::new(
+        &labels,
+        args.classes.as_deref(),
+        args.ratio,
+        samples_per_chain,
+        args.dynamics.batch,
+    )?;
+    // The originals: every image of the chosen classes, in dataset order.
+    let mut original_rows = plan.order.clone();
+    original_rows.sort_unstable();
+    let originals = dataset.try_subset(&original_rows)?;
+    let sorted = dataset.try_subset(&plan.order)?;
+    let problem = build_problem(&args.problem, sorted)?;
+    let d = problem.target.d();
+    let means = class_means(&problem.target.observations, &plan);
+    let target = Arc::new(
+        Target::clone(&problem.target).with_classes(plan.chain_classes(&means, d)?),
+    );
+    let settings = sampler_settings(args, &plan)?;
+    let out = &args.problem.out;
+    io::prepare_output_dir(out)?;
+    let stop = StopRequest::install();
+    let mut backend = make_backend(
+        args.problem.backend,
+        &target,
+        &settings.dynamics,
+        settings.chains,
+    )?;
+    let info = backend.info();
+    let burn_in = if args.method == AugmentMethod::Compression {
+        0
+    } else {
+        args.burn_in
+    };
+    let mut sink = AugmentSink::new(&plan, burn_in, true);
+    let run = generate(args, backend.as_mut(), &target, &settings, &mut sink, &stop)?;
+    let generation_seconds = started.elapsed().as_secs_f64();
+
+    // The generated part first, so an interruption later loses none of it.
+    let (h, w) = (problem.dataset.height, problem.dataset.width);
+    let full = args.problem.pixel_max;
+    let generated_labels: Vec<u32> = plan
+        .classes
+        .iter()
+        .zip(&sink.kept)
+        .flat_map(|(c, &k)| std::iter::repeat_n(c.label, k))
+        .collect();
+    let generated_images: Vec<f32> = sink.images.concat();
+    let generated_pixels = post.to_pixels(&generated_images, h, w, full);
+    let generated_codes: Vec<f32> = sink.codes.concat();
+    let p = problem.target.p();
+    let g = generated_labels.len();
+    let label_bytes = idx_labels(&generated_labels)?;
+    io::write_idx_images(
+        &out.join("generated-images-idx3-ubyte.gz"),
+        g,
+        h,
+        w,
+        &generated_pixels,
+    )?;
+    io::write_idx_labels(&out.join("generated-labels-idx1-ubyte.gz"), &label_bytes)?;
+    io::write_npy_f32(&out.join("generated-codes.npy"), &[g, p], &generated_codes)?;
+    io::write_npy_i64(&out.join("generated-labels.npy"), &[g], &as_i64(&generated_labels))?;
+    io::write_npy_f32(
+        &out.join("dictionary.npy"),
+        &[d, p],
+        &problem.target.dictionary.a,
+    )?;
+    write_class_grid(out, &problem, &plan, &sink, &generated_pixels, h, w)?;
+
+    let mut report = json!({
+        "command": "augment",
+        "rmld_version": env!("CARGO_PKG_VERSION"),
+        "method": args.method,
+        "mh": !args.dynamics.no_mh,
+        "settings": settings,
+        "ratio": args.ratio,
+        "burn_in": burn_in,
+        "postprocess": post,
+        "pixel_max": args.problem.pixel_max,
+        "lambda": args.problem.lambda,
+        "sigma2": args.problem.sigma2,
+        "dataset": dataset_json(&dataset),
+        "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
+        "backend": info,
+        "original_count": originals.n,
+        "generated_count": g,
+        "interrupted": run.interrupted,
+        "classes": class_report(&plan, &sink, &run),
+        "acceptance_rate": run.acceptance_rate(),
+        "mean_distance_moved": run.mean_distance_moved(),
+        "divergent": run.divergent.iter().map(|&v| v as u64).sum::<u64>(),
+        "timings": run.timings,
+        "generation_seconds": generation_seconds,
+        "samples_per_second": g as f64 / generation_seconds.max(1e-9),
+    });
+    io::write_json_atomic(&out.join("report.json"), &report)?;
+
+    // The augmented set: originals (dataset order) then the generated samples.
+    let mut finished = !run.interrupted;
+    if finished {
+        finished = write_augmented_codes(
+            out,
+            backend.as_mut(),
+            &problem.target,
+            &originals,
+            &generated_codes,
+            args,
+            &stop,
+        )?;
+    }
+    let mut all_pixels = original_pixels(&originals);
+    all_pixels.extend_from_slice(&generated_pixels);
+    let mut all_labels = originals.labels.clone().unwrap_or_default();
+    all_labels.extend_from_slice(&generated_labels);
+    if finished {
+        let n = all_labels.len();
+        io::write_idx_images(&out.join("train-images-idx3-ubyte.gz"), n, h, w, &all_pixels)?;
+        io::write_idx_labels(&out.join("train-labels-idx1-ubyte.gz"), &idx_labels(&all_labels)?)?;
+        io::write_npy_i64(&out.join("labels.npy"), &[n], &as_i64(&all_labels))?;
+    }
+    if let (true, Some(test)) = (finished, &test) {
+        let count = encode_test_split(out, backend.as_mut(), &problem.target, test, args, &stop)?;
+        match count {
+            Some(n) => report["test_count"] = json!(n),
+            None => finished = false,
+        }
+    }
+    report["interrupted"] = json!(!finished);
+    report["seconds"] = json!(started.elapsed().as_secs_f64());
+    io::write_json_atomic(&out.join("report.json"), &report)?;
+    println!(
+        "rmld augment ({:?}): {g} samples of {} classes from {} chains on {} in {generation_seconds:.1} s \
+         ({:.0} samples/s, acceptance {:.1}%); {} originals; wrote {}",
+        args.method,
+        plan.classes.len(),
+        settings.chains,
+        info.device,
+        g as f64 / generation_seconds.max(1e-9),
+        100.0 * run.acceptance_rate(),
+        originals.n,
+        out.display()
+    );
+    if !finished {
+        eprintln!(
+            "rmld augment: interrupted; the generated part and report.json are written, the \
+             augmented set is not"
+        );
+        return Ok(Finished::Interrupted {
+            status: stop.exit_status(),
+        });
+    }
+    Ok(Finished::Complete)
+}
+
+/// The training data with labels, limited to its first `--limit` images.
+fn load_labelled(args: &AugmentArgs) -> Result<Dataset> {
+    let mut dataset = Dataset::load_or_embedded(args.problem.data.as_deref())?;
+    if let Some(path) = &args.labels {
+        dataset = dataset.with_labels_file(path)?;
+    }
+    if dataset.labels.is_none() {
+        return Err(Error::input(
+            &dataset.source,
+            "has no labels, and augmentation is per class: put the labels file beside the \
+             images (…-labels-idx1-ubyte[.gz]) or name it with --labels",
+        ));
+    }
+    match args.limit {
+        Some(0) => Err(Error::usage("--limit", "must be at least 1")),
+        Some(n) if n < dataset.n => dataset.try_subset(&(0..n).collect::<Vec<_>>()),
+        _ => Ok(dataset),
+    }
+}
+
+/// The mean observation of each class (rows of d, model units), from the class-sorted data.
+fn class_means(observations: &Observations, plan: &AugmentPlan) -> Vec<f32> {
+    let d = observations.d;
+    let mut means = Vec::with_capacity(plan.classes.len() * d);
+    for class in &plan.classes {
+        let [first, count] = class.rows;
+        let mut sum = vec![0f64; d];
+        for i in first as usize..(first + count) as usize {
+            for (j, s) in sum.iter_mut().enumerate() {
+                *s += observations.raw(i, j) as f64;
+            }
+        }
+        means.extend(
+            sum.iter()
+                .map(|&s| (s / count as f64) as f32 * observations.scale),
+        );
+    }
+    means
+}
+
+fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSettings> {
+    let method = match args.method {
+        AugmentMethod::Mala => Method::Mala,
+        AugmentMethod::Hmc => Method::Hmc,
+        AugmentMethod::Rmld | AugmentMethod::Compression => Method::Rmld,
+    };
+    let samples = match args.method {
+        AugmentMethod::Compression => 1,
+        _ => args.burn_in.checked_add(args.samples).ok_or_else(|| {
+            Error::usage("--burn-in", "burn-in plus samples pass 4294967295")
+        })?,
+    };
+    let settings = SamplerSettings {
+        chains: plan.chains(),
+        samples,
+        dynamics: DynamicsSettings {
+            method,
+            leapfrog_steps: args.dynamics.leapfrog_steps,
+            eta: args.dynamics.eta,
+            steps: args.dynamics.steps,
+            batch: args.dynamics.batch,
+            sghmc_noise: args.dynamics.sghmc_noise,
+            seed: args.problem.seed,
+        },
+        mh: !args.dynamics.no_mh,
+        discount: args.dynamics.discount,
+        init: Init::Lasso,
+        lasso_iterations: args.dynamics.lasso_iterations,
+    };
+    settings.validate()?;
+    Ok(settings)
+}
+
+/// Runs the chains (or, for Compression, only their LASSO starts) into `sink`.
+fn generate(
+    args: &AugmentArgs,
+    backend: &mut dyn Backend,
+    target: &Target,
+    settings: &SamplerSettings,
+    sink: &mut AugmentSink,
+    stop: &StopRequest,
+) -> Result<SampleRun> {
+    let state = orchestrator::start(backend, target, settings)?;
+    if args.method == AugmentMethod::Compression {
+        let codes = backend.positions()?;
+        sink.record(1, &codes, &state.start_images)?;
+        return Ok(SampleRun {
+            completed: 0,
+            ..state
+        });
+    }
+    let bar = progress_bar(settings.samples as u64, "sampling");
+    let mut progress = |outer: u32| bar.set_position(outer as u64);
+    let stop_now = || stop.requested();
+    let hooks = Hooks {
+        sink,
+        progress: &mut progress,
+        stop: &stop_now,
+        checkpoint_every: 0,
+        checkpoint: &mut |_, _| Ok(()),
+    };
+    let run = orchestrator::continue_run(backend, target, settings, state, hooks)?;
+    bar.finish_and_clear();
+    Ok(run)
+}
+
+fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    ProgressBar::new(len).with_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} ({{elapsed}}, eta {{eta}})"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    )
+}
+
+/// Streams codes.npy: the originals' LASSO codes (encoded batch by batch) then the generated
+/// codes. Returns false (and leaves no codes.npy) when a stop was requested midway.
+fn write_augmented_codes(
+    out: &Path,
+    backend: &mut dyn Backend,
+    target: &Target,
+    originals: &Dataset,
+    generated_codes: &[f32],
+    args: &AugmentArgs,
+    stop: &StopRequest,
+) -> Result<bool> {
+    let observations = Observations::from_dataset(originals, args.problem.pixel_max);
+    let path = out.join("codes.npy");
+    let Some(mut stream) = encode_into(
+        &path,
+        backend,
+        target,
+        &observations,
+        args.dynamics.lasso_iterations,
+        stop,
+    )?
+    else {
+        return Ok(false);
+    };
+    stream.append(generated_codes)?;
+    stream.finish()?;
+    Ok(true)
+}
+
+/// LASSO codes of every observation streamed into a new NPY at `path` (not yet finished);
+/// `None`, with the partial file removed, when a stop was requested.
+fn encode_into(
+    path: &Path,
+    backend: &mut dyn Backend,
+    target: &Target,
+    observations: &Observations,
+    iterations: u32,
+    stop: &StopRequest,
+) -> Result<Option<NpyStream>> {
+    let n = observations.n;
+    let mut stream = NpyStream::create(path, &[target.p()])?;
+    let bar = progress_bar(n as u64, "encoding");
+    for start in (0..n).step_by(ENCODE_BATCH) {
+        if stop.requested() {
+            drop(stream);
+            let _ = std::fs::remove_file(io::partial_path(path));
+            bar.finish_and_clear();
+            return Ok(None);
+        }
+        let rows = ENCODE_BATCH.min(n - start);
+        let images: Vec<f32> = (start..start + rows)
+            .flat_map(|i| observations.row(i))
+            .collect();
+        stream.append(&backend.encode(&images, target.lam, iterations)?)?;
+        bar.set_position((start + rows) as u64);
+    }
+    bar.finish_and_clear();
+    Ok(Some(stream))
+}
+
+/// The labelled test split beside --data, limited to --test-limit images.
+fn load_test(args: &AugmentArgs, train: &Dataset) -> Result<Dataset> {
+    let dir = args.problem.data.as_deref().ok_or_else(|| {
+        Error::usage(
+            "--encode-test",
+            "needs --data naming a folder with a test split",
+        )
+    })?;
+    let test = Dataset::load_test_split(dir)?.ok_or_else(|| {
+        Error::input(
+            dir,
+            "holds no test split (t10k-images-idx3-ubyte[.gz] or *-test-images-idx3-ubyte[.gz]) for --encode-test",
+        )
+    })?;
+    if test.d != train.d {
+        return Err(Error::input(
+            &test.source,
+            format!("images have {} values, the training images {}", test.d, train.d),
+        ));
+    }
+    if test.labels.is_none() {
+        return Err(Error::input(&test.source, "has no labels file beside it"));
+    }
+    match args.test_limit {
+        Some(0) => Err(Error::usage("--test-limit", "must be at least 1")),
+        Some(n) if n < test.n => test.try_subset(&(0..n).collect::<Vec<_>>()),
+        _ => Ok(test),
+    }
+}
+
+/// test-codes.npy and test-labels.npy; `None` when stopped.
+fn encode_test_split(
+    out: &Path,
+    backend: &mut dyn Backend,
+    target: &Target,
+    test: &Dataset,
+    args: &AugmentArgs,
+    stop: &StopRequest,
+) -> Result<Option<usize>> {
+    let observations = Observations::from_dataset(test, args.problem.pixel_max);
+    let path = out.join("test-codes.npy");
+    match encode_into(
+        &path,
+        backend,
+        target,
+        &observations,
+        args.dynamics.lasso_iterations,
+        stop,
+    )? {
+        Some(stream) => stream.finish()?,
+        None => return Ok(None),
+    }
+    let labels = test.labels.clone().unwrap_or_default();
+    io::write_npy_i64(&out.join("test-labels.npy"), &[test.n], &as_i64(&labels))?;
+    Ok(Some(test.n))
+}
+
+/// The originals as 8-bit pixels (full scale mapped to 255).
+fn original_pixels(dataset: &Dataset) -> Vec<u8> {
+    match &dataset.pixels {
+        Pixels::U8(v) if dataset.full_scale == 255.0 => v.clone(),
+        Pixels::U8(v) => v
+            .iter()
+            .map(|&x| (x as f32 * 255.0 / dataset.full_scale).round().clamp(0.0, 255.0) as u8)
+            .collect(),
+        Pixels::F32(v) => v
+            .iter()
+            .map(|&x| (x * 255.0 / dataset.full_scale).round().clamp(0.0, 255.0) as u8)
+            .collect(),
+    }
+}
+
+/// Labels as IDX bytes; IDX labels are single bytes.
+fn idx_labels(labels: &[u32]) -> Result<Vec<u8>> {
+    labels
+        .iter()
+        .map(|&l| {
+            u8::try_from(l).map_err(|_| {
+                Error::usage(
+                    "--labels",
+                    format!("label {l} does not fit an IDX labels file (0..=255)"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn as_i64(labels: &[u32]) -> Vec<i64> {
+    labels.iter().map(|&l| l as i64).collect()
+}
+
+/// Per class: label, counts, chains, acceptance and the distance its chains moved.
+fn class_report(plan: &AugmentPlan, sink: &AugmentSink, run: &SampleRun) -> Value {
+    let d = run.start_images.len() / plan.chains().max(1);
+    let mut first_chain = 0;
+    let mut classes = Vec::new();
+    for (k, class) in plan.classes.iter().enumerate() {
+        let chains = first_chain..first_chain + class.chains;
+        let accepted: u64 = run.accepted[chains.clone()].iter().map(|&a| a as u64).sum();
+        let proposals = (run.completed as u64 * class.chains as u64).max(1);
+        let moved: Vec<f64> = chains
+            .clone()
+            .map(|c| {
+                let (a, b) = (
+                    &run.final_images[c * d..(c + 1) * d],
+                    &run.start_images[c * d..(c + 1) * d],
+                );
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| ((x - y) as f64).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .collect();
+        let acceptance: Vec<f64> = chains
+            .clone()
+            .map(|c| run.accepted[c] as f64 / run.completed.max(1) as f64)
+            .collect();
+        classes.push(json!({
+            "label": class.label,
+            "originals": class.rows[1],
+            "generated": sink.kept[k],
+            "chains": class.chains,
+            "acceptance_rate": accepted as f64 / proposals as f64,
+            "acceptance_per_chain": chain_quantiles(&acceptance),
+            "mean_distance_moved": moved.iter().sum::<f64>() / moved.len().max(1) as f64,
+        }));
+        first_chain = chains.end;
+    }
+    Value::Array(classes)
+}
+
+/// generated.png: one row per class, a few real images of the class then its generated samples.
+fn write_class_grid(
+    out: &Path,
+    problem: &Problem,
+    plan: &AugmentPlan,
+    sink: &AugmentSink,
+    generated_pixels: &[u8],
+    h: usize,
+    w: usize,
+) -> Result<()> {
+    let d = h * w;
+    let observations = &problem.target.observations;
+    let real = 3;
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    let mut offset = 0;
+    for (k, class) in plan.classes.iter().enumerate() {
+        let [first, count] = class.rows;
+        let mut row: Vec<f32> = (first..first + count.min(real as u32))
+            .flat_map(|i| observations.row(i as usize))
+            .map(|v| v * 255.0 / problem.target.observations.scale / problem.dataset.full_scale)
+            .collect();
+        row.resize(real * d, 0.0);
+        let shown = sink.kept[k].min(GRID_COLUMNS - real);
+        row.extend(
+            generated_pixels[offset * d..(offset + shown) * d]
+                .iter()
+                .map(|&v| v as f32),
+        );
+        row.resize(GRID_COLUMNS * d, 0.0);
+        offset += sink.kept[k];
+        rows.push(row);
+    }
+    let flat: Vec<f32> = rows.concat();
+    io::write_png_grid(
+        &out.join("generated.png"),
+        &[(&flat, rows.len() * GRID_COLUMNS)],
+        h,
+        w,
+        GRID_COLUMNS,
+        (0.0, 255.0),
+        (112 / h.max(w)).clamp(1, 8),
+    )
+}

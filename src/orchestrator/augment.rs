@@ -1,0 +1,245 @@
+//! Planning a class-conditional augmentation run: which rows each class owns, how many samples and chains it gets.
+
+use serde::Serialize;
+
+use super::SampleSink;
+use crate::target::ChainClasses;
+use crate::{Error, Result};
+
+/// One class of the plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassPlan {
+    /// The class's label value.
+    pub label: u32,
+    /// (first row, count) of its rows in the class-sorted data.
+    pub rows: [u32; 2],
+    /// Samples to generate: round(count / ratio), at least 1.
+    pub generated: usize,
+    /// Chains that generate them: ceil(generated / samples per chain).
+    pub chains: usize,
+}
+
+/// Classes, their rows in class order, and the chains' layout (class 0's chains first).
+#[derive(Clone, Debug)]
+pub struct AugmentPlan {
+    /// Dataset row indices sorted by class (stable: dataset order within a class).
+    pub order: Vec<usize>,
+    /// The classes in increasing label order.
+    pub classes: Vec<ClassPlan>,
+    /// Samples kept per chain (outer iterations after the burn-in).
+    pub samples_per_chain: u32,
+}
+
+/// Parses an "original:generated" ratio ("6:1", "3:2" or "6") into originals per generated sample.
+pub fn parse_ratio(text: &str) -> std::result::Result<f64, String> {
+    let parse = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
+    let ratio = match text.split_once(':') {
+        Some((a, b)) => parse(a).zip(parse(b)).map(|(a, b)| a / b),
+        None => parse(text),
+    };
+    ratio.ok_or_else(|| {
+        format!("expected original:generated with positive numbers, like 6:1, got {text:?}")
+    })
+}
+
+impl AugmentPlan {
+    /// Plans the run for `labels` (one per row): only the classes in `wanted` (all when `None`),
+    /// `ratio` originals per generated sample, `samples_per_chain` samples from each chain.
+    /// Every class needs at least `batch` rows, so a minibatch is not mostly repeats.
+    pub fn new(
+        labels: &[u32],
+        wanted: Option<&[u32]>,
+        ratio: f64,
+        samples_per_chain: u32,
+        batch: u32,
+    ) -> Result<Self> {
+        if !(ratio.is_finite() && ratio > 0.0) {
+            return Err(Error::usage("--ratio", format!("must be positive, got {ratio}")));
+        }
+        if samples_per_chain == 0 {
+            return Err(Error::usage("--samples", "must be at least 1"));
+        }
+        let mut present: Vec<u32> = labels.to_vec();
+        present.sort_unstable();
+        present.dedup();
+        let chosen: Vec<u32> = match wanted {
+            None => present.clone(),
+            Some(w) => {
+                if let Some(bad) = w.iter().find(|l| present.binary_search(l).is_err()) {
+                    return Err(Error::usage(
+                        "--classes",
+                        format!("class {bad} is not among the data's labels {present:?}"),
+                    ));
+                }
+                let mut w = w.to_vec();
+                w.sort_unstable();
+                w.dedup();
+                w
+            }
+        };
+        if chosen.is_empty() {
+            return Err(Error::usage("--classes", "no class to augment"));
+        }
+        let mut order = Vec::new();
+        let mut classes = Vec::new();
+        for &label in &chosen {
+            let first = order.len();
+            order.extend((0..labels.len()).filter(|&i| labels[i] == label));
+            let count = order.len() - first;
+            if count < batch as usize {
+                return Err(Error::usage(
+                    "--batch",
+                    format!(
+                        "class {label} has {count} images, fewer than the minibatch of {batch}: \
+                         lower --batch or leave the class out with --classes"
+                    ),
+                ));
+            }
+            let generated = ((count as f64 / ratio).round() as usize).max(1);
+            classes.push(ClassPlan {
+                label,
+                rows: [first as u32, count as u32],
+                generated,
+                chains: generated.div_ceil(samples_per_chain as usize),
+            });
+        }
+        if order.len() > u32::MAX as usize {
+            return Err(Error::usage("--data", "more than 4294967295 images"));
+        }
+        Ok(AugmentPlan {
+            order,
+            classes,
+            samples_per_chain,
+        })
+    }
+
+    /// Total chains.
+    pub fn chains(&self) -> usize {
+        self.classes.iter().map(|c| c.chains).sum()
+    }
+
+    /// Total samples to generate.
+    pub fn generated(&self) -> usize {
+        self.classes.iter().map(|c| c.generated).sum()
+    }
+
+    /// Each chain's class index (into `classes`), class 0's chains first.
+    pub fn class_of_chain(&self) -> Vec<u32> {
+        self.classes
+            .iter()
+            .enumerate()
+            .flat_map(|(k, c)| std::iter::repeat_n(k as u32, c.chains))
+            .collect()
+    }
+
+    /// The chains' class layout, given each class's mean observation (rows of d, model units).
+    pub fn chain_classes(&self, class_means: &[f32], d: usize) -> Result<ChainClasses> {
+        let ranges: Vec<[u32; 2]> = self.classes.iter().map(|c| c.rows).collect();
+        ChainClasses::new(&ranges, class_means, d, &self.class_of_chain())
+    }
+}
+
+/// Collects each class's first `generated` samples, in (iteration, chain) order, after the burn-in.
+pub struct AugmentSink {
+    class_of_chain: Vec<u32>,
+    wanted: Vec<usize>,
+    burn_in: u32,
+    keep_codes: bool,
+    /// Per class: the codes kept (rows of p; empty when codes are not kept).
+    pub codes: Vec<Vec<f32>>,
+    /// Per class: the images kept (rows of d, model units).
+    pub images: Vec<Vec<f32>>,
+    /// Per class: samples kept.
+    pub kept: Vec<usize>,
+}
+
+impl AugmentSink {
+    /// A sink for `plan` that skips the first `burn_in` iterations; `keep_codes` false keeps
+    /// only images (pixel-space samplers, whose codes are the images).
+    pub fn new(plan: &AugmentPlan, burn_in: u32, keep_codes: bool) -> Self {
+        let k = plan.classes.len();
+        AugmentSink {
+            class_of_chain: plan.class_of_chain(),
+            wanted: plan.classes.iter().map(|c| c.generated).collect(),
+            burn_in,
+            keep_codes,
+            codes: vec![Vec::new(); k],
+            images: vec![Vec::new(); k],
+            kept: vec![0; k],
+        }
+    }
+
+    /// Samples kept over all classes.
+    pub fn total(&self) -> usize {
+        self.kept.iter().sum()
+    }
+}
+
+impl SampleSink for AugmentSink {
+    fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
+        if outer <= self.burn_in {
+            return Ok(());
+        }
+        let chains = self.class_of_chain.len().max(1);
+        let (p, d) = (codes.len() / chains, images.len() / chains);
+        for (c, &k) in self.class_of_chain.iter().enumerate() {
+            let k = k as usize;
+            if self.kept[k] >= self.wanted[k] {
+                continue;
+            }
+            if self.keep_codes {
+                self.codes[k].extend_from_slice(&codes[c * p..(c + 1) * p]);
+            }
+            self.images[k].extend_from_slice(&images[c * d..(c + 1) * d]);
+            self.kept[k] += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_parses() {
+        assert_eq!(parse_ratio("6:1"), Ok(6.0));
+        assert_eq!(parse_ratio("3:2"), Ok(1.5));
+        assert_eq!(parse_ratio(" 4 "), Ok(4.0));
+        assert!(parse_ratio("6:0").is_err());
+        assert!(parse_ratio("-1").is_err());
+        assert!(parse_ratio("a:b").is_err());
+    }
+
+    #[test]
+    fn plan_sorts_by_class_and_sizes_the_chains() {
+        let labels = [2, 0, 2, 1, 0, 2, 2, 0, 1, 2, 2, 2];
+        let plan = AugmentPlan::new(&labels, None, 2.0, 2, 2).unwrap();
+        assert_eq!(plan.order, vec![1, 4, 7, 3, 8, 0, 2, 5, 6, 9, 10, 11]);
+        let rows: Vec<_> = plan.classes.iter().map(|c| c.rows).collect();
+        assert_eq!(rows, vec![[0, 3], [3, 2], [5, 7]]);
+        // round(3/2) = 2, round(2/2) = 1, round(7/2) = 4; chains = ceil(generated / 2).
+        let generated: Vec<_> = plan.classes.iter().map(|c| c.generated).collect();
+        assert_eq!(generated, vec![2, 1, 4]);
+        assert_eq!(plan.class_of_chain(), vec![0, 1, 2, 2]);
+        let some = AugmentPlan::new(&labels, Some(&[2, 0]), 2.0, 2, 2).unwrap();
+        assert_eq!(some.classes.len(), 2);
+        assert!(AugmentPlan::new(&labels, Some(&[5]), 2.0, 2, 2).is_err());
+        assert!(AugmentPlan::new(&labels, None, 2.0, 2, 3).is_err());
+    }
+
+    #[test]
+    fn sink_keeps_each_class_first_samples_after_burn_in() {
+        let labels = [0, 0, 0, 1, 1, 1];
+        // 3 rows per class, ratio 1: 3 samples each, 2 per chain: 2 chains per class.
+        let plan = AugmentPlan::new(&labels, None, 1.0, 2, 1).unwrap();
+        let mut sink = AugmentSink::new(&plan, 1, true);
+        for outer in 1..=3u32 {
+            let codes: Vec<f32> = (0..4).map(|c| (outer * 10 + c) as f32).collect();
+            sink.record(outer, &codes, &codes).unwrap();
+        }
+        assert_eq!(sink.kept, vec![3, 3]);
+        assert_eq!(sink.codes[0], vec![20.0, 21.0, 30.0]);
+        assert_eq!(sink.images[1], vec![22.0, 23.0, 32.0]);
+    }
+}
