@@ -13,7 +13,7 @@ use rmld::backend::{Backend, DynamicsSettings, MhTerms};
 use rmld::dynamics::Method;
 use rmld::io::Pixels;
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{Dictionary, Observations, Target};
+use rmld::target::{ChainClasses, Dictionary, Observations, Target};
 
 const D: usize = 37;
 const P: usize = 129;
@@ -120,7 +120,28 @@ fn decisions(terms: &[MhTerms], settings: &DynamicsSettings, outer: u32) -> Vec<
 }
 
 fn outer_iteration_matches(lam: f32, steps: u32, noise: bool, label: &str) {
-    outer_iteration_matches_with(lam, steps, noise, Method::Rmld, 1.0, label);
+    outer_iteration_matches_with(lam, steps, noise, Method::Rmld, 1.0, false, label);
+}
+
+/// Chains 0 and 3 in class 0 (rows 0..20), 1 and 4 in class 1 (rows 20..45), 2 in class 2
+/// (rows 45..60), each judged against its class's mean.
+fn with_classes(target: Target) -> Target {
+    let ranges = [[0u32, 20], [20, 25], [45, 15]];
+    let obs = target.observations.clone();
+    let means: Vec<f32> = ranges
+        .iter()
+        .flat_map(|&[first, count]| {
+            let obs = obs.clone();
+            (0..D).map(move |j| {
+                (first..first + count)
+                    .map(|i| obs.row(i as usize)[j] as f64)
+                    .sum::<f64>() as f32
+                    / count as f32
+            })
+        })
+        .collect();
+    let classes = ChainClasses::new(&ranges, &means, D, &[0, 1, 2, 0, 1]).unwrap();
+    target.with_classes(classes)
 }
 
 fn outer_iteration_matches_with(
@@ -129,6 +150,7 @@ fn outer_iteration_matches_with(
     noise: bool,
     method: Method,
     sigma2: f32,
+    classes: bool,
     label: &str,
 ) {
     let Some(ctx) = context(label) else {
@@ -136,7 +158,11 @@ fn outer_iteration_matches_with(
     };
     let mut r = rng(label);
     let seed: u64 = r.random();
-    let target = Arc::new((*target(lam, seed)).clone().with_sigma2(sigma2));
+    let mut conditioned = (*target(lam, seed)).clone().with_sigma2(sigma2);
+    if classes {
+        conditioned = with_classes(conditioned);
+    }
+    let target = Arc::new(conditioned);
     let s = DynamicsSettings {
         method,
         leapfrog_steps: steps,
@@ -217,12 +243,12 @@ fn outer_iteration_matches_cpu_lam_positive_one_step() {
 
 #[test]
 fn mala_matches_cpu() {
-    outer_iteration_matches_with(0.0, 1, false, Method::Mala, 2.0, "mala_matches_cpu");
+    outer_iteration_matches_with(0.0, 1, false, Method::Mala, 2.0, false, "mala_matches_cpu");
 }
 
 #[test]
 fn hmc_matches_cpu() {
-    outer_iteration_matches_with(0.0, 4, false, Method::Hmc, 0.5, "hmc_matches_cpu");
+    outer_iteration_matches_with(0.0, 4, false, Method::Hmc, 0.5, false, "hmc_matches_cpu");
 }
 
 /// σ² ≠ 1 in the RMLD kernels (minibatch step, full gradient, MH terms).
@@ -234,7 +260,36 @@ fn rmld_with_sigma2_matches_cpu() {
         false,
         Method::Rmld,
         3.0,
+        false,
         "rmld_with_sigma2_matches_cpu",
+    );
+}
+
+/// Class-conditional chains: per-chain rows in the gather and per-chain means in the residuals.
+#[test]
+fn class_conditional_chains_match_cpu() {
+    outer_iteration_matches_with(
+        0.0,
+        3,
+        false,
+        Method::Rmld,
+        1.0,
+        true,
+        "class_conditional_chains_match_cpu",
+    );
+}
+
+/// Class-conditional MALA: the full gradient against each chain's class mean.
+#[test]
+fn class_conditional_mala_matches_cpu() {
+    outer_iteration_matches_with(
+        0.0,
+        1,
+        false,
+        Method::Mala,
+        1.0,
+        true,
+        "class_conditional_mala_matches_cpu",
     );
 }
 

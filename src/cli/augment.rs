@@ -62,9 +62,8 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     let problem = build_problem(&args.problem, sorted)?;
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
-    let target = Arc::new(
-        Target::clone(&problem.target).with_classes(plan.chain_classes(&means, d)?),
-    );
+    let target =
+        Arc::new(Target::clone(&problem.target).with_classes(plan.chain_classes(&means, d)?));
     let settings = sampler_settings(args, &plan)?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
@@ -109,7 +108,11 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     )?;
     io::write_idx_labels(&out.join("generated-labels-idx1-ubyte.gz"), &label_bytes)?;
     io::write_npy_f32(&out.join("generated-codes.npy"), &[g, p], &generated_codes)?;
-    io::write_npy_i64(&out.join("generated-labels.npy"), &[g], &as_i64(&generated_labels))?;
+    io::write_npy_i64(
+        &out.join("generated-labels.npy"),
+        &[g],
+        &as_i64(&generated_labels),
+    )?;
     io::write_npy_f32(
         &out.join("dictionary.npy"),
         &[d, p],
@@ -164,8 +167,17 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     all_labels.extend_from_slice(&generated_labels);
     if finished {
         let n = all_labels.len();
-        io::write_idx_images(&out.join("train-images-idx3-ubyte.gz"), n, h, w, &all_pixels)?;
-        io::write_idx_labels(&out.join("train-labels-idx1-ubyte.gz"), &idx_labels(&all_labels)?)?;
+        io::write_idx_images(
+            &out.join("train-images-idx3-ubyte.gz"),
+            n,
+            h,
+            w,
+            &all_pixels,
+        )?;
+        io::write_idx_labels(
+            &out.join("train-labels-idx1-ubyte.gz"),
+            &idx_labels(&all_labels)?,
+        )?;
         io::write_npy_i64(&out.join("labels.npy"), &[n], &as_i64(&all_labels))?;
     }
     if let (true, Some(test)) = (finished, &test) {
@@ -250,9 +262,10 @@ fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSet
     };
     let samples = match args.method {
         AugmentMethod::Compression => 1,
-        _ => args.burn_in.checked_add(args.samples).ok_or_else(|| {
-            Error::usage("--burn-in", "burn-in plus samples pass 4294967295")
-        })?,
+        _ => args
+            .burn_in
+            .checked_add(args.samples)
+            .ok_or_else(|| Error::usage("--burn-in", "burn-in plus samples pass 4294967295"))?,
     };
     let settings = SamplerSettings {
         chains: plan.chains(),
@@ -394,7 +407,10 @@ fn load_test(args: &AugmentArgs, train: &Dataset) -> Result<Dataset> {
     if test.d != train.d {
         return Err(Error::input(
             &test.source,
-            format!("images have {} values, the training images {}", test.d, train.d),
+            format!(
+                "images have {} values, the training images {}",
+                test.d, train.d
+            ),
         ));
     }
     if test.labels.is_none() {
@@ -440,7 +456,11 @@ fn original_pixels(dataset: &Dataset) -> Vec<u8> {
         Pixels::U8(v) if dataset.full_scale == 255.0 => v.clone(),
         Pixels::U8(v) => v
             .iter()
-            .map(|&x| (x as f32 * 255.0 / dataset.full_scale).round().clamp(0.0, 255.0) as u8)
+            .map(|&x| {
+                (x as f32 * 255.0 / dataset.full_scale)
+                    .round()
+                    .clamp(0.0, 255.0) as u8
+            })
             .collect(),
         Pixels::F32(v) => v
             .iter()

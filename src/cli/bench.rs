@@ -323,7 +323,15 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
     for step in 1..=dynamics.steps {
         let obs = &target.observations;
         timed(0, &mut || {
-            gather::gather(obs, &rows, dynamics.seed, 1, step, dynamics.batch, &mut ybar)
+            gather::gather(
+                obs,
+                &rows,
+                dynamics.seed,
+                1,
+                step,
+                dynamics.batch,
+                &mut ybar,
+            )
         });
         timed(1, &mut || {
             matmul::residual_product(a, d, p, &z, &ybar, &mut residual)

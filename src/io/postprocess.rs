@@ -33,7 +33,10 @@ impl PostProcess {
         if !(self.smooth.is_finite() && self.smooth >= 0.0) {
             return Err(Error::usage(
                 "--smooth",
-                format!("must be a non-negative number of pixels, got {}", self.smooth),
+                format!(
+                    "must be a non-negative number of pixels, got {}",
+                    self.smooth
+                ),
             ));
         }
         if !(self.soft_threshold.is_finite() && self.soft_threshold >= 0.0) {
@@ -50,7 +53,13 @@ impl PostProcess {
 
     /// Images (rows of height × width, model units where `full_scale` is a full-intensity pixel)
     /// as 8-bit pixels.
-    pub fn to_pixels(&self, images: &[f32], height: usize, width: usize, full_scale: f32) -> Vec<u8> {
+    pub fn to_pixels(
+        &self,
+        images: &[f32],
+        height: usize,
+        width: usize,
+        full_scale: f32,
+    ) -> Vec<u8> {
         let d = height * width;
         let kernel = gaussian_kernel(self.smooth);
         let mut out = Vec::with_capacity(images.len());
@@ -80,7 +89,10 @@ impl PostProcess {
                 }
             };
             // NaN maps to 0 (`as u8` saturates and sends NaN to 0).
-            out.extend(row.iter().map(|&v| (v * gain).round().clamp(0.0, 255.0) as u8));
+            out.extend(
+                row.iter()
+                    .map(|&v| (v * gain).round().clamp(0.0, 255.0) as u8),
+            );
         }
         out
     }
@@ -101,7 +113,13 @@ pub fn gaussian_kernel(sigma: f32) -> Vec<f32> {
 
 /// Convolves rows then columns with `kernel`, renormalising where it passes the border (so a
 /// constant image stays constant).
-fn smooth_separable(image: &mut [f32], scratch: &mut [f32], height: usize, width: usize, kernel: &[f32]) {
+fn smooth_separable(
+    image: &mut [f32],
+    scratch: &mut [f32],
+    height: usize,
+    width: usize,
+    kernel: &[f32],
+) {
     let radius = (kernel.len() / 2) as isize;
     let pass = |src: &[f32], dst: &mut [f32], along_rows: bool| {
         for y in 0..height {
@@ -174,8 +192,21 @@ mod tests {
             ..plain()
         };
         // 5 → 0, 60 → 50, 110 → 100 → stretched so 100 maps to 255.
-        assert_eq!(p.to_pixels(&[5.0, 60.0, 110.0], 1, 3, 255.0), vec![0, 128, 255]);
-        assert!(PostProcess { smooth: -1.0, ..plain() }.validate().is_err());
-        assert!(PostProcess { soft_threshold: f32::NAN, ..plain() }.validate().is_err());
+        assert_eq!(
+            p.to_pixels(&[5.0, 60.0, 110.0], 1, 3, 255.0),
+            vec![0, 128, 255]
+        );
+        assert!(PostProcess {
+            smooth: -1.0,
+            ..plain()
+        }
+        .validate()
+        .is_err());
+        assert!(PostProcess {
+            soft_threshold: f32::NAN,
+            ..plain()
+        }
+        .validate()
+        .is_err());
     }
 }

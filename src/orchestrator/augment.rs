@@ -32,7 +32,12 @@ pub struct AugmentPlan {
 
 /// Parses an "original:generated" ratio ("6:1", "3:2" or "6") into originals per generated sample.
 pub fn parse_ratio(text: &str) -> std::result::Result<f64, String> {
-    let parse = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
     let ratio = match text.split_once(':') {
         Some((a, b)) => parse(a).zip(parse(b)).map(|(a, b)| a / b),
         None => parse(text),
@@ -54,7 +59,10 @@ impl AugmentPlan {
         batch: u32,
     ) -> Result<Self> {
         if !(ratio.is_finite() && ratio > 0.0) {
-            return Err(Error::usage("--ratio", format!("must be positive, got {ratio}")));
+            return Err(Error::usage(
+                "--ratio",
+                format!("must be positive, got {ratio}"),
+            ));
         }
         if samples_per_chain == 0 {
             return Err(Error::usage("--samples", "must be at least 1"));

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{ChainClasses, Dictionary};
-use crate::{Error, Result};
 use crate::io::{Dataset, Pixels};
+use crate::{Error, Result};
 
 /// The observations as the backends see them: model value = raw value × `scale`.
 #[derive(Clone, Debug)]
@@ -146,17 +146,17 @@ impl Target {
                 "the target describes classes for {} chains, the backend runs {chains}",
                 c.chains()
             ))),
-            Some(c) => match c
-                .rows
-                .iter()
-                .find(|[first, count]| (*first as usize + *count as usize) > self.observations.n)
-            {
-                Some(r) => Err(Error::Internal(format!(
-                    "chain rows {r:?} pass the {} observations",
-                    self.observations.n
-                ))),
-                None => Ok(()),
-            },
+            Some(c) => {
+                match c.rows.iter().find(|[first, count]| {
+                    (*first as usize + *count as usize) > self.observations.n
+                }) {
+                    Some(r) => Err(Error::Internal(format!(
+                        "chain rows {r:?} pass the {} observations",
+                        self.observations.n
+                    ))),
+                    None => Ok(()),
+                }
+            }
             None => Ok(()),
         }
     }

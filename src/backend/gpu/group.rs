@@ -129,12 +129,7 @@ impl ChainGroup {
             ),
             (
                 residual_product,
-                k.bind(
-                    dev,
-                    residual_product,
-                    s,
-                    &[&shared.dict, &z, &xbar, &rz],
-                ),
+                k.bind(dev, residual_product, s, &[&shared.dict, &z, &xbar, &rz]),
             ),
             (
                 full_gradient,
@@ -142,12 +137,7 @@ impl ChainGroup {
             ),
             (
                 residual_product,
-                k.bind(
-                    dev,
-                    residual_product,
-                    s,
-                    &[&shared.dict, &x, &xbar, &rx],
-                ),
+                k.bind(dev, residual_product, s, &[&shared.dict, &x, &xbar, &rx]),
             ),
             (
                 full_gradient,

@@ -165,6 +165,12 @@ pub fn gather(
         ..super::gather_params(observations, seed, outer, step, batch, chains)
     };
     let groups = [(d as u32).div_ceil(64), chains as u32, 1];
-    run(context, Kernel::Gather, params, &[&data, &out, &rows], groups)?;
+    run(
+        context,
+        Kernel::Gather,
+        params,
+        &[&data, &out, &rows],
+        groups,
+    )?;
     read_f32(context, &out, chains * d)
 }
