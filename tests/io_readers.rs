@@ -715,3 +715,23 @@ fn shared_mnist_if_present() {
         assert!(std::fs::read(&copy).unwrap() == std::fs::read(&quickdraw).unwrap());
     }
 }
+
+#[test]
+fn folder_of_npy_files_loads_one_class_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Name order, not creation order, fixes the labels.
+    write_npy_u8(&dir.path().join("b-lollipop.npy"), &[2, 2, 2], &[9; 8]).unwrap();
+    write_npy_u8(&dir.path().join("a-bowtie.npy"), &[3, 4], &[1; 12]).unwrap();
+    let data = Dataset::load(dir.path()).unwrap();
+    assert_eq!((data.n, data.d, data.height, data.width), (5, 4, 2, 2));
+    assert_eq!(data.labels, Some(vec![0, 0, 0, 1, 1]));
+    let Pixels::U8(v) = &data.pixels else {
+        panic!("8-bit stays 8-bit")
+    };
+    assert_eq!(&v[..12], &[1; 12]);
+    assert_eq!(&v[12..], &[9; 8]);
+    // A file of another shape is named in the error.
+    write_npy_u8(&dir.path().join("c-odd.npy"), &[1, 9], &[0; 9]).unwrap();
+    let err = Dataset::load(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("c-odd.npy"), "{err}");
+}

@@ -246,6 +246,12 @@ pub struct AugmentArgs {
     #[arg(long, value_enum, default_value_t = Rescale::Clip)]
     pub rescale: Rescale,
 
+    /// Skip LASSO-encoding the originals: codes.npy and labels.npy are not written (the IDX set,
+    /// the generated codes and everything else are). Encoding the originals is most of the work
+    /// when only images are wanted.
+    #[arg(long)]
+    pub no_original_codes: bool,
+
     /// Also LASSO-encode the test split found beside --data (test-codes.npy, test-labels.npy),
     /// for classifiers trained on the codes.
     #[arg(long)]

@@ -150,7 +150,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
 
     // The augmented set: originals (dataset order) then the generated samples.
     let mut finished = !run.interrupted;
-    if finished {
+    if finished && !args.no_original_codes {
         finished = write_augmented_codes(
             out,
             backend.as_mut(),
@@ -178,7 +178,9 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
             &out.join("train-labels-idx1-ubyte.gz"),
             &idx_labels(&all_labels)?,
         )?;
-        io::write_npy_i64(&out.join("labels.npy"), &[n], &as_i64(&all_labels))?;
+        if !args.no_original_codes {
+            io::write_npy_i64(&out.join("labels.npy"), &[n], &as_i64(&all_labels))?;
+        }
     }
     if let (true, Some(test)) = (finished, &test) {
         let count = encode_test_split(out, backend.as_mut(), &problem.target, test, args, &stop)?;

@@ -51,10 +51,14 @@ impl Dataset {
     /// or `*-train-images-idx3-ubyte[.gz]`) and optionally the matching labels. A file is sniffed
     /// by content (gzip is looked into): IDX images (with a sibling `…labels-idx1…` file if there
     /// is one), NPY of shape (N, d) or (N, h, w), or else CSV (pixels then a label per row).
+    /// A directory without IDX files but with `.npy` files (Quick Draw's one file per category)
+    /// loads them all, labelled by the file's position in name order.
     pub fn load(path: &Path) -> Result<Dataset> {
         if path.is_dir() {
-            let files = find_split(path, Split::Train)?.ok_or_else(|| nothing_found(path))?;
-            return Self::from_idx(&files.images, files.labels.as_deref());
+            return match find_split(path, Split::Train)? {
+                Some(files) => Self::from_idx(&files.images, files.labels.as_deref()),
+                None => Self::from_npy_classes(path),
+            };
         }
         match sniff_file(path, input_limit()?)? {
             Format::Idx => Self::from_idx(path, sibling_labels(path).as_deref()),
@@ -201,6 +205,63 @@ impl Dataset {
             pixels: Pixels::U8(idx.pixels),
             full_scale: 255.0,
             labels,
+        })
+    }
+
+    /// One class per `.npy` file of `dir` (name order), all of one image shape and pixel type.
+    fn from_npy_classes(dir: &Path) -> Result<Dataset> {
+        let names: Vec<String> = super::discover::file_names(dir)?
+            .into_iter()
+            .filter(|n| n.ends_with(".npy"))
+            .collect();
+        if names.is_empty() {
+            return Err(nothing_found(dir));
+        }
+        let mut parts = Vec::with_capacity(names.len());
+        for name in &names {
+            parts.push(Self::from_npy(&dir.join(name))?);
+        }
+        let first = &parts[0];
+        let (height, width, full_scale) = (first.height, first.width, first.full_scale);
+        let mut labels = Vec::new();
+        let mut pixels = match first.pixels {
+            Pixels::U8(_) => Pixels::U8(Vec::new()),
+            Pixels::F32(_) => Pixels::F32(Vec::new()),
+        };
+        for (class, (part, name)) in parts.iter().zip(&names).enumerate() {
+            let same_kind = matches!(
+                (&pixels, &part.pixels),
+                (Pixels::U8(_), Pixels::U8(_)) | (Pixels::F32(_), Pixels::F32(_))
+            );
+            if (part.height, part.width) != (height, width) || !same_kind {
+                return Err(Error::input(
+                    dir.join(name),
+                    format!(
+                        "holds {}×{} images of another type or shape than {} ({height}×{width})",
+                        part.height, part.width, names[0]
+                    ),
+                ));
+            }
+            match (&mut pixels, &part.pixels) {
+                (Pixels::U8(all), Pixels::U8(v)) => all.extend_from_slice(v),
+                (Pixels::F32(all), Pixels::F32(v)) => all.extend_from_slice(v),
+                _ => {}
+            }
+            labels.extend(std::iter::repeat_n(class as u32, part.n));
+        }
+        let full_scale = parts
+            .iter()
+            .map(|p| p.full_scale)
+            .fold(full_scale, f32::max);
+        Ok(Dataset {
+            source: dir.to_path_buf(),
+            n: labels.len(),
+            d: height * width,
+            height,
+            width,
+            pixels,
+            full_scale,
+            labels: Some(labels),
         })
     }
 
