@@ -51,6 +51,7 @@ impl KernelHmcGpu {
     /// Fails with `Error::Usage` as `KernelHmcCpu::new`, and with `Error::Gpu` without a device
     /// or when the chains or the data do not fit its limits.
     pub fn new(target: Arc<KernelTarget>, settings: DynamicsSettings) -> Result<Self> {
+        // Before opening the device, so a usage error is not hidden behind a missing GPU.
         check_settings(&settings)?;
         Self::with_context(GpuContext::shared()?, target, settings)
     }
@@ -139,12 +140,12 @@ impl KernelHmcGpu {
     }
 
     /// The cached full-class energies U(X), one per chain.
-    pub fn energies(&mut self) -> Result<Vec<f32>> {
+    pub fn energies(&self) -> Result<Vec<f32>> {
         self.read(&self.energy_x, self.chains())
     }
 
     /// The cached full-class gradients ∇U(X), C × d.
-    pub fn gradients(&mut self) -> Result<Vec<f32>> {
+    pub fn gradients(&self) -> Result<Vec<f32>> {
         self.read(&self.gradient_x, self.chains() * self.target.d())
     }
 

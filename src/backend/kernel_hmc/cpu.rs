@@ -313,12 +313,12 @@ impl KernelHmcCpu {
     }
 
     /// The cached full-class energies U(X), one per chain.
-    pub fn energies(&mut self) -> Result<Vec<f32>> {
+    pub fn energies(&self) -> Result<Vec<f32>> {
         Ok(self.x_energy.clone())
     }
 
     /// The cached full-class gradients ∇U(X), C × d.
-    pub fn gradients(&mut self) -> Result<Vec<f32>> {
+    pub fn gradients(&self) -> Result<Vec<f32>> {
         Ok(self.x_gradient.clone())
     }
 }
