@@ -8,6 +8,7 @@
 pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod kernel_hmc;
 
 use serde::Serialize;
 

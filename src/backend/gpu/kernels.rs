@@ -44,9 +44,10 @@ const MH_TERMS: &str = include_str!("../../../shaders/mh_terms.wgsl");
 const SELECT: &str = include_str!("../../../shaders/select.wgsl");
 const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
 const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
+const KERNEL_HMC: &str = include_str!("../../../shaders/kernel_hmc.wgsl");
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
-const MODULES: [(&str, &[&str]); 8] = [
+const MODULES: [(&str, &[&str]); 9] = [
     ("philox_probe", &[PARAMS, PHILOX, PHILOX_PROBE]),
     ("gather", &[PARAMS, PHILOX, GATHER]),
     (
@@ -61,6 +62,7 @@ const MODULES: [(&str, &[&str]); 8] = [
         "matmul_vec4",
         &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, GRADIENT_STEP],
     ),
+    ("kernel_hmc", &[PARAMS, PHILOX, KERNEL_HMC]),
 ];
 
 /// Every entry point the backend dispatches.
@@ -86,6 +88,10 @@ pub enum Kernel {
     TransposeProductVec4,
     GradientStepVec4,
     FullGradientVec4,
+    KernelStep,
+    KernelEnergy,
+    KernelMhTerms,
+    KernelSelect,
 }
 
 impl Kernel {
@@ -113,7 +119,7 @@ type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
 
 /// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
 /// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
-const TABLE: [Row; 20] = [
+const TABLE: [Row; 24] = [
     (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
     (Kernel::Gather, 1, "gather", &[(1, R), (2, W), (3, R)]),
     (
@@ -222,6 +228,46 @@ const TABLE: [Row; 20] = [
         7,
         "full_gradient",
         &[(1, R), (2, R), (4, W), (5, W)],
+    ),
+    (
+        Kernel::KernelStep,
+        8,
+        "kernel_step",
+        &[(1, R), (2, R), (3, W), (4, W), (5, W), (6, W)],
+    ),
+    (
+        Kernel::KernelEnergy,
+        8,
+        "kernel_energy",
+        &[(1, R), (2, R), (7, R), (8, W), (9, W)],
+    ),
+    (
+        Kernel::KernelMhTerms,
+        8,
+        "kernel_mh_terms",
+        &[
+            (10, R),
+            (11, R),
+            (12, R),
+            (13, R),
+            (14, R),
+            (15, R),
+            (16, W),
+        ],
+    ),
+    (
+        Kernel::KernelSelect,
+        8,
+        "kernel_select",
+        &[
+            (17, R),
+            (11, R),
+            (18, W),
+            (13, R),
+            (19, W),
+            (15, R),
+            (20, W),
+        ],
     ),
 ];
 

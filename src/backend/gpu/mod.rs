@@ -8,6 +8,7 @@ pub mod context;
 mod dataset;
 mod fista;
 mod group;
+pub mod kernel_hmc;
 pub mod kernels;
 pub mod probe;
 

@@ -1,0 +1,465 @@
+//! CPU twin of `shaders/kernel_hmc.wgsl`, and the kernel-HMC CPU backend (rayon over chains).
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{ChainInfo, KernelTarget};
+use crate::backend::cpu::gradient_step::draw_momentum;
+use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use crate::dynamics::Method;
+use crate::io::Pixels;
+use crate::rng::{Purpose, Stream};
+use crate::target::Observations;
+use crate::{Error, Result};
+
+/// Class rows per chunk of the full-class energy, as `CHUNK` in the WGSL (its workgroup memory).
+pub const CHUNK: usize = 256;
+
+/// The running maximum's start: exp(NEG_HUGE − anything finite) is 0, without an infinity.
+const NEG_HUGE: f32 = -3.0e38;
+
+/// Calls `f(j, x_ij)` for every coordinate of row `i` in model units (raw × scale), as the
+/// WGSL's `model_value`.
+#[inline]
+fn visit_row(observations: &Observations, i: usize, scale: f32, mut f: impl FnMut(usize, f32)) {
+    let range = i * observations.d..(i + 1) * observations.d;
+    match &observations.pixels {
+        Pixels::U8(v) => v[range]
+            .iter()
+            .enumerate()
+            .for_each(|(j, &x)| f(j, x as f32 * scale)),
+        Pixels::F32(v) => v[range]
+            .iter()
+            .enumerate()
+            .for_each(|(j, &x)| f(j, x * scale)),
+    }
+}
+
+/// −||z − x_i||²/(2h²) for row `i`, the squared distance summed in coordinate order.
+#[inline]
+fn exponent(observations: &Observations, info: &ChainInfo, i: usize, z: &[f32]) -> f32 {
+    let mut dist2 = 0f32;
+    visit_row(observations, i, info.scale, |j, v| {
+        let diff = z[j] - v;
+        dist2 += diff * diff;
+    });
+    -0.5 * info.inv_h2 * dist2
+}
+
+/// Which step of which outer iteration, and the step's constants (the WGSL's `Params`).
+#[derive(Clone, Copy, Debug)]
+pub struct StepParams {
+    /// Seed of every stream.
+    pub seed: u64,
+    /// Outer iteration (1-based).
+    pub outer: u32,
+    /// Step t (1-based).
+    pub step: u32,
+    /// Step size (and friction) eta.
+    pub eta: f32,
+    /// Inject SGHMC noise `noise_scale`·ξ into the momentum.
+    pub noise: bool,
+    /// sqrt(2·eta), rounded on the host as the GPU receives it.
+    pub noise_scale: f32,
+}
+
+/// One chain's scratch for `kernel_step`.
+pub struct StepScratch {
+    /// Minibatch rows, m.
+    pub picks: Vec<u32>,
+    /// Exponents, then unnormalised softmax weights, m.
+    pub weights: Vec<f32>,
+    /// Σ_b w_b x_b before normalisation, d.
+    pub mean: Vec<f32>,
+    /// SGHMC noise ξ, d (empty without noise).
+    pub noise: Vec<f32>,
+}
+
+impl StepScratch {
+    /// Scratch for minibatches of `batch` rows in dimension `d`.
+    pub fn new(batch: usize, d: usize, noise: bool) -> Self {
+        StepScratch {
+            picks: vec![0; batch],
+            weights: vec![0.0; batch],
+            mean: vec![0.0; d],
+            noise: vec![0.0; if noise { d } else { 0 }],
+        }
+    }
+}
+
+/// One momentum step of Algorithm 1 for chain `chain` on its minibatch kernel gradient: m rows
+/// drawn i.i.d. from the class by the stream (seed, chain, outer, step, Minibatch), softmax
+/// weights w_b ∝ exp(−||z − x_b||²/(2h²)) over them (max exponent subtracted),
+/// g = (z − Σ_b w_b x_b)/h²; r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ); z ← z + eta·r.
+pub fn kernel_step(
+    observations: &Observations,
+    info: &ChainInfo,
+    chain: u32,
+    params: &StepParams,
+    z: &mut [f32],
+    momentum: &mut [f32],
+    scratch: &mut StepScratch,
+) {
+    let StepScratch {
+        picks,
+        weights,
+        mean,
+        noise,
+    } = scratch;
+    let p = params;
+    Stream::new(p.seed, chain, p.outer, p.step, Purpose::Minibatch).fill_index(info.count, picks);
+    let mut max = NEG_HUGE;
+    for (pick, w) in picks.iter_mut().zip(weights.iter_mut()) {
+        *pick += info.start;
+        *w = exponent(observations, info, *pick as usize, z);
+        max = max.max(*w);
+    }
+    let mut total = 0f32;
+    for w in weights.iter_mut() {
+        *w = (*w - max).exp();
+        total += *w;
+    }
+    mean.fill(0.0);
+    for (&pick, &w) in picks.iter().zip(weights.iter()) {
+        visit_row(observations, pick as usize, info.scale, |j, v| {
+            mean[j] += w * v
+        });
+    }
+    if p.noise {
+        Stream::new(p.seed, chain, p.outer, p.step, Purpose::SghmcNoise).fill_normal(noise);
+    }
+    for j in 0..z.len() {
+        let g = (z[j] - mean[j] / total) * info.inv_h2;
+        let mut next = momentum[j] - p.eta * g - p.eta * momentum[j];
+        if p.noise {
+            next += p.noise_scale * noise[j];
+        }
+        momentum[j] = next;
+        z[j] += p.eta * next;
+    }
+}
+
+/// U(at) over the chain's full class and ∇U(at) into `gradient`, by an online log-sum-exp over
+/// chunks of `CHUNK` rows: per chunk the exponents, the new running max M, the running sum and
+/// the weighted row sum rescaled by exp(M_old − M) and the chunk's exp(e_i − M) added. Returns
+/// U = −(M + ln S); ∇U = (at − Σ_i w_i x_i / S)/h². `weights` is scratch.
+pub fn kernel_energy(
+    observations: &Observations,
+    info: &ChainInfo,
+    at: &[f32],
+    gradient: &mut [f32],
+    weights: &mut Vec<f32>,
+) -> f32 {
+    let (start, count) = (info.start as usize, info.count as usize);
+    gradient.fill(0.0);
+    let (mut running_max, mut running_sum) = (NEG_HUGE, 0f32);
+    for first in (0..count).step_by(CHUNK) {
+        let rows = start + first..start + count.min(first + CHUNK);
+        weights.clear();
+        weights.extend(rows.clone().map(|i| exponent(observations, info, i, at)));
+        let new_max = weights.iter().fold(running_max, |m, &e| m.max(e));
+        let rescale = (running_max - new_max).exp();
+        let mut chunk_sum = 0f32;
+        for w in weights.iter_mut() {
+            *w = (*w - new_max).exp();
+            chunk_sum += *w;
+        }
+        running_sum = running_sum * rescale + chunk_sum;
+        gradient.iter_mut().for_each(|g| *g *= rescale);
+        for (i, &w) in rows.zip(weights.iter()) {
+            visit_row(observations, i, info.scale, |j, v| gradient[j] += w * v);
+        }
+        running_max = new_max;
+    }
+    for (g, &x) in gradient.iter_mut().zip(at) {
+        *g = (x - *g / running_sum) * info.inv_h2;
+    }
+    -(running_max + running_sum.ln())
+}
+
+/// The MH terms of one chain as Algorithm 3 defines them (kinetic difference 0).
+///
+/// U(Z) − U(X) is the difference of the two full-class log-sum-exp energies, not one reduction of
+/// per-element differences as the sparse-code backends compute it: a log-sum-exp has no such
+/// form. Both energies are O(1 + |ln count|) (h is the class's median distance), so the f32
+/// difference loses little.
+pub fn kernel_mh_terms(
+    x: &[f32],
+    z: &[f32],
+    gradient_x: &[f32],
+    gradient_z: &[f32],
+    energy_x: f32,
+    energy_z: f32,
+    delta: f32,
+) -> MhTerms {
+    let (mut forward, mut reverse) = (0f32, 0f32);
+    for j in 0..x.len() {
+        let step = z[j] - x[j];
+        let f = step + delta * gradient_x[j];
+        let r = -step + delta * gradient_z[j];
+        forward += f * f;
+        reverse += r * r;
+    }
+    MhTerms {
+        energy_current: energy_x,
+        energy_difference: energy_z - energy_x,
+        forward_norm: forward,
+        reverse_norm: reverse,
+        kinetic_difference: 0.0,
+    }
+}
+
+/// Chain state a proposal is judged by, or replaced with: positions and gradients (C × d) and
+/// energies (C).
+pub struct KernelState<'a> {
+    /// Positions, C × d.
+    pub position: &'a mut [f32],
+    /// Full-class gradients, C × d.
+    pub gradient: &'a mut [f32],
+    /// Full-class energies, C.
+    pub energy: &'a mut [f32],
+}
+
+/// X ← Z with its gradient and energy for every chain whose entry is true (rows of d).
+pub fn kernel_select(
+    accepted: &[bool],
+    proposal: (&[f32], &[f32], &[f32]),
+    current: KernelState,
+    d: usize,
+) {
+    let (z, gz, ez) = proposal;
+    current
+        .position
+        .par_chunks_mut(d)
+        .zip(current.gradient.par_chunks_mut(d))
+        .zip(current.energy.par_iter_mut())
+        .zip(z.par_chunks(d).zip(gz.par_chunks(d)).zip(ez.par_iter()))
+        .zip(accepted.par_iter())
+        .for_each(|((((x, gx), ex), ((z, gz), ez)), &a)| {
+            if a {
+                x.copy_from_slice(z);
+                gx.copy_from_slice(gz);
+                *ex = *ez;
+            }
+        });
+}
+
+/// Rejects what the kernel-HMC backends do not run: anything but RMLD dynamics, an empty batch,
+/// a step size that is not finite.
+pub(crate) fn check_settings(settings: &DynamicsSettings) -> Result<()> {
+    if settings.method != Method::Rmld {
+        return Err(Error::usage(
+            "method",
+            format!(
+                "kernel-hmc runs only the rmld dynamics, not {:?}",
+                settings.method
+            ),
+        ));
+    }
+    if settings.batch == 0 || !settings.eta.is_finite() {
+        return Err(Error::usage(
+            "batch",
+            format!(
+                "kernel-hmc needs a batch of at least one row and a finite eta (batch {}, eta {})",
+                settings.batch, settings.eta
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The error `encode` returns: these chains have no codes.
+pub(crate) fn no_codes() -> Error {
+    Error::usage(
+        "backend",
+        "kernel-hmc has no sparse codes: its chains are images (p = d), there is nothing to encode",
+    )
+}
+
+/// C chains of kernel HMC on the host: current (x, ∇U(x), U(x)), the proposal alike, momenta.
+pub struct KernelHmcCpu {
+    target: Arc<KernelTarget>,
+    settings: DynamicsSettings,
+    info: Vec<ChainInfo>,
+    x: Vec<f32>,
+    x_gradient: Vec<f32>,
+    x_energy: Vec<f32>,
+    z: Vec<f32>,
+    z_gradient: Vec<f32>,
+    z_energy: Vec<f32>,
+    momentum: Vec<f32>,
+}
+
+impl KernelHmcCpu {
+    /// One chain per entry of `target.chain_rows`, positions zero until loaded.
+    ///
+    /// Fails (`Error::Usage`) for MALA or HMC settings, an empty batch or a non-finite eta.
+    pub fn new(target: Arc<KernelTarget>, settings: DynamicsSettings) -> Result<Self> {
+        check_settings(&settings)?;
+        let (chains, d) = (target.chains(), target.d());
+        Ok(KernelHmcCpu {
+            info: target.chain_info(),
+            settings,
+            x: vec![0.0; chains * d],
+            x_gradient: vec![0.0; chains * d],
+            x_energy: vec![0.0; chains],
+            z: vec![0.0; chains * d],
+            z_gradient: vec![0.0; chains * d],
+            z_energy: vec![0.0; chains],
+            momentum: vec![0.0; chains * d],
+            target,
+        })
+    }
+
+    /// The cached full-class energies U(X), one per chain.
+    pub fn energies(&self) -> Result<Vec<f32>> {
+        Ok(self.x_energy.clone())
+    }
+
+    /// The cached full-class gradients ∇U(X), C × d.
+    pub fn gradients(&self) -> Result<Vec<f32>> {
+        Ok(self.x_gradient.clone())
+    }
+}
+
+/// U and ∇U of every chain at `positions`.
+fn energies_and_gradients(
+    observations: &Observations,
+    info: &[ChainInfo],
+    positions: &[f32],
+    gradient: &mut [f32],
+    energy: &mut [f32],
+) {
+    let d = observations.d;
+    positions
+        .par_chunks(d)
+        .zip(gradient.par_chunks_mut(d))
+        .zip(energy.par_iter_mut())
+        .zip(info.par_iter())
+        .for_each_init(Vec::new, |weights, (((x, g), e), info)| {
+            *e = kernel_energy(observations, info, x, g, weights);
+        });
+}
+
+impl Backend for KernelHmcCpu {
+    fn info(&self) -> BackendInfo {
+        let (d, m) = (self.target.d(), self.settings.batch as usize);
+        BackendInfo {
+            kind: "cpu".into(),
+            device: format!("CPU, {} threads (kernel-hmc)", rayon::current_num_threads()),
+            // X, Z, both gradients, r (d each), both energies; per-thread scratch aside.
+            bytes_per_chain: 4 * (5 * d + 2) + 8 * m,
+        }
+    }
+
+    fn chains(&self) -> usize {
+        self.target.chains()
+    }
+
+    fn load_positions(&mut self, positions: &[f32]) -> Result<()> {
+        if positions.len() != self.x.len() {
+            return Err(Error::Internal(format!(
+                "load_positions: {} values for {} chains of {} pixels",
+                positions.len(),
+                self.chains(),
+                self.target.d()
+            )));
+        }
+        self.x.copy_from_slice(positions);
+        energies_and_gradients(
+            &self.target.observations,
+            &self.info,
+            &self.x,
+            &mut self.x_gradient,
+            &mut self.x_energy,
+        );
+        Ok(())
+    }
+
+    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
+        let d = self.target.d();
+        let s = &self.settings;
+        let observations = &*self.target.observations;
+        self.z.copy_from_slice(&self.x);
+        draw_momentum(s.seed, outer, &mut self.momentum, d);
+        let base = StepParams {
+            seed: s.seed,
+            outer,
+            step: 0,
+            eta: s.eta,
+            noise: s.sghmc_noise,
+            noise_scale: (2.0 * s.eta).sqrt(),
+        };
+        self.z
+            .par_chunks_mut(d)
+            .zip(self.momentum.par_chunks_mut(d))
+            .zip(self.info.par_iter())
+            .enumerate()
+            .for_each_init(
+                || StepScratch::new(s.batch as usize, d, s.sghmc_noise),
+                |scratch, (chain, ((z, r), info))| {
+                    for step in 1..=s.steps {
+                        let params = StepParams { step, ..base };
+                        kernel_step(observations, info, chain as u32, &params, z, r, scratch);
+                    }
+                },
+            );
+        energies_and_gradients(
+            observations,
+            &self.info,
+            &self.z,
+            &mut self.z_gradient,
+            &mut self.z_energy,
+        );
+        let delta = s.delta();
+        Ok((0..self.chains())
+            .into_par_iter()
+            .map(|c| {
+                let row = c * d..(c + 1) * d;
+                kernel_mh_terms(
+                    &self.x[row.clone()],
+                    &self.z[row.clone()],
+                    &self.x_gradient[row.clone()],
+                    &self.z_gradient[row],
+                    self.x_energy[c],
+                    self.z_energy[c],
+                    delta,
+                )
+            })
+            .collect())
+    }
+
+    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
+        if accepted.len() != self.chains() {
+            return Err(Error::Internal(format!(
+                "accept: {} decisions for {} chains",
+                accepted.len(),
+                self.chains()
+            )));
+        }
+        kernel_select(
+            accepted,
+            (&self.z, &self.z_gradient, &self.z_energy),
+            KernelState {
+                position: &mut self.x,
+                gradient: &mut self.x_gradient,
+                energy: &mut self.x_energy,
+            },
+            self.target.d(),
+        );
+        Ok(())
+    }
+
+    fn positions(&mut self) -> Result<Vec<f32>> {
+        Ok(self.x.clone())
+    }
+
+    fn images(&mut self) -> Result<Vec<f32>> {
+        Ok(self.x.clone())
+    }
+
+    fn encode(&mut self, _images: &[f32], _lam: f32, _iterations: u32) -> Result<Vec<f32>> {
+        Err(no_codes())
+    }
+}
