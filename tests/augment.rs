@@ -227,3 +227,24 @@ fn bad_input_is_refused_with_exit_2() {
     assert_refused(&["--encode-test"], &["--encode-test"]);
     assert_refused(&["--smooth=-1"], &["--smooth"]);
 }
+
+#[test]
+fn kernel_hmc_writes_images_and_no_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = augment(&out, &["--method", "kernel-hmc", "--classes", "0,1"]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let labels = Dataset::embedded().labels.unwrap();
+    let n = labels.iter().filter(|&&l| l < 2).count();
+    let generated = labels_of(&out.join("generated-labels.npy"));
+    let train = io::read_idx_images(&out.join("train-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(train.n, n + generated.len());
+    assert!(!out.join("codes.npy").exists() && !out.join("generated-codes.npy").exists());
+    // Chains start at real images and move: the generated images are not all copies.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert!(report["mean_distance_moved"].as_f64().unwrap() > 0.0);
+    assert!(report["acceptance_rate"].as_f64().unwrap() > 0.0);
+    let refused = augment(&out, &["--method", "kernel-hmc", "--encode-test"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}

@@ -193,6 +193,10 @@ pub enum AugmentMethod {
     Hmc,
     /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
     Compression,
+    /// The paper's "Kernel HMC": chains over images (0..1 pixel scale, whatever --pixel-max)
+    /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
+    /// same momentum dynamics and MH; no codes.
+    KernelHmc,
 }
 
 #[derive(Args, Debug, Clone, Serialize)]

@@ -7,17 +7,18 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
+use rmld::backend::kernel_hmc::KernelTarget;
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::dynamics::Method;
 use rmld::io::postprocess::PostProcess;
 use rmld::io::{self, Dataset, NpyStream, Pixels};
 use rmld::orchestrator::augment::{AugmentPlan, AugmentSink};
 use rmld::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
-use rmld::target::{Observations, Target};
+use rmld::target::{Dictionary, Observations, Target};
 use rmld::{Error, Result};
 
 use super::args::{AugmentArgs, AugmentMethod};
-use super::problem::{build_problem, make_backend, Problem};
+use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::report::{chain_quantiles, dataset_json};
 use super::signals::StopRequest;
 use super::Finished;
@@ -59,34 +60,68 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     original_rows.sort_unstable();
     let originals = dataset.try_subset(&original_rows)?;
     let sorted = dataset.try_subset(&plan.order)?;
-    let problem = build_problem(&args.problem, sorted)?;
+    let kernel = args.method == AugmentMethod::KernelHmc;
+    if kernel && args.encode_test {
+        return Err(Error::usage(
+            "--encode-test",
+            "kernel-hmc samples images and has no codes to encode the test split for",
+        ));
+    }
+    // Kernel HMC samples images on the 0..1 scale, where its step size means the same for
+    // every dataset; its "dictionary" is the identity (codes are the images).
+    let mut problem_args = args.problem.clone();
+    if kernel {
+        problem_args.pixel_max = 1.0;
+    }
+    let problem = build_problem(&problem_args, sorted)?;
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
-    let target =
-        Arc::new(Target::clone(&problem.target).with_classes(plan.chain_classes(&means, d)?));
+    let base = if kernel {
+        Target::new(
+            Arc::new(Dictionary::identity(d)),
+            problem.target.observations.clone(),
+            0.0,
+        )
+    } else {
+        Target::clone(&problem.target)
+    };
+    let target = Arc::new(base.with_classes(plan.chain_classes(&means, d)?));
     let settings = sampler_settings(args, &plan)?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let stop = StopRequest::install();
-    let mut backend = make_backend(
-        args.problem.backend,
-        &target,
-        &settings.dynamics,
-        settings.chains,
-    )?;
+    let mut backend = if kernel {
+        let kernel_target = KernelTarget::with_median_bandwidth(
+            target.observations.clone(),
+            target.chain_rows(settings.chains)?,
+            args.problem.seed,
+        )?;
+        make_kernel_backend(
+            args.problem.backend,
+            &Arc::new(kernel_target),
+            &settings.dynamics,
+        )?
+    } else {
+        make_backend(
+            args.problem.backend,
+            &target,
+            &settings.dynamics,
+            settings.chains,
+        )?
+    };
     let info = backend.info();
     let burn_in = if args.method == AugmentMethod::Compression {
         0
     } else {
         args.burn_in
     };
-    let mut sink = AugmentSink::new(&plan, burn_in, true);
+    let mut sink = AugmentSink::new(&plan, burn_in, !kernel);
     let run = generate(args, backend.as_mut(), &target, &settings, &mut sink, &stop)?;
     let generation_seconds = started.elapsed().as_secs_f64();
 
     // The generated part first, so an interruption later loses none of it.
     let (h, w) = (problem.dataset.height, problem.dataset.width);
-    let full = args.problem.pixel_max;
+    let full = problem_args.pixel_max;
     let generated_labels: Vec<u32> = plan
         .classes
         .iter()
@@ -96,7 +131,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     let generated_images: Vec<f32> = sink.images.concat();
     let generated_pixels = post.to_pixels(&generated_images, h, w, full);
     let generated_codes: Vec<f32> = sink.codes.concat();
-    let p = problem.target.p();
+    let p = target.p();
     let g = generated_labels.len();
     let label_bytes = idx_labels(&generated_labels)?;
     io::write_idx_images(
@@ -107,16 +142,14 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         &generated_pixels,
     )?;
     io::write_idx_labels(&out.join("generated-labels-idx1-ubyte.gz"), &label_bytes)?;
-    io::write_npy_f32(&out.join("generated-codes.npy"), &[g, p], &generated_codes)?;
+    if !kernel {
+        io::write_npy_f32(&out.join("generated-codes.npy"), &[g, p], &generated_codes)?;
+        io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
+    }
     io::write_npy_i64(
         &out.join("generated-labels.npy"),
         &[g],
         &as_i64(&generated_labels),
-    )?;
-    io::write_npy_f32(
-        &out.join("dictionary.npy"),
-        &[d, p],
-        &problem.target.dictionary.a,
     )?;
     write_class_grid(out, &problem, &plan, &sink, &generated_pixels, h, w)?;
 
@@ -133,7 +166,11 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
         "dataset": dataset_json(&dataset),
-        "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
+        "dictionary": if kernel {
+            json!("none: kernel-hmc samples images")
+        } else {
+            json!({ "source": problem.dictionary_source, "d": d, "p": p })
+        },
         "backend": info,
         "original_count": originals.n,
         "generated_count": g,
@@ -150,7 +187,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
 
     // The augmented set: originals (dataset order) then the generated samples.
     let mut finished = !run.interrupted;
-    if finished && !args.no_original_codes {
+    if finished && !args.no_original_codes && !kernel {
         finished = write_augmented_codes(
             out,
             backend.as_mut(),
@@ -178,7 +215,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
             &out.join("train-labels-idx1-ubyte.gz"),
             &idx_labels(&all_labels)?,
         )?;
-        if !args.no_original_codes {
+        if !args.no_original_codes && !kernel {
             io::write_npy_i64(&out.join("labels.npy"), &[n], &as_i64(&all_labels))?;
         }
     }
@@ -260,7 +297,7 @@ fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSet
     let method = match args.method {
         AugmentMethod::Mala => Method::Mala,
         AugmentMethod::Hmc => Method::Hmc,
-        AugmentMethod::Rmld | AugmentMethod::Compression => Method::Rmld,
+        AugmentMethod::Rmld | AugmentMethod::Compression | AugmentMethod::KernelHmc => Method::Rmld,
     };
     let samples = match args.method {
         AugmentMethod::Compression => 1,
@@ -283,7 +320,11 @@ fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSet
         },
         mh: !args.dynamics.no_mh,
         discount: args.dynamics.discount,
-        init: Init::Lasso,
+        init: if args.method == AugmentMethod::KernelHmc {
+            Init::Data
+        } else {
+            Init::Lasso
+        },
         lasso_iterations: args.dynamics.lasso_iterations,
     };
     settings.validate()?;

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use rmld::backend::cpu::CpuBackend;
+use rmld::backend::kernel_hmc::cpu::KernelHmcCpu;
+use rmld::backend::kernel_hmc::KernelTarget;
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::io::{self, Dataset};
 use rmld::target::{Dictionary, Observations, Target};
@@ -143,4 +145,48 @@ fn gpu_backend(
         GpuOptions::default(),
     )?;
     Ok(Box::new(backend))
+}
+
+/// The kernel-HMC baseline's backend, chosen as `make_backend` chooses.
+pub fn make_kernel_backend(
+    choice: BackendChoice,
+    target: &Arc<KernelTarget>,
+    dynamics: &DynamicsSettings,
+) -> Result<Box<dyn Backend>> {
+    let cpu = || -> Result<Box<dyn Backend>> {
+        Ok(Box::new(KernelHmcCpu::new(
+            target.clone(),
+            dynamics.clone(),
+        )?))
+    };
+    match choice {
+        BackendChoice::Cpu => cpu(),
+        BackendChoice::Gpu => kernel_gpu_backend(target, dynamics),
+        BackendChoice::Auto => match kernel_gpu_backend(target, dynamics) {
+            Ok(backend) => Ok(backend),
+            Err(e) => {
+                eprintln!("note: no usable GPU ({e}); running on the CPU");
+                cpu()
+            }
+        },
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn kernel_gpu_backend(_: &Arc<KernelTarget>, _: &DynamicsSettings) -> Result<Box<dyn Backend>> {
+    Err(Error::Gpu(
+        "this rmld was built without the `gpu` feature".into(),
+    ))
+}
+
+#[cfg(feature = "gpu")]
+fn kernel_gpu_backend(
+    target: &Arc<KernelTarget>,
+    dynamics: &DynamicsSettings,
+) -> Result<Box<dyn Backend>> {
+    use rmld::backend::gpu::kernel_hmc::KernelHmcGpu;
+    Ok(Box::new(KernelHmcGpu::new(
+        target.clone(),
+        dynamics.clone(),
+    )?))
 }

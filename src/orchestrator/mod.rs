@@ -16,7 +16,7 @@ use crate::backend::Backend;
 use crate::dynamics::MhRule;
 use crate::rng::{philox::index_from_word, Purpose, Stream, SHARED_CHAIN};
 use crate::target::Target;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Number of fixed random projections of X traced per chain and iteration (for R-hat and ESS).
 pub const PROJECTIONS: usize = 4;
@@ -110,7 +110,7 @@ pub fn initial_positions(
             }
             Ok((positions, None))
         }
-        Init::Lasso => {
+        Init::Lasso | Init::Data => {
             // Each chain picks from its own rows: its class's, or every row.
             let rows = target.chain_rows(chains)?;
             let picks: Vec<usize> = rows
@@ -125,6 +125,15 @@ pub fn initial_positions(
                 .iter()
                 .flat_map(|&i| target.observations.row(i))
                 .collect();
+            if settings.init == Init::Data {
+                if target.d() != p {
+                    return Err(Error::Internal(format!(
+                        "data starts need codes of the images' size, got p = {p}, d = {}",
+                        target.d()
+                    )));
+                }
+                return Ok((images, Some(picks)));
+            }
             let codes = backend.encode(&images, target.lam, settings.lasso_iterations)?;
             Ok((codes, Some(picks)))
         }

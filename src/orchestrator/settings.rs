@@ -14,6 +14,9 @@ pub enum Init {
     Noise,
     /// X^0 = the LASSO code of a data point drawn at random.
     Lasso,
+    /// X^0 = a data point drawn at random, itself (pixel-space samplers, where p = d).
+    #[value(skip)]
+    Data,
 }
 
 /// Everything `run` needs besides the target and the backend.

@@ -26,6 +26,13 @@ impl Dictionary {
         Dictionary { d, p, a }
     }
 
+    /// The d × d identity: codes are the images themselves (pixel-space samplers).
+    pub fn identity(d: usize) -> Self {
+        let mut a = vec![0f32; d * d];
+        a.iter_mut().step_by(d + 1).for_each(|v| *v = 1.0);
+        Dictionary { d, p: d, a }
+    }
+
     /// A X for one code x (length p), in f64, for references and tests.
     pub fn apply_f64(&self, x: &[f64]) -> Vec<f64> {
         self.a
