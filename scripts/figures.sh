@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 data=${1:-${RMLD_DATASETS:-../shared/datasets}}
 cargo build --release --quiet
 rmld=target/release/rmld
+backend=${RMLD_BACKEND:-auto}   # auto: a real GPU if present, else the CPU
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for dataset in mnist fashion-mnist quickdraw; do
@@ -21,7 +22,7 @@ for dataset in mnist fashion-mnist quickdraw; do
         esac
         extra=()
         [ "$dataset" = quickdraw ] && extra=(--ratio 100:1)
-        $rmld augment --data "$data/$dataset" --limit $limit --no-original-codes --seed 1 \
+        $rmld augment --data "$data/$dataset" --limit $limit --no-original-codes --seed 1 --backend "$backend" \
             "${flags[@]}" "${extra[@]}" --out "$work/$dataset-$method" > /dev/null
         cp "$work/$dataset-$method/generated.png" "docs/figures/$dataset-$method.png"
         echo "docs/figures/$dataset-$method.png"

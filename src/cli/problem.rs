@@ -114,6 +114,7 @@ pub fn make_backend(
     match choice {
         BackendChoice::Cpu => cpu(),
         BackendChoice::Gpu => gpu_backend(target, dynamics, chains),
+        BackendChoice::Auto if software_adapter().is_some() => cpu(),
         BackendChoice::Auto => match gpu_backend(target, dynamics, chains) {
             Ok(backend) => Ok(backend),
             Err(e) => {
@@ -162,6 +163,7 @@ pub fn make_kernel_backend(
     match choice {
         BackendChoice::Cpu => cpu(),
         BackendChoice::Gpu => kernel_gpu_backend(target, dynamics),
+        BackendChoice::Auto if software_adapter().is_some() => cpu(),
         BackendChoice::Auto => match kernel_gpu_backend(target, dynamics) {
             Ok(backend) => Ok(backend),
             Err(e) => {
@@ -189,4 +191,27 @@ fn kernel_gpu_backend(
         target.clone(),
         dynamics.clone(),
     )?))
+}
+
+/// The adapter's name when the only GPU is a software renderer (lavapipe/llvmpipe): the CPU
+/// backend beats it, so `auto` takes the CPU (with a one-line notice); `--backend gpu` still
+/// uses it.
+#[cfg(feature = "gpu")]
+fn software_adapter() -> Option<String> {
+    let context = rmld::backend::gpu::GpuContext::shared().ok()?;
+    let info = context.adapter.get_info();
+    if info.device_type != wgpu::DeviceType::Cpu {
+        return None;
+    }
+    eprintln!(
+        "note: the only GPU adapter is a software renderer ({}); running on the CPU, which is faster \
+         (--backend gpu uses it anyway)",
+        info.name
+    );
+    Some(info.name)
+}
+
+#[cfg(not(feature = "gpu"))]
+fn software_adapter() -> Option<String> {
+    None
 }
