@@ -23,6 +23,12 @@ fi
 # Real datasets (MNIST, …) for the tests that need them; CI puts ../shared beside the clone.
 export RMLD_DATASETS="${RMLD_DATASETS:-$(pwd)/../shared/datasets}"
 
+# The Table 2 harness's Python (pinned scikit-learn in target/table2-venv) for
+# tests/table2_subset.rs, and its own self-test on synthetic files.
+RMLD_TABLE2_PYTHON="$(bash scripts/table2/setup_env.sh)"
+export RMLD_TABLE2_PYTHON
+"$RMLD_TABLE2_PYTHON" -m unittest discover -s scripts/table2 -p 'test_*.py' -q
+
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo test --locked "$@"
