@@ -457,7 +457,21 @@ def build_rows(args, log):
                 f"all {len(labels)} rows of {d.path / 'codes.npy'} "
                 f"({d.original_count} originals + {d.generated_count} generated)"
             )
-            rows.append(Row(name, "codes", source, codes, labels, tc[:t], tl[:t], d.pixel_max()))
+            row = Row(name, "codes", source, codes, labels, tc[:t], tl[:t], d.pixel_max())
+            rate = d.report.get("acceptance_rate")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                row.notes.append(f"acceptance rate {100 * rate:.1f}%")
+            rows.append(row)
+    by_name = {row.name: row for row in rows}
+    if "RMLD" in by_name and "RMLD w/o MH" in by_name:
+        a, b = by_name["RMLD"], by_name["RMLD w/o MH"]
+        if a.x_train.shape == b.x_train.shape and np.array_equal(a.x_train, b.x_train):
+            log(
+                f"warning: {dirs['--rmld'].path / 'codes.npy'} and "
+                f"{dirs['--rmld-no-mh'].path / 'codes.npy'} are identical (MH accepted every "
+                "proposal: see acceptance_rate in report.json; the paper's best discount is "
+                "1.15-1.35, rmld augment --discount): the two rows will agree"
+            )
     d = dirs.get("--kernel-hmc")
     if "Kernel HMC" in args.rows and d is not None:
         images, labels = d.images()
@@ -504,12 +518,12 @@ def evaluate_cell(row, x_train, x_test, clf, args, log):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-    errors, seconds, chosen, iterations, convergence = [], [], [], [], 0
+    errors, seconds, cpu_seconds, chosen, iterations, convergence = [], [], [], [], [], 0
     n = len(row.y_train)
     for seed in range(args.seeds):
         order = np.random.default_rng(seed).permutation(n)
         x, y = x_train[order], row.y_train[order]
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             if args.cv > 0:
@@ -534,13 +548,15 @@ def evaluate_cell(row, x_train, x_test, clf, args, log):
                 model = clf.build(params, seed, args.jobs)
                 model.fit(x, y)
         elapsed = time.perf_counter() - started
+        cpu_seconds.append(time.process_time() - cpu_started)
         convergence += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
         error = 100.0 * float(np.mean(model.predict(x_test) != row.y_test))
         errors.append(error)
         seconds.append(elapsed)
         chosen.append({k: float(v) for k, v in params.items()})
         iterations.append(_iterations(model))
-        log(f"  [{row.name}] {clf.key} seed {seed}: {error:.2f}% error, fit {elapsed:.2f} s"
+        log(f"  [{row.name}] {clf.key} seed {seed}: {error:.2f}% error, fit {elapsed:.2f} s "
+            f"({cpu_seconds[-1]:.2f} s CPU)"
             + (f" ({params})" if args.cv > 0 else ""))
     if convergence:
         log(f"  [{row.name}] {clf.key}: {convergence} convergence warning(s)")
@@ -551,6 +567,7 @@ def evaluate_cell(row, x_train, x_test, clf, args, log):
         "std": float(np.std(errors)),
         "fit_seconds": seconds,
         "mean_fit_seconds": float(np.mean(seconds)),
+        "fit_cpu_seconds": cpu_seconds,
         "params": chosen,
         "iterations": iterations,
         "convergence_warnings": convergence,

@@ -231,6 +231,15 @@ class EvaluateTest(unittest.TestCase):
         self.assertIn("first 60 test images", table)
         self.assertIn("100 training rows", table)
 
+    def test_warns_when_the_mh_rows_cannot_differ(self):
+        status, _, stderr = run_main(["--dataset", self.data, "--rmld", self.rmld, "--rmld-no-mh",
+                                      self.rmld, "--rows", "rmld,rmld-no-mh", "--seeds", 1,
+                                      "--classifiers", "l2lr"])
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("are identical", stderr)
+        self.assertIn("--rmld-no-mh", stderr)
+        self.assertIn("mh = True", stderr)
+
     def test_limit_test_and_paper_reference(self):
         status, table, stderr = run_main(["--dataset", self.data, "--rmld", self.rmld, "--seeds",
                                           1, "--limit-test", 50, "--classifiers", "svm",
