@@ -117,8 +117,8 @@ CLASSIFIERS = {
             "svm",
             "SVM",
             "SGDClassifier(loss='hinge', penalty='l2', average=True), one-vs-rest",
-            {"alpha": 1e-4},
-            {"alpha": [1e-5, 1e-4, 1e-3]},
+            {"alpha": 1e-5},
+            {"alpha": [1e-6, 1e-5, 1e-4]},
             _sgd("hinge", "l2"),
         ),
         Classifier(
@@ -134,8 +134,8 @@ CLASSIFIERS = {
             "ElasticNet",
             "SGDClassifier(loss='log_loss', penalty='elasticnet', l1_ratio=0.5, average=True), "
             "one-vs-rest",
-            {"alpha": 1e-4},
-            {"alpha": [1e-5, 1e-4, 1e-3]},
+            {"alpha": 1e-5},
+            {"alpha": [1e-6, 1e-5, 1e-4]},
             _sgd("log_loss", "elasticnet", l1_ratio=0.5),
         ),
         Classifier(
@@ -158,8 +158,8 @@ CLASSIFIERS = {
             "perceptron",
             "ℓ2-Percep.",
             "Perceptron(penalty='l2'), one-vs-rest",
-            {"alpha": 1e-4},
-            {"alpha": [1e-5, 1e-4, 1e-3]},
+            {"alpha": 1e-5},
+            {"alpha": [1e-6, 1e-5, 1e-4]},
             _perceptron,
         ),
     ]
