@@ -550,6 +550,12 @@ def evaluate_cell(row, x_train, x_test, clf, args, log):
         elapsed = time.perf_counter() - started
         cpu_seconds.append(time.process_time() - cpu_started)
         convergence += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+        for message in dict.fromkeys(
+            f"{w.category.__name__}: {w.message}"
+            for w in caught
+            if not issubclass(w.category, ConvergenceWarning)
+        ):
+            log(f"  [{row.name}] {clf.key} seed {seed}: {message}")
         error = 100.0 * float(np.mean(model.predict(x_test) != row.y_test))
         errors.append(error)
         seconds.append(elapsed)
