@@ -266,6 +266,21 @@ pub struct AugmentArgs {
     pub test_limit: Option<usize>,
 }
 
+impl DynamicsArgs {
+    /// The backends' dynamics settings for `method` and `seed`.
+    pub fn settings(&self, method: Method, seed: u64) -> rmld::backend::DynamicsSettings {
+        rmld::backend::DynamicsSettings {
+            method,
+            leapfrog_steps: self.leapfrog_steps,
+            eta: self.eta,
+            steps: self.steps,
+            batch: self.batch,
+            sghmc_noise: self.sghmc_noise,
+            seed,
+        }
+    }
+}
+
 fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
     text.parse()
 }

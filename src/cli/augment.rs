@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
 use rmld::backend::kernel_hmc::KernelTarget;
-use rmld::backend::{Backend, DynamicsSettings};
+use rmld::backend::Backend;
 use rmld::dynamics::Method;
 use rmld::io::postprocess::PostProcess;
 use rmld::io::{self, Dataset, NpyStream, Pixels};
@@ -309,15 +309,7 @@ fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSet
     let settings = SamplerSettings {
         chains: plan.chains(),
         samples,
-        dynamics: DynamicsSettings {
-            method,
-            leapfrog_steps: args.dynamics.leapfrog_steps,
-            eta: args.dynamics.eta,
-            steps: args.dynamics.steps,
-            batch: args.dynamics.batch,
-            sghmc_noise: args.dynamics.sghmc_noise,
-            seed: args.problem.seed,
-        },
+        dynamics: args.dynamics.settings(method, args.problem.seed),
         mh: !args.dynamics.no_mh,
         discount: args.dynamics.discount,
         init: if args.method == AugmentMethod::KernelHmc {
@@ -384,14 +376,12 @@ fn write_augmented_codes(
     args: &AugmentArgs,
     stop: &StopRequest,
 ) -> Result<bool> {
-    let observations = Observations::from_dataset(originals, args.problem.pixel_max);
-    let path = out.join("codes.npy");
     let Some(mut stream) = encode_into(
-        &path,
+        &out.join("codes.npy"),
         backend,
         target,
-        &observations,
-        args.dynamics.lasso_iterations,
+        originals,
+        args,
         stop,
     )?
     else {
@@ -402,16 +392,18 @@ fn write_augmented_codes(
     Ok(true)
 }
 
-/// LASSO codes of every observation streamed into a new NPY at `path` (not yet finished);
-/// `None`, with the partial file removed, when a stop was requested.
+/// LASSO codes (--lasso-iterations) of every image of `dataset` streamed into a new NPY at
+/// `path` (not yet finished); `None`, with the partial file removed, when a stop was requested.
 fn encode_into(
     path: &Path,
     backend: &mut dyn Backend,
     target: &Target,
-    observations: &Observations,
-    iterations: u32,
+    dataset: &Dataset,
+    args: &AugmentArgs,
     stop: &StopRequest,
 ) -> Result<Option<NpyStream>> {
+    let observations = Observations::from_dataset(dataset, args.problem.pixel_max);
+    let iterations = args.dynamics.lasso_iterations;
     let n = observations.n;
     let mut stream = NpyStream::create(path, &[target.p()])?;
     let bar = progress_bar(n as u64, "encoding");
@@ -475,14 +467,12 @@ fn encode_test_split(
     args: &AugmentArgs,
     stop: &StopRequest,
 ) -> Result<Option<usize>> {
-    let observations = Observations::from_dataset(test, args.problem.pixel_max);
-    let path = out.join("test-codes.npy");
     match encode_into(
-        &path,
+        &out.join("test-codes.npy"),
         backend,
         target,
-        &observations,
-        args.dynamics.lasso_iterations,
+        test,
+        args,
         stop,
     )? {
         Some(stream) => stream.finish()?,
@@ -533,27 +523,14 @@ fn as_i64(labels: &[u32]) -> Vec<i64> {
 
 /// Per class: label, counts, chains, acceptance and the distance its chains moved.
 fn class_report(plan: &AugmentPlan, sink: &AugmentSink, run: &SampleRun) -> Value {
-    let d = run.start_images.len() / plan.chains().max(1);
+    let distances = run.distances_moved();
     let mut first_chain = 0;
     let mut classes = Vec::new();
     for (k, class) in plan.classes.iter().enumerate() {
         let chains = first_chain..first_chain + class.chains;
         let accepted: u64 = run.accepted[chains.clone()].iter().map(|&a| a as u64).sum();
         let proposals = (run.completed as u64 * class.chains as u64).max(1);
-        let moved: Vec<f64> = chains
-            .clone()
-            .map(|c| {
-                let (a, b) = (
-                    &run.final_images[c * d..(c + 1) * d],
-                    &run.start_images[c * d..(c + 1) * d],
-                );
-                a.iter()
-                    .zip(b)
-                    .map(|(x, y)| ((x - y) as f64).powi(2))
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .collect();
+        let moved = distances.get(chains.clone()).unwrap_or_default();
         let acceptance: Vec<f64> = chains
             .clone()
             .map(|c| run.accepted[c] as f64 / run.completed.max(1) as f64)

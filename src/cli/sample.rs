@@ -8,7 +8,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use rmld::backend::{Backend, DynamicsSettings};
+use rmld::backend::Backend;
 use rmld::io::{self, NpyStream};
 use rmld::orchestrator::checkpoint::hash_values;
 use rmld::orchestrator::{
@@ -162,15 +162,7 @@ fn sampler_settings(args: &SampleArgs) -> Result<SamplerSettings> {
     let settings = SamplerSettings {
         chains: args.chains,
         samples: args.samples,
-        dynamics: DynamicsSettings {
-            method: args.method,
-            leapfrog_steps: args.dynamics.leapfrog_steps,
-            eta: args.dynamics.eta,
-            steps: args.dynamics.steps,
-            batch: args.dynamics.batch,
-            sghmc_noise: args.dynamics.sghmc_noise,
-            seed: args.problem.seed,
-        },
+        dynamics: args.dynamics.settings(args.method, args.problem.seed),
         mh: !args.dynamics.no_mh,
         discount: args.dynamics.discount,
         init: args.init,

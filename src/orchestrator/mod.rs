@@ -329,13 +329,19 @@ impl SampleRun {
 
     /// The mean Euclidean distance between each chain's starting image and its last image.
     pub fn mean_distance_moved(&self) -> f64 {
+        let moved = self.distances_moved();
+        moved.iter().sum::<f64>() / moved.len().max(1) as f64
+    }
+
+    /// Per chain, the Euclidean distance between its starting image and its last image (empty
+    /// when the images are missing).
+    pub fn distances_moved(&self) -> Vec<f64> {
         let chains = self.accepted.len().max(1);
         let d = self.start_images.len() / chains;
         if d == 0 || self.final_images.len() != self.start_images.len() {
-            return 0.0;
+            return Vec::new();
         }
-        let total: f64 = self
-            .final_images
+        self.final_images
             .chunks(d)
             .zip(self.start_images.chunks(d))
             .map(|(a, b)| {
@@ -345,7 +351,6 @@ impl SampleRun {
                     .sum::<f64>()
                     .sqrt()
             })
-            .sum();
-        total / chains as f64
+            .collect()
     }
 }
