@@ -59,7 +59,7 @@ class Classifier:
     build: object  # (params, seed, n_jobs) -> unfitted estimator
 
 
-def _sgd(loss, penalty, **extra):
+def _sgd(loss, penalty, average, **extra):
     def build(params, seed, n_jobs):
         from sklearn.linear_model import SGDClassifier
 
@@ -69,7 +69,7 @@ def _sgd(loss, penalty, **extra):
             max_iter=200,
             tol=1e-3,
             n_iter_no_change=5,
-            average=True,
+            average=average,
             random_state=seed,
             n_jobs=n_jobs,
             **extra,
@@ -119,7 +119,7 @@ CLASSIFIERS = {
             "SGDClassifier(loss='hinge', penalty='l2', average=True), one-vs-rest",
             {"alpha": 1e-5},
             {"alpha": [1e-6, 1e-5, 1e-4]},
-            _sgd("hinge", "l2"),
+            _sgd("hinge", "l2", average=True),
         ),
         Classifier(
             "l2svm",
@@ -132,11 +132,12 @@ CLASSIFIERS = {
         Classifier(
             "elasticnet",
             "ElasticNet",
-            "SGDClassifier(loss='log_loss', penalty='elasticnet', l1_ratio=0.5, average=True), "
-            "one-vs-rest",
-            {"alpha": 1e-5},
-            {"alpha": [1e-6, 1e-5, 1e-4]},
-            _sgd("log_loss", "elasticnet", l1_ratio=0.5),
+            "SGDClassifier(loss='log_loss', penalty='elasticnet', l1_ratio=0.5), one-vs-rest",
+            {"alpha": 1e-4},
+            {"alpha": [1e-5, 1e-4, 1e-3]},
+            # No averaging: averaged SGD with an l1 part gave 48% error on 20,000 MNIST images
+            # (alpha 1e-4), 9.6% without.
+            _sgd("log_loss", "elasticnet", average=False, l1_ratio=0.5),
         ),
         Classifier(
             "l1lr",
