@@ -130,15 +130,7 @@ fn with_classes(target: Target) -> Target {
     let obs = target.observations.clone();
     let means: Vec<f32> = ranges
         .iter()
-        .flat_map(|&[first, count]| {
-            let obs = obs.clone();
-            (0..D).map(move |j| {
-                (first..first + count)
-                    .map(|i| obs.row(i as usize)[j] as f64)
-                    .sum::<f64>() as f32
-                    / count as f32
-            })
-        })
+        .flat_map(|&[first, count]| obs.mean_of_rows(first as usize, count as usize))
         .collect();
     let classes = ChainClasses::new(&ranges, &means, D, &[0, 1, 2, 0, 1]).unwrap();
     target.with_classes(classes)

@@ -75,6 +75,24 @@ pub struct MhTerms {
 }
 
 impl MhTerms {
+    /// Words per chain when a device writes the terms as f32: energy, difference, forward,
+    /// reverse, kinetic.
+    pub const WORDS: usize = 5;
+
+    /// The terms of every chain from `WORDS` f32 per chain, as the GPU kernels write them.
+    pub fn from_words(values: &[f32]) -> Vec<MhTerms> {
+        values
+            .chunks_exact(Self::WORDS)
+            .map(|t| MhTerms {
+                energy_current: t[0],
+                energy_difference: t[1],
+                forward_norm: t[2],
+                reverse_norm: t[3],
+                kinetic_difference: t[4],
+            })
+            .collect()
+    }
+
     /// log α before the min with 0: −(U(Z) − U(X)) − reverse/(4Δ) + forward/(4Δ), in f64.
     /// NaN or infinite terms give NaN, which the rule rejects.
     pub fn log_ratio(&self, delta: f64) -> f64 {

@@ -275,22 +275,10 @@ fn load_labelled(args: &AugmentArgs) -> Result<Dataset> {
 
 /// The mean observation of each class (rows of d, model units), from the class-sorted data.
 fn class_means(observations: &Observations, plan: &AugmentPlan) -> Vec<f32> {
-    let d = observations.d;
-    let mut means = Vec::with_capacity(plan.classes.len() * d);
-    for class in &plan.classes {
-        let [first, count] = class.rows;
-        let mut sum = vec![0f64; d];
-        for i in first as usize..(first + count) as usize {
-            for (j, s) in sum.iter_mut().enumerate() {
-                *s += observations.raw(i, j) as f64;
-            }
-        }
-        means.extend(
-            sum.iter()
-                .map(|&s| (s / count as f64) as f32 * observations.scale),
-        );
-    }
-    means
+    plan.classes
+        .iter()
+        .flat_map(|c| observations.mean_of_rows(c.rows[0] as usize, c.rows[1] as usize))
+        .collect()
 }
 
 fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSettings> {

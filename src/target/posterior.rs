@@ -50,14 +50,19 @@ impl Observations {
 
     /// The mean observation, in model units (accumulated in f64).
     pub fn mean(&self) -> Vec<f32> {
+        self.mean_of_rows(0, self.n)
+    }
+
+    /// The mean of rows `first..first + count` (a class's), in model units (accumulated in f64).
+    pub fn mean_of_rows(&self, first: usize, count: usize) -> Vec<f32> {
         let mut sum = vec![0f64; self.d];
-        for i in 0..self.n {
+        for i in first..first + count {
             for (j, s) in sum.iter_mut().enumerate() {
                 *s += self.raw(i, j) as f64;
             }
         }
         sum.iter()
-            .map(|&s| (s / self.n.max(1) as f64) as f32 * self.scale)
+            .map(|&s| (s / count.max(1) as f64) as f32 * self.scale)
             .collect()
     }
 

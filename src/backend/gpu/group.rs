@@ -6,7 +6,7 @@ use super::kernels::{Kernel, Params};
 use crate::dynamics::Method;
 
 /// MH terms per chain in the `terms` buffer (energy, difference, forward, reverse, kinetic).
-pub const TERMS: usize = 5;
+pub const TERMS: usize = crate::backend::MhTerms::WORDS;
 
 /// Shared, read-only device data every group binds.
 pub struct Shared {

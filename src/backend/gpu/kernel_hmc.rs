@@ -16,7 +16,7 @@ use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::{Error, Result};
 
 /// MH terms per chain in the `terms` buffer, as `KERNEL_TERMS` in the WGSL.
-const TERMS: usize = 5;
+const TERMS: usize = MhTerms::WORDS;
 
 /// Bind groups by role, built once.
 struct Binds {
@@ -318,16 +318,7 @@ impl Backend for KernelHmcGpu {
             )
         })??;
         let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
-        Ok(values
-            .chunks(TERMS)
-            .map(|t| MhTerms {
-                energy_current: t[0],
-                energy_difference: t[1],
-                forward_norm: t[2],
-                reverse_norm: t[3],
-                kinetic_difference: t[4],
-            })
-            .collect())
+        Ok(MhTerms::from_words(&values))
     }
 
     fn accept(&mut self, accepted: &[bool]) -> Result<()> {

@@ -283,16 +283,7 @@ impl Backend for GpuBackend {
             buffers::read_back_after(&self.context, encoder, &pieces)
         })??;
         let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
-        Ok(values
-            .chunks(TERMS)
-            .map(|t| MhTerms {
-                energy_current: t[0],
-                energy_difference: t[1],
-                forward_norm: t[2],
-                reverse_norm: t[3],
-                kinetic_difference: t[4],
-            })
-            .collect())
+        Ok(MhTerms::from_words(&values))
     }
 
     fn accept(&mut self, accepted: &[bool]) -> Result<()> {
