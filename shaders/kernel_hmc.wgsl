@@ -34,6 +34,8 @@ struct ChainInfo {
 @group(0) @binding(18) var<storage, read_write> x_out: array<f32>;
 @group(0) @binding(19) var<storage, read_write> gradient_x_out: array<f32>;
 @group(0) @binding(20) var<storage, read_write> energy_x_out: array<f32>;
+// mixture_residual (the sparse-code backends' mixture target)
+@group(0) @binding(21) var<storage, read_write> step_image: array<f32>;
 
 const WG: u32 = 64u;
 const CHUNK: u32 = 256u;      // class rows per chunk of kernel_energy, as `CHUNK` in cpu.rs
@@ -101,6 +103,15 @@ fn exponent_at(info: ChainInfo, i: u32, offset: u32) -> f32 {
     var dist2 = 0.0;
     for (var j = 0u; j < params.d; j++) {
         let diff = at[offset + j] - model_value(i, j, info.scale);
+        dist2 += diff * diff;
+    }
+    return -0.5 * info.inv_h2 * dist2;
+}
+
+fn exponent_image(info: ChainInfo, i: u32, offset: u32) -> f32 {
+    var dist2 = 0.0;
+    for (var j = 0u; j < params.d; j++) {
+        let diff = step_image[offset + j] - model_value(i, j, info.scale);
         dist2 += diff * diff;
     }
     return -0.5 * info.inv_h2 * dist2;
@@ -254,5 +265,45 @@ fn kernel_select(@builtin(global_invocation_id) gid: vec3<u32>) {
     gradient_x_out[idx] = gradient_z[idx];
     if (j == 0u) {
         energy_x_out[c] = energy_z[c];
+    }
+}
+
+// Twin of `mixture_residual` in cpu.rs: the mixture target's minibatch residual, in place:
+// step_image holds A z and becomes (A z - sum_b w_b x_b) / h^2 (h^2 = sigma^2), with the
+// minibatch and the softmax weights of kernel_step.
+@compute @workgroup_size(64)
+fn mixture_residual(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let c = wg.x;
+    let t = lid.x;
+    let info = chain_info[c];
+    let key = chain_key(params.chain_offset + c);
+    let row = c * params.d;
+    let base = c * params.batch;
+    var local_max = NEG_HUGE;
+    for (var b = t; b < params.batch; b += WG) {
+        let counter = vec4<u32>(b / 4u, params.step, params.outer, PURPOSE_MINIBATCH);
+        let pick = info.start + index_from_word(philox4x32_10(counter, key)[b % 4u], info.count);
+        let e = exponent_image(info, pick, row);
+        picks[base + b] = pick;
+        weights[base + b] = e;
+        local_max = max(local_max, e);
+    }
+    let top = workgroup_max(t, local_max);
+    var local_sum = 0.0;
+    for (var b = t; b < params.batch; b += WG) {
+        let w = exp(weights[base + b] - top);
+        weights[base + b] = w;
+        local_sum += w;
+    }
+    // Every read of the row above happens before the tree's barriers; the writes come after.
+    let total = workgroup_sum(t, local_sum);
+    storageBarrier();
+    for (var j = t; j < params.d; j += WG) {
+        var mean = 0.0;
+        for (var b = 0u; b < params.batch; b++) {
+            mean += weights[base + b] * model_value(picks[base + b], j, info.scale);
+        }
+        let idx = row + j;
+        step_image[idx] = (step_image[idx] - mean / total) * info.inv_h2;
     }
 }

@@ -12,6 +12,9 @@
 @group(0) @binding(6) var<storage, read> gradient_z: array<f32>;
 @group(0) @binding(7) var<storage, read_write> terms: array<f32>; // TERMS per chain
 @group(0) @binding(8) var<storage, read> momentum: array<f32>; // r_L (HMC)
+// mh_terms_mixture: the mixture target's data terms -log sum_i exp(-||A . - x_i||^2 / (2 sigma^2))
+@group(0) @binding(9) var<storage, read> energy_x: array<f32>;
+@group(0) @binding(10) var<storage, read> energy_z: array<f32>;
 
 const TERMS: u32 = 5u;
 
@@ -23,12 +26,36 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
     let c = wg.x;
     let t = lid.x;
     var a = vec4<f32>(0.0);
-    var b = vec4<f32>(0.0);
     for (var j = t; j < params.d; j += 256u) {
         let rx = residual_x[c * params.d + j];
         let rz = residual_z[c * params.d + j];
         a += vec4<f32>(rx * rx, (rz - rx) * (rz + rx), 0.0, 0.0);
     }
+    let fit = proposal_terms(c, t, a);
+    if (t == 0u) {
+        terms[c * TERMS] = 0.5 * fit.x * params.inv_sigma2 + params.lam * fit.z;
+        terms[c * TERMS + 1u] = 0.5 * fit.y * params.inv_sigma2 + params.lam * fit.w;
+    }
+}
+
+// The mixture target's terms: its cached data terms at X and Z in place of the residual norms
+// (a log-sum-exp has no per-element form), plus lam times the L1 norms.
+@compute @workgroup_size(256)
+fn mh_terms_mixture(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let c = wg.x;
+    let t = lid.x;
+    let l1 = proposal_terms(c, t, vec4<f32>(0.0));
+    if (t == 0u) {
+        terms[c * TERMS] = energy_x[c] + params.lam * l1.z;
+        terms[c * TERMS + 1u] = (energy_z[c] - energy_x[c]) + params.lam * l1.w;
+    }
+}
+
+// Adds the L1 norms to `a` (fit, fit difference, l1, l1 difference), writes the forward,
+// reverse and kinetic terms of chain c, and returns the reduced `a` (to every invocation).
+fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
+    var a = a_in;
+    var b = vec4<f32>(0.0);
     for (var j = t; j < params.p; j += 256u) {
         let idx = c * params.p + j;
         let xj = x[idx];
@@ -59,11 +86,9 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
         workgroupBarrier();
     }
     if (t == 0u) {
-        let s = sums_a[0];
-        terms[c * TERMS] = 0.5 * s.x * params.inv_sigma2 + params.lam * s.z;
-        terms[c * TERMS + 1u] = 0.5 * s.y * params.inv_sigma2 + params.lam * s.w;
         terms[c * TERMS + 2u] = sums_b[0].x;
         terms[c * TERMS + 3u] = sums_b[0].y;
         terms[c * TERMS + 4u] = 0.5 * sums_b[0].z;
     }
+    return sums_a[0];
 }

@@ -13,7 +13,7 @@ use rmld::backend::{Backend, DynamicsSettings, MhTerms};
 use rmld::dynamics::Method;
 use rmld::io::Pixels;
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{ChainClasses, Dictionary, Observations, Target};
+use rmld::target::{ChainClasses, Dictionary, Observations, Target, TargetKind};
 
 const D: usize = 37;
 const P: usize = 129;
@@ -120,7 +120,16 @@ fn decisions(terms: &[MhTerms], settings: &DynamicsSettings, outer: u32) -> Vec<
 }
 
 fn outer_iteration_matches(lam: f32, steps: u32, noise: bool, label: &str) {
-    outer_iteration_matches_with(lam, steps, noise, Method::Rmld, 1.0, false, label);
+    outer_iteration_matches_with(
+        lam,
+        steps,
+        noise,
+        Method::Rmld,
+        1.0,
+        false,
+        TargetKind::Paper,
+        label,
+    );
 }
 
 /// Chains 0 and 3 in class 0 (rows 0..20), 1 and 4 in class 1 (rows 20..45), 2 in class 2
@@ -136,6 +145,7 @@ fn with_classes(target: Target) -> Target {
     target.with_classes(classes)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn outer_iteration_matches_with(
     lam: f32,
     steps: u32,
@@ -143,6 +153,7 @@ fn outer_iteration_matches_with(
     method: Method,
     sigma2: f32,
     classes: bool,
+    kind: TargetKind,
     label: &str,
 ) {
     let Some(ctx) = context(label) else {
@@ -154,6 +165,7 @@ fn outer_iteration_matches_with(
     if classes {
         conditioned = with_classes(conditioned);
     }
+    let conditioned = conditioned.with_kind(kind, CHAINS, seed).unwrap();
     let target = Arc::new(conditioned);
     let s = DynamicsSettings {
         method,
@@ -235,12 +247,30 @@ fn outer_iteration_matches_cpu_lam_positive_one_step() {
 
 #[test]
 fn mala_matches_cpu() {
-    outer_iteration_matches_with(0.0, 1, false, Method::Mala, 2.0, false, "mala_matches_cpu");
+    outer_iteration_matches_with(
+        0.0,
+        1,
+        false,
+        Method::Mala,
+        2.0,
+        false,
+        TargetKind::Paper,
+        "mala_matches_cpu",
+    );
 }
 
 #[test]
 fn hmc_matches_cpu() {
-    outer_iteration_matches_with(0.0, 4, false, Method::Hmc, 0.5, false, "hmc_matches_cpu");
+    outer_iteration_matches_with(
+        0.0,
+        4,
+        false,
+        Method::Hmc,
+        0.5,
+        false,
+        TargetKind::Paper,
+        "hmc_matches_cpu",
+    );
 }
 
 /// σ² ≠ 1 in the RMLD kernels (minibatch step, full gradient, MH terms).
@@ -253,6 +283,7 @@ fn rmld_with_sigma2_matches_cpu() {
         Method::Rmld,
         3.0,
         false,
+        TargetKind::Paper,
         "rmld_with_sigma2_matches_cpu",
     );
 }
@@ -267,6 +298,7 @@ fn class_conditional_chains_match_cpu() {
         Method::Rmld,
         1.0,
         true,
+        TargetKind::Paper,
         "class_conditional_chains_match_cpu",
     );
 }
@@ -281,7 +313,55 @@ fn class_conditional_mala_matches_cpu() {
         Method::Mala,
         1.0,
         true,
+        TargetKind::Paper,
         "class_conditional_mala_matches_cpu",
+    );
+}
+
+/// The mixture target: A Z in the residual buffers, the minibatch softmax residual, the
+/// full-class energies and scaled residuals, the mixture's MH terms and its selection. σ² = 2
+/// on data in [0, 1]^37 (squared distances about 6) keeps the softmax weights spread.
+#[test]
+fn mixture_chains_match_cpu() {
+    outer_iteration_matches_with(
+        0.0,
+        3,
+        false,
+        Method::Rmld,
+        2.0,
+        true,
+        TargetKind::Mixture,
+        "mixture_chains_match_cpu",
+    );
+}
+
+/// The mixture target with lam > 0 and MALA (the full-class gradient only).
+#[test]
+fn mixture_mala_matches_cpu() {
+    outer_iteration_matches_with(
+        0.05,
+        1,
+        false,
+        Method::Mala,
+        2.0,
+        true,
+        TargetKind::Mixture,
+        "mixture_mala_matches_cpu",
+    );
+}
+
+/// The local target: each chain's rows are the one image it starts from.
+#[test]
+fn local_chains_match_cpu() {
+    outer_iteration_matches_with(
+        0.0,
+        3,
+        false,
+        Method::Rmld,
+        1.0,
+        true,
+        TargetKind::Local,
+        "local_chains_match_cpu",
     );
 }
 

@@ -9,6 +9,7 @@ use rmld::dynamics::Method;
 use rmld::io::postprocess::Rescale;
 use rmld::orchestrator::augment::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
+use rmld::target::TargetKind;
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -85,6 +86,14 @@ pub struct ProblemArgs {
     /// samples; see README, "Noise variance sigma²").
     #[arg(long, value_name = "S2", default_value_t = 1.0)]
     pub sigma2: f32,
+
+    /// The energy the chains sample: `paper` (the paper's posterior, centred on the mean of the
+    /// data or of the chain's class), `mixture` (−log Σ_i exp(−||A X − x_i||²/(2σ²)) over the
+    /// class's images: chains stay near real images and move between them), `local` (the
+    /// posterior of the code of the image the chain starts from). See docs/quality.md.
+    #[arg(long, value_enum, default_value_t = TargetKind::Paper)]
+    #[serde(default)]
+    pub target: TargetKind,
 
     /// lam, the rate of the Laplace prior exp(−lam·||X||₁) and the LASSO penalty.
     #[arg(long = "lambda", value_name = "LAM", default_value_t = 5.0)]

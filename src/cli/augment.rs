@@ -14,7 +14,7 @@ use rmld::io::postprocess::PostProcess;
 use rmld::io::{self, Dataset, NpyStream, Pixels};
 use rmld::orchestrator::augment::{AugmentPlan, AugmentSink};
 use rmld::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
-use rmld::target::{Dictionary, Observations, Target};
+use rmld::target::{Dictionary, Observations, Target, TargetKind};
 use rmld::{Error, Result};
 
 use super::args::{AugmentArgs, AugmentMethod};
@@ -85,8 +85,17 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     } else {
         Target::clone(&problem.target)
     };
-    let target = Arc::new(base.with_classes(plan.chain_classes(&means, d)?));
     let settings = sampler_settings(args, &plan)?;
+    if kernel && args.problem.target != TargetKind::Paper {
+        return Err(Error::usage(
+            "--target",
+            "kernel-hmc has its own target (a kernel density of the class's images)",
+        ));
+    }
+    let target = Arc::new(
+        base.with_classes(plan.chain_classes(&means, d)?)
+            .with_kind(args.problem.target, settings.chains, settings.dynamics.seed)?,
+    );
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let stop = StopRequest::install();
@@ -165,6 +174,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         "pixel_max": args.problem.pixel_max,
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
+        "target": args.problem.target,
         "dataset": dataset_json(&dataset),
         "dictionary": if kernel {
             json!("none: kernel-hmc samples images")

@@ -379,6 +379,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
             target.inv_sigma2(),
             delta,
             None,
+            None,
         ));
     });
     let product_flop = 4.0 * (d * p * chains) as f64 * dynamics.steps as f64;

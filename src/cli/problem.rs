@@ -97,6 +97,20 @@ pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
     })
 }
 
+impl Problem {
+    /// The problem with the target `kind` for `chains` chains started with `seed`.
+    pub fn with_target_kind(
+        mut self,
+        kind: rmld::target::TargetKind,
+        chains: usize,
+        seed: u64,
+    ) -> Result<Self> {
+        let target = Target::clone(&self.target).with_kind(kind, chains, seed)?;
+        self.target = Arc::new(target);
+        Ok(self)
+    }
+}
+
 /// The backend the user asked for; `auto` falls back to the CPU with a one-line notice.
 pub fn make_backend(
     choice: BackendChoice,

@@ -30,8 +30,12 @@ const LOCK: &str = ".rmld.lock";
 
 pub fn sample(args: &SampleArgs) -> Result<Finished> {
     let started = Instant::now();
-    let problem = load_problem(&args.problem)?;
     let settings = sampler_settings(args)?;
+    let problem = load_problem(&args.problem)?.with_target_kind(
+        args.problem.target,
+        settings.chains,
+        settings.dynamics.seed,
+    )?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
@@ -78,8 +82,12 @@ pub fn resume(args: &ResumeArgs) -> Result<Finished> {
             )
         })?;
     sample_args.problem.out = args.dir.clone();
-    let problem = load_problem(&sample_args.problem)?;
     let settings = sampler_settings(&sample_args)?;
+    let problem = load_problem(&sample_args.problem)?.with_target_kind(
+        sample_args.problem.target,
+        settings.chains,
+        settings.dynamics.seed,
+    )?;
     let target = &problem.target;
     let (data_hash, dictionary_hash) = hashes(target);
     if data_hash != checkpoint.data_hash {

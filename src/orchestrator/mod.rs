@@ -14,8 +14,8 @@ pub use settings::{Init, KeepPolicy, SamplerSettings};
 
 use crate::backend::Backend;
 use crate::dynamics::MhRule;
-use crate::rng::{philox::index_from_word, Purpose, Stream, SHARED_CHAIN};
-use crate::target::Target;
+use crate::rng::{Purpose, Stream, SHARED_CHAIN};
+use crate::target::{start_rows, Target};
 use crate::{Error, Result};
 
 /// Number of fixed random projections of X traced per chain and iteration (for R-hat and ESS).
@@ -113,14 +113,7 @@ pub fn initial_positions(
         Init::Lasso | Init::Data => {
             // Each chain picks from its own rows: its class's, or every row.
             let rows = target.chain_rows(chains)?;
-            let picks: Vec<usize> = rows
-                .iter()
-                .enumerate()
-                .map(|(c, &[first, count])| {
-                    let word = Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0];
-                    (first + index_from_word(word, count)) as usize
-                })
-                .collect();
+            let picks = start_rows(&rows, seed);
             let images: Vec<f32> = picks
                 .iter()
                 .flat_map(|&i| target.observations.row(i))

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{ChainClasses, Dictionary};
+use super::{ChainClasses, Dictionary, TargetKind};
 use crate::io::{Dataset, Pixels};
 use crate::{Error, Result};
 
@@ -105,6 +105,8 @@ pub struct Target {
     pub sigma2: f32,
     /// Class-conditional chains; `None`: every chain sees every row and xbar.
     pub classes: Option<ChainClasses>,
+    /// The energy the backends run (set by `with_kind`).
+    pub kind: TargetKind,
 }
 
 impl Target {
@@ -118,6 +120,7 @@ impl Target {
             lam,
             sigma2: 1.0,
             classes: None,
+            kind: TargetKind::Paper,
         }
     }
 

@@ -29,7 +29,8 @@ pub struct Kinetic<'a> {
 
 /// Per chain: U(X), U(Z) − U(X) as one reduction, the two proposal norms with Δ (eta·T for RMLD,
 /// h for MALA), and with `kinetic` ½||r_L||² − ½||r_0||² as one reduction of per-element
-/// differences. `inv_sigma2` is 1/σ².
+/// differences. `inv_sigma2` is 1/σ². With `energies` (the mixture target's data terms at X and
+/// at Z, C each) the energy terms are those plus lam·||·||₁, the difference of the two.
 #[allow(clippy::too_many_arguments)]
 pub fn mh_terms(
     current: &ChainView,
@@ -40,6 +41,7 @@ pub fn mh_terms(
     inv_sigma2: f32,
     delta: f32,
     kinetic: Option<&Kinetic>,
+    energies: Option<(&[f32], &[f32])>,
 ) -> Vec<MhTerms> {
     let chains = current.position.len() / p;
     (0..chains)
@@ -51,7 +53,6 @@ pub fn mh_terms(
             let rz = &proposal.residual[c * d..(c + 1) * d];
             let gx = &current.gradient[c * p..(c + 1) * p];
             let gz = &proposal.gradient[c * p..(c + 1) * p];
-            let fit: f32 = rx.iter().map(|v| v * v).sum();
             let l1: f32 = x.iter().map(|v| v.abs()).sum();
             let mut forward = 0f32;
             let mut reverse = 0f32;
@@ -72,9 +73,22 @@ pub fn mh_terms(
                     .map(|(&a, &b)| (a - b) * (a + b))
                     .sum::<f32>()
             });
+            let (energy_current, energy_difference) = match energies {
+                Some((ex, ez)) => {
+                    let prior: f32 = z.iter().zip(x).map(|(&a, &b)| a.abs() - b.abs()).sum();
+                    (ex[c] + lam * l1, (ez[c] - ex[c]) + lam * prior)
+                }
+                None => {
+                    let fit: f32 = rx.iter().map(|v| v * v).sum();
+                    (
+                        0.5 * fit * inv_sigma2 + lam * l1,
+                        energy_difference(rz, rx, z, x, lam, inv_sigma2),
+                    )
+                }
+            };
             MhTerms {
-                energy_current: 0.5 * fit * inv_sigma2 + lam * l1,
-                energy_difference: energy_difference(rz, rx, z, x, lam, inv_sigma2),
+                energy_current,
+                energy_difference,
                 forward_norm: forward,
                 reverse_norm: reverse,
                 kinetic_difference,

@@ -11,6 +11,10 @@ pub mod select;
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
+use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepScratch};
+use super::kernel_hmc::ChainInfo;
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::dynamics::Method;
 use crate::target::Target;
@@ -35,7 +39,22 @@ pub struct CpuBackend {
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
     chunk: usize,
+    mixture: Option<Mixture>,
 }
+
+/// The mixture target's per-chain state: the kernels' chain info and, at X and at Z, the energy
+/// term −log Σ_i exp(−||A· − x_i||²/(2σ²)) and the scaled residual (A· − Σ_i w_i x_i)/σ².
+struct Mixture {
+    info: Vec<ChainInfo>,
+    x_energy: Vec<f32>,
+    z_energy: Vec<f32>,
+    x_scaled: Vec<f32>,
+    z_scaled: Vec<f32>,
+}
+
+/// The mixture's chain info, and where `residual_and_gradient` leaves its energies (C) and
+/// scaled residuals (C × d).
+type MixtureOut<'a> = Option<(&'a [ChainInfo], &'a mut [f32], &'a mut [f32])>;
 
 impl CpuBackend {
     /// A backend for `chains` chains of `target`, all positions zero until loaded.
@@ -53,7 +72,19 @@ impl CpuBackend {
     pub fn try_new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Result<Self> {
         let (d, p) = (target.d(), target.p());
         let chain_rows = target.chain_rows(chains)?;
-        let xbar_rows = target.xbar_rows(chains)?;
+        // The mixture keeps A X itself as its "residual": a zero mean row per chain.
+        let (xbar_rows, mixture) = if target.is_mixture() {
+            let mixture = Mixture {
+                info: target.mixture_chain_info(chains)?,
+                x_energy: vec![0.0; chains],
+                z_energy: vec![0.0; chains],
+                x_scaled: vec![0.0; chains * d],
+                z_scaled: vec![0.0; chains * d],
+            };
+            (vec![0.0; chains * d], Some(mixture))
+        } else {
+            (target.xbar_rows(chains)?, None)
+        };
         Ok(CpuBackend {
             settings,
             chains,
@@ -70,6 +101,7 @@ impl CpuBackend {
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
             chunk: chains.max(1),
+            mixture,
             target,
         })
     }
@@ -105,16 +137,73 @@ impl CpuBackend {
             .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32)
     }
 
-    /// Residual A·pos − xbar and full gradient ∇U(pos) for every chain.
-    fn residual_and_gradient(&self, positions: &[f32], residual: &mut [f32], gradient: &mut [f32]) {
+    /// 1/σ² as the gradient kernels apply it: the mixture's residuals arrive already scaled.
+    fn gradient_inv_sigma2(&self) -> f32 {
+        if self.target.is_mixture() {
+            1.0
+        } else {
+            self.target.inv_sigma2()
+        }
+    }
+
+    /// Residual A·pos − xbar and full gradient ∇U(pos) for every chain; for the mixture the
+    /// residual is A·pos and `mixture` receives the energies and scaled residuals.
+    fn residual_and_gradient(
+        &self,
+        positions: &[f32],
+        residual: &mut [f32],
+        gradient: &mut [f32],
+        mixture: MixtureOut,
+    ) {
         self.residual_product(positions, &self.xbar_rows, residual);
-        self.transpose_product(residual, gradient);
+        match mixture {
+            Some((info, energy, scaled)) => {
+                let d = self.target.d();
+                let observations = &self.target.observations;
+                energy
+                    .par_iter_mut()
+                    .zip(scaled.par_chunks_mut(d))
+                    .zip(residual.par_chunks(d))
+                    .zip(info.par_iter())
+                    .for_each_init(Vec::new, |weights, (((e, s), image), info)| {
+                        *e = kernel_energy(observations, info, image, s, weights);
+                    });
+                self.transpose_product(scaled, gradient);
+            }
+            None => self.transpose_product(residual, gradient),
+        }
         gradient_step::full_gradient(
             gradient,
             positions,
             self.target.lam,
-            self.target.inv_sigma2(),
+            self.gradient_inv_sigma2(),
         );
+    }
+
+    /// The mixture's minibatch residuals of step `step`, in place over A Z.
+    fn mixture_step_residual(&mut self, outer: u32, step: u32) {
+        let Some(m) = &self.mixture else { return };
+        let (d, s) = (self.target.d(), &self.settings);
+        let params = StepParams {
+            seed: s.seed,
+            outer,
+            step,
+            eta: s.eta,
+            noise: false,
+            noise_scale: 0.0,
+        };
+        let observations = &self.target.observations;
+        let batch = s.batch as usize;
+        self.step_residual
+            .par_chunks_mut(d)
+            .zip(m.info.par_iter())
+            .enumerate()
+            .for_each_init(
+                || StepScratch::new(batch, d, false),
+                |scratch, (c, (image, info))| {
+                    mixture_residual(observations, info, c as u32, &params, image, scratch);
+                },
+            );
     }
 
     /// RMLD: r_0 ~ N(0, I) and the T minibatch momentum steps of Algorithm 1 from X into Z, then
@@ -125,29 +214,34 @@ impl CpuBackend {
         self.z.copy_from_slice(&self.x);
         gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
         for step in 1..=s.steps {
-            gather::gather(
-                &self.target.observations,
-                &self.chain_rows,
-                s.seed,
-                outer,
-                step,
-                s.batch,
-                &mut self.ybar,
-            );
+            // The mixture's ybar stays zero: its step residual starts as A Z.
+            if self.mixture.is_none() {
+                gather::gather(
+                    &self.target.observations,
+                    &self.chain_rows,
+                    s.seed,
+                    outer,
+                    step,
+                    s.batch,
+                    &mut self.ybar,
+                );
+            }
             let mut step_residual = std::mem::take(&mut self.step_residual);
-            let mut gradient = std::mem::take(&mut self.z_gradient);
             self.residual_product(&self.z, &self.ybar, &mut step_residual);
-            self.transpose_product(&step_residual, &mut gradient);
             self.step_residual = step_residual;
+            self.mixture_step_residual(outer, step);
+            let mut gradient = std::mem::take(&mut self.z_gradient);
+            self.transpose_product(&self.step_residual, &mut gradient);
             self.z_gradient = gradient;
             let noise = s.sghmc_noise.then_some((s.seed, outer, step));
+            let inv_sigma2 = self.gradient_inv_sigma2();
             gradient_step::gradient_step(
                 &self.z_gradient,
                 &mut self.z,
                 &mut self.momentum,
                 p,
                 self.target.lam,
-                self.target.inv_sigma2(),
+                inv_sigma2,
                 s.eta,
                 noise,
             );
@@ -176,7 +270,12 @@ impl CpuBackend {
             std::mem::take(&mut self.z_residual),
             std::mem::take(&mut self.z_gradient),
         );
-        self.residual_and_gradient(&self.z, &mut residual, &mut gradient);
+        let mut mixture = self.mixture.take();
+        let out = mixture
+            .as_mut()
+            .map(|m| (&m.info[..], &mut m.z_energy[..], &mut m.z_scaled[..]));
+        self.residual_and_gradient(&self.z, &mut residual, &mut gradient, out);
+        self.mixture = mixture;
         self.z_residual = residual;
         self.z_gradient = gradient;
     }
@@ -209,6 +308,9 @@ impl CpuBackend {
             self.target.inv_sigma2(),
             s.delta(),
             (s.method == Method::Hmc).then_some(&kinetic),
+            self.mixture
+                .as_ref()
+                .map(|m| (&m.x_energy[..], &m.z_energy[..])),
         )
     }
 }
@@ -241,7 +343,12 @@ impl Backend for CpuBackend {
             std::mem::take(&mut self.x_residual),
             std::mem::take(&mut self.x_gradient),
         );
-        self.residual_and_gradient(&self.x, &mut residual, &mut gradient);
+        let mut mixture = self.mixture.take();
+        let out = mixture
+            .as_mut()
+            .map(|m| (&m.info[..], &mut m.x_energy[..], &mut m.x_scaled[..]));
+        self.residual_and_gradient(&self.x, &mut residual, &mut gradient, out);
+        self.mixture = mixture;
         self.x_residual = residual;
         self.x_gradient = gradient;
         Ok(())
@@ -274,6 +381,10 @@ impl Backend for CpuBackend {
         select::select(accepted, &self.z, &mut self.x, p);
         select::select(accepted, &self.z_gradient, &mut self.x_gradient, p);
         select::select(accepted, &self.z_residual, &mut self.x_residual, d);
+        if let Some(m) = &mut self.mixture {
+            select::select(accepted, &m.z_scaled, &mut m.x_scaled, d);
+            select::select(accepted, &m.z_energy, &mut m.x_energy, 1);
+        }
         Ok(())
     }
 

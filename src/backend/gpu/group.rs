@@ -3,6 +3,7 @@
 use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{Kernel, Params};
+use crate::backend::kernel_hmc::ChainInfo;
 use crate::dynamics::Method;
 
 /// MH terms per chain in the `terms` buffer (energy, difference, forward, reverse, kinetic).
@@ -37,6 +38,18 @@ pub struct ChainGroup {
     gradient_z: wgpu::Buffer,
     slots: ParamSlots,
     binds: Vec<(Kernel, wgpu::BindGroup)>,
+    /// The mixture target's extra passes, indexed by `MixtureRole`.
+    mixture: Option<Vec<(Kernel, wgpu::BindGroup)>>,
+}
+
+/// The mixture target's passes: the minibatch residual, the full-class energies at Z and at X,
+/// and the selection of the energies and scaled residuals.
+#[derive(Clone, Copy)]
+enum MixtureRole {
+    Step,
+    EnergyZ,
+    EnergyX,
+    Select,
 }
 
 /// Bind groups by role (several roles share a kernel).
@@ -59,7 +72,8 @@ enum Role {
 
 impl ChainGroup {
     /// Allocates the group's buffers and bind groups; `steps` fixes the params slots, and
-    /// `xbar_rows` holds the mean of each of the group's chains (its class's, or xbar).
+    /// `xbar_rows` holds the mean of each of the group's chains (its class's, or xbar; zero for
+    /// the mixture target, whose residual buffers hold A X and whose `mixture` info is given).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         context: &GpuContext,
@@ -70,6 +84,7 @@ impl ChainGroup {
         chains: usize,
         steps: u32,
         xbar_rows: &[f32],
+        mixture: Option<(&[ChainInfo], u32)>,
     ) -> ChainGroup {
         let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
         let (x, z, gx, gz, momentum) = (
@@ -95,6 +110,74 @@ impl ChainGroup {
         let residual_product = Kernel::ResidualProduct.for_shape(d, p);
         let gradient_step = Kernel::GradientStep.for_shape(d, p);
         let full_gradient = Kernel::FullGradient.for_shape(d, p);
+        // The mixture's energies and residuals scaled by 1/σ² (its full gradients read these).
+        let scaled = mixture.map(|(info, batch)| {
+            let batch = batch as usize;
+            (
+                super::buffers::upload(context, "mixture info", bytemuck::cast_slice(info)),
+                rows("picks", batch),
+                rows("weights", batch),
+                (rows("energy X", 1), rows("energy Z", 1)),
+                (rows("scaled X", d), rows("scaled Z", d)),
+            )
+        });
+        let (gradient_in_x, gradient_in_z) = match &scaled {
+            Some((.., (sx, sz))) => (sx, sz),
+            None => (&rx, &rz),
+        };
+        let mixture_binds = scaled
+            .as_ref()
+            .map(|(info, picks, weights, (ex, ez), (sx, sz))| {
+                let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
+                    let kernel = Kernel::KernelEnergy;
+                    (
+                        kernel,
+                        k.bind(dev, kernel, s, &[&shared.data, info, at, e, out]),
+                    )
+                };
+                vec![
+                    (
+                        Kernel::MixtureResidual,
+                        k.bind(
+                            dev,
+                            Kernel::MixtureResidual,
+                            s,
+                            &[&shared.data, info, picks, weights, &step_residual],
+                        ),
+                    ),
+                    energy(&rz, ez, sz),
+                    energy(&rx, ex, sx),
+                    (
+                        Kernel::KernelSelect,
+                        k.bind(
+                            dev,
+                            Kernel::KernelSelect,
+                            s,
+                            &[&mask, &rz, &rx, sz, sx, ez, ex],
+                        ),
+                    ),
+                ]
+            });
+        let mh = match &scaled {
+            Some((.., (ex, ez), _)) => (
+                Kernel::MhTermsMixture,
+                k.bind(
+                    dev,
+                    Kernel::MhTermsMixture,
+                    s,
+                    &[&x, &z, &gx, &gz, &terms, &momentum, ex, ez],
+                ),
+            ),
+            None => (
+                Kernel::MhTerms,
+                k.bind(
+                    dev,
+                    Kernel::MhTerms,
+                    s,
+                    &[&x, &z, &rx, &rz, &gx, &gz, &terms, &momentum],
+                ),
+            ),
+        };
         let binds = vec![
             (
                 Kernel::Gather,
@@ -133,7 +216,12 @@ impl ChainGroup {
             ),
             (
                 full_gradient,
-                k.bind(dev, full_gradient, s, &[&shared.dict, &rz, &gz, &z]),
+                k.bind(
+                    dev,
+                    full_gradient,
+                    s,
+                    &[&shared.dict, gradient_in_z, &gz, &z],
+                ),
             ),
             (
                 residual_product,
@@ -141,17 +229,14 @@ impl ChainGroup {
             ),
             (
                 full_gradient,
-                k.bind(dev, full_gradient, s, &[&shared.dict, &rx, &gx, &x]),
-            ),
-            (
-                Kernel::MhTerms,
                 k.bind(
                     dev,
-                    Kernel::MhTerms,
+                    full_gradient,
                     s,
-                    &[&x, &z, &rx, &rz, &gx, &gz, &terms, &momentum],
+                    &[&shared.dict, gradient_in_x, &gx, &x],
                 ),
             ),
+            mh,
             (
                 Kernel::Select,
                 k.bind(dev, Kernel::Select, s, &[&mask, &z, &x, &gz, &gx, &rz, &rx]),
@@ -181,6 +266,7 @@ impl ChainGroup {
             gradient_z: gz,
             slots,
             binds,
+            mixture: mixture_binds,
         }
     }
 
@@ -226,6 +312,40 @@ impl ChainGroup {
             .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
     }
 
+    /// Runs a mixture pass; nothing for the paper's target.
+    fn run_mixture(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        role: MixtureRole,
+        slot: usize,
+        groups: [u32; 3],
+    ) {
+        if let Some(binds) = &self.mixture {
+            let (kernel, bind) = &binds[role as usize];
+            context
+                .kernels
+                .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
+        }
+    }
+
+    /// Z's residual (A Z for the mixture, with its energy and scaled residual) and gradient.
+    fn record_state_z(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+    ) {
+        let c = (self.chains as u32).div_ceil(64);
+        let slot = self.xbar_slot();
+        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
+        self.run(context, pass, Role::ResidualZ, slot, [dg, c, 1]);
+        let chains = self.chains as u32;
+        self.run_mixture(context, pass, MixtureRole::EnergyZ, slot, [chains, 1, 1]);
+        self.run(context, pass, Role::GradientZ, slot, [pg, c, 1]);
+    }
+
     fn xbar_slot(&self) -> usize {
         self.slots.slots() - 1
     }
@@ -245,6 +365,13 @@ impl ChainGroup {
             Role::ResidualX,
             self.xbar_slot(),
             [(d as u32).div_ceil(64), c, 1],
+        );
+        self.run_mixture(
+            context,
+            pass,
+            MixtureRole::EnergyX,
+            self.xbar_slot(),
+            [self.chains as u32, 1, 1],
         );
         self.run(
             context,
@@ -278,8 +405,6 @@ impl ChainGroup {
         p: usize,
     ) {
         let chains = self.chains as u32;
-        let c = chains.div_ceil(64);
-        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
         self.run(
             context,
             pass,
@@ -287,8 +412,7 @@ impl ChainGroup {
             0,
             [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
         );
-        self.run(context, pass, Role::ResidualZ, self.xbar_slot(), [dg, c, 1]);
-        self.run(context, pass, Role::GradientZ, self.xbar_slot(), [pg, c, 1]);
+        self.record_state_z(context, pass, d, p);
         self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
     }
 
@@ -303,8 +427,7 @@ impl ChainGroup {
         leapfrog_steps: u32,
     ) {
         let chains = self.chains as u32;
-        let c = chains.div_ceil(64);
-        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
+        let pg = (p as u32).div_ceil(64);
         let slot = self.xbar_slot();
         self.run(
             context,
@@ -315,8 +438,7 @@ impl ChainGroup {
         );
         for _ in 0..leapfrog_steps {
             self.run(context, pass, Role::Drift, slot, [pg, chains, 1]);
-            self.run(context, pass, Role::ResidualZ, slot, [dg, c, 1]);
-            self.run(context, pass, Role::GradientZ, slot, [pg, c, 1]);
+            self.record_state_z(context, pass, d, p);
             self.run(context, pass, Role::Kick, slot, [pg, chains, 1]);
         }
         self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
@@ -342,12 +464,15 @@ impl ChainGroup {
             [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
         );
         for step in 1..=steps as usize {
-            self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
+            // The mixture's Ybar stays zero (never gathered): its step residual starts as A Z.
+            if self.mixture.is_none() {
+                self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
+            }
             self.run(context, pass, Role::StepResidual, step, [dg, c, 1]);
+            self.run_mixture(context, pass, MixtureRole::Step, step, [chains, 1, 1]);
             self.run(context, pass, Role::Step, step, [pg, c, 1]);
         }
-        self.run(context, pass, Role::ResidualZ, self.xbar_slot(), [dg, c, 1]);
-        self.run(context, pass, Role::GradientZ, self.xbar_slot(), [pg, c, 1]);
+        self.record_state_z(context, pass, d, p);
         self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
     }
 
@@ -366,6 +491,13 @@ impl ChainGroup {
             Role::Select,
             0,
             [width.div_ceil(64), self.chains as u32, 1],
+        );
+        self.run_mixture(
+            context,
+            pass,
+            MixtureRole::Select,
+            0,
+            [(d as u32).div_ceil(64), self.chains as u32, 1],
         );
     }
 }

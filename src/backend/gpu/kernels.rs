@@ -92,6 +92,8 @@ pub enum Kernel {
     KernelEnergy,
     KernelMhTerms,
     KernelSelect,
+    MixtureResidual,
+    MhTermsMixture,
 }
 
 impl Kernel {
@@ -119,7 +121,7 @@ type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
 
 /// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
 /// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
-const TABLE: [Row; 24] = [
+const TABLE: [Row; 26] = [
     (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
     (Kernel::Gather, 1, "gather", &[(1, R), (2, W), (3, R)]),
     (
@@ -267,6 +269,27 @@ const TABLE: [Row; 24] = [
             (19, W),
             (15, R),
             (20, W),
+        ],
+    ),
+    (
+        Kernel::MixtureResidual,
+        8,
+        "mixture_residual",
+        &[(1, R), (2, R), (5, W), (6, W), (21, W)],
+    ),
+    (
+        Kernel::MhTermsMixture,
+        3,
+        "mh_terms_mixture",
+        &[
+            (1, R),
+            (2, R),
+            (5, R),
+            (6, R),
+            (7, W),
+            (8, R),
+            (9, R),
+            (10, R),
         ],
     ),
 ];

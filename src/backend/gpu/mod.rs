@@ -86,7 +86,12 @@ impl GpuBackend {
             .min(device_limit);
         let group_size = group_size(limit, d.max(p), chains)?;
         let chain_rows = target.chain_rows(chains)?;
-        let xbar_rows = target.xbar_rows(chains)?;
+        // The mixture keeps A X itself in the residual buffers: a zero mean row per chain.
+        let (xbar_rows, mixture_info) = if target.is_mixture() {
+            (vec![0.0; chains * d], target.mixture_chain_info(chains)?)
+        } else {
+            (target.xbar_rows(chains)?, Vec::new())
+        };
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
             Ok(Shared {
                 dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
@@ -100,6 +105,8 @@ impl GpuBackend {
                 .map(|offset| {
                     let count = group_size.min(chains - offset);
                     let means = &xbar_rows[offset * d..(offset + count) * d];
+                    let mixture = (!mixture_info.is_empty())
+                        .then(|| (&mixture_info[offset..offset + count], settings.batch));
                     ChainGroup::new(
                         &context,
                         &shared,
@@ -109,6 +116,7 @@ impl GpuBackend {
                         count,
                         settings.steps,
                         means,
+                        mixture,
                     )
                 })
                 .collect::<Vec<_>>()
@@ -153,7 +161,8 @@ impl GpuBackend {
             noise: s.sghmc_noise as u32,
             noise_scale: (2.0 * s.eta).sqrt(),
             delta: s.delta(),
-            inv_sigma2: t.inv_sigma2(),
+            // The mixture's residuals arrive scaled by 1/σ² already.
+            inv_sigma2: if t.is_mixture() { 1.0 } else { t.inv_sigma2() },
             method: s.method.code(),
             ..gather_params(&t.observations, s.seed, 0, 0, s.batch, 0)
         }

@@ -88,26 +88,23 @@ impl StepScratch {
     }
 }
 
-/// One momentum step of Algorithm 1 for chain `chain` on its minibatch kernel gradient: m rows
-/// drawn i.i.d. from the class by the stream (seed, chain, outer, step, Minibatch), softmax
-/// weights w_b ∝ exp(−||z − x_b||²/(2h²)) over them (max exponent subtracted),
-/// g = (z − Σ_b w_b x_b)/h²; r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ); z ← z + eta·r.
-pub fn kernel_step(
+/// The minibatch of step (outer, step) of chain `chain`: m rows drawn i.i.d. from the class by
+/// the stream (seed, chain, outer, step, Minibatch), softmax weights w_b ∝ exp(−||z − x_b||²/(2h²))
+/// (max exponent subtracted) and the unnormalised Σ_b w_b x_b into `scratch.mean`; returns Σ_b w_b.
+fn minibatch_mean(
     observations: &Observations,
     info: &ChainInfo,
     chain: u32,
-    params: &StepParams,
-    z: &mut [f32],
-    momentum: &mut [f32],
+    p: &StepParams,
+    z: &[f32],
     scratch: &mut StepScratch,
-) {
+) -> f32 {
     let StepScratch {
         picks,
         weights,
         mean,
-        noise,
+        ..
     } = scratch;
-    let p = params;
     Stream::new(p.seed, chain, p.outer, p.step, Purpose::Minibatch).fill_index(info.count, picks);
     let mut max = NEG_HUGE;
     for (pick, w) in picks.iter_mut().zip(weights.iter_mut()) {
@@ -126,6 +123,40 @@ pub fn kernel_step(
             mean[j] += w * v
         });
     }
+    total
+}
+
+/// The mixture target's minibatch residual (twin of `mixture_residual` in the WGSL), in place:
+/// `image` holds A z on entry and (A z − Σ_b w_b x_b)/h² on return, with the minibatch and
+/// weights of `kernel_step` (h² = σ², so the caller's product Aᵀ· is the gradient's data term).
+pub fn mixture_residual(
+    observations: &Observations,
+    info: &ChainInfo,
+    chain: u32,
+    params: &StepParams,
+    image: &mut [f32],
+    scratch: &mut StepScratch,
+) {
+    let total = minibatch_mean(observations, info, chain, params, image, scratch);
+    for (v, m) in image.iter_mut().zip(&scratch.mean) {
+        *v = (*v - m / total) * info.inv_h2;
+    }
+}
+
+/// One momentum step of Algorithm 1 for chain `chain` on its minibatch kernel gradient (the
+/// minibatch and weights of `minibatch_mean`), g = (z − Σ_b w_b x_b)/h²; r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ); z ← z + eta·r.
+pub fn kernel_step(
+    observations: &Observations,
+    info: &ChainInfo,
+    chain: u32,
+    params: &StepParams,
+    z: &mut [f32],
+    momentum: &mut [f32],
+    scratch: &mut StepScratch,
+) {
+    let total = minibatch_mean(observations, info, chain, params, z, scratch);
+    let StepScratch { mean, noise, .. } = scratch;
+    let p = params;
     if p.noise {
         Stream::new(p.seed, chain, p.outer, p.step, Purpose::SghmcNoise).fill_normal(noise);
     }

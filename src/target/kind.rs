@@ -1,0 +1,118 @@
+//! Which posterior the chains sample: the paper's, a mixture over the class's images, or one image's.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChainClasses, Target};
+use crate::backend::kernel_hmc::{ChainInfo, KernelTarget};
+use crate::rng::{philox::index_from_word, Purpose, Stream};
+use crate::Result;
+
+/// The energy U(X) the chains sample (`--target`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// The paper's posterior: 1/(2σ²)·||A X − xbar||² + lam·||X||₁ (xbar: the class's mean).
+    #[default]
+    Paper,
+    /// A sparse-prior mixture over the class's images:
+    /// −log Σ_i exp(−||A X − x_i||²/(2σ²)) + lam·||X||₁.
+    Mixture,
+    /// The posterior of one image's code: 1/(2σ²)·||A X − x_anchor||² + lam·||X||₁, the anchor
+    /// being the image the chain starts from (Bayesian compressive sensing of that image).
+    Local,
+}
+
+/// The row each chain starts from: a uniform pick within its rows from the stream
+/// (seed, chain, 0, 0, InitPick), as LASSO and data starts draw it.
+pub fn start_rows(rows: &[[u32; 2]], seed: u64) -> Vec<usize> {
+    rows.iter()
+        .enumerate()
+        .map(|(c, &[first, count])| {
+            let word = Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0];
+            (first + index_from_word(word, count)) as usize
+        })
+        .collect()
+}
+
+impl Target {
+    /// The target of `kind` for `chains` chains whose starts are drawn with `seed`: `paper`
+    /// unchanged; `local` gives each chain a class of one row, the image it starts from (so its
+    /// minibatches and mean are that image); `mixture` marks the target for the backends.
+    pub fn with_kind(mut self, kind: TargetKind, chains: usize, seed: u64) -> Result<Self> {
+        match kind {
+            TargetKind::Paper => {}
+            TargetKind::Mixture => {
+                self.chain_rows(chains)?;
+            }
+            TargetKind::Local => {
+                let anchors = start_rows(&self.chain_rows(chains)?, seed);
+                let d = self.d();
+                let rows = anchors.iter().map(|&i| [i as u32, 1]).collect();
+                let means = anchors
+                    .iter()
+                    .flat_map(|&i| self.observations.row(i))
+                    .collect::<Vec<_>>();
+                debug_assert_eq!(means.len(), chains * d);
+                self.classes = Some(ChainClasses { rows, means });
+            }
+        }
+        self.kind = kind;
+        Ok(self)
+    }
+
+    /// Whether the backends run the mixture energy.
+    pub fn is_mixture(&self) -> bool {
+        self.kind == TargetKind::Mixture
+    }
+
+    /// What the mixture kernels read per chain: its rows, 1/σ² as the kernel's 1/h², the scale.
+    pub fn mixture_chain_info(&self, chains: usize) -> Result<Vec<ChainInfo>> {
+        Ok(self
+            .chain_rows(chains)?
+            .into_iter()
+            .map(|[start, count]| ChainInfo {
+                start,
+                count,
+                inv_h2: self.inv_sigma2(),
+                scale: self.observations.scale,
+            })
+            .collect())
+    }
+
+    /// The mixture of chain `chain` as a kernel density in image space (bandwidth² σ²), for the
+    /// f64 references.
+    fn mixture_density(&self, chains: usize) -> Result<KernelTarget> {
+        let rows = self.chain_rows(chains)?;
+        let n = rows.len();
+        KernelTarget::new(self.observations.clone(), rows, vec![self.sigma2; n])
+    }
+
+    /// The mixture's U(X) − const of chain `chain` (of `chains`), in f64 (the reference):
+    /// −log Σ_i exp(−||A X − x_i||²/(2σ²)) + lam·||X||₁ over the chain's rows.
+    pub fn mixture_energy_f64(&self, chains: usize, chain: usize, x: &[f32]) -> Result<f64> {
+        let at = self.image_f32(x);
+        let l1: f64 = x.iter().map(|v| v.abs() as f64).sum();
+        Ok(self.mixture_density(chains)?.energy_f64(chain, &at) + self.lam as f64 * l1)
+    }
+
+    /// The mixture's ∇U(X) = Aᵀ(A X − Σ_i w_i x_i)/σ² + lam·sign(X), w the softmax weights over
+    /// the chain's rows, in f64 (the reference).
+    pub fn mixture_gradient_f64(&self, chains: usize, chain: usize, x: &[f32]) -> Result<Vec<f64>> {
+        let at = self.image_f32(x);
+        let pixel = self.mixture_density(chains)?.gradient_f64(chain, &at);
+        let mut g = self.dictionary.apply_transpose_f64(&pixel);
+        for (gj, &xj) in g.iter_mut().zip(x) {
+            *gj += self.lam as f64 * super::posterior::sign(xj) as f64;
+        }
+        Ok(g)
+    }
+
+    fn image_f32(&self, x: &[f32]) -> Vec<f32> {
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        self.dictionary
+            .apply_f64(&x64)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect()
+    }
+}
