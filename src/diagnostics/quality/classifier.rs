@@ -16,6 +16,7 @@ use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::distances::Stop;
 use crate::{Error, Result};
 
 /// Rows per block of the loss and gradient (one rayon task each).
@@ -175,13 +176,17 @@ fn lbfgs(
     theta: &mut Vec<f64>,
     iterations: usize,
     memory: usize,
-) -> (usize, f64) {
+    stop: Stop,
+) -> Option<(usize, f64)> {
     let (mut loss, mut grad) = f(theta);
     let mut pairs: std::collections::VecDeque<(Vec<f64>, Vec<f64>, f64)> = Default::default();
     for iteration in 0..iterations {
+        if stop() {
+            return None;
+        }
         let gnorm = dot(&grad, &grad).sqrt();
         if gnorm.is_nan() || gnorm <= 1e-10 {
-            return (iteration, loss);
+            return Some((iteration, loss));
         }
         // Two-loop recursion: direction = −H·grad.
         let mut q = grad.clone();
@@ -224,7 +229,7 @@ fn lbfgs(
             step *= 0.5;
         }
         let Some((trial, trial_loss, trial_grad)) = accepted else {
-            return (iteration, loss);
+            return Some((iteration, loss));
         };
         let s: Vec<f64> = trial.iter().zip(theta.iter()).map(|(a, b)| a - b).collect();
         let y: Vec<f64> = trial_grad.iter().zip(&grad).map(|(a, b)| a - b).collect();
@@ -239,7 +244,7 @@ fn lbfgs(
         loss = trial_loss;
         grad = trial_grad;
     }
-    (iterations, loss)
+    Some((iterations, loss))
 }
 
 /// Trains softmax regression on `x` (n × d, row-major) with `labels` (n values).
@@ -247,6 +252,18 @@ fn lbfgs(
 /// # Errors
 /// A usage error when the sizes disagree, there are no images, or fewer than two classes.
 pub fn train(x: &[f32], labels: &[u32], d: usize, settings: &TrainSettings) -> Result<Softmax> {
+    train_until(x, labels, d, settings, &|| false)?
+        .ok_or_else(|| Error::Internal("classifier training stopped unasked".into()))
+}
+
+/// [`train`] that polls `stop` before every iteration and gives `None` when it asks to stop.
+pub fn train_until(
+    x: &[f32],
+    labels: &[u32],
+    d: usize,
+    settings: &TrainSettings,
+    stop: Stop,
+) -> Result<Option<Softmax>> {
     let n = labels.len();
     if d == 0 || x.len() != n * d {
         return Err(Error::usage(
@@ -279,20 +296,23 @@ pub fn train(x: &[f32], labels: &[u32], d: usize, settings: &TrainSettings) -> R
         l2: settings.l2,
     };
     let mut theta = vec![0f64; d * k + k];
-    let (iterations, loss) = lbfgs(
+    let Some((iterations, loss)) = lbfgs(
         &|t| objective.evaluate(t),
         &mut theta,
         settings.iterations,
         settings.memory,
-    );
-    Ok(Softmax {
+        stop,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some(Softmax {
         classes,
         d,
         weights: theta[..d * k].iter().map(|&v| v as f32).collect(),
         bias: theta[d * k..].iter().map(|&v| v as f32).collect(),
         iterations,
         loss,
-    })
+    }))
 }
 
 impl Softmax {
@@ -381,7 +401,8 @@ mod tests {
             (loss, grad)
         };
         let mut theta = vec![0.0; 6];
-        let (_, loss) = lbfgs(&f, &mut theta, 100, 5);
+        let (_, loss) = lbfgs(&f, &mut theta, 100, 5, &|| false).unwrap();
+        assert!(lbfgs(&f, &mut vec![0.0; 6], 100, 5, &|| true).is_none());
         assert!(loss < 1e-12, "{loss}");
         for (i, t) in theta.iter().enumerate() {
             assert!((t - i as f64).abs() < 1e-6);
