@@ -456,6 +456,63 @@ fn quality_command_on_the_embedded_digits() {
     assert_eq!(shown, vec![3, 7]);
 }
 
+#[test]
+fn quality_command_uses_the_test_split_of_a_folder() {
+    // An MNIST-style folder made of the embedded digits: 1,500 training and 297 test images.
+    let dir = tempfile::tempdir().unwrap();
+    write_digits(dir.path(), "train", &(0..1500).collect::<Vec<_>>(), None);
+    write_digits(dir.path(), "t10k", &(1500..1797).collect::<Vec<_>>(), None);
+    let data = dir.path().to_str().unwrap();
+    let test_images = dir.path().join("t10k-images-idx3-ubyte.gz");
+    // The test images themselves judged as generated: the calibration, exactly.
+    let run = rmld(&[
+        "quality",
+        "--data",
+        data,
+        "--generated",
+        test_images.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let q = &report["quality"];
+    assert_eq!(q["reference"], "test split");
+    assert_eq!(q["counts"]["train"], 1500);
+    assert_eq!(q["counts"]["reference"], 297);
+    assert_eq!(
+        q["label_preservation"]["overall"],
+        q["classifier_test_accuracy"]
+    );
+    let median = finite(&q["novelty"]["median"], "median novelty");
+    assert!((median - 1.0).abs() < 1e-12, "{median}");
+    // --test-limit keeps the first 100 test images as the reference.
+    let run = rmld(&[
+        "quality",
+        "--data",
+        data,
+        "--generated",
+        test_images.to_str().unwrap(),
+        "--test-limit",
+        "100",
+        "--json",
+    ]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(report["quality"]["counts"]["reference"], 100);
+    assert_refused(
+        &[
+            "quality",
+            "--data",
+            data,
+            "--generated",
+            test_images.to_str().unwrap(),
+            "--test-limit",
+            "0",
+        ],
+        &["--test-limit"],
+    );
+}
+
 fn assert_refused(args: &[&str], needles: &[&str]) {
     let run = rmld(args);
     let message = stderr(&run);
