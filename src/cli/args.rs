@@ -36,6 +36,10 @@ pub enum Command {
     /// Measure throughput per backend and chain count against this machine's ceiling; writes
     /// bench.json, bench.csv and bench.png.
     Bench(BenchArgs),
+    /// Judge generated images with labels against the real data: label preservation (a softmax
+    /// classifier trained on the real images), novelty (nearest-neighbour distance to the real
+    /// images) and diversity (pairwise distances per class), each calibrated by real test images.
+    Quality(QualityArgs),
 }
 
 #[derive(Args, Debug)]
@@ -270,9 +274,69 @@ pub struct AugmentArgs {
     #[arg(long)]
     pub encode_test: bool,
 
-    /// Encode only the first N test images.
+    /// Encode only the first N test images (and use only them as the quality metrics' reference).
     #[arg(long, value_name = "N")]
     pub test_limit: Option<usize>,
+
+    /// Skip the sample-quality metrics (label preservation, novelty, diversity; README, "Sample
+    /// quality") that are otherwise computed on the generated images and put in report.json.
+    #[arg(long)]
+    pub no_quality: bool,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct QualityArgs {
+    /// The generated images: IDX images (gzip'd or not), or an NPY of shape (N, d) or (N, h, w),
+    /// uint8 or float.
+    #[arg(long, value_name = "FILE")]
+    pub generated: PathBuf,
+
+    /// The class each generated image was generated for: IDX labels, a 1-D integer NPY or text
+    /// with one label per line. Default: the IDX labels file beside --generated
+    /// (…-labels-idx1-ubyte[.gz]).
+    #[arg(long, value_name = "FILE")]
+    pub generated_labels: Option<PathBuf>,
+
+    /// The value of a full-intensity pixel in --generated. Default: 255 for uint8 images, 1 for
+    /// float images.
+    #[arg(long, value_name = "V")]
+    pub generated_scale: Option<f32>,
+
+    /// The real training images, as for `rmld augment` (a folder with MNIST-style IDX files, or
+    /// one IDX, NPY or CSV file). Default: the embedded optdigits digits. A labelled test split in
+    /// the folder (t10k-…) is the reference; without one, a seeded 10% of the training images is
+    /// held out instead.
+    #[arg(long, value_name = "PATH")]
+    pub data: Option<PathBuf>,
+
+    /// Labels for --data when they are not beside it.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+
+    /// Only these classes (comma-separated label values); generated images of other classes are
+    /// left out. Default: every class of the training data.
+    #[arg(long, value_name = "L,L,...", value_delimiter = ',')]
+    pub classes: Option<Vec<u32>>,
+
+    /// Use only the first N training images (before --classes filters them).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Use only the first N test images (before --classes filters them).
+    #[arg(long, value_name = "N")]
+    pub test_limit: Option<usize>,
+
+    /// Seed of the held-out split and the diversity subsamples.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Write the report (JSON) here, atomically.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Print the report as JSON on stdout (instead of the one-line summary).
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl DynamicsArgs {

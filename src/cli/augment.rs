@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use rmld::backend::kernel_hmc::KernelTarget;
 use rmld::backend::Backend;
+use rmld::diagnostics::quality::LabelledImages;
 use rmld::dynamics::Method;
 use rmld::io::postprocess::PostProcess;
 use rmld::io::{self, Dataset, NpyStream, Pixels};
@@ -19,6 +20,7 @@ use rmld::{Error, Result};
 
 use super::args::{AugmentArgs, AugmentMethod};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
+use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
 use super::signals::StopRequest;
 use super::Finished;
@@ -194,9 +196,21 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         "samples_per_second": g as f64 / generation_seconds.max(1e-9),
     });
     io::write_json_atomic(&out.join("report.json"), &report)?;
+    let quality = if run.interrupted {
+        Quality::Skipped
+    } else {
+        add_quality(
+            args,
+            &originals,
+            &generated_pixels,
+            &generated_labels,
+            &stop,
+            &mut report,
+        )?
+    };
 
     // The augmented set: originals (dataset order) then the generated samples.
-    let mut finished = !run.interrupted;
+    let mut finished = !run.interrupted && !matches!(quality, Quality::Interrupted);
     if finished && !args.no_original_codes && !kernel {
         finished = write_augmented_codes(
             out,
@@ -251,6 +265,9 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         originals.n,
         out.display()
     );
+    if let Quality::Line(line) = &quality {
+        println!("{line}");
+    }
     if !finished {
         eprintln!(
             "rmld augment: interrupted; the generated part and report.json are written, the \
@@ -261,6 +278,60 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         });
     }
     Ok(Finished::Complete)
+}
+
+/// How the sample-quality metrics went.
+enum Quality {
+    /// Computed: the summary line.
+    Line(String),
+    /// Not computed (--no-quality, an interrupted run, or a note in report.json says why).
+    Skipped,
+    /// Cut short by a stop request.
+    Interrupted,
+}
+
+/// The sample-quality metrics of the generated part (0..255 pixels as written, /255) against the
+/// originals, in `report["quality"]` and report.json. A problem with the metrics' inputs (say, no
+/// real image left to calibrate them) is a note in the report, not a failed run.
+fn add_quality(
+    args: &AugmentArgs,
+    originals: &Dataset,
+    generated_pixels: &[u8],
+    generated_labels: &[u32],
+    stop: &StopRequest,
+    report: &mut Value,
+) -> Result<Quality> {
+    if args.no_quality || generated_labels.is_empty() {
+        return Ok(Quality::Skipped);
+    }
+    let generated = LabelledImages::new(
+        originals.d,
+        generated_pixels.iter().map(|&v| v as f32 / 255.0).collect(),
+        generated_labels.to_vec(),
+    )?;
+    let judged = judge(
+        args.problem.data.as_deref(),
+        originals,
+        args.test_limit,
+        &generated,
+        args.problem.seed,
+        &|| stop.requested(),
+    );
+    let quality = match judged {
+        Ok(Some(q)) => {
+            report["quality"] = json!(q);
+            Quality::Line(q.summary_line())
+        }
+        Ok(None) => return Ok(Quality::Interrupted),
+        Err(e) if e.is_user_error() => {
+            eprintln!("rmld augment: no quality metrics: {e}");
+            report["quality"] = json!({ "skipped": e.to_string() });
+            Quality::Skipped
+        }
+        Err(e) => return Err(e),
+    };
+    io::write_json_atomic(&args.problem.out.join("report.json"), report)?;
+    Ok(quality)
 }
 
 /// The training data with labels, limited to its first `--limit` images.

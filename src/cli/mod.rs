@@ -5,6 +5,7 @@ mod augment;
 mod bench;
 mod encode;
 mod problem;
+mod quality;
 mod report;
 mod sample;
 mod signals;
@@ -27,5 +28,6 @@ pub fn dispatch(cli: &Cli) -> rmld::Result<Finished> {
         Command::Encode(args) => encode::encode(args).map(|()| Finished::Complete),
         Command::Augment(args) => augment::augment(args),
         Command::Bench(args) => bench::bench(args).map(|()| Finished::Complete),
+        Command::Quality(args) => quality::quality(args),
     }
 }

@@ -1,9 +1,11 @@
 //! Run diagnostics: acceptance, divergences, split-R̂, bulk and tail ESS, ESS per second, Geweke.
 //!
 //! Computed from the run's trace (per iteration and chain: the energy U and the fixed random
-//! projections of X), never from the stored samples.
+//! projections of X), never from the stored samples. [`quality`] judges the generated images
+//! themselves (label preservation, novelty, diversity) against real ones.
 
 pub mod convergence;
+pub mod quality;
 pub mod reference;
 
 use serde::Serialize;
