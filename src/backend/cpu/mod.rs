@@ -321,7 +321,13 @@ impl Backend for CpuBackend {
         BackendInfo {
             kind: "cpu".into(),
             device: format!("CPU, {} threads", rayon::current_num_threads()),
-            bytes_per_chain: 4 * (5 * p + 5 * d),
+            // The mixture adds its scaled residuals (2d) and energies (2).
+            bytes_per_chain: 4 * (5 * p + 5 * d)
+                + if self.mixture.is_some() {
+                    4 * (2 * d + 2)
+                } else {
+                    0
+                },
         }
     }
 

@@ -232,7 +232,13 @@ impl Backend for GpuBackend {
             device: self.context.describe(),
             // X, Z, both gradients, r (p each); both residuals, Ybar, step residual, the
             // chain's mean (d each); the MH terms, the mask word and its two row words.
-            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3),
+            // The mixture adds its scaled residuals (2d), energies (2), picks and weights (2m).
+            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3)
+                + if self.target.is_mixture() {
+                    4 * (2 * d + 2 + 2 * self.settings.batch as usize)
+                } else {
+                    0
+                },
         }
     }
 
