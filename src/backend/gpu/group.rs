@@ -337,13 +337,26 @@ impl ChainGroup {
         d: usize,
         p: usize,
     ) {
-        let c = (self.chains as u32).div_ceil(64);
+        let roles = (Role::ResidualZ, MixtureRole::EnergyZ, Role::GradientZ);
+        self.record_state(context, pass, d, p, roles);
+    }
+
+    /// The residual, the mixture's energy pass and the full gradient of X or of Z.
+    fn record_state(
+        &self,
+        context: &GpuContext,
+        pass: &mut wgpu::ComputePass,
+        d: usize,
+        p: usize,
+        (residual, energy, gradient): (Role, MixtureRole, Role),
+    ) {
+        let chains = self.chains as u32;
+        let c = chains.div_ceil(64);
         let slot = self.xbar_slot();
         let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
-        self.run(context, pass, Role::ResidualZ, slot, [dg, c, 1]);
-        let chains = self.chains as u32;
-        self.run_mixture(context, pass, MixtureRole::EnergyZ, slot, [chains, 1, 1]);
-        self.run(context, pass, Role::GradientZ, slot, [pg, c, 1]);
+        self.run(context, pass, residual, slot, [dg, c, 1]);
+        self.run_mixture(context, pass, energy, slot, [chains, 1, 1]);
+        self.run(context, pass, gradient, slot, [pg, c, 1]);
     }
 
     fn xbar_slot(&self) -> usize {
@@ -358,28 +371,8 @@ impl ChainGroup {
         d: usize,
         p: usize,
     ) {
-        let c = (self.chains as u32).div_ceil(64);
-        self.run(
-            context,
-            pass,
-            Role::ResidualX,
-            self.xbar_slot(),
-            [(d as u32).div_ceil(64), c, 1],
-        );
-        self.run_mixture(
-            context,
-            pass,
-            MixtureRole::EnergyX,
-            self.xbar_slot(),
-            [self.chains as u32, 1, 1],
-        );
-        self.run(
-            context,
-            pass,
-            Role::GradientX,
-            self.xbar_slot(),
-            [(p as u32).div_ceil(64), c, 1],
-        );
+        let roles = (Role::ResidualX, MixtureRole::EnergyX, Role::GradientX);
+        self.record_state(context, pass, d, p, roles);
     }
 
     /// Z ← X (and for HMC ∇U(Z) ← ∇U(X)); must precede the proposal in the same encoder.
