@@ -1,6 +1,8 @@
 //! The `rmld` binary end to end: the main job's outputs, and bad input refused with exit status 2,
 //! one clear message, and nothing written to `--out`.
 
+mod gpu_common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -330,4 +332,61 @@ fn bench_writes_its_table_and_refuses_a_bad_chain_list() {
     assert_eq!(&std::fs::read(out.join("bench.png")).unwrap()[1..4], b"PNG");
     let refused = args("1,many");
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}
+
+/// On a GPU, `rmld bench` times the device by timestamp queries where the adapter offers them
+/// (lavapipe does), says so, and the device time of the passes fits inside their wall time.
+#[test]
+fn bench_times_the_gpu_by_timestamps_where_offered() {
+    let Some(context) = gpu_common::context("bench_times_the_gpu_by_timestamps_where_offered")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let run = rmld(&[
+        "bench",
+        "--backend",
+        "gpu",
+        "--chains",
+        "2",
+        "--dim",
+        "16",
+        "--atoms",
+        "64",
+        "--outer",
+        "2",
+        "--steps",
+        "2",
+        "--images",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let row = &bench["rows"][0];
+    assert_eq!(row["status"], "ok", "{row}");
+    let timing = row["timing"].as_str().unwrap();
+    if context.has_timestamps() {
+        assert!(timing.starts_with("timestamp queries"), "{timing}");
+        let (device, wall) = (
+            row["device_seconds"].as_f64().unwrap(),
+            row["seconds"].as_f64().unwrap(),
+        );
+        assert!(
+            device > 0.0 && device <= wall,
+            "device {device} s, wall {wall} s"
+        );
+        let fraction = row["device_ceiling_fraction"].as_f64().unwrap();
+        assert!(fraction.is_finite() && fraction > 0.0, "{row}");
+    } else {
+        assert!(timing.starts_with("wall-clock"), "{timing}");
+        assert!(row["device_seconds"].is_null(), "{row}");
+    }
+    for ceiling in bench["ceilings"][0]["extra"].as_array().unwrap() {
+        let gflops = ceiling[1].as_f64().unwrap();
+        assert!(gflops.is_finite() && gflops > 0.0, "{ceiling}");
+    }
 }

@@ -386,6 +386,8 @@ fn chunked_chains_match_unchunked_bit_for_bit() {
     let s = settings(3, true, seed);
     let options = GpuOptions {
         max_binding_bytes: Some((4 * P * 3) as u64),
+        // Timing the passes must not change what they compute.
+        timestamps: true,
     };
     let mut split =
         GpuBackend::with_context(ctx.clone(), target.clone(), s.clone(), chains, options).unwrap();
@@ -396,6 +398,7 @@ fn chunked_chains_match_unchunked_bit_for_bit() {
     let start = uniform(&mut r, chains * P);
     split.load_positions(&start).unwrap();
     whole.load_positions(&start).unwrap();
+    let started = std::time::Instant::now();
     for outer in 1..=2 {
         let (a, b) = (split.propose(outer).unwrap(), whole.propose(outer).unwrap());
         assert_eq!(a, b, "outer {outer}: MH terms differ");
@@ -413,6 +416,24 @@ fn chunked_chains_match_unchunked_bit_for_bit() {
             "outer {outer}: images"
         );
     }
+    // The timed passes ran inside this wall-clock interval, so their device time fits in it; a
+    // wrong tick period (ns taken for µs, say) would not.
+    let wall = started.elapsed().as_secs_f64();
+    let device = split.device_seconds().unwrap();
+    if split.context().has_timestamps() {
+        let device = device.expect("timestamps asked for and offered, yet no device time");
+        assert!(
+            device > 0.0 && device <= wall,
+            "device time {device} s outside (0, {wall}] s"
+        );
+    } else {
+        assert_eq!(device, None);
+    }
+    assert_eq!(
+        whole.device_seconds().unwrap(),
+        None,
+        "timestamps not asked for"
+    );
     let images: Vec<f32> = uniform(&mut r, 7 * D).iter().map(|v| v.abs()).collect();
     assert_eq!(
         split.encode(&images, 0.05, 20).unwrap(),

@@ -153,4 +153,10 @@ pub trait Backend {
     /// LASSO codes argmin_z ½||x − A z||² + lam·||z||₁ of `images` (rows of d) by monotone FISTA
     /// with `iterations` iterations, rows of p.
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>>;
+
+    /// Device seconds spent in the propose and accept passes so far, measured on the device
+    /// (timestamp queries); None for a backend or device that does not measure it.
+    fn device_seconds(&mut self) -> Result<Option<f64>> {
+        Ok(None)
+    }
 }

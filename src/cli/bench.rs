@@ -53,6 +53,11 @@ struct Row {
     /// (host MH + reading positions and images back) over the total.
     outside_device_share: f64,
     acceptance: f64,
+    /// Device seconds of the timed propose and accept passes (timestamp queries), when measured.
+    device_seconds: Option<f64>,
+    /// gflops_counted over device seconds instead of wall seconds, and that over the ceiling.
+    gflops_device: Option<f64>,
+    device_ceiling_fraction: Option<f64>,
 }
 
 impl Row {
@@ -78,6 +83,9 @@ impl Row {
             ceiling_fraction: 0.0,
             outside_device_share: 0.0,
             acceptance: 0.0,
+            device_seconds: None,
+            gflops_device: None,
+            device_ceiling_fraction: None,
         }
     }
 }
@@ -207,6 +215,7 @@ fn measure(
     };
     let (mut propose, mut mh, mut accept, mut readback) = (0.0, 0.0, 0.0, 0.0);
     let mut accepted = 0usize;
+    let mut device_start = None;
     for k in 0..=outer {
         let iteration = k + 1;
         let t0 = Instant::now();
@@ -226,6 +235,7 @@ fn measure(
         let t4 = Instant::now();
         std::hint::black_box((&codes, &images));
         if k == 0 {
+            device_start = backend.device_seconds()?;
             continue; // the warm-up
         }
         propose += (t1 - t0).as_secs_f64();
@@ -237,6 +247,10 @@ fn measure(
     let seconds = propose + mh + accept + readback;
     let steps = dynamics.steps as f64;
     let flop = 4.0 * d as f64 * p as f64 * chains as f64 * outer as f64;
+    let device_seconds = backend
+        .device_seconds()?
+        .zip(device_start)
+        .map(|(end, start)| end - start);
     let info = backend.info();
     Ok(Row {
         backend: info.kind,
@@ -259,6 +273,9 @@ fn measure(
         ceiling_fraction: 0.0,
         outside_device_share: (mh + readback) / seconds,
         acceptance: accepted as f64 / (chains as f64 * outer as f64),
+        device_seconds,
+        gflops_device: device_seconds.map(|t| flop * (steps + 1.0) / t / 1e9),
+        device_ceiling_fraction: None,
     })
 }
 
@@ -528,13 +545,14 @@ fn table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<7} {:>6} {:>14} {:>11} {:>9} {:>9} {:>9} {:>9}  note",
+        "{:<7} {:>6} {:>14} {:>11} {:>9} {:>9} {:>10} {:>9} {:>9}  timing",
         "backend",
         "chains",
         "chain-steps/s",
         "samples/s",
         "GFLOP/s",
         "% ceil",
+        "% ceil dev",
         "KB/chain",
         "% host"
     );
@@ -545,19 +563,26 @@ fn table(rows: &[Row]) -> String {
         }
         let _ = writeln!(
             s,
-            "{:<7} {:>6} {:>14.0} {:>11.1} {:>9.2} {:>9.1} {:>9.1} {:>9.1}  {}",
+            "{:<7} {:>6} {:>14.0} {:>11.1} {:>9.2} {:>9.1} {:>10} {:>9.1} {:>9.1}  {}",
             r.backend,
             r.chains,
             r.chain_steps_per_second,
             r.samples_per_second,
             r.gflops_counted,
             100.0 * r.ceiling_fraction,
+            r.device_ceiling_fraction
+                .map_or("-".into(), |f| format!("{:.1}", 100.0 * f)),
             r.bytes_per_chain as f64 / 1024.0,
             100.0 * r.outside_device_share,
-            r.timing.split(',').next().unwrap_or_default()
+            r.timing.split([',', ':']).next().unwrap_or_default()
         );
     }
     s
+}
+
+/// A CSV cell: the value, or empty when not measured.
+fn optional(value: Option<f64>) -> String {
+    value.map_or(String::new(), |v| v.to_string())
 }
 
 /// GPU over CPU chain-steps/s per chain count where both ran in this run.
@@ -580,13 +605,14 @@ fn csv(rows: &[Row]) -> String {
     let mut s = String::from(
         "backend,chains,status,chain_steps_per_second,samples_per_second,gflops_steps,gflops_counted,\
          ceiling_fraction,bytes_per_chain,outside_device_share,seconds,propose_seconds,host_mh_seconds,\
-         accept_seconds,readback_seconds,acceptance,timing,note\n",
+         accept_seconds,readback_seconds,acceptance,device_seconds,gflops_device,\
+         device_ceiling_fraction,timing,note\n",
     );
     for r in rows {
         let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.backend,
             r.chains,
             r.status,
@@ -603,6 +629,9 @@ fn csv(rows: &[Row]) -> String {
             r.accept_seconds,
             r.readback_seconds,
             r.acceptance,
+            optional(r.device_seconds),
+            optional(r.gflops_device),
+            optional(r.device_ceiling_fraction),
             quote(&r.timing),
             quote(&r.note)
         );
@@ -783,8 +812,9 @@ mod gpu {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use rmld::backend::gpu::buffers::{storage, upload, ParamSlots};
+    use rmld::backend::gpu::buffers::{read_back_after, storage, upload, ParamSlots};
     use rmld::backend::gpu::kernels::{Kernel, Params};
+    use rmld::backend::gpu::timer::PassTimer;
     use rmld::backend::gpu::{adapter_available, GpuBackend, GpuContext, GpuOptions};
     use rmld::{Error, Result};
 
@@ -802,30 +832,49 @@ mod gpu {
             .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))
     }
 
-    /// Seconds per repetition of `record` (one submission of `reps`, synchronised), after a warm-up,
-    /// with `reps` grown until the submission takes at least `target` seconds.
+    /// Seconds per repetition of `record` (one pass of `reps` dispatches), after a warm-up, with
+    /// `reps` grown until the submission takes at least `target` seconds: by timestamp queries
+    /// around the pass where the device offers them, else synchronised wall-clock time.
     fn time_dispatches(
         context: &GpuContext,
         target: f64,
         record: &dyn Fn(&mut wgpu::ComputePass),
     ) -> Result<f64> {
+        let timer = PassTimer::new(context, 1);
         let run = |reps: u32| -> Result<f64> {
             let started = Instant::now();
-            context.checked("timing a kernel", || {
+            let encoder = context.checked("timing a kernel", || {
                 let mut encoder = context
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
                 {
-                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("timed kernel"),
+                        timestamp_writes: timer.as_ref().map(|t| t.writes(0)),
+                    });
                     for _ in 0..reps {
                         record(&mut pass);
                     }
                 }
-                context.queue.submit([encoder.finish()]);
+                if let Some(t) = &timer {
+                    t.resolve(&mut encoder);
+                }
+                encoder
             })?;
-            wait(context)?;
-            Ok(started.elapsed().as_secs_f64() / reps as f64)
+            let pieces: Vec<_> = timer.iter().map(|t| t.piece()).collect();
+            let bytes = context.checked("reading the timestamps", || {
+                read_back_after(context, encoder, &pieces)
+            })??;
+            let seconds = match &timer {
+                Some(t) => t.seconds(&bytes)[0],
+                None => {
+                    wait(context)?; // nothing was read back, so nothing waited yet
+                    started.elapsed().as_secs_f64()
+                }
+            };
+            Ok(seconds / reps as f64)
         };
+        run(1)?; // the warm-up: pipeline creation and first-touch costs
         let once = run(1)?.max(1e-6);
         let reps = ((target / once).ceil() as u32).clamp(1, 64);
         run(reps)
@@ -943,19 +992,13 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         let (n, workgroups) = if software { (512, 64) } else { (4096, 16384) };
         let (residual, transpose) = matrix_ceiling(&context, n)?;
         let fma = fma_ceiling(&context, workgroups)?;
-        let timestamps = context
-            .adapter
-            .features()
-            .contains(wgpu::Features::TIMESTAMP_QUERY);
-        let timing = format!(
-            "wall-clock, synchronised by the MH read-back (timestamp queries {}; the shared device \
-             is opened without them)",
-            if timestamps {
-                "offered by the adapter"
-            } else {
-                "not offered by the adapter"
-            }
-        );
+        let timestamps = context.has_timestamps();
+        let timing = if timestamps {
+            "timestamp queries: device time of the propose and accept passes and of the ceiling \
+             kernels; throughput and host share from synchronised wall-clock time"
+        } else {
+            "wall-clock, synchronised by the MH read-back (the adapter offers no timestamp queries)"
+        };
         let ceiling = Ceiling {
             backend: "gpu".into(),
             what: format!(
@@ -982,8 +1025,11 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 rows.push(Row::skipped("gpu", &context.describe(), c, note));
                 continue;
             }
-            let backend =
-                GpuBackend::new(target.clone(), dynamics.clone(), c, GpuOptions::default());
+            let options = GpuOptions {
+                timestamps: true,
+                ..GpuOptions::default()
+            };
+            let backend = GpuBackend::new(target.clone(), dynamics.clone(), c, options);
             let mut backend = match backend {
                 Ok(b) => b,
                 Err(e) => {
@@ -992,8 +1038,9 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 }
             };
             let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
-            row.timing = timing.clone();
+            row.timing = timing.into();
             row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
+            row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
             eprintln!(
                 "  gpu C = {c}: {:.0} chain-steps/s",
                 row.chain_steps_per_second

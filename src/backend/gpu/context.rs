@@ -36,8 +36,11 @@ impl GpuContext {
             ))
         })?;
         let limits = adapter.limits();
+        // Timestamp queries cost nothing until a pass asks for them (`rmld bench` does).
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("rmld"),
+            required_features: features,
             required_limits: limits.clone(),
             ..Default::default()
         }))
@@ -74,6 +77,13 @@ impl GpuContext {
             "{} ({} {}, {:?})",
             self.info.name, self.info.driver, self.info.driver_info, self.info.backend
         )
+    }
+
+    /// Whether the device was opened with timestamp queries (the adapter offers them).
+    pub fn has_timestamps(&self) -> bool {
+        self.device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
     /// The adapter's name.

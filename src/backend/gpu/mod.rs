@@ -11,6 +11,7 @@ mod group;
 pub mod kernel_hmc;
 pub mod kernels;
 pub mod probe;
+pub mod timer;
 
 pub use context::{adapter_available, GpuContext};
 pub use dataset::{gather_params, upload_observations};
@@ -23,6 +24,7 @@ use crate::target::Target;
 use crate::{Error, Result};
 use group::{ChainGroup, Shared, TERMS};
 use kernels::Params;
+use timer::PassTimer;
 
 /// Options of the GPU backend.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +32,18 @@ pub struct GpuOptions {
     /// Caps the bytes of any per-chain buffer below the device's binding limit (tests use it to
     /// force several groups).
     pub max_binding_bytes: Option<u64>,
+    /// Times the outer iteration's passes on the device with timestamp queries, where the
+    /// device offers them (`Backend::device_seconds`); `rmld bench` turns it on.
+    pub timestamps: bool,
+}
+
+/// Device time of the propose and accept passes, by timestamp queries.
+struct DeviceClock {
+    propose: PassTimer,
+    accept: PassTimer,
+    /// The accept timer holds a resolve no read-back has fetched yet.
+    accept_unread: bool,
+    seconds: f64,
 }
 
 /// C chains on the GPU, in groups of buffers that each fit the binding limit.
@@ -44,6 +58,7 @@ pub struct GpuBackend {
     group_size: usize,
     limit: u64,
     lipschitz: Option<f32>,
+    clock: Option<DeviceClock>,
 }
 
 impl GpuBackend {
@@ -121,6 +136,19 @@ impl GpuBackend {
                 })
                 .collect::<Vec<_>>()
         })?;
+        let clock = match (
+            options.timestamps,
+            PassTimer::new(&context, 1),
+            PassTimer::new(&context, 1),
+        ) {
+            (true, Some(propose), Some(accept)) => Some(DeviceClock {
+                propose,
+                accept,
+                accept_unread: false,
+                seconds: 0.0,
+            }),
+            _ => None,
+        };
         Ok(GpuBackend {
             context,
             target,
@@ -132,6 +160,7 @@ impl GpuBackend {
             group_size,
             limit,
             lipschitz: None,
+            clock,
         })
     }
 
@@ -168,10 +197,12 @@ impl GpuBackend {
         }
     }
 
-    /// Records `record` for every group into one compute pass after `copies`, then submits.
+    /// Records `record` for every group into one compute pass after `copies`, timed by `timer`
+    /// when given (its resolve recorded after the pass); returns the encoder for the caller to submit.
     fn submit(
         &self,
         what: &str,
+        timer: Option<&PassTimer>,
         copies: impl Fn(&ChainGroup, &mut wgpu::CommandEncoder),
         record: impl Fn(&ChainGroup, &mut wgpu::ComputePass),
     ) -> Result<wgpu::CommandEncoder> {
@@ -184,10 +215,16 @@ impl GpuBackend {
                 copies(g, &mut encoder);
             }
             {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(what),
+                    timestamp_writes: timer.map(|t| t.writes(0)),
+                });
                 for g in &self.groups {
                     record(g, &mut pass);
                 }
+            }
+            if let Some(t) = timer {
+                t.resolve(&mut encoder);
             }
             encoder
         })
@@ -263,6 +300,7 @@ impl Backend for GpuBackend {
         }
         let encoder = self.submit(
             "loading positions",
+            None,
             |_, _| {},
             |g, pass| g.record_current(&self.context, pass, d, p),
         )?;
@@ -282,6 +320,7 @@ impl Backend for GpuBackend {
         }
         let encoder = self.submit(
             "one outer iteration",
+            self.clock.as_ref().map(|c| &c.propose),
             |g, encoder| g.record_copy(encoder, s.method),
             |g, pass| match s.method {
                 Method::Rmld => g.record_steps(&self.context, pass, d, p, s.steps),
@@ -289,15 +328,34 @@ impl Backend for GpuBackend {
                 Method::Hmc => g.record_leapfrog(&self.context, pass, d, p, s.leapfrog_steps),
             },
         )?;
-        let pieces: Vec<_> = self
+        let mut pieces: Vec<_> = self
             .groups
             .iter()
             .map(|g| (&g.terms, 0, (4 * TERMS * g.chains) as u64))
             .collect();
+        // The timestamps ride home with the MH terms: no extra round trip.
+        let timers: Vec<&PassTimer> = match &self.clock {
+            Some(c) if c.accept_unread => vec![&c.propose, &c.accept],
+            Some(c) => vec![&c.propose],
+            None => Vec::new(),
+        };
+        pieces.extend(timers.iter().map(|t| t.piece()));
+        let timer_bytes: usize = timers.iter().map(|t| t.bytes()).sum();
         let bytes = self.context.checked("reading the MH terms", || {
             buffers::read_back_after(&self.context, encoder, &pieces)
         })??;
-        let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
+        let (terms, mut stamps) = bytes.split_at(bytes.len() - timer_bytes);
+        let mut seconds = 0.0;
+        for t in timers {
+            let (mine, rest) = stamps.split_at(t.bytes());
+            seconds += t.seconds(mine).iter().sum::<f64>();
+            stamps = rest;
+        }
+        if let Some(c) = &mut self.clock {
+            c.seconds += seconds;
+            c.accept_unread = false;
+        }
+        let values: Vec<f32> = bytemuck::pod_collect_to_vec(terms);
         Ok(MhTerms::from_words(&values))
     }
 
@@ -319,6 +377,7 @@ impl Backend for GpuBackend {
         }
         let encoder = self.submit(
             "accepting proposals",
+            self.clock.as_ref().map(|c| &c.accept),
             |_, _| {},
             |g, pass| g.record_select(&self.context, pass, d, p),
         )?;
@@ -326,6 +385,9 @@ impl Backend for GpuBackend {
         self.context.checked("submitting", || {
             self.context.queue.submit([encoder.finish()])
         })?;
+        if let Some(c) = &mut self.clock {
+            c.accept_unread = true;
+        }
         Ok(())
     }
 
@@ -340,6 +402,18 @@ impl Backend for GpuBackend {
             row.iter_mut().zip(mean).for_each(|(r, m)| *r += m);
         }
         Ok(residual)
+    }
+
+    fn device_seconds(&mut self) -> Result<Option<f64>> {
+        let Some(clock) = &mut self.clock else {
+            return Ok(None);
+        };
+        if clock.accept_unread {
+            let bytes = buffers::read_back(&self.context, &[clock.accept.piece()])?;
+            clock.seconds += clock.accept.seconds(&bytes).iter().sum::<f64>();
+            clock.accept_unread = false;
+        }
+        Ok(Some(clock.seconds))
     }
 
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
