@@ -3,7 +3,8 @@
 //! coordinates and the test MSE on 50 new points.
 //!
 //! `cargo run --release --example regression -- [--method rmld|mala|hmc] [--chains C]
-//!  [--samples K] [--eta ETA] [--leapfrog-steps L] [--lambda LAM]`
+//!  [--samples K] [--eta ETA] [--leapfrog-steps L] [--lambda LAM] [--init lasso|noise]`, or `-- --save-data DIR` to
+//!  write the data as NPY for an outside reference sampler.
 
 use std::sync::Arc;
 
@@ -33,6 +34,8 @@ pub struct RegressionConfig {
     pub leapfrog_steps: u32,
     pub lam: f32,
     pub seed: u64,
+    /// Where the chains start: LASSO codes of y (the default) or white noise.
+    pub init: Init,
 }
 
 impl Default for RegressionConfig {
@@ -45,6 +48,7 @@ impl Default for RegressionConfig {
             leapfrog_steps: 30,
             lam: 1.0,
             seed: 2024,
+            init: Init::Lasso,
         }
     }
 }
@@ -62,6 +66,8 @@ pub struct RegressionResult {
     pub oracle_mse: f64,
     /// Overall acceptance.
     pub acceptance: f64,
+    /// Each chain's mean of the second half of its draws (for Monte Carlo errors).
+    pub chain_means: Vec<Vec<f64>>,
 }
 
 /// n rows of X ~ N(0, Σ), Σ_ij = 0.6^|i−j| (an AR(1) along the predictors), row-major, f64;
@@ -92,9 +98,17 @@ fn responses(x: &[f64], beta: &[f64], outer: u32, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-/// Generates the data, samples the posterior on the CPU backend and scores it.
-pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
-    let seed = config.seed;
+/// The example's data: β, the training design and responses, and the test points.
+pub struct RegressionData {
+    pub beta: Vec<f64>,
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    pub x_test: Vec<f64>,
+    pub y_test: Vec<f64>,
+}
+
+/// β = (3, 2, 1 each + N(0, 0.2²), 0, …), n training and 50 test rows, all from `seed`.
+pub fn regression_data(seed: u64) -> RegressionData {
     let mut b = [0f32; 4];
     Stream::new(seed, SHARED_CHAIN, 0, 2, Purpose::InitNoise).fill_normal(&mut b);
     let mut beta = vec![0f64; P];
@@ -105,7 +119,25 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
     let y = responses(&x, &beta, 0, seed);
     let x_test = design(TEST, 1 + N as u32, seed);
     let y_test = responses(&x_test, &beta, 1, seed);
+    RegressionData {
+        beta,
+        x,
+        y,
+        x_test,
+        y_test,
+    }
+}
 
+/// Generates the data, samples the posterior on the CPU backend and scores it.
+pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
+    let seed = config.seed;
+    let RegressionData {
+        beta,
+        x,
+        y,
+        x_test,
+        y_test,
+    } = regression_data(seed);
     let dictionary = Dictionary {
         d: N,
         p: P,
@@ -136,7 +168,7 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
         dynamics: dynamics.clone(),
         mh: true,
         discount: 1.0,
-        init: Init::Lasso,
+        init: config.init,
         lasso_iterations: 500,
     };
     let mut backend = CpuBackend::new(target.clone(), dynamics, config.chains);
@@ -147,11 +179,15 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
     let kept = &sink.codes[(k / 2) * config.chains * P..];
     let draws = (kept.len() / P) as f64;
     let mut posterior_mean = vec![0f64; P];
-    for row in kept.chunks(P) {
-        posterior_mean
-            .iter_mut()
-            .zip(row)
-            .for_each(|(m, &v)| *m += v as f64 / draws);
+    let mut chain_means = vec![vec![0f64; P]; config.chains];
+    let per_chain = draws / config.chains as f64;
+    // The sink holds sample k of every chain before sample k + 1: row i is chain i mod C.
+    for (i, row) in kept.chunks(P).enumerate() {
+        let chain = &mut chain_means[i % config.chains];
+        for ((m, c), &v) in posterior_mean.iter_mut().zip(chain.iter_mut()).zip(row) {
+            *m += v as f64 / draws;
+            *c += v as f64 / per_chain;
+        }
     }
     let mse = |coef: &[f64]| {
         x_test
@@ -165,9 +201,31 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
         test_mse: mse(&posterior_mean),
         oracle_mse: mse(&beta),
         acceptance: run.acceptance_rate(),
+        chain_means,
         beta,
         posterior_mean,
     }
+}
+
+/// Writes the data as NPY (x, y, x_test, y_test, beta; f64 as f32) for an outside reference
+/// sampler (`scripts/exactness/bayesian_lasso_gibbs.py`).
+#[allow(dead_code)]
+fn save_data(dir: &std::path::Path, seed: u64) -> rmld::Result<()> {
+    let data = regression_data(seed);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| rmld::Error::input(dir, format!("cannot create the folder: {e}")))?;
+    let f32s = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+    for (name, shape, values) in [
+        ("x.npy", vec![N, P], &data.x),
+        ("y.npy", vec![N], &data.y),
+        ("x_test.npy", vec![TEST, P], &data.x_test),
+        ("y_test.npy", vec![TEST], &data.y_test),
+        ("beta.npy", vec![P], &data.beta),
+    ] {
+        rmld::io::write_npy_f32(&dir.join(name), &shape, &f32s(values))?;
+    }
+    println!("wrote {}", dir.display());
+    Ok(())
 }
 
 #[allow(dead_code)]
@@ -183,6 +241,11 @@ fn main() {
             "--eta" => config.eta = value.parse().expect("--eta"),
             "--leapfrog-steps" => config.leapfrog_steps = value.parse().expect("--leapfrog-steps"),
             "--lambda" => config.lam = value.parse().expect("--lambda"),
+            "--init" => config.init = Init::from_str(value, true).expect("--init"),
+            "--save-data" => {
+                save_data(std::path::Path::new(value), config.seed).expect("--save-data");
+                return;
+            }
             other => panic!("unknown argument {other}"),
         }
     }

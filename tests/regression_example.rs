@@ -1,40 +1,164 @@
-//! The regression example (paper 003, Section 5.1) runs end to end with a modest budget and
-//! reports its posterior means and test MSE.
+//! The regression example (paper 003, Section 5.1) against an exact Gibbs sampler of the same
+//! Laplace-prior posterior, written here in f64 and sharing no code with rmld.
 //!
-//! Honest scope: at this budget HMC with ε = 0.02 accepts almost nothing, so the chains stay near
-//! their LASSO start and the means below are essentially the LASSO estimate. Well-mixed chains
-//! (smaller ε) drift to the much more diffuse Bayesian-lasso posterior, whose means of β1..β3 are
-//! far below (3, 2, 1); see docs/exactness.md.
+//! What it shows: rmld's HMC samples p(β | y) ∝ exp(−||y − Xβ||²/(2σ²) − lam·||β||₁) correctly
+//! in 1000 dimensions. What it cannot show: recovery of (3, 2, 1). At lam = 3 the exact posterior
+//! means of β1..β3 are about (0.54, 0.48, 0.20): a Laplace prior on 1000 correlated predictors
+//! spreads the signal, and no lam recovers it (docs/exactness.md, Gibbs at lam 1 to 100).
 
 #[path = "../examples/regression.rs"]
 mod regression;
 
-use regression::{run_regression, RegressionConfig};
+use rand::{Rng, SeedableRng};
+use regression::{regression_data, run_regression, RegressionConfig};
+use rmld::dynamics::Method;
+use rmld::orchestrator::Init;
+
+const SIGMA2: f64 = 3.0;
+const LAM: f64 = 3.0;
+
+/// A standard normal by Box-Muller (independent of rmld's Philox streams).
+fn normal(rng: &mut impl Rng) -> f64 {
+    let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let v: f64 = rng.random();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// An inverse-Gaussian draw with mean `mu` and shape `shape` (Michael, Schucany and Haas, 1976).
+fn inverse_gaussian(rng: &mut impl Rng, mu: f64, shape: f64) -> f64 {
+    let y = normal(rng).powi(2);
+    let x = mu + mu * mu * y / (2.0 * shape)
+        - mu / (2.0 * shape) * (4.0 * mu * shape * y + (mu * y).powi(2)).sqrt();
+    if rng.random::<f64>() <= mu / (mu + x) {
+        x
+    } else {
+        mu * mu / x
+    }
+}
+
+/// Solves M w = b for a symmetric positive definite n × n M (row-major) by Cholesky.
+fn cholesky_solve(mut m: Vec<f64>, mut b: Vec<f64>, n: usize) -> Vec<f64> {
+    for j in 0..n {
+        let diagonal = (m[j * n + j] - (0..j).map(|k| m[j * n + k].powi(2)).sum::<f64>()).sqrt();
+        m[j * n + j] = diagonal;
+        for i in j + 1..n {
+            let dot: f64 = (0..j).map(|k| m[i * n + k] * m[j * n + k]).sum();
+            m[i * n + j] = (m[i * n + j] - dot) / diagonal;
+        }
+    }
+    for i in 0..n {
+        b[i] = (b[i] - (0..i).map(|k| m[i * n + k] * b[k]).sum::<f64>()) / m[i * n + i];
+    }
+    for i in (0..n).rev() {
+        b[i] = (b[i] - (i + 1..n).map(|k| m[k * n + i] * b[k]).sum::<f64>()) / m[i * n + i];
+    }
+    b
+}
+
+/// Park and Casella's Gibbs sampler with σ² fixed: β | s ~ N((XᵀX/σ² + S⁻¹)⁻¹Xᵀy/σ², (…)⁻¹),
+/// drawn in O(n²p) as Bhattacharya, Chakraborty and Mallick (2016) do; 1/s_j | β ~
+/// InverseGaussian(lam/|β_j|, lam²). Returns the mean of β over `batches` consecutive batches of
+/// `batch` draws each, after `burn` draws.
+fn gibbs_batch_means(
+    x: &[f64],
+    y: &[f64],
+    n: usize,
+    p: usize,
+    burn: usize,
+    batches: usize,
+    batch: usize,
+    seed: u64,
+) -> Vec<Vec<f64>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let root = SIGMA2.sqrt();
+    let phi: Vec<f64> = x.iter().map(|v| v / root).collect();
+    let alpha: Vec<f64> = y.iter().map(|v| v / root).collect();
+    let mut s = vec![1.0 / (LAM * LAM); p];
+    let mut means = vec![vec![0f64; p]; batches];
+    for t in 0..burn + batches * batch {
+        let u: Vec<f64> = s.iter().map(|&sj| sj.sqrt() * normal(&mut rng)).collect();
+        let rhs: Vec<f64> = (0..n)
+            .map(|i| {
+                let row = &phi[i * p..(i + 1) * p];
+                alpha[i] - row.iter().zip(&u).map(|(a, b)| a * b).sum::<f64>() - normal(&mut rng)
+            })
+            .collect();
+        let mut m = vec![0f64; n * n];
+        for i in 0..n {
+            for k in 0..=i {
+                let (ri, rk) = (&phi[i * p..(i + 1) * p], &phi[k * p..(k + 1) * p]);
+                let v: f64 = (0..p).map(|j| ri[j] * s[j] * rk[j]).sum();
+                m[i * n + k] = v + if i == k { 1.0 } else { 0.0 };
+                m[k * n + i] = m[i * n + k];
+            }
+        }
+        let w = cholesky_solve(m, rhs, n);
+        let beta: Vec<f64> = (0..p)
+            .map(|j| u[j] + s[j] * (0..n).map(|i| phi[i * p + j] * w[i]).sum::<f64>())
+            .collect();
+        for (sj, b) in s.iter_mut().zip(&beta) {
+            *sj = 1.0 / inverse_gaussian(&mut rng, LAM / b.abs().max(1e-12), LAM * LAM);
+        }
+        if t >= burn {
+            let k = (t - burn) / batch;
+            means[k]
+                .iter_mut()
+                .zip(&beta)
+                .for_each(|(m, b)| *m += b / batch as f64);
+        }
+    }
+    means
+}
+
+/// Mean and standard error of the mean of `values` treated as independent.
+fn mean_and_error(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (variance / n).sqrt())
+}
 
 #[test]
-fn regression_example_reports_means_and_test_mse() {
+fn regression_hmc_matches_an_exact_gibbs_sampler() {
     let config = RegressionConfig {
-        chains: 8,
-        samples: 60,
-        ..Default::default()
+        method: Method::Hmc,
+        chains: 16,
+        samples: 600,
+        eta: 0.005,
+        leapfrog_steps: 60,
+        lam: LAM as f32,
+        seed: 2024,
+        init: Init::Noise,
     };
     let result = run_regression(&config);
+    let data = regression_data(config.seed);
+    let (n, p) = (data.y.len(), data.beta.len());
+    // 20 batches of 50 after 200: batches of this length are nearly independent for the first
+    // coordinates (their lag-50 autocorrelation is small), so the batch means give the error.
+    let gibbs = gibbs_batch_means(&data.x, &data.y, n, p, 200, 20, 50, 7);
     eprintln!(
-        "first coordinates {:?} (true {:?}), test MSE {} (oracle {}), acceptance {}",
-        &result.posterior_mean[..4],
-        &result.beta[..4],
-        result.test_mse,
-        result.oracle_mse,
-        result.acceptance
+        "HMC acceptance {:.3}, test MSE {:.2} (oracle {:.2})",
+        result.acceptance, result.test_mse, result.oracle_mse
     );
-    assert!(result.posterior_mean.iter().all(|v| v.is_finite()));
+    assert!(result.acceptance > 0.5, "acceptance {}", result.acceptance);
     assert!(result.test_mse.is_finite() && result.oracle_mse > 1.0 && result.oracle_mse < 6.0);
-    // The null coordinates stay near 0 on average; the first three are positive.
-    let rest = &result.posterior_mean[3..];
-    let mean_abs = rest.iter().map(|v| v.abs()).sum::<f64>() / rest.len() as f64;
-    assert!(
-        mean_abs < 0.1,
-        "mean |posterior mean| of the null coordinates {mean_abs}"
-    );
-    assert!(result.posterior_mean[..3].iter().all(|&v| v > 0.0));
+    let mut bad = Vec::new();
+    for j in 0..6 {
+        let hmc: Vec<f64> = result.chain_means.iter().map(|c| c[j]).collect();
+        let exact: Vec<f64> = gibbs.iter().map(|b| b[j]).collect();
+        let ((mh, eh), (mg, eg)) = (mean_and_error(&hmc), mean_and_error(&exact));
+        // Five combined standard errors: with six coordinates a false alarm is below 1e-5.
+        let tolerance = 5.0 * (eh * eh + eg * eg).sqrt();
+        eprintln!(
+            "beta[{}]: HMC {mh:.4} ± {eh:.4}, Gibbs {mg:.4} ± {eg:.4}",
+            j + 1
+        );
+        if (mh - mg).abs() > tolerance {
+            bad.push(format!(
+                "beta[{}]: HMC {mh:.4}, Gibbs {mg:.4}, |difference| > {tolerance:.4}",
+                j + 1
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
