@@ -68,6 +68,10 @@ pub struct RegressionResult {
     pub acceptance: f64,
     /// Each chain's mean of the second half of its draws (for Monte Carlo errors).
     pub chain_means: Vec<Vec<f64>>,
+    /// Each chain's mean of ||β||₁ and of ||y − Xβ||² over the same draws: global statistics that
+    /// lam and σ² move strongly.
+    pub chain_l1: Vec<f64>,
+    pub chain_rss: Vec<f64>,
 }
 
 /// n rows of X ~ N(0, Σ), Σ_ij = 0.6^|i−j| (an AR(1) along the predictors), row-major, f64;
@@ -128,6 +132,16 @@ pub fn regression_data(seed: u64) -> RegressionData {
     }
 }
 
+/// ||β||₁ and ||y − Xβ||² for a design `x` of rows of P.
+pub fn l1_and_rss(x: &[f64], y: &[f64], beta: &[f64]) -> (f64, f64) {
+    let rss = x
+        .chunks(P)
+        .zip(y)
+        .map(|(row, &yi)| (yi - row.iter().zip(beta).map(|(a, b)| a * b).sum::<f64>()).powi(2))
+        .sum();
+    (beta.iter().map(|b| b.abs()).sum(), rss)
+}
+
 /// Generates the data, samples the posterior on the CPU backend and scores it.
 pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
     let seed = config.seed;
@@ -181,8 +195,13 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
     let mut posterior_mean = vec![0f64; P];
     let mut chain_means = vec![vec![0f64; P]; config.chains];
     let per_chain = draws / config.chains as f64;
+    let (mut chain_l1, mut chain_rss) = (vec![0f64; config.chains], vec![0f64; config.chains]);
     // The sink holds sample k of every chain before sample k + 1: row i is chain i mod C.
     for (i, row) in kept.chunks(P).enumerate() {
+        let b: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+        let (l1, rss) = l1_and_rss(&x, &y, &b);
+        chain_l1[i % config.chains] += l1 / per_chain;
+        chain_rss[i % config.chains] += rss / per_chain;
         let chain = &mut chain_means[i % config.chains];
         for ((m, c), &v) in posterior_mean.iter_mut().zip(chain.iter_mut()).zip(row) {
             *m += v as f64 / draws;
@@ -202,6 +221,8 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
         oracle_mse: mse(&beta),
         acceptance: run.acceptance_rate(),
         chain_means,
+        chain_l1,
+        chain_rss,
         beta,
         posterior_mean,
     }
@@ -274,6 +295,12 @@ fn main() {
         "  beta[4..{P}]: max |posterior mean| {:.3}, mean |posterior mean| {:.4}",
         rest.iter().fold(0f64, |m, v| m.max(v.abs())),
         rest.iter().map(|v| v.abs()).sum::<f64>() / rest.len() as f64
+    );
+    let chains = result.chain_rss.len() as f64;
+    println!(
+        "  posterior means of ||beta||_1 {:.3} and ||y - X beta||^2 {:.3}",
+        result.chain_l1.iter().sum::<f64>() / chains,
+        result.chain_rss.iter().sum::<f64>() / chains
     );
     println!(
         "  test MSE on {TEST} new points: {:.3} (with the true beta: {:.3}; paper's SGLD-SA: 3.5 to 5.6)",
