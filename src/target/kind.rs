@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::{ChainClasses, TangentBasis, TangentSettings, Target};
 use crate::backend::kernel_hmc::{ChainInfo, KernelTarget};
 use crate::rng::{philox::index_from_word, Purpose, Stream};
-use crate::Result;
+use crate::{Error, Result};
 
 /// The energy U(X) the chains sample (`--target`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -93,6 +93,23 @@ impl Target {
     pub fn with_tangent(mut self, settings: TangentSettings) -> Self {
         self.tangent = settings;
         self
+    }
+
+    /// The tangent target's bases for `chains` chains.
+    ///
+    /// Fails (`Error::Internal`) when the target was not built by `with_kind(Tangent, ..)` for
+    /// that many chains.
+    pub fn tangent_bases(&self, chains: usize) -> Result<Arc<TangentBasis>> {
+        match &self.tangent_basis {
+            Some(b) if b.neighbours.len() == chains && b.d == self.d() => Ok(b.clone()),
+            Some(b) => Err(Error::Internal(format!(
+                "the tangent bases describe {} chains, the backend runs {chains}",
+                b.neighbours.len()
+            ))),
+            None => Err(Error::Internal(
+                "a tangent target without bases (build it with with_kind)".into(),
+            )),
+        }
     }
 
     /// Whether the backends run the mixture energy.

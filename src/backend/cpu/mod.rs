@@ -95,7 +95,7 @@ impl CpuBackend {
             let kernel = EnergyKernel::Mixture(target.mixture_chain_info(chains)?);
             (vec![0.0; chains * d], Some(cached(kernel)))
         } else if target.is_tangent() {
-            let basis = tangent_basis(&target, chains)?;
+            let basis = target.tangent_bases(chains)?;
             let kernel = EnergyKernel::Tangent(basis, target.inv_sigma2());
             (target.xbar_rows(chains)?, Some(cached(kernel)))
         } else {
@@ -360,20 +360,6 @@ impl CpuBackend {
                 .as_ref()
                 .map(|m| (&m.x_energy[..], &m.z_energy[..])),
         )
-    }
-}
-
-/// The tangent bases of a tangent target for `chains` chains.
-fn tangent_basis(target: &Target, chains: usize) -> Result<Arc<TangentBasis>> {
-    match &target.tangent_basis {
-        Some(b) if b.neighbours.len() == chains && b.d == target.d() => Ok(b.clone()),
-        Some(b) => Err(Error::Internal(format!(
-            "the tangent bases describe {} chains, the backend runs {chains}",
-            b.neighbours.len()
-        ))),
-        None => Err(Error::Internal(
-            "a tangent target without bases (build it with with_kind)".into(),
-        )),
     }
 }
 
