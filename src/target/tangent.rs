@@ -293,7 +293,9 @@ mod tests {
                 if (av - want).abs() > 1e-12 {
                     bad.push(format!("(A v_{j})[{i}] = {av}, λ v = {want}"));
                 }
-                let dot: f64 = (0..n).map(|m| vectors[m * n + i] * vectors[m * n + j]).sum();
+                let dot: f64 = (0..n)
+                    .map(|m| vectors[m * n + i] * vectors[m * n + j])
+                    .sum();
                 let want = if i == j { 1.0 } else { 0.0 };
                 if (dot - want).abs() > 1e-12 {
                     bad.push(format!("v_{i}·v_{j} = {dot}, want {want}"));

@@ -183,7 +183,8 @@ impl ChainGroup {
                         k: directions,
                         inv_sigma2,
                     } => {
-                        let upload = |label, data: &[u8]| super::buffers::upload(context, label, data);
+                        let upload =
+                            |label, data: &[u8]| super::buffers::upload(context, label, data);
                         let basis = upload("tangent basis", bytemuck::cast_slice(basis));
                         let gamma = upload("tangent gamma", bytemuck::cast_slice(gamma));
                         let info = upload(
