@@ -390,3 +390,33 @@ fn bench_times_the_gpu_by_timestamps_where_offered() {
         assert!(gflops.is_finite() && gflops > 0.0, "{ceiling}");
     }
 }
+
+/// The tangent target's settings are refused with exit status 2 before anything is written: k = 0,
+/// k above 64, a negative or non-finite scale, and a dataset (the class of `sample`) of fewer
+/// than k + 1 images.
+#[test]
+fn bad_tangent_settings_are_refused() {
+    assert_refused(
+        &["--target", "tangent", "--tangent-k", "0"],
+        &["--tangent-k"],
+    );
+    assert_refused(
+        &["--target", "tangent", "--tangent-k", "65"],
+        &["--tangent-k"],
+    );
+    assert_refused(
+        &["--target", "tangent", "--tangent-scale=-1"],
+        &["--tangent-scale"],
+    );
+    assert_refused(
+        &["--target", "tangent", "--tangent-scale", "NaN"],
+        &["--tangent-scale"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let few = dir.path().join("five.npy");
+    io::write_npy_f32(&few, &[5, 16], &vec![0.5; 5 * 16]).unwrap();
+    assert_refused(
+        &["--target", "tangent", "--data", few.to_str().unwrap()],
+        &["--tangent-k", "fewer than k + 1"],
+    );
+}

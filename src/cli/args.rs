@@ -9,7 +9,7 @@ use rmld::dynamics::Method;
 use rmld::io::postprocess::Rescale;
 use rmld::orchestrator::augment::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
-use rmld::target::TargetKind;
+use rmld::target::{TangentSettings, TargetKind};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -94,10 +94,25 @@ pub struct ProblemArgs {
     /// The energy the chains sample: `paper` (the paper's posterior, centred on the mean of the
     /// data or of the chain's class), `mixture` (−log Σ_i exp(−||A X − x_i||²/(2σ²)) over the
     /// class's images: chains stay near real images and move between them), `local` (the
-    /// posterior of the code of the image the chain starts from). See docs/quality.md.
+    /// posterior of the code of the image the chain starts from), `tangent` (a Gaussian around
+    /// the start image, wide along the span of its --tangent-k nearest same-class images). See
+    /// docs/quality.md.
     #[arg(long, value_enum, default_value_t = TargetKind::Paper)]
     #[serde(default)]
     pub target: TargetKind,
+
+    /// k, the tangent target's neighbours per chain: the k nearest images of the chain's class
+    /// to its start image span the directions along which it varies (at most 64; the class
+    /// needs k + 1 images).
+    #[arg(long, value_name = "K", default_value_t = 8)]
+    #[serde(default = "default_tangent_k")]
+    pub tangent_k: u32,
+
+    /// s, the tangent target's spread along the neighbour span: its covariance there is
+    /// (s²/k)·B Bᵀ (B = neighbours − start image), plus σ² (--sigma2) in every direction.
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    #[serde(default = "default_tangent_scale")]
+    pub tangent_scale: f32,
 
     /// lam, the rate of the Laplace prior exp(−lam·||X||₁) and the LASSO penalty.
     #[arg(long = "lambda", value_name = "LAM", default_value_t = 5.0)]
@@ -114,6 +129,16 @@ pub struct ProblemArgs {
     /// Output folder (created if missing; files are written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-out")]
     pub out: PathBuf,
+}
+
+/// `--tangent-k`'s default, for settings written before the option existed.
+fn default_tangent_k() -> u32 {
+    TangentSettings::default().k
+}
+
+/// `--tangent-scale`'s default, for settings written before the option existed.
+fn default_tangent_scale() -> f32 {
+    TangentSettings::default().scale
 }
 
 #[derive(Args, Debug, Clone, Serialize, Deserialize)]

@@ -177,6 +177,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
         "target": args.problem.target,
+        "tangent": { "k": args.problem.tangent_k, "scale": args.problem.tangent_scale },
         "dataset": dataset_json(&dataset),
         "dictionary": if kernel {
             json!("none: kernel-hmc samples images")

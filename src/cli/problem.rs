@@ -7,7 +7,7 @@ use rmld::backend::kernel_hmc::cpu::KernelHmcCpu;
 use rmld::backend::kernel_hmc::KernelTarget;
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::io::{self, Dataset};
-use rmld::target::{Dictionary, Observations, Target};
+use rmld::target::{Dictionary, Observations, TangentSettings, Target, TargetKind};
 use rmld::{Error, Result};
 
 use super::args::{BackendChoice, ProblemArgs};
@@ -88,8 +88,17 @@ pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
             format!("must be a positive number, got {}", args.sigma2),
         ));
     }
+    let tangent = TangentSettings {
+        k: args.tangent_k,
+        scale: args.tangent_scale,
+    };
+    // Checked before any data work; the other targets ignore both settings.
+    if args.target == TargetKind::Tangent {
+        tangent.check()?;
+    }
     let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda)
-        .with_sigma2(args.sigma2);
+        .with_sigma2(args.sigma2)
+        .with_tangent(tangent);
     Ok(Problem {
         dataset,
         dictionary_source,

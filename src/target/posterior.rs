@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{ChainClasses, Dictionary, TargetKind};
+use super::{ChainClasses, Dictionary, TangentBasis, TangentSettings, TargetKind};
 use crate::io::{Dataset, Pixels};
 use crate::{Error, Result};
 
@@ -107,6 +107,10 @@ pub struct Target {
     pub classes: Option<ChainClasses>,
     /// The energy the backends run (set by `with_kind`).
     pub kind: TargetKind,
+    /// The tangent target's k and scale (read by `with_kind(TargetKind::Tangent, ..)`).
+    pub tangent: TangentSettings,
+    /// The tangent target's per-chain bases (set by `with_kind(TargetKind::Tangent, ..)`).
+    pub tangent_basis: Option<Arc<TangentBasis>>,
 }
 
 impl Target {
@@ -121,6 +125,8 @@ impl Target {
             sigma2: 1.0,
             classes: None,
             kind: TargetKind::Paper,
+            tangent: TangentSettings::default(),
+            tangent_basis: None,
         }
     }
 

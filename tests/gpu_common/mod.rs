@@ -34,6 +34,17 @@ pub fn rng(test: &str) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed)
 }
 
+/// A generator from `seed` (or RMLD_TEST_SEED when set), printed like `rng`'s, for tests that
+/// must run the same numbers every time.
+pub fn fixed_rng(test: &str, seed: u64) -> rand::rngs::StdRng {
+    let seed = std::env::var("RMLD_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(seed);
+    eprintln!("{test}: RMLD_TEST_SEED={seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
 /// Uniform values on [-1, 1).
 pub fn uniform(rng: &mut impl Rng, len: usize) -> Vec<f32> {
     (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()

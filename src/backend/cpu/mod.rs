@@ -8,6 +8,7 @@ pub mod gradient_step;
 pub mod matmul;
 pub mod mh_terms;
 pub mod select;
+pub mod tangent;
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepSc
 use super::kernel_hmc::ChainInfo;
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::dynamics::Method;
-use crate::target::Target;
+use crate::target::{TangentBasis, Target};
 use crate::{Error, Result};
 use mh_terms::{ChainView, Kinetic};
 
@@ -42,19 +43,28 @@ pub struct CpuBackend {
     mixture: Option<Mixture>,
 }
 
-/// The mixture target's per-chain state: the kernels' chain info and, at X and at Z, the energy
-/// term −log Σ_i exp(−||A· − x_i||²/(2σ²)) and the scaled residual (A· − Σ_i w_i x_i)/σ².
+/// What turns A· (mixture) or A· − a (tangent) into a per-chain energy and scaled residual.
+enum EnergyKernel {
+    /// The mixture's kernels' chain info: −log Σ_i exp(−||A· − x_i||²/(2σ²)) and
+    /// (A· − Σ_i w_i x_i)/σ².
+    Mixture(Vec<ChainInfo>),
+    /// The tangent bases and 1/σ²: ½ rᵀ C⁻¹ r and C⁻¹ r with r = A· − a.
+    Tangent(Arc<TangentBasis>, f32),
+}
+
+/// The cached-energy targets' per-chain state (mixture and tangent): the energy kernel and, at X
+/// and at Z, the energy's data term and the scaled residual the gradient products read.
 struct Mixture {
-    info: Vec<ChainInfo>,
+    kernel: EnergyKernel,
     x_energy: Vec<f32>,
     z_energy: Vec<f32>,
     x_scaled: Vec<f32>,
     z_scaled: Vec<f32>,
 }
 
-/// The mixture's chain info, and where `residual_and_gradient` leaves its energies (C) and
-/// scaled residuals (C × d).
-type MixtureOut<'a> = Option<(&'a [ChainInfo], &'a mut [f32], &'a mut [f32])>;
+/// The energy kernel, and where `residual_and_gradient` leaves its energies (C) and scaled
+/// residuals (C × d).
+type MixtureOut<'a> = Option<(&'a EnergyKernel, &'a mut [f32], &'a mut [f32])>;
 
 impl CpuBackend {
     /// A backend for `chains` chains of `target`, all positions zero until loaded.
@@ -72,16 +82,22 @@ impl CpuBackend {
     pub fn try_new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Result<Self> {
         let (d, p) = (target.d(), target.p());
         let chain_rows = target.chain_rows(chains)?;
-        // The mixture keeps A X itself as its "residual": a zero mean row per chain.
+        let cached = |kernel| Mixture {
+            kernel,
+            x_energy: vec![0.0; chains],
+            z_energy: vec![0.0; chains],
+            x_scaled: vec![0.0; chains * d],
+            z_scaled: vec![0.0; chains * d],
+        };
+        // The mixture keeps A X itself as its "residual": a zero mean row per chain. The tangent
+        // target keeps A X − a, a being the chain's anchor (its one-row class's mean).
         let (xbar_rows, mixture) = if target.is_mixture() {
-            let mixture = Mixture {
-                info: target.mixture_chain_info(chains)?,
-                x_energy: vec![0.0; chains],
-                z_energy: vec![0.0; chains],
-                x_scaled: vec![0.0; chains * d],
-                z_scaled: vec![0.0; chains * d],
-            };
-            (vec![0.0; chains * d], Some(mixture))
+            let kernel = EnergyKernel::Mixture(target.mixture_chain_info(chains)?);
+            (vec![0.0; chains * d], Some(cached(kernel)))
+        } else if target.is_tangent() {
+            let basis = target.tangent_bases(chains)?;
+            let kernel = EnergyKernel::Tangent(basis, target.inv_sigma2());
+            (target.xbar_rows(chains)?, Some(cached(kernel)))
         } else {
             (target.xbar_rows(chains)?, None)
         };
@@ -137,9 +153,10 @@ impl CpuBackend {
             .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32)
     }
 
-    /// 1/σ² as the gradient kernels apply it: the mixture's residuals arrive already scaled.
+    /// 1/σ² as the gradient kernels apply it: the mixture's and the tangent target's residuals
+    /// arrive already scaled.
     fn gradient_inv_sigma2(&self) -> f32 {
-        if self.target.is_mixture() {
+        if self.target.has_cached_energy() {
             1.0
         } else {
             self.target.inv_sigma2()
@@ -157,7 +174,7 @@ impl CpuBackend {
     ) {
         self.residual_product(positions, &self.xbar_rows, residual);
         match mixture {
-            Some((info, energy, scaled)) => {
+            Some((EnergyKernel::Mixture(info), energy, scaled)) => {
                 let d = self.target.d();
                 let observations = &self.target.observations;
                 energy
@@ -167,6 +184,19 @@ impl CpuBackend {
                     .zip(info.par_iter())
                     .for_each_init(Vec::new, |weights, (((e, s), image), info)| {
                         *e = kernel_energy(observations, info, image, s, weights);
+                    });
+                self.transpose_product(scaled, gradient);
+            }
+            Some((EnergyKernel::Tangent(basis, inv_sigma2), energy, scaled)) => {
+                let d = self.target.d();
+                energy
+                    .par_iter_mut()
+                    .zip(scaled.par_chunks_mut(d))
+                    .zip(residual.par_chunks(d))
+                    .enumerate()
+                    .for_each(|(c, ((e, s), r))| {
+                        let (q, g) = (basis.chain_basis(c), basis.chain_gamma(c));
+                        *e = tangent::tangent_energy(q, g, *inv_sigma2, r, s);
                     });
                 self.transpose_product(scaled, gradient);
             }
@@ -180,10 +210,24 @@ impl CpuBackend {
         );
     }
 
-    /// The mixture's minibatch residuals of step `step`, in place over A Z.
+    /// The mixture's minibatch residuals of step `step`, in place over A Z; the tangent target's
+    /// C⁻¹ (A Z − a), in place over A Z − a (no minibatch: its step gradient is the full one).
     fn mixture_step_residual(&mut self, outer: u32, step: u32) {
         let Some(m) = &self.mixture else { return };
         let (d, s) = (self.target.d(), &self.settings);
+        let info = match &m.kernel {
+            EnergyKernel::Mixture(info) => info,
+            EnergyKernel::Tangent(basis, inv_sigma2) => {
+                self.step_residual
+                    .par_chunks_mut(d)
+                    .enumerate()
+                    .for_each(|(c, r)| {
+                        let (q, g) = (basis.chain_basis(c), basis.chain_gamma(c));
+                        tangent::tangent_step(q, g, *inv_sigma2, r);
+                    });
+                return;
+            }
+        };
         let params = StepParams {
             seed: s.seed,
             outer,
@@ -196,7 +240,7 @@ impl CpuBackend {
         let batch = s.batch as usize;
         self.step_residual
             .par_chunks_mut(d)
-            .zip(m.info.par_iter())
+            .zip(info.par_iter())
             .enumerate()
             .for_each_init(
                 || StepScratch::new(batch, d, false),
@@ -213,6 +257,10 @@ impl CpuBackend {
         let s = self.settings.clone();
         self.z.copy_from_slice(&self.x);
         gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
+        // The tangent target has no minibatch: its step residual starts as A Z − a.
+        if self.target.is_tangent() {
+            self.ybar.copy_from_slice(&self.xbar_rows);
+        }
         for step in 1..=s.steps {
             // The mixture's ybar stays zero: its step residual starts as A Z.
             if self.mixture.is_none() {
@@ -273,7 +321,7 @@ impl CpuBackend {
         let mut mixture = self.mixture.take();
         let out = mixture
             .as_mut()
-            .map(|m| (&m.info[..], &mut m.z_energy[..], &mut m.z_scaled[..]));
+            .map(|m| (&m.kernel, &mut m.z_energy[..], &mut m.z_scaled[..]));
         self.residual_and_gradient(&self.z, &mut residual, &mut gradient, out);
         self.mixture = mixture;
         self.z_residual = residual;
@@ -315,19 +363,34 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// The tangent target's k directions (k·d) and shrinkages (k) per chain, in bytes.
+    fn tangent_bytes_per_chain(&self) -> usize {
+        match &self.mixture {
+            Some(Mixture {
+                kernel: EnergyKernel::Tangent(basis, _),
+                ..
+            }) => 4 * basis.k * (self.target.d() + 1),
+            _ => 0,
+        }
+    }
+}
+
 impl Backend for CpuBackend {
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
             kind: "cpu".into(),
             device: format!("CPU, {} threads", rayon::current_num_threads()),
-            // The mixture adds its scaled residuals (2d) and energies (2).
+            // The mixture and the tangent target add their scaled residuals (2d) and energies
+            // (2); the tangent target also its k directions and shrinkages.
             bytes_per_chain: 4 * (5 * p + 5 * d)
                 + if self.mixture.is_some() {
                     4 * (2 * d + 2)
                 } else {
                     0
-                },
+                }
+                + self.tangent_bytes_per_chain(),
         }
     }
 
@@ -352,7 +415,7 @@ impl Backend for CpuBackend {
         let mut mixture = self.mixture.take();
         let out = mixture
             .as_mut()
-            .map(|m| (&m.info[..], &mut m.x_energy[..], &mut m.x_scaled[..]));
+            .map(|m| (&m.kernel, &mut m.x_energy[..], &mut m.x_scaled[..]));
         self.residual_and_gradient(&self.x, &mut residual, &mut gradient, out);
         self.mixture = mixture;
         self.x_residual = residual;

@@ -38,12 +38,25 @@ pub struct ChainGroup {
     gradient_z: wgpu::Buffer,
     slots: ParamSlots,
     binds: Vec<(Kernel, wgpu::BindGroup)>,
-    /// The mixture target's extra passes, indexed by `MixtureRole`.
+    /// The mixture's or the tangent target's extra passes, indexed by `MixtureRole`.
     mixture: Option<Vec<(Kernel, wgpu::BindGroup)>>,
 }
 
-/// The mixture target's passes: the minibatch residual, the full-class energies at Z and at X,
-/// and the selection of the energies and scaled residuals.
+/// What a cached-energy target's group uploads: the mixture's chain info and minibatch size, or
+/// the tangent target's directions (chains × k × d), shrinkages (chains × k), k and 1/σ².
+pub enum CachedEnergy<'a> {
+    Mixture(&'a [ChainInfo], u32),
+    Tangent {
+        basis: &'a [f32],
+        gamma: &'a [f32],
+        k: u32,
+        inv_sigma2: f32,
+    },
+}
+
+/// The cached-energy targets' passes: the step residual (the mixture's minibatch softmax, the
+/// tangent target's C⁻¹), the energies at Z and at X, and the selection of the energies and
+/// scaled residuals.
 #[derive(Clone, Copy)]
 enum MixtureRole {
     Step,
@@ -73,7 +86,8 @@ enum Role {
 impl ChainGroup {
     /// Allocates the group's buffers and bind groups; `steps` fixes the params slots, and
     /// `xbar_rows` holds the mean of each of the group's chains (its class's, or xbar; zero for
-    /// the mixture target, whose residual buffers hold A X and whose `mixture` info is given).
+    /// the mixture target, whose residual buffers hold A X; the anchors for the tangent target,
+    /// whose step residuals are A Z − a, never gathered). `cached` is given for those two.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         context: &GpuContext,
@@ -84,7 +98,7 @@ impl ChainGroup {
         chains: usize,
         steps: u32,
         xbar_rows: &[f32],
-        mixture: Option<(&[ChainInfo], u32)>,
+        cached: Option<CachedEnergy>,
     ) -> ChainGroup {
         let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
         let (x, z, gx, gz, momentum) = (
@@ -110,56 +124,106 @@ impl ChainGroup {
         let residual_product = Kernel::ResidualProduct.for_shape(d, p);
         let gradient_step = Kernel::GradientStep.for_shape(d, p);
         let full_gradient = Kernel::FullGradient.for_shape(d, p);
-        // The mixture's energies and residuals scaled by 1/σ² (its full gradients read these).
-        let scaled = mixture.map(|(info, batch)| {
-            let batch = batch as usize;
+        // The cached energies and scaled residuals (the full gradients read these).
+        let energies = cached.as_ref().map(|_| {
             (
-                super::buffers::upload(context, "mixture info", bytemuck::cast_slice(info)),
-                rows("picks", batch),
-                rows("weights", batch),
                 (rows("energy X", 1), rows("energy Z", 1)),
                 (rows("scaled X", d), rows("scaled Z", d)),
             )
         });
-        let (gradient_in_x, gradient_in_z) = match &scaled {
-            Some((.., (sx, sz))) => (sx, sz),
+        let (gradient_in_x, gradient_in_z) = match &energies {
+            Some((_, (sx, sz))) => (sx, sz),
             None => (&rx, &rz),
         };
-        let mixture_binds = scaled
-            .as_ref()
-            .map(|(info, picks, weights, (ex, ez), (sx, sz))| {
-                let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
-                    let kernel = Kernel::KernelEnergy;
-                    (
-                        kernel,
-                        k.bind(dev, kernel, s, &[&shared.data, info, at, e, out]),
-                    )
-                };
-                vec![
-                    (
-                        Kernel::MixtureResidual,
-                        k.bind(
-                            dev,
-                            Kernel::MixtureResidual,
-                            s,
-                            &[&shared.data, info, picks, weights, &step_residual],
-                        ),
-                    ),
-                    energy(&rz, ez, sz),
-                    energy(&rx, ex, sx),
-                    (
+        let mixture_binds = match (&cached, &energies) {
+            (Some(cached), Some(((ex, ez), (sx, sz)))) => {
+                let select = (
+                    Kernel::KernelSelect,
+                    k.bind(
+                        dev,
                         Kernel::KernelSelect,
-                        k.bind(
-                            dev,
-                            Kernel::KernelSelect,
-                            s,
-                            &[&mask, &rz, &rx, sz, sx, ez, ex],
-                        ),
+                        s,
+                        &[&mask, &rz, &rx, sz, sx, ez, ex],
                     ),
-                ]
-            });
-        let mh = match &scaled {
-            Some((.., (ex, ez), _)) => (
+                );
+                Some(match cached {
+                    CachedEnergy::Mixture(info, batch) => {
+                        let batch = *batch as usize;
+                        let info = super::buffers::upload(
+                            context,
+                            "mixture info",
+                            bytemuck::cast_slice(info),
+                        );
+                        let (picks, weights) = (rows("picks", batch), rows("weights", batch));
+                        let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
+                            let kernel = Kernel::KernelEnergy;
+                            (
+                                kernel,
+                                k.bind(dev, kernel, s, &[&shared.data, &info, at, e, out]),
+                            )
+                        };
+                        vec![
+                            (
+                                Kernel::MixtureResidual,
+                                k.bind(
+                                    dev,
+                                    Kernel::MixtureResidual,
+                                    s,
+                                    &[&shared.data, &info, &picks, &weights, &step_residual],
+                                ),
+                            ),
+                            energy(&rz, ez, sz),
+                            energy(&rx, ex, sx),
+                            select,
+                        ]
+                    }
+                    CachedEnergy::Tangent {
+                        basis,
+                        gamma,
+                        k: directions,
+                        inv_sigma2,
+                    } => {
+                        let upload =
+                            |label, data: &[u8]| super::buffers::upload(context, label, data);
+                        let basis = upload("tangent basis", bytemuck::cast_slice(basis));
+                        let gamma = upload("tangent gamma", bytemuck::cast_slice(gamma));
+                        let info = upload(
+                            "tangent info",
+                            bytemuck::cast_slice(&[*directions, inv_sigma2.to_bits()]),
+                        );
+                        let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
+                            let kernel = Kernel::TangentEnergy;
+                            (
+                                kernel,
+                                k.bind(dev, kernel, s, &[&basis, &gamma, &info, at, e, out]),
+                            )
+                        };
+                        vec![
+                            (
+                                Kernel::TangentStep,
+                                k.bind(
+                                    dev,
+                                    Kernel::TangentStep,
+                                    s,
+                                    &[&basis, &gamma, &info, &step_residual],
+                                ),
+                            ),
+                            energy(&rz, ez, sz),
+                            energy(&rx, ex, sx),
+                            select,
+                        ]
+                    }
+                })
+            }
+            _ => None,
+        };
+        // The tangent target's step residual is A Z − a: its anchors, never a gathered Ybar.
+        let step_y = match cached {
+            Some(CachedEnergy::Tangent { .. }) => &xbar,
+            _ => &ybar,
+        };
+        let mh = match &energies {
+            Some(((ex, ez), _)) => (
                 Kernel::MhTermsMixture,
                 k.bind(
                     dev,
@@ -194,7 +258,7 @@ impl ChainGroup {
                     dev,
                     residual_product,
                     s,
-                    &[&shared.dict, &z, &ybar, &step_residual],
+                    &[&shared.dict, &z, step_y, &step_residual],
                 ),
             ),
             (
@@ -457,7 +521,8 @@ impl ChainGroup {
             [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
         );
         for step in 1..=steps as usize {
-            // The mixture's Ybar stays zero (never gathered): its step residual starts as A Z.
+            // The mixture's Ybar stays zero (never gathered): its step residual starts as A Z;
+            // the tangent target's step product reads its anchors instead.
             if self.mixture.is_none() {
                 self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
             }

@@ -45,9 +45,10 @@ const SELECT: &str = include_str!("../../../shaders/select.wgsl");
 const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
 const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
 const KERNEL_HMC: &str = include_str!("../../../shaders/kernel_hmc.wgsl");
+const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
-const MODULES: [(&str, &[&str]); 9] = [
+const MODULES: [(&str, &[&str]); 10] = [
     ("philox_probe", &[PARAMS, PHILOX, PHILOX_PROBE]),
     ("gather", &[PARAMS, PHILOX, GATHER]),
     (
@@ -63,6 +64,7 @@ const MODULES: [(&str, &[&str]); 9] = [
         &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, GRADIENT_STEP],
     ),
     ("kernel_hmc", &[PARAMS, PHILOX, KERNEL_HMC]),
+    ("tangent", &[PARAMS, TANGENT]),
 ];
 
 /// Every entry point the backend dispatches.
@@ -94,6 +96,8 @@ pub enum Kernel {
     KernelSelect,
     MixtureResidual,
     MhTermsMixture,
+    TangentEnergy,
+    TangentStep,
 }
 
 impl Kernel {
@@ -121,7 +125,7 @@ type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
 
 /// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
 /// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
-const TABLE: [Row; 26] = [
+const TABLE: [Row; 28] = [
     (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
     (Kernel::Gather, 1, "gather", &[(1, R), (2, W), (3, R)]),
     (
@@ -291,6 +295,18 @@ const TABLE: [Row; 26] = [
             (9, R),
             (10, R),
         ],
+    ),
+    (
+        Kernel::TangentEnergy,
+        9,
+        "tangent_energy",
+        &[(1, R), (2, R), (3, R), (4, R), (5, W), (6, W)],
+    ),
+    (
+        Kernel::TangentStep,
+        9,
+        "tangent_step",
+        &[(1, R), (2, R), (3, R), (7, W)],
     ),
 ];
 

@@ -22,7 +22,7 @@ use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::dynamics::Method;
 use crate::target::Target;
 use crate::{Error, Result};
-use group::{ChainGroup, Shared, TERMS};
+use group::{CachedEnergy, ChainGroup, Shared, TERMS};
 use kernels::Params;
 use timer::PassTimer;
 
@@ -99,9 +99,17 @@ impl GpuBackend {
             .max_binding_bytes
             .unwrap_or(u64::MAX)
             .min(device_limit);
-        let group_size = group_size(limit, d.max(p), chains)?;
+        let tangent = if target.is_tangent() {
+            Some(target.tangent_bases(chains)?)
+        } else {
+            None
+        };
+        // The tangent target's directions are the widest per-chain buffer when k·d > p.
+        let width = d.max(p).max(tangent.as_ref().map_or(0, |b| b.k * d));
+        let group_size = group_size(limit, width, chains)?;
         let chain_rows = target.chain_rows(chains)?;
-        // The mixture keeps A X itself in the residual buffers: a zero mean row per chain.
+        // The mixture keeps A X itself in the residual buffers: a zero mean row per chain; the
+        // tangent target keeps A X − a (its anchors are its one-row classes' means).
         let (xbar_rows, mixture_info) = if target.is_mixture() {
             (vec![0.0; chains * d], target.mixture_chain_info(chains)?)
         } else {
@@ -120,8 +128,20 @@ impl GpuBackend {
                 .map(|offset| {
                     let count = group_size.min(chains - offset);
                     let means = &xbar_rows[offset * d..(offset + count) * d];
-                    let mixture = (!mixture_info.is_empty())
-                        .then(|| (&mixture_info[offset..offset + count], settings.batch));
+                    let mixture = match &tangent {
+                        Some(b) => Some(CachedEnergy::Tangent {
+                            basis: &b.basis[offset * b.k * d..(offset + count) * b.k * d],
+                            gamma: &b.gamma[offset * b.k..(offset + count) * b.k],
+                            k: b.k as u32,
+                            inv_sigma2: target.inv_sigma2(),
+                        }),
+                        None => (!mixture_info.is_empty()).then(|| {
+                            CachedEnergy::Mixture(
+                                &mixture_info[offset..offset + count],
+                                settings.batch,
+                            )
+                        }),
+                    };
                     ChainGroup::new(
                         &context,
                         &shared,
@@ -190,8 +210,12 @@ impl GpuBackend {
             noise: s.sghmc_noise as u32,
             noise_scale: (2.0 * s.eta).sqrt(),
             delta: s.delta(),
-            // The mixture's residuals arrive scaled by 1/σ² already.
-            inv_sigma2: if t.is_mixture() { 1.0 } else { t.inv_sigma2() },
+            // The mixture's and the tangent target's residuals arrive scaled already.
+            inv_sigma2: if t.has_cached_energy() {
+                1.0
+            } else {
+                t.inv_sigma2()
+            },
             method: s.method.code(),
             ..gather_params(&t.observations, s.seed, 0, 0, s.batch, 0)
         }
@@ -269,12 +293,17 @@ impl Backend for GpuBackend {
             device: self.context.describe(),
             // X, Z, both gradients, r (p each); both residuals, Ybar, step residual, the
             // chain's mean (d each); the MH terms, the mask word and its two row words.
-            // The mixture adds its scaled residuals (2d), energies (2), picks and weights (2m).
+            // The mixture adds its scaled residuals (2d), energies (2), picks and weights (2m);
+            // the tangent target its scaled residuals, energies, k directions and shrinkages.
             bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3)
                 + if self.target.is_mixture() {
                     4 * (2 * d + 2 + 2 * self.settings.batch as usize)
                 } else {
                     0
+                }
+                + match &self.target.tangent_basis {
+                    Some(b) if self.target.is_tangent() => 4 * (2 * d + 2 + b.k * (d + 1)),
+                    _ => 0,
                 },
         }
     }

@@ -1,0 +1,307 @@
+//! The tangent target's host precompute: each chain's neighbour span, its orthonormal basis and shrinkages.
+//!
+//! Chain c has an anchor image a_c (the image it starts from) and the k nearest images n_j of
+//! its class (Euclidean, the anchor excluded); B_c = [n_j − a_c] (d × k). Its image-space
+//! covariance is C_c = (s²/k)·B_c B_cᵀ + σ²·I, and
+//!
+//!     C_c⁻¹ = (1/σ²)·(I − Q_c diag(γ_c) Q_cᵀ),  γ_j = λ_j/(λ_j + σ²),
+//!
+//! with Q_c (d × k) orthonormal over span(B_c) and λ_j the eigenvalues of (s²/k)·B_c B_cᵀ. These
+//! come from the k × k Gram (s²/k)·B_cᵀB_c (same non-zero eigenvalues), solved in f64 by Jacobi.
+
+use rayon::prelude::*;
+
+use super::Observations;
+use crate::{Error, Result};
+
+/// Most directions per chain: the WGSL kernel keeps the k coefficients in a private array.
+pub const MAX_TANGENT_K: u32 = 64;
+
+/// The tangent target's two settings (`--tangent-k`, `--tangent-scale`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TangentSettings {
+    /// k: neighbours per chain.
+    pub k: u32,
+    /// s: the standard deviation along the neighbour directions, in units of their spread.
+    pub scale: f32,
+}
+
+impl Default for TangentSettings {
+    fn default() -> Self {
+        TangentSettings { k: 8, scale: 1.0 }
+    }
+}
+
+impl TangentSettings {
+    /// Fails (`Error::Usage`) for k = 0, k > `MAX_TANGENT_K`, or a negative or non-finite scale.
+    pub fn check(&self) -> Result<()> {
+        if self.k == 0 || self.k > MAX_TANGENT_K {
+            return Err(Error::usage(
+                "--tangent-k",
+                format!(
+                    "the tangent target needs 1 to {MAX_TANGENT_K} neighbours, got {}",
+                    self.k
+                ),
+            ));
+        }
+        if !(self.scale.is_finite() && self.scale >= 0.0) {
+            return Err(Error::usage(
+                "--tangent-scale",
+                format!("must be a non-negative number, got {}", self.scale),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Per chain the orthonormal directions q_j (rows of d) and shrinkages γ_j the kernels read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TangentBasis {
+    /// Directions per chain (dropped ones are zero rows with γ = 0).
+    pub k: usize,
+    /// Observation dimension.
+    pub d: usize,
+    /// C × k × d: chain c's direction j is `basis[(c·k + j)·d..][..d]`.
+    pub basis: Vec<f32>,
+    /// C × k: γ_j = λ_j/(λ_j + σ²) in [0, 1).
+    pub gamma: Vec<f32>,
+    /// Per chain its k neighbour rows, nearest first.
+    pub neighbours: Vec<Vec<usize>>,
+}
+
+impl TangentBasis {
+    /// The bases of chains anchored at `anchors`, each chain's neighbours drawn from its class
+    /// rows `class_rows[c]` = [first, count], with noise variance `sigma2`.
+    ///
+    /// Fails (`Error::Usage`) as `TangentSettings::check`, and when a class has fewer than k + 1
+    /// images.
+    pub fn new(
+        observations: &Observations,
+        anchors: &[usize],
+        class_rows: &[[u32; 2]],
+        settings: TangentSettings,
+        sigma2: f32,
+    ) -> Result<Self> {
+        settings.check()?;
+        let k = settings.k as usize;
+        if let Some([first, count]) = class_rows.iter().find(|r| (r[1] as usize) < k + 1) {
+            return Err(Error::usage(
+                "--tangent-k",
+                format!(
+                    "a class (rows {first}..{}) has {count} images, fewer than k + 1 = {} \
+                     (the anchor and its k neighbours)",
+                    first + count,
+                    k + 1
+                ),
+            ));
+        }
+        let d = observations.d;
+        let per_chain: Vec<(Vec<f32>, Vec<f32>, Vec<usize>)> = anchors
+            .par_iter()
+            .zip(class_rows.par_iter())
+            .map(|(&anchor, &rows)| {
+                let neighbours = nearest_in_class(observations, anchor, rows, k);
+                let (q, gamma) =
+                    chain_basis(observations, anchor, &neighbours, settings.scale, sigma2);
+                (q, gamma, neighbours)
+            })
+            .collect();
+        let mut basis = Vec::with_capacity(anchors.len() * k * d);
+        let mut gamma = Vec::with_capacity(anchors.len() * k);
+        let mut neighbours = Vec::with_capacity(anchors.len());
+        for (q, g, n) in per_chain {
+            basis.extend(q);
+            gamma.extend(g);
+            neighbours.push(n);
+        }
+        Ok(TangentBasis {
+            k,
+            d,
+            basis,
+            gamma,
+            neighbours,
+        })
+    }
+
+    /// Chain c's directions, k × d.
+    pub fn chain_basis(&self, c: usize) -> &[f32] {
+        &self.basis[c * self.k * self.d..(c + 1) * self.k * self.d]
+    }
+
+    /// Chain c's shrinkages, k.
+    pub fn chain_gamma(&self, c: usize) -> &[f32] {
+        &self.gamma[c * self.k..(c + 1) * self.k]
+    }
+}
+
+/// The k rows of `rows` nearest to `anchor` in pixel space, the anchor itself excluded, nearest
+/// first (ties by row index, so the choice is deterministic).
+pub fn nearest_in_class(
+    observations: &Observations,
+    anchor: usize,
+    [first, count]: [u32; 2],
+    k: usize,
+) -> Vec<usize> {
+    let a = observations.row(anchor);
+    let mut by_distance: Vec<(f64, usize)> = (first as usize..(first + count) as usize)
+        .filter(|&i| i != anchor)
+        .map(|i| {
+            let dist2 = observations
+                .row(i)
+                .iter()
+                .zip(&a)
+                .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
+                .sum::<f64>();
+            (dist2, i)
+        })
+        .collect();
+    by_distance.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    by_distance.into_iter().take(k).map(|(_, i)| i).collect()
+}
+
+/// One chain's Q (k × d, f32) and γ (k) from its anchor and neighbours, all in f64 until stored.
+fn chain_basis(
+    observations: &Observations,
+    anchor: usize,
+    neighbours: &[usize],
+    scale: f32,
+    sigma2: f32,
+) -> (Vec<f32>, Vec<f32>) {
+    let (k, d) = (neighbours.len(), observations.d);
+    let a = observations.row(anchor);
+    // B's columns as rows: b_j = n_j − a.
+    let b: Vec<Vec<f64>> = neighbours
+        .iter()
+        .map(|&i| {
+            observations
+                .row(i)
+                .iter()
+                .zip(&a)
+                .map(|(&x, &y)| x as f64 - y as f64)
+                .collect()
+        })
+        .collect();
+    let factor = (scale as f64).powi(2) / k as f64;
+    let mut gram = vec![0f64; k * k];
+    for i in 0..k {
+        for j in 0..=i {
+            let v = factor * b[i].iter().zip(&b[j]).map(|(x, y)| x * y).sum::<f64>();
+            gram[i * k + j] = v;
+            gram[j * k + i] = v;
+        }
+    }
+    let (values, vectors) = symmetric_eigen(&gram, k);
+    // Directions with λ ≈ 0 (duplicate neighbours, s = 0) carry no variance: γ = 0 drops them,
+    // and normalising B v there would only amplify rounding.
+    let top = values.iter().fold(0f64, |m, &v| m.max(v));
+    let mut q = vec![0f32; k * d];
+    let mut gamma = vec![0f32; k];
+    for j in 0..k {
+        let lambda = values[j];
+        if !(lambda > 1e-10 * top && lambda > 0.0) {
+            continue;
+        }
+        let mut u = vec![0f64; d];
+        for (m, bm) in b.iter().enumerate() {
+            let v = vectors[m * k + j];
+            u.iter_mut().zip(bm).for_each(|(u, &x)| *u += v * x);
+        }
+        let norm = u.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            continue;
+        }
+        q[j * d..(j + 1) * d]
+            .iter_mut()
+            .zip(&u)
+            .for_each(|(q, &x)| *q = (x / norm) as f32);
+        gamma[j] = (lambda / (lambda + sigma2 as f64)) as f32;
+    }
+    (q, gamma)
+}
+
+/// Eigenvalues and eigenvectors of the symmetric n × n matrix `a` (row-major) by cyclic Jacobi
+/// rotations in f64: returns (values, vectors) with eigenvector j in column j of `vectors`
+/// (row-major n × n). Sweeps until the off-diagonal mass is below 1e-30 of the total (at most 100).
+pub fn symmetric_eigen(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut m = a.to_vec();
+    let mut v = vec![0f64; n * n];
+    (0..n).for_each(|i| v[i * n + i] = 1.0);
+    let total: f64 = m.iter().map(|x| x * x).sum();
+    for _ in 0..100 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| m[i * n + j].powi(2))
+            .sum();
+        if off <= 1e-30 * total || off == 0.0 {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = m[p * n + q];
+                if apq == 0.0 {
+                    continue;
+                }
+                // The rotation that zeroes (p, q): tan θ = t, the smaller root for stability.
+                let theta = (m[q * n + q] - m[p * n + p]) / (2.0 * apq);
+                // f64::signum(0.0) is 1, so θ = 0 gives the 45° rotation.
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for r in 0..n {
+                    let (mrp, mrq) = (m[r * n + p], m[r * n + q]);
+                    m[r * n + p] = c * mrp - s * mrq;
+                    m[r * n + q] = s * mrp + c * mrq;
+                }
+                for r in 0..n {
+                    let (mpr, mqr) = (m[p * n + r], m[q * n + r]);
+                    m[p * n + r] = c * mpr - s * mqr;
+                    m[q * n + r] = s * mpr + c * mqr;
+                }
+                for r in 0..n {
+                    let (vrp, vrq) = (v[r * n + p], v[r * n + q]);
+                    v[r * n + p] = c * vrp - s * vrq;
+                    v[r * n + q] = s * vrp + c * vrq;
+                }
+            }
+        }
+    }
+    ((0..n).map(|i| m[i * n + i]).collect(), v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A V = V diag(values) and VᵀV = I on a fixed non-trivial symmetric matrix.
+    #[test]
+    fn jacobi_diagonalises_a_symmetric_matrix() {
+        let n = 5;
+        let mut a = vec![0f64; n * n];
+        for i in 0..n {
+            for j in 0..=i {
+                let v = ((i * 7 + j * 3) % 5) as f64 - 1.5 + if i == j { 4.0 } else { 0.0 };
+                a[i * n + j] = v;
+                a[j * n + i] = v;
+            }
+        }
+        let (values, vectors) = symmetric_eigen(&a, n);
+        let mut bad = Vec::new();
+        for j in 0..n {
+            for i in 0..n {
+                let av: f64 = (0..n).map(|m| a[i * n + m] * vectors[m * n + j]).sum();
+                let want = values[j] * vectors[i * n + j];
+                if (av - want).abs() > 1e-12 {
+                    bad.push(format!("(A v_{j})[{i}] = {av}, λ v = {want}"));
+                }
+                let dot: f64 = (0..n)
+                    .map(|m| vectors[m * n + i] * vectors[m * n + j])
+                    .sum();
+                let want = if i == j { 1.0 } else { 0.0 };
+                if (dot - want).abs() > 1e-12 {
+                    bad.push(format!("v_{i}·v_{j} = {dot}, want {want}"));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}
