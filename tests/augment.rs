@@ -248,3 +248,71 @@ fn kernel_hmc_writes_images_and_no_codes() {
     let refused = augment(&out, &["--method", "kernel-hmc", "--encode-test"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
 }
+
+/// `--reencode`: the generated codes are `rmld encode` of the generated images (same dictionary,
+/// scale, lam and iterations), not the chains' positions; kernel-hmc refuses it.
+#[test]
+fn reencode_writes_the_lasso_codes_of_the_generated_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, reencoded) = (dir.path().join("plain"), dir.path().join("reencoded"));
+    let extra = ["--method", "hmc", "--classes", "1,2", "--ratio", "20:1"];
+    let run = augment(&plain, &extra);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let run = augment(&reencoded, &[&extra[..], &["--reencode"]].concat());
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let floats = |path: &Path| match io::read_npy(path).unwrap().data {
+        Pixels::F32(v) => v,
+        other => panic!("{}: not f32 ({other:?})", path.display()),
+    };
+    // The same seed gives the same chains: the images agree, the codes do not.
+    let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(images(&plain), images(&reencoded));
+    let (sampled, lasso) = (
+        floats(&plain.join("generated-codes.npy")),
+        floats(&reencoded.join("generated-codes.npy")),
+    );
+    assert_eq!(sampled.len(), lasso.len());
+    assert_ne!(sampled, lasso);
+    let encoded = dir.path().join("encoded");
+    let run = rmld(&[
+        "encode",
+        "--data",
+        reencoded
+            .join("generated-images-idx3-ubyte.gz")
+            .to_str()
+            .unwrap(),
+        "--dictionary",
+        reencoded.join("dictionary.npy").to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--iterations",
+        "30",
+        "--out",
+        encoded.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let want = floats(&encoded.join("codes.npy"));
+    let bad: Vec<String> = lasso
+        .iter()
+        .zip(&want)
+        .enumerate()
+        .filter(|(_, (a, b))| (*a - *b).abs() > 1e-4 * (1.0 + b.abs()))
+        .map(|(i, (a, b))| format!("code[{i}]: augment {a}, encode {b}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    // The augmented codes.npy ends with the re-encoded rows.
+    let all = floats(&reencoded.join("codes.npy"));
+    assert_eq!(&all[all.len() - lasso.len()..], &lasso[..]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reencoded.join("report.json")).unwrap()).unwrap();
+    assert!(report["generated_codes"]
+        .as_str()
+        .unwrap()
+        .starts_with("LASSO"));
+    assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
+}

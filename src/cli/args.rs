@@ -299,6 +299,13 @@ pub struct AugmentArgs {
     #[arg(long)]
     pub encode_test: bool,
 
+    /// Write as each generated sample's code the LASSO code (--lasso-iterations) of its generated
+    /// image after post-processing, instead of the chain's position X. Exact samplers leave the
+    /// null space of A to the prior, so their X are dense where the originals' and test codes are
+    /// sparse; classifiers trained on codes see that as another distribution (docs/quality.md).
+    #[arg(long)]
+    pub reencode: bool,
+
     /// Encode only the first N test images (and use only them as the quality metrics' reference).
     #[arg(long, value_name = "N")]
     pub test_limit: Option<usize>,

@@ -63,6 +63,12 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     let originals = dataset.try_subset(&original_rows)?;
     let sorted = dataset.try_subset(&plan.order)?;
     let kernel = args.method == AugmentMethod::KernelHmc;
+    if kernel && args.reencode {
+        return Err(Error::usage(
+            "--reencode",
+            "kernel-hmc samples images and has no codes to replace",
+        ));
+    }
     if kernel && args.encode_test {
         return Err(Error::usage(
             "--encode-test",
@@ -141,7 +147,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         .collect();
     let generated_images: Vec<f32> = sink.images.concat();
     let generated_pixels = post.to_pixels(&generated_images, h, w, full);
-    let generated_codes: Vec<f32> = sink.codes.concat();
+    let mut generated_codes: Vec<f32> = sink.codes.concat();
     let p = target.p();
     let g = generated_labels.len();
     let label_bytes = idx_labels(&generated_labels)?;
@@ -153,6 +159,16 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         &generated_pixels,
     )?;
     io::write_idx_labels(&out.join("generated-labels-idx1-ubyte.gz"), &label_bytes)?;
+    // A stop midway keeps the chains' positions as the codes, and the run counts as interrupted.
+    let mut reencoded = false;
+    if args.reencode && !run.interrupted {
+        let scale = full / 255.0;
+        let images: Vec<f32> = generated_pixels.iter().map(|&v| v as f32 * scale).collect();
+        if let Some(codes) = encode_rows(backend.as_mut(), &target, &images, args, &stop)? {
+            generated_codes = codes;
+            reencoded = true;
+        }
+    }
     if !kernel {
         io::write_npy_f32(&out.join("generated-codes.npy"), &[g, p], &generated_codes)?;
         io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
@@ -173,6 +189,13 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         "ratio": args.ratio,
         "burn_in": burn_in,
         "postprocess": post,
+        "generated_codes": if kernel {
+            "none"
+        } else if reencoded {
+            "LASSO codes of the post-processed generated images (--reencode)"
+        } else {
+            "the chains' positions X"
+        },
         "pixel_max": args.problem.pixel_max,
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
@@ -211,7 +234,9 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     };
 
     // The augmented set: originals (dataset order) then the generated samples.
-    let mut finished = !run.interrupted && !matches!(quality, Quality::Interrupted);
+    let mut finished = !run.interrupted
+        && !matches!(quality, Quality::Interrupted)
+        && (reencoded || !args.reencode);
     if finished && !args.no_original_codes && !kernel {
         finished = write_augmented_codes(
             out,
@@ -493,6 +518,31 @@ fn encode_into(
     }
     bar.finish_and_clear();
     Ok(Some(stream))
+}
+
+/// LASSO codes (--lasso-iterations) of `images` (rows of d, model units), batch by batch;
+/// `None` when a stop was requested midway.
+fn encode_rows(
+    backend: &mut dyn Backend,
+    target: &Target,
+    images: &[f32],
+    args: &AugmentArgs,
+    stop: &StopRequest,
+) -> Result<Option<Vec<f32>>> {
+    let d = target.d();
+    let n = images.len() / d;
+    let bar = progress_bar(n as u64, "re-encoding");
+    let mut codes = Vec::with_capacity(n * target.p());
+    for (done, batch) in images.chunks(ENCODE_BATCH * d).enumerate() {
+        if stop.requested() {
+            bar.finish_and_clear();
+            return Ok(None);
+        }
+        codes.extend(backend.encode(batch, target.lam, args.dynamics.lasso_iterations)?);
+        bar.set_position(((done * ENCODE_BATCH) + batch.len() / d) as u64);
+    }
+    bar.finish_and_clear();
+    Ok(Some(codes))
 }
 
 /// The labelled test split beside --data, limited to --test-limit images.
