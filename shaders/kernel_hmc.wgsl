@@ -1,4 +1,4 @@
-// Twin of src/backend/kernel_hmc/cpu.rs (compiled after params.wgsl and philox.wgsl): kernel HMC
+// Twin of src/backend/kernel_hmc/cpu.rs (compiled after params.wgsl, philox.wgsl and workgroup_sum.wgsl): kernel HMC
 // in image space (p = d) on the Gaussian kernel density of each chain's class. One 64-wide
 // workgroup per chain (workgroup_id.x). Per-element sums run in the CPU's order; the reductions
 // over the workgroup (maxima exactly, sums by a tree) round unlike the CPU's sequential sums,
@@ -37,12 +37,10 @@ struct ChainInfo {
 // mixture_residual (the sparse-code backends' mixture target)
 @group(0) @binding(21) var<storage, read_write> step_image: array<f32>;
 
-const WG: u32 = 64u;
 const CHUNK: u32 = 256u;      // class rows per chunk of kernel_energy, as `CHUNK` in cpu.rs
 const NEG_HUGE: f32 = -3.0e38; // the running maximum's start, as in cpu.rs
 const KERNEL_TERMS: u32 = 5u;
 
-var<workgroup> reduce: array<f32, 64>;
 var<workgroup> reduce2: array<vec2<f32>, 64>;
 var<workgroup> chunk_weights: array<f32, 256>;
 
@@ -65,21 +63,6 @@ fn workgroup_max(t: u32, v: f32) -> f32 {
     for (var half = WG / 2u; half > 0u; half >>= 1u) {
         if (t < half) {
             reduce[t] = max(reduce[t], reduce[t + half]);
-        }
-        workgroupBarrier();
-    }
-    let result = reduce[0];
-    workgroupBarrier();
-    return result;
-}
-
-// Sum over the workgroup by a tree.
-fn workgroup_sum(t: u32, v: f32) -> f32 {
-    reduce[t] = v;
-    workgroupBarrier();
-    for (var half = WG / 2u; half > 0u; half >>= 1u) {
-        if (t < half) {
-            reduce[t] += reduce[t + half];
         }
         workgroupBarrier();
     }

@@ -1,4 +1,4 @@
-// Twin of src/backend/cpu/tangent.rs (compiled after params.wgsl): the tangent target's
+// Twin of src/backend/cpu/tangent.rs (compiled after params.wgsl and workgroup_sum.wgsl): the tangent target's
 // residual r = A x - a times C^-1 = (I - Q diag(gamma) Q^T) / sigma^2, and its energy
 // 1/2 (||r||^2 - sum_j gamma_j (q_j^T r)^2) / sigma^2. One 64-wide workgroup per chain
 // (workgroup_id.x); every invocation reads and writes only its own strided coordinates, so the
@@ -19,25 +19,6 @@ struct TangentInfo {
 @group(0) @binding(6) var<storage, read_write> scaled: array<f32>; // chains x d: C^-1 r
 // tangent_step
 @group(0) @binding(7) var<storage, read_write> step_residual: array<f32>; // r, becomes C^-1 r
-
-const WG: u32 = 64u;
-
-var<workgroup> reduce: array<f32, 64>;
-
-// Sum over the workgroup by a tree. Every invocation calls it, in uniform control flow.
-fn workgroup_sum(t: u32, v: f32) -> f32 {
-    reduce[t] = v;
-    workgroupBarrier();
-    for (var half = WG / 2u; half > 0u; half >>= 1u) {
-        if (t < half) {
-            reduce[t] += reduce[t + half];
-        }
-        workgroupBarrier();
-    }
-    let result = reduce[0];
-    workgroupBarrier();
-    return result;
-}
 
 // (Q (gamma . dots))_i of chain c.
 fn along(c: u32, i: u32, dots: ptr<function, array<f32, 64>>) -> f32 {

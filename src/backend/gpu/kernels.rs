@@ -46,6 +46,7 @@ const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
 const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
 const KERNEL_HMC: &str = include_str!("../../../shaders/kernel_hmc.wgsl");
 const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
+const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
 const MODULES: [(&str, &[&str]); 10] = [
@@ -63,8 +64,8 @@ const MODULES: [(&str, &[&str]); 10] = [
         "matmul_vec4",
         &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, GRADIENT_STEP],
     ),
-    ("kernel_hmc", &[PARAMS, PHILOX, KERNEL_HMC]),
-    ("tangent", &[PARAMS, TANGENT]),
+    ("kernel_hmc", &[PARAMS, PHILOX, WORKGROUP_SUM, KERNEL_HMC]),
+    ("tangent", &[PARAMS, WORKGROUP_SUM, TANGENT]),
 ];
 
 /// Every entry point the backend dispatches.
