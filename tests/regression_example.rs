@@ -10,7 +10,7 @@
 mod regression;
 
 use rand::{Rng, SeedableRng};
-use regression::{l1_and_rss, regression_data, run_regression, RegressionConfig};
+use regression::{l1_and_rss, regression_data, run_regression, RegressionConfig, RegressionData};
 use rmld::dynamics::Method;
 use rmld::orchestrator::Init;
 
@@ -60,15 +60,14 @@ fn cholesky_solve(mut m: Vec<f64>, mut b: Vec<f64>, n: usize) -> Vec<f64> {
 /// InverseGaussian(lam/|β_j|, lam²). Returns, for each of `batches` consecutive batches of
 /// `batch` draws after `burn` draws, the mean of β and of ||β||₁ and ||y − Xβ||².
 fn gibbs_batch_means(
-    x: &[f64],
-    y: &[f64],
-    n: usize,
-    p: usize,
+    data: &RegressionData,
     burn: usize,
     batches: usize,
     batch: usize,
     seed: u64,
 ) -> Vec<(Vec<f64>, f64, f64)> {
+    let (x, y) = (&data.x, &data.y);
+    let (n, p) = (y.len(), data.beta.len());
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let root = SIGMA2.sqrt();
     let phi: Vec<f64> = x.iter().map(|v| v / root).collect();
@@ -138,10 +137,9 @@ fn regression_hmc_matches_an_exact_gibbs_sampler() {
     };
     let result = run_regression(&config);
     let data = regression_data(config.seed);
-    let (n, p) = (data.y.len(), data.beta.len());
     // 20 batches of 50 after 200: batches of this length are nearly independent for the first
     // coordinates (their lag-50 autocorrelation is small), so the batch means give the error.
-    let gibbs = gibbs_batch_means(&data.x, &data.y, n, p, 200, 20, 50, 7);
+    let gibbs = gibbs_batch_means(&data, 200, 20, 50, 7);
     eprintln!(
         "HMC acceptance {:.3}, test MSE {:.2} (oracle {:.2})",
         result.acceptance, result.test_mse, result.oracle_mse
