@@ -22,7 +22,7 @@ for dataset in mnist fashion-mnist quickdraw; do
         esac
         extra=()
         [ "$dataset" = quickdraw ] && extra=(--ratio 100:1)
-        $rmld augment --data "$data/$dataset" --limit $limit --no-original-codes --seed 1 --backend "$backend" \
+        $rmld augment --preset paper --data "$data/$dataset" --limit $limit --no-original-codes --seed 1 --backend "$backend" \
             "${flags[@]}" "${extra[@]}" --out "$work/$dataset-$method" > /dev/null
         cp "$work/$dataset-$method/generated.png" "docs/figures/$dataset-$method.png"
         echo "docs/figures/$dataset-$method.png"

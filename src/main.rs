@@ -5,10 +5,8 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match cli::dispatch(&cli) {
         Ok(cli::Finished::Complete) => ExitCode::SUCCESS,
         Ok(cli::Finished::Interrupted { status }) => ExitCode::from(status),

@@ -29,6 +29,11 @@ fn augment(out: &Path, extra: &[&str]) -> Output {
         "--lasso-iterations",
         "30",
     ];
+    // These tests check the paper's settings unless they say otherwise; the default preset
+    // (`quality`) has its own test.
+    if !extra.contains(&"--preset") {
+        args.extend_from_slice(&["--preset", "paper"]);
+    }
     args.extend_from_slice(extra);
     rmld(&args)
 }
@@ -315,4 +320,87 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
         .unwrap()
         .starts_with("LASSO"));
     assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
+}
+
+/// With no --preset and no --method, `rmld augment` runs the quality preset (tangent target, HMC,
+/// re-encoded codes); an option given on the command line overrides its value; an explicit
+/// --method falls back to the paper's settings.
+#[test]
+fn the_default_preset_is_quality_and_options_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = |out: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+    };
+    let quality = dir.path().join("quality");
+    let run = augment(&quality, &["--preset", "quality", "--classes", "0,1"]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let defaults = dir.path().join("defaults");
+    let run = rmld(&[
+        "augment",
+        "--backend",
+        "cpu",
+        "--samples",
+        "2",
+        "--lasso-iterations",
+        "30",
+        "--classes",
+        "0,1",
+        "--out",
+        defaults.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let r = report(&defaults);
+    assert_eq!(r["preset"], "quality");
+    assert_eq!(r["method"], "hmc");
+    assert_eq!(r["target"], "tangent");
+    assert_eq!(r["pixel_max"], 1.0);
+    assert_eq!(r["burn_in"], 50);
+    assert_eq!(r["tangent"]["k"], 16);
+    assert_eq!(r["settings"]["dynamics"]["leapfrog_steps"], 20);
+    assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
+    // The explicit preset and the implicit one are the same run.
+    let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(images(&quality), images(&defaults));
+
+    let overridden = dir.path().join("overridden");
+    let run = augment(
+        &overridden,
+        &[
+            "--preset",
+            "quality",
+            "--classes",
+            "0,1",
+            "--eta",
+            "0.003",
+            "--reencode",
+            "false",
+        ],
+    );
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let r = report(&overridden);
+    assert_eq!(r["target"], "tangent");
+    assert!((r["settings"]["dynamics"]["eta"].as_f64().unwrap() - 0.003).abs() < 1e-9);
+    assert_eq!(r["generated_codes"], "the chains' positions X");
+
+    let explicit = dir.path().join("explicit");
+    let run = rmld(&[
+        "augment",
+        "--backend",
+        "cpu",
+        "--samples",
+        "2",
+        "--lasso-iterations",
+        "30",
+        "--classes",
+        "0,1",
+        "--method",
+        "compression",
+        "--out",
+        explicit.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let r = report(&explicit);
+    assert_eq!(r["preset"], "paper");
+    assert_eq!(r["target"], "paper");
+    assert_eq!(r["pixel_max"], 255.0);
 }

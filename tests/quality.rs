@@ -621,6 +621,8 @@ fn augment_reports_quality_in_report_json() {
     let out = dir.path().join("out");
     let run = rmld(&[
         "augment",
+        "--preset",
+        "paper",
         "--backend",
         "cpu",
         "--out",
@@ -659,6 +661,8 @@ fn augment_reports_quality_in_report_json() {
     let again = dir.path().join("again");
     let run = rmld(&[
         "augment",
+        "--preset",
+        "paper",
         "--backend",
         "cpu",
         "--out",

@@ -46,6 +46,8 @@ fn compression_beats_pixels_and_rmld_does_not_hurt_compression() {
     let run = Command::new(env!("CARGO_BIN_EXE_rmld"))
         .args([
             "augment",
+            "--preset",
+            "paper",
             "--backend",
             "cpu",
             "--seed",

@@ -15,7 +15,8 @@ rmld="${RMLD_BIN:-$repo/target/release/rmld}"
 py="$(bash "$repo/scripts/table2/setup_env.sh")"
 out="$root/$(basename "$data")/$name"
 mkdir -p "$(dirname "$out")"
-"$rmld" augment --data "$data" --limit 3000 --no-original-codes --backend cpu --seed 0 \
+# --preset paper: each row is the paper's settings plus the options it names.
+"$rmld" augment --preset paper --data "$data" --limit 3000 --no-original-codes --backend cpu --seed 0 \
     --out "$out" "$@" >"$out.log" 2>&1
 metrics=$("$py" "$here/metrics.py" "$out" "$data" --limit 3000 --test-limit 1000 --json)
 "$py" - "$name" "$out/report.json" "$metrics" "$*" "$root/results.jsonl" <<'PY'

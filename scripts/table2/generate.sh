@@ -13,7 +13,8 @@ root="$(cd "$here/../.." && pwd)"
 rmld="${RMLD_BIN:-$root/target/release/rmld}"
 [ -x "$rmld" ] || (cd "$root" && cargo build --release --quiet)
 py="$(bash "$here/setup_env.sh")"
-common=(--data "$data" --seed 0 "$@")
+# The paper's settings (rmld augment's default preset is `quality`, not the paper's).
+common=(--preset paper --data "$data" --seed 0 "$@")
 "$rmld" augment "${common[@]}" --encode-test --out "$out/rmld"
 "$rmld" augment "${common[@]}" --no-mh --no-original-codes --out "$out/rmld-no-mh"
 "$py" "$here/reuse_codes.py" "$out/rmld" "$out/rmld-no-mh"

@@ -237,8 +237,53 @@ pub enum AugmentMethod {
     KernelHmc,
 }
 
+/// Settings `rmld augment` starts from; any option given on the command line overrides them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
+    /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
+    /// --leapfrog-steps 20 --burn-in 50 --tangent-k 16 --reencode.
+    Quality,
+    /// The paper's settings: every option at its own default (--target paper --method rmld
+    /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
+    Paper,
+}
+
+impl Preset {
+    /// Writes the preset's values into `args` for every option `given` says was not set on the
+    /// command line.
+    pub fn apply(self, args: &mut AugmentArgs, given: impl Fn(&str) -> bool) {
+        if self == Preset::Paper {
+            return;
+        }
+        let problem = &mut args.problem;
+        let dynamics = &mut args.dynamics;
+        let set = |id: &str, write: &mut dyn FnMut()| {
+            if !given(id) {
+                write();
+            }
+        };
+        set("method", &mut || args.method = AugmentMethod::Hmc);
+        set("target", &mut || problem.target = TargetKind::Tangent);
+        set("pixel_max", &mut || problem.pixel_max = 1.0);
+        set("lambda", &mut || problem.lambda = 0.05);
+        set("sigma2", &mut || problem.sigma2 = 0.01);
+        set("tangent_k", &mut || problem.tangent_k = 16);
+        set("eta", &mut || dynamics.eta = 0.007);
+        set("leapfrog_steps", &mut || dynamics.leapfrog_steps = 20);
+        set("burn_in", &mut || args.burn_in = 50);
+        set("reencode", &mut || args.reencode = true);
+    }
+}
+
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct AugmentArgs {
+    /// The settings to start from: `quality` (the default, unless --method is given) or `paper`
+    /// (the default when --method is given). Options given on the command line override either.
+    #[arg(long, value_enum, value_name = "PRESET")]
+    pub preset: Option<Preset>,
+
     #[command(flatten)]
     pub problem: ProblemArgs,
 
@@ -303,7 +348,9 @@ pub struct AugmentArgs {
     /// image after post-processing, instead of the chain's position X. Exact samplers leave the
     /// null space of A to the prior, so their X are dense where the originals' and test codes are
     /// sparse; classifiers trained on codes see that as another distribution (docs/quality.md).
-    #[arg(long)]
+    /// `--reencode false` keeps the positions under the quality preset, which turns it on.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set, default_value_t = false)]
     pub reencode: bool,
 
     /// Encode only the first N test images (and use only them as the quality metrics' reference).

@@ -183,6 +183,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     let mut report = json!({
         "command": "augment",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "preset": args.preset,
         "method": args.method,
         "mh": !args.dynamics.no_mh,
         "settings": settings,

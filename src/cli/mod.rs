@@ -21,6 +21,26 @@ pub enum Finished {
 }
 
 /// Runs the parsed command.
+/// Parses the command line and resolves `rmld augment`'s preset against the options given.
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (Command::Augment(args), Some(("augment", sub))) =
+        (&mut cli.command, matches.subcommand())
+    {
+        let given = |id: &str| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        let preset = args.preset.unwrap_or(if given("method") {
+            args::Preset::Paper
+        } else {
+            args::Preset::Quality
+        });
+        args.preset = Some(preset);
+        preset.apply(args, given);
+    }
+    cli
+}
+
 pub fn dispatch(cli: &Cli) -> rmld::Result<Finished> {
     match &cli.command {
         Command::Sample(args) => sample::sample(args),
