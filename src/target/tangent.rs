@@ -4,7 +4,9 @@
 //! its class (Euclidean, the anchor excluded); B_c = [n_j − a_c] (d × k). Its image-space
 //! covariance is C_c = (s²/k)·B_c B_cᵀ + σ²·I, and
 //!
-//!     C_c⁻¹ = (1/σ²)·(I − Q_c diag(γ_c) Q_cᵀ),  γ_j = λ_j/(λ_j + σ²),
+//! ```text
+//! C_c⁻¹ = (1/σ²)·(I − Q_c diag(γ_c) Q_cᵀ),  γ_j = λ_j/(λ_j + σ²),
+//! ```
 //!
 //! with Q_c (d × k) orthonormal over span(B_c) and λ_j the eigenvalues of (s²/k)·B_c B_cᵀ. These
 //! come from the k × k Gram (s²/k)·B_cᵀB_c (same non-zero eigenvalues), solved in f64 by Jacobi.
