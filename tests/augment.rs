@@ -17,7 +17,19 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `rmld augment` on the embedded digits, small, with the paper's preset unless `extra` names one.
 fn augment(out: &Path, extra: &[&str]) -> Output {
+    // These tests check the paper's settings unless they say otherwise; the default preset
+    // (`quality`) has its own test.
+    if extra.contains(&"--preset") {
+        augment_with_defaults(out, extra)
+    } else {
+        augment_with_defaults(out, &[&["--preset", "paper"], extra].concat())
+    }
+}
+
+/// The same with no preset added: what a user who names none gets.
+fn augment_with_defaults(out: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "augment",
         "--backend",
@@ -29,11 +41,6 @@ fn augment(out: &Path, extra: &[&str]) -> Output {
         "--lasso-iterations",
         "30",
     ];
-    // These tests check the paper's settings unless they say otherwise; the default preset
-    // (`quality`) has its own test.
-    if !extra.contains(&"--preset") {
-        args.extend_from_slice(&["--preset", "paper"]);
-    }
     args.extend_from_slice(extra);
     rmld(&args)
 }
@@ -335,19 +342,7 @@ fn the_default_preset_is_quality_and_options_override_it() {
     let run = augment(&quality, &["--preset", "quality", "--classes", "0,1"]);
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let defaults = dir.path().join("defaults");
-    let run = rmld(&[
-        "augment",
-        "--backend",
-        "cpu",
-        "--samples",
-        "2",
-        "--lasso-iterations",
-        "30",
-        "--classes",
-        "0,1",
-        "--out",
-        defaults.to_str().unwrap(),
-    ]);
+    let run = augment_with_defaults(&defaults, &["--classes", "0,1"]);
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let r = report(&defaults);
     assert_eq!(r["preset"], "quality");
@@ -383,21 +378,7 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["generated_codes"], "the chains' positions X");
 
     let explicit = dir.path().join("explicit");
-    let run = rmld(&[
-        "augment",
-        "--backend",
-        "cpu",
-        "--samples",
-        "2",
-        "--lasso-iterations",
-        "30",
-        "--classes",
-        "0,1",
-        "--method",
-        "compression",
-        "--out",
-        explicit.to_str().unwrap(),
-    ]);
+    let run = augment_with_defaults(&explicit, &["--classes", "0,1", "--method", "compression"]);
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let r = report(&explicit);
     assert_eq!(r["preset"], "paper");
