@@ -100,6 +100,42 @@ fn exponent_image(info: ChainInfo, i: u32, offset: u32) -> f32 {
     return -0.5 * info.inv_h2 * dist2;
 }
 
+// Row `b` of chain c's minibatch at step params.step: the stream (seed, chain, outer, step,
+// Minibatch), uniform over the chain's class.
+fn minibatch_pick(c: u32, b: u32, info: ChainInfo) -> u32 {
+    let counter = vec4<u32>(b / 4u, params.step, params.outer, PURPOSE_MINIBATCH);
+    let word = philox4x32_10(counter, chain_key(params.chain_offset + c))[b % 4u];
+    return info.start + index_from_word(word, info.count);
+}
+
+// Turns chain c's minibatch exponents in `weights` (largest `local_max` per invocation) into
+// softmax weights with the max exponent subtracted, not yet normalised; returns their sum. Every
+// invocation calls it, in uniform control flow, after its reads of the chain's row.
+fn softmax_weights(c: u32, t: u32, local_max: f32) -> f32 {
+    let base = c * params.batch;
+    let top = workgroup_max(t, local_max);
+    var local_sum = 0.0;
+    for (var b = t; b < params.batch; b += WG) {
+        let w = exp(weights[base + b] - top);
+        weights[base + b] = w;
+        local_sum += w;
+    }
+    // The tree's barriers order the sum; the weights and picks in storage need their own.
+    let total = workgroup_sum(t, local_sum);
+    storageBarrier();
+    return total;
+}
+
+// sum_b w_b x_b[j] over chain c's minibatch, as `softmax_weights` left it.
+fn minibatch_weighted_sum(c: u32, j: u32, info: ChainInfo) -> f32 {
+    let base = c * params.batch;
+    var sum = 0.0;
+    for (var b = 0u; b < params.batch; b++) {
+        sum += weights[base + b] * model_value(picks[base + b], j, info.scale);
+    }
+    return sum;
+}
+
 // Element j of the SGHMC noise stream (seed, chain, outer, step, SghmcNoise).
 fn sghmc_normal(chain: u32, j: u32) -> f32 {
     let counter = vec4<u32>(j / 4u, params.step, params.outer, PURPOSE_SGHMC_NOISE);
@@ -115,33 +151,19 @@ fn kernel_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
     let c = wg.x;
     let t = lid.x;
     let info = chain_info[c];
-    let key = chain_key(params.chain_offset + c);
     let row = c * params.d;
     let base = c * params.batch;
     var local_max = NEG_HUGE;
     for (var b = t; b < params.batch; b += WG) {
-        let counter = vec4<u32>(b / 4u, params.step, params.outer, PURPOSE_MINIBATCH);
-        let pick = info.start + index_from_word(philox4x32_10(counter, key)[b % 4u], info.count);
+        let pick = minibatch_pick(c, b, info);
         let e = exponent_position(info, pick, row);
         picks[base + b] = pick;
         weights[base + b] = e;
         local_max = max(local_max, e);
     }
-    let top = workgroup_max(t, local_max);
-    var local_sum = 0.0;
-    for (var b = t; b < params.batch; b += WG) {
-        let w = exp(weights[base + b] - top);
-        weights[base + b] = w;
-        local_sum += w;
-    }
-    // The tree's barriers order the sum; the weights and picks in storage need their own.
-    let total = workgroup_sum(t, local_sum);
-    storageBarrier();
+    let total = softmax_weights(c, t, local_max);
     for (var j = t; j < params.d; j += WG) {
-        var mean = 0.0;
-        for (var b = 0u; b < params.batch; b++) {
-            mean += weights[base + b] * model_value(picks[base + b], j, info.scale);
-        }
+        let mean = minibatch_weighted_sum(c, j, info);
         let idx = row + j;
         let g = (position[idx] - mean / total) * info.inv_h2;
         let r = momentum[idx];
@@ -259,33 +281,19 @@ fn mixture_residual(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocat
     let c = wg.x;
     let t = lid.x;
     let info = chain_info[c];
-    let key = chain_key(params.chain_offset + c);
     let row = c * params.d;
     let base = c * params.batch;
     var local_max = NEG_HUGE;
     for (var b = t; b < params.batch; b += WG) {
-        let counter = vec4<u32>(b / 4u, params.step, params.outer, PURPOSE_MINIBATCH);
-        let pick = info.start + index_from_word(philox4x32_10(counter, key)[b % 4u], info.count);
+        let pick = minibatch_pick(c, b, info);
         let e = exponent_image(info, pick, row);
         picks[base + b] = pick;
         weights[base + b] = e;
         local_max = max(local_max, e);
     }
-    let top = workgroup_max(t, local_max);
-    var local_sum = 0.0;
-    for (var b = t; b < params.batch; b += WG) {
-        let w = exp(weights[base + b] - top);
-        weights[base + b] = w;
-        local_sum += w;
-    }
-    // Every read of the row above happens before the tree's barriers; the writes come after.
-    let total = workgroup_sum(t, local_sum);
-    storageBarrier();
+    let total = softmax_weights(c, t, local_max);
     for (var j = t; j < params.d; j += WG) {
-        var mean = 0.0;
-        for (var b = 0u; b < params.batch; b++) {
-            mean += weights[base + b] * model_value(picks[base + b], j, info.scale);
-        }
+        let mean = minibatch_weighted_sum(c, j, info);
         let idx = row + j;
         step_image[idx] = (step_image[idx] - mean / total) * info.inv_h2;
     }

@@ -499,30 +499,26 @@ fn encode_into(
     stop: &StopRequest,
 ) -> Result<Option<NpyStream>> {
     let observations = Observations::from_dataset(dataset, args.problem.pixel_max);
-    let iterations = args.dynamics.lasso_iterations;
-    let n = observations.n;
     let mut stream = NpyStream::create(path, &[target.p()])?;
-    let bar = progress_bar(n as u64, "encoding");
-    for start in (0..n).step_by(ENCODE_BATCH) {
-        if stop.requested() {
-            drop(stream);
-            let _ = std::fs::remove_file(io::partial_path(path));
-            bar.finish_and_clear();
-            return Ok(None);
-        }
-        let rows = ENCODE_BATCH.min(n - start);
-        let images: Vec<f32> = (start..start + rows)
-            .flat_map(|i| observations.row(i))
-            .collect();
-        stream.append(&backend.encode(&images, target.lam, iterations)?)?;
-        bar.set_position((start + rows) as u64);
+    let iterations = args.dynamics.lasso_iterations;
+    let finished = encode_batches(
+        &mut |images| backend.encode(images, target.lam, iterations),
+        observations.n,
+        "encoding",
+        stop,
+        |rows| rows.flat_map(|i| observations.row(i)).collect(),
+        |codes| stream.append(codes),
+    )?;
+    if !finished {
+        drop(stream);
+        let _ = std::fs::remove_file(io::partial_path(path));
+        return Ok(None);
     }
-    bar.finish_and_clear();
     Ok(Some(stream))
 }
 
-/// LASSO codes (--lasso-iterations) of `images` (rows of d, model units), batch by batch;
-/// `None` when a stop was requested midway.
+/// LASSO codes (--lasso-iterations) of `images` (rows of d, model units); `None` when a stop
+/// was requested midway.
 fn encode_rows(
     backend: &mut dyn Backend,
     target: &Target,
@@ -532,18 +528,44 @@ fn encode_rows(
 ) -> Result<Option<Vec<f32>>> {
     let d = target.d();
     let n = images.len() / d;
-    let bar = progress_bar(n as u64, "re-encoding");
     let mut codes = Vec::with_capacity(n * target.p());
-    for (done, batch) in images.chunks(ENCODE_BATCH * d).enumerate() {
+    let iterations = args.dynamics.lasso_iterations;
+    let finished = encode_batches(
+        &mut |batch| backend.encode(batch, target.lam, iterations),
+        n,
+        "re-encoding",
+        stop,
+        |rows| images[rows.start * d..rows.end * d].to_vec(),
+        |batch| {
+            codes.extend_from_slice(batch);
+            Ok(())
+        },
+    )?;
+    Ok(finished.then_some(codes))
+}
+
+/// Encodes `n` images ENCODE_BATCH at a time with a progress bar: `images` gives a range of rows
+/// (model units), `encode` their codes, `sink` takes them. False when a stop was requested first.
+fn encode_batches(
+    encode: &mut dyn FnMut(&[f32]) -> Result<Vec<f32>>,
+    n: usize,
+    what: &str,
+    stop: &StopRequest,
+    images: impl Fn(std::ops::Range<usize>) -> Vec<f32>,
+    mut sink: impl FnMut(&[f32]) -> Result<()>,
+) -> Result<bool> {
+    let bar = progress_bar(n as u64, what);
+    for start in (0..n).step_by(ENCODE_BATCH) {
         if stop.requested() {
             bar.finish_and_clear();
-            return Ok(None);
+            return Ok(false);
         }
-        codes.extend(backend.encode(batch, target.lam, args.dynamics.lasso_iterations)?);
-        bar.set_position(((done * ENCODE_BATCH) + batch.len() / d) as u64);
+        let end = (start + ENCODE_BATCH).min(n);
+        sink(&encode(&images(start..end))?)?;
+        bar.set_position(end as u64);
     }
     bar.finish_and_clear();
-    Ok(Some(codes))
+    Ok(true)
 }
 
 /// The labelled test split beside --data, limited to --test-limit images.

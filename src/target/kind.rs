@@ -54,7 +54,10 @@ impl Target {
             TargetKind::Mixture => {
                 self.chain_rows(chains)?;
             }
-            TargetKind::Local => self.anchor_chains(chains, seed)?,
+            TargetKind::Local => {
+                let anchors = start_rows(&self.chain_rows(chains)?, seed);
+                self.anchor_chains(&anchors);
+            }
             TargetKind::Tangent => {
                 // The neighbours come from the class, so the bases precede the anchoring.
                 let class_rows = self.chain_rows(chains)?;
@@ -67,25 +70,22 @@ impl Target {
                     self.sigma2,
                 )?;
                 self.tangent_basis = Some(Arc::new(basis));
-                self.anchor_chains(chains, seed)?;
+                self.anchor_chains(&anchors);
             }
         }
         self.kind = kind;
         Ok(self)
     }
 
-    /// Each chain's class becomes the one image it starts from: its rows and mean are that image.
-    fn anchor_chains(&mut self, chains: usize, seed: u64) -> Result<()> {
-        let anchors = start_rows(&self.chain_rows(chains)?, seed);
-        let d = self.d();
+    /// Each chain's class becomes the one image it starts from (`anchors`, one row per chain):
+    /// its rows and mean are that image.
+    fn anchor_chains(&mut self, anchors: &[usize]) {
         let rows = anchors.iter().map(|&i| [i as u32, 1]).collect();
         let means = anchors
             .iter()
             .flat_map(|&i| self.observations.row(i))
             .collect::<Vec<_>>();
-        debug_assert_eq!(means.len(), chains * d);
         self.classes = Some(ChainClasses { rows, means });
-        Ok(())
     }
 
     /// The same target with the tangent target's k and scale (used by a later
