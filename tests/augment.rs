@@ -349,9 +349,10 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["method"], "hmc");
     assert_eq!(r["target"], "tangent");
     assert_eq!(r["pixel_max"], 1.0);
-    assert_eq!(r["burn_in"], 50);
+    assert_eq!(r["burn_in"], 20);
     assert_eq!(r["tangent"]["k"], 16);
-    assert_eq!(r["settings"]["dynamics"]["leapfrog_steps"], 20);
+    assert_eq!(r["tangent"]["scale"], 3.0);
+    assert_eq!(r["settings"]["dynamics"]["leapfrog_steps"], 60);
     assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
     // The explicit preset and the implicit one are the same run.
     let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();

@@ -243,7 +243,7 @@ pub enum AugmentMethod {
 pub enum Preset {
     /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
     /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
-    /// --leapfrog-steps 20 --burn-in 50 --tangent-k 16 --reencode.
+    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode.
     Quality,
     /// The paper's settings: every option at its own default (--target paper --method rmld
     /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
@@ -270,9 +270,10 @@ impl Preset {
         set("lambda", &mut || problem.lambda = 0.05);
         set("sigma2", &mut || problem.sigma2 = 0.01);
         set("tangent_k", &mut || problem.tangent_k = 16);
+        set("tangent_scale", &mut || problem.tangent_scale = 3.0);
         set("eta", &mut || dynamics.eta = 0.007);
-        set("leapfrog_steps", &mut || dynamics.leapfrog_steps = 20);
-        set("burn_in", &mut || args.burn_in = 50);
+        set("leapfrog_steps", &mut || dynamics.leapfrog_steps = 60);
+        set("burn_in", &mut || args.burn_in = 20);
         set("reencode", &mut || args.reencode = true);
     }
 }
