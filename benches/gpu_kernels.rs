@@ -57,6 +57,9 @@ fn dispatch(context: &GpuContext, kernel: Kernel, group: &wgpu::BindGroup, workg
 fn kernels(c: &mut Criterion) {
     let context = match GpuContext::shared() {
         Ok(context) => context,
+        Err(e) if std::env::var("RMLD_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("gpu_kernels: no GPU adapter ({e}), but RMLD_REQUIRE_GPU=1 requires one")
+        }
         Err(e) => {
             eprintln!("gpu_kernels: no GPU adapter ({e}); benching nothing");
             return;

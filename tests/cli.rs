@@ -229,7 +229,7 @@ fn an_unwritable_out_is_refused() {
 #[test]
 fn gpu_without_the_backend_is_a_clear_error() {
     // With no usable adapter (or no GPU backend), `--backend gpu` fails with status 1 and says why;
-    // with one, it runs. Either way no panic.
+    // with one, it runs. Either way no panic. Where a GPU is required (CI), only success passes.
     let dir = tempfile::tempdir().unwrap();
     let out = rmld(&[
         "sample",
@@ -244,6 +244,10 @@ fn gpu_without_the_backend_is_a_clear_error() {
     ]);
     match out.status.code() {
         Some(0) => {}
+        Some(1) if gpu_common::gpu_required() => panic!(
+            "no GPU adapter, but CI/RMLD_REQUIRE_GPU requires one: {}",
+            stderr(&out)
+        ),
         Some(1) => assert!(stderr(&out).contains("GPU"), "{}", stderr(&out)),
         other => panic!("unexpected status {other:?}: {}", stderr(&out)),
     }

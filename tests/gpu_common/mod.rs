@@ -6,14 +6,19 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rmld::backend::gpu::{adapter_available, GpuContext};
 
+/// True when a missing adapter must fail the test rather than skip it: CI is "true" or
+/// RMLD_REQUIRE_GPU is "1".
+pub fn gpu_required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+        || std::env::var("RMLD_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
 /// The shared context, or None with a notice when no adapter exists. Fails instead of skipping
-/// when CI is "true" or RMLD_REQUIRE_GPU is "1". With an adapter, any device error fails the test.
+/// when `gpu_required()`. With an adapter, any device error fails the test.
 pub fn context(test: &str) -> Option<Arc<GpuContext>> {
     if !adapter_available() {
-        let required = std::env::var("CI").is_ok_and(|v| v == "true")
-            || std::env::var("RMLD_REQUIRE_GPU").is_ok_and(|v| v == "1");
         assert!(
-            !required,
+            !gpu_required(),
             "no GPU adapter, but CI/RMLD_REQUIRE_GPU requires one: {test}"
         );
         eprintln!("no GPU adapter: skipping {test}");
