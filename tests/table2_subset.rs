@@ -2,6 +2,8 @@
 //! the scikit-learn harness (scripts/table2/evaluate.py), which also proves that our IDX/NPY
 //! outputs load in NumPy.
 
+mod gpu_common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -18,17 +20,12 @@ fn harness_python() -> Option<PathBuf> {
     candidate.is_file().then_some(candidate)
 }
 
-fn required() -> bool {
-    // As the GPU tests decide: scripts/test.sh sets RMLD_REQUIRE_GPU=1 with the datasets beside it.
-    std::env::var("CI").is_ok_and(|v| v == "true")
-        || std::env::var("RMLD_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
-
 #[test]
 fn compression_beats_pixels_and_rmld_does_not_hurt_compression() {
     let (Some(datasets), Some(python)) = (shared_datasets_dir(), harness_python()) else {
+        // Required where the GPU is: scripts/test.sh sets RMLD_REQUIRE_GPU=1 with the datasets beside it.
         assert!(
-            !required(),
+            !gpu_common::gpu_required(),
             "in CI the datasets (../shared/datasets or RMLD_DATASETS) and the harness's Python \
              (scripts/table2/setup_env.sh, RMLD_TABLE2_PYTHON) must be present"
         );
