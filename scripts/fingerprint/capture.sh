@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs a fixed set of small `rmld` commands (every method and target of `sample`, both `augment`
+# presets and its other methods, `encode`) into OUT/<case>/, for a before/after comparison of a
+# change that must not change behaviour: `compare.py BEFORE AFTER`.
+# Usage: capture.sh RMLD_BINARY OUT BACKEND(cpu|gpu)
+set -euo pipefail
+bin="$1"; out="$2"; backend="$3"
+mkdir -p "$out"
+run() {
+  local name="$1"; shift
+  "$bin" "$@" --backend "$backend" --out "$out/$name" >"$out/$name.log" 2>&1 \
+    || { echo "capture: $name failed (see $out/$name.log)"; return 1; }
+}
+for method in rmld mala hmc; do
+  for target in paper mixture local tangent; do
+    run "sample-$method-$target" sample --method "$method" --target "$target" \
+      --chains 6 --samples 3 --seed 7 --pixel-max 4 --eta 0.005 --tangent-k 4
+  done
+done
+run sample-rmld-noise-sghmc sample --init noise --sghmc-noise --chains 5 --samples 3 --seed 3
+run sample-rmld-nomh sample --no-mh --chains 5 --samples 2 --seed 3 --keep last --burn-in 1
+run sample-rmld-discount sample --discount 1.3 --chains 5 --samples 3 --seed 5 --atoms 100
+run augment-quality augment --preset quality --limit 400 --batch 8 --no-quality --samples 2 --burn-in 2 --seed 1
+run augment-paper augment --preset paper --limit 400 --batch 8 --no-quality --seed 1
+run augment-mala augment --method mala --limit 400 --batch 8 --no-quality --seed 2 --eta 0.001
+run augment-kernel-hmc augment --method kernel-hmc --limit 400 --batch 8 --no-quality --seed 2
+run augment-compression augment --method compression --limit 400 --batch 8 --no-quality --seed 2
+run encode encode --count 40 --iterations 50
+echo "capture: $out done"
