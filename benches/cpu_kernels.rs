@@ -11,7 +11,7 @@ use rmld::backend::{Backend, DynamicsSettings};
 use rmld::dynamics::MhRule;
 use rmld::io::Pixels;
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{Dictionary, Observations, Target};
+use rmld::target::{Dictionary, Laplace, Observations, Prior, Target};
 
 const D: usize = 784;
 const P: usize = 3136;
@@ -80,7 +80,7 @@ fn kernels(c: &mut Criterion) {
                 &mut position,
                 &mut momentum,
                 P,
-                0.05,
+                &Prior::Laplace(Laplace { lam: 0.05 }),
                 1.0,
                 0.001,
                 None,

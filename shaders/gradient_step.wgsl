@@ -1,19 +1,10 @@
-// Twin of src/backend/cpu/gradient_step.rs (compiled together with matmul.wgsl and philox.wgsl):
+// Twin of src/backend/cpu/gradient_step.rs (compiled together with matmul.wgsl, philox.wgsl and the
+// prior's file, shaders/prior/*.wgsl, which defines prior_gradient):
 // the momentum draw, and the A^T R product with the Algorithm 1 update or the full gradient fused
 // into its epilogue, so G never goes through memory.
 
 @group(0) @binding(5) var<storage, read_write> position: array<f32>;
 @group(0) @binding(6) var<storage, read_write> momentum: array<f32>;
-
-fn sign_of(v: f32) -> f32 {
-    if (v > 0.0) {
-        return 1.0;
-    }
-    if (v < 0.0) {
-        return -1.0;
-    }
-    return 0.0;
-}
 
 // r <- N(0, I) from the stream (seed, chain, outer, 0, Momentum); one Philox block per invocation.
 @compute @workgroup_size(64)
@@ -40,7 +31,7 @@ fn noise_normal(chain: u32, j: u32) -> f32 {
     return normals[j % 4u];
 }
 
-// g = A^T r / sigma^2 + lam sign(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
+// g = A^T r / sigma^2 + grad(-log prior)(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
 @compute @workgroup_size(16, 16)
 fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
@@ -53,7 +44,7 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
                 let idx = m * params.p + n;
                 let z = position[idx];
                 let r = momentum[idx];
-                let g = acc[i * 4u + jj] * params.inv_sigma2 + params.lam * sign_of(z);
+                let g = acc[i * 4u + jj] * params.inv_sigma2 + prior_gradient(z);
                 var next = r - eta * g - eta * r;
                 if (params.noise != 0u) {
                     next += params.noise_scale * noise_normal(m, n);
@@ -65,7 +56,7 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     }
 }
 
-// out = A^T r / sigma^2 + lam sign(position), the full gradient when lhs holds A x - xbar.
+// out = A^T r / sigma^2 + grad(-log prior)(position), the full gradient when lhs holds A x - xbar.
 @compute @workgroup_size(16, 16)
 fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
@@ -75,7 +66,7 @@ fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
             let n = wg.x * TILE_N + lid.x * 4u + jj;
             if (m < params.chains && n < params.p) {
                 let idx = m * params.p + n;
-                out[idx] = acc[i * 4u + jj] * params.inv_sigma2 + params.lam * sign_of(position[idx]);
+                out[idx] = acc[i * 4u + jj] * params.inv_sigma2 + prior_gradient(position[idx]);
             }
         }
     }

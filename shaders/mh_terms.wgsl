@@ -1,4 +1,4 @@
-// Twin of src/backend/cpu/mh_terms.rs: per chain U(X), U(Z) - U(X) as one reduction of
+// Twin of src/backend/cpu/mh_terms.rs (compiled with the prior's file, shaders/prior/*.wgsl): per chain U(X), U(Z) - U(X) as one reduction of
 // per-element differences, the forward and reverse proposal norms, and for HMC (method 2)
 // 1/2 ||r_L||^2 - 1/2 ||r_0||^2 with r_0 drawn again from its stream. One 256-wide workgroup per
 // chain: strided partial sums, then a tree in workgroup memory (so sums round unlike the CPU's
@@ -18,7 +18,7 @@
 
 const TERMS: u32 = 5u;
 
-var<workgroup> sums_a: array<vec4<f32>, 256>; // fit, fit difference, l1, l1 difference
+var<workgroup> sums_a: array<vec4<f32>, 256>; // fit, fit difference, prior, prior difference
 var<workgroup> sums_b: array<vec4<f32>, 256>; // forward, reverse, kinetic difference, unused
 
 @compute @workgroup_size(256)
@@ -33,25 +33,25 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
     }
     let fit = proposal_terms(c, t, a);
     if (t == 0u) {
-        terms[c * TERMS] = 0.5 * fit.x * params.inv_sigma2 + params.lam * fit.z;
-        terms[c * TERMS + 1u] = 0.5 * fit.y * params.inv_sigma2 + params.lam * fit.w;
+        terms[c * TERMS] = 0.5 * fit.x * params.inv_sigma2 + prior_weight() * fit.z;
+        terms[c * TERMS + 1u] = 0.5 * fit.y * params.inv_sigma2 + prior_weight() * fit.w;
     }
 }
 
 // The mixture target's terms: its cached data terms at X and Z in place of the residual norms
-// (a log-sum-exp has no per-element form), plus lam times the L1 norms.
+// (a log-sum-exp has no per-element form), plus the prior's terms.
 @compute @workgroup_size(256)
 fn mh_terms_mixture(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let c = wg.x;
     let t = lid.x;
     let l1 = proposal_terms(c, t, vec4<f32>(0.0));
     if (t == 0u) {
-        terms[c * TERMS] = energy_x[c] + params.lam * l1.z;
-        terms[c * TERMS + 1u] = (energy_z[c] - energy_x[c]) + params.lam * l1.w;
+        terms[c * TERMS] = energy_x[c] + prior_weight() * l1.z;
+        terms[c * TERMS + 1u] = (energy_z[c] - energy_x[c]) + prior_weight() * l1.w;
     }
 }
 
-// Adds the L1 norms to `a` (fit, fit difference, l1, l1 difference), writes the forward,
+// Adds the prior's sums to `a` (fit, fit difference, prior, prior difference), writes the forward,
 // reverse and kinetic terms of chain c, and returns the reduced `a` (to every invocation).
 fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
     var a = a_in;
@@ -63,7 +63,8 @@ fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
         let step = zj - xj;
         let f = step + params.delta * gradient_x[idx];
         let r = -step + params.delta * gradient_z[idx];
-        a += vec4<f32>(0.0, 0.0, abs(xj), abs(zj) - abs(xj));
+        let px = prior_element(xj);
+        a += vec4<f32>(0.0, 0.0, px, prior_element(zj) - px);
         b += vec4<f32>(f * f, r * r, 0.0, 0.0);
     }
     if (params.method == 2u) {

@@ -7,6 +7,13 @@ pub mod rng;
 pub use error::{Error, Result};
 pub mod backend;
 pub mod diagnostics;
-pub mod dynamics;
+pub mod methods;
+pub mod model;
 pub mod orchestrator;
-pub mod target;
+
+/// Old path of `methods` (kept until every caller has moved).
+#[doc(hidden)]
+pub use methods as dynamics;
+/// Old path of `model` (kept until every caller has moved).
+#[doc(hidden)]
+pub use model as target;

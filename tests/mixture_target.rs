@@ -83,7 +83,7 @@ fn mixture_gradient_matches_central_differences() {
     }
     let mut gradient = vec![0f32; CHAINS * P];
     matmul::transpose_product(&target.dictionary.a, D, P, &scaled, &mut gradient);
-    gradient_step::full_gradient(&mut gradient, &x, target.lam, 1.0);
+    gradient_step::full_gradient(&mut gradient, &x, &target.prior, 1.0);
 
     let h = 1e-4f64;
     let mut failures = Vec::new();

@@ -17,7 +17,7 @@ fn full_gradient_matches_central_differences() {
     let mut gradient = vec![0f32; chains * p];
     matmul::residual_product(&target.dictionary.a, d, p, &x, &xbar_rows, &mut residual);
     matmul::transpose_product(&target.dictionary.a, d, p, &residual, &mut gradient);
-    gradient_step::full_gradient(&mut gradient, &x, target.lam, target.inv_sigma2());
+    gradient_step::full_gradient(&mut gradient, &x, &target.prior, target.inv_sigma2());
 
     let h = 1e-3f64;
     let mut failures = Vec::new();

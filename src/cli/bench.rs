@@ -362,7 +362,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
                 &mut z,
                 &mut momentum,
                 p,
-                target.lam,
+                &target.prior,
                 target.inv_sigma2(),
                 dynamics.eta,
                 None,
@@ -373,7 +373,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
     timed(4, &mut || {
         matmul::residual_product(a, d, p, &z, &xbar_rows, &mut z_residual);
         matmul::transpose_product(a, d, p, &z_residual, &mut z_gradient);
-        gradient_step::full_gradient(&mut z_gradient, &z, target.lam, target.inv_sigma2());
+        gradient_step::full_gradient(&mut z_gradient, &z, &target.prior, target.inv_sigma2());
     });
     timed(5, &mut || {
         let current = mh_terms::ChainView {
@@ -392,7 +392,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
             &proposal,
             d,
             p,
-            target.lam,
+            &target.prior,
             target.inv_sigma2(),
             delta,
             None,

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::SampleSink;
-use crate::target::ChainClasses;
+use crate::model::ChainClasses;
 use crate::{Error, Result};
 
 /// One class of the plan.

@@ -13,9 +13,9 @@ pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
 
 use crate::backend::Backend;
-use crate::dynamics::MhRule;
+use crate::methods::MhRule;
+use crate::model::{start_rows, Target};
 use crate::rng::{Purpose, Stream, SHARED_CHAIN};
-use crate::target::{start_rows, Target};
 use crate::{Error, Result};
 
 /// Number of fixed random projections of X traced per chain and iteration (for R-hat and ESS).

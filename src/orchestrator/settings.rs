@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::DynamicsSettings;
-use crate::dynamics::Method;
+use crate::methods::Method;
 use crate::{Error, Result};
 
 /// How chains start (equation 10 of the paper, or white noise).

@@ -2,8 +2,8 @@
 
 use rayon::prelude::*;
 
+use crate::model::Observations;
 use crate::rng::{Purpose, Stream};
-use crate::target::Observations;
 
 /// For each chain c, ybar_c = mean of m observations drawn i.i.d. (with replacement) from its
 /// rows `rows[c]` = (first, count) by the stream (seed, c, outer, step, Minibatch).

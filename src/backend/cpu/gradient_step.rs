@@ -3,8 +3,8 @@
 
 use rayon::prelude::*;
 
+use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
-use crate::target::posterior::sign;
 
 /// r ← N(0, I) from the stream (seed, chain, outer, 0, Momentum), for every chain (rows of p).
 pub fn draw_momentum(seed: u64, outer: u32, momentum: &mut [f32], p: usize) {
@@ -17,14 +17,14 @@ pub fn draw_momentum(seed: u64, outer: u32, momentum: &mut [f32], p: usize) {
 }
 
 /// One step of Algorithm 1 given G = Aᵀ(A z − ybar) per chain:
-/// g = G/σ² + lam·sign(z); r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ with SGHMC noise); z ← z + eta·r.
+/// g = G/σ² + ∇(−log prior)(z); r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ with SGHMC noise); z ← z + eta·r.
 #[allow(clippy::too_many_arguments)]
 pub fn gradient_step(
     product: &[f32],
     z: &mut [f32],
     momentum: &mut [f32],
     p: usize,
-    lam: f32,
+    prior: &Prior,
     inv_sigma2: f32,
     eta: f32,
     noise: Option<(u64, u32, u32)>,
@@ -42,7 +42,7 @@ pub fn gradient_step(
                         .fill_normal(xi);
                 }
                 for j in 0..p {
-                    let grad = g[j] * inv_sigma2 + lam * sign(z[j]);
+                    let grad = g[j] * inv_sigma2 + prior.gradient(z[j]);
                     let mut rj = r[j] - eta * grad - eta * r[j];
                     if noise.is_some() {
                         rj += noise_scale * xi[j];
@@ -54,10 +54,10 @@ pub fn gradient_step(
         );
 }
 
-/// ∇U(z) = G/σ² + lam·sign(z) with G = Aᵀ(A z − xbar), written over `product` in place.
-pub fn full_gradient(product: &mut [f32], z: &[f32], lam: f32, inv_sigma2: f32) {
+/// ∇U(z) = G/σ² + ∇(−log prior)(z) with G = Aᵀ(A z − xbar), written over `product` in place.
+pub fn full_gradient(product: &mut [f32], z: &[f32], prior: &Prior, inv_sigma2: f32) {
     product
         .par_iter_mut()
         .zip(z.par_iter())
-        .for_each(|(g, &zj)| *g = *g * inv_sigma2 + lam * sign(zj));
+        .for_each(|(g, &zj)| *g = *g * inv_sigma2 + prior.gradient(zj));
 }

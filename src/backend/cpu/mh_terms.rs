@@ -2,9 +2,10 @@
 
 use rayon::prelude::*;
 
-use crate::backend::MhTerms;
+use crate::methods::MhTerms;
+use crate::model::posterior::energy_difference;
+use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
-use crate::target::posterior::energy_difference;
 
 /// The chain state a proposal is judged by: position, cached residual A x − xbar, full gradient.
 pub struct ChainView<'a> {
@@ -30,14 +31,14 @@ pub struct Kinetic<'a> {
 /// Per chain: U(X), U(Z) − U(X) as one reduction, the two proposal norms with Δ (eta·T for RMLD,
 /// h for MALA), and with `kinetic` ½||r_L||² − ½||r_0||² as one reduction of per-element
 /// differences. `inv_sigma2` is 1/σ². With `energies` (the mixture target's data terms at X and
-/// at Z, C each) the energy terms are those plus lam·||·||₁, the difference of the two.
+/// at Z, C each) the energy terms are those plus the prior's, the difference of the two.
 #[allow(clippy::too_many_arguments)]
 pub fn mh_terms(
     current: &ChainView,
     proposal: &ChainView,
     d: usize,
     p: usize,
-    lam: f32,
+    prior: &Prior,
     inv_sigma2: f32,
     delta: f32,
     kinetic: Option<&Kinetic>,
@@ -53,7 +54,7 @@ pub fn mh_terms(
             let rz = &proposal.residual[c * d..(c + 1) * d];
             let gx = &current.gradient[c * p..(c + 1) * p];
             let gz = &proposal.gradient[c * p..(c + 1) * p];
-            let l1: f32 = x.iter().map(|v| v.abs()).sum();
+            let prior_x = prior.energy(x);
             let mut forward = 0f32;
             let mut reverse = 0f32;
             for j in 0..p {
@@ -74,15 +75,15 @@ pub fn mh_terms(
                     .sum::<f32>()
             });
             let (energy_current, energy_difference) = match energies {
-                Some((ex, ez)) => {
-                    let prior: f32 = z.iter().zip(x).map(|(&a, &b)| a.abs() - b.abs()).sum();
-                    (ex[c] + lam * l1, (ez[c] - ex[c]) + lam * prior)
-                }
+                Some((ex, ez)) => (
+                    ex[c] + prior_x,
+                    (ez[c] - ex[c]) + prior.energy_difference(z, x),
+                ),
                 None => {
                     let fit: f32 = rx.iter().map(|v| v * v).sum();
                     (
-                        0.5 * fit * inv_sigma2 + lam * l1,
-                        energy_difference(rz, rx, z, x, lam, inv_sigma2),
+                        0.5 * fit * inv_sigma2 + prior_x,
+                        energy_difference(rz, rx, z, x, prior, inv_sigma2),
                     )
                 }
             };

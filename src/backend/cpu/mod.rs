@@ -17,8 +17,8 @@ use rayon::prelude::*;
 use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepScratch};
 use super::kernel_hmc::ChainInfo;
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::dynamics::Method;
-use crate::target::{TangentBasis, Target};
+use crate::methods::Method;
+use crate::model::{TangentBasis, Target};
 use crate::{Error, Result};
 use mh_terms::{ChainView, Kinetic};
 
@@ -205,7 +205,7 @@ impl CpuBackend {
         gradient_step::full_gradient(
             gradient,
             positions,
-            self.target.lam,
+            &self.target.prior,
             self.gradient_inv_sigma2(),
         );
     }
@@ -288,7 +288,7 @@ impl CpuBackend {
                 &mut self.z,
                 &mut self.momentum,
                 p,
-                self.target.lam,
+                &self.target.prior,
                 inv_sigma2,
                 s.eta,
                 noise,
@@ -352,7 +352,7 @@ impl CpuBackend {
             &proposal,
             d,
             p,
-            self.target.lam,
+            &self.target.prior,
             self.target.inv_sigma2(),
             s.delta(),
             (s.method == Method::Hmc).then_some(&kinetic),

@@ -4,7 +4,7 @@ use super::buffers;
 use super::context::GpuContext;
 use super::kernels::Params;
 use crate::io::Pixels;
-use crate::target::Observations;
+use crate::model::Observations;
 use crate::{Error, Result};
 
 /// The dataset on the device: 8-bit data packed four bytes per word, float data as f32 bits.

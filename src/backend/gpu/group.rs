@@ -4,7 +4,7 @@ use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{Kernel, Params};
 use crate::backend::kernel_hmc::ChainInfo;
-use crate::dynamics::Method;
+use crate::methods::Method;
 
 /// MH terms per chain in the `terms` buffer (energy, difference, forward, reverse, kinetic).
 pub const TERMS: usize = crate::backend::MhTerms::WORDS;

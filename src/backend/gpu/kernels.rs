@@ -47,6 +47,9 @@ const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
 const KERNEL_HMC: &str = include_str!("../../../shaders/kernel_hmc.wgsl");
 const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
 const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
+/// The prior's WGSL, compiled into the gradient-step and MH-term modules. Laplace is the only
+/// prior so far; a second one makes these modules per prior.
+const PRIOR: &str = crate::model::prior::laplace::WGSL;
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
 const MODULES: [(&str, &[&str]); 10] = [
@@ -54,15 +57,15 @@ const MODULES: [(&str, &[&str]); 10] = [
     ("gather", &[PARAMS, PHILOX, GATHER]),
     (
         "matmul",
-        &[PARAMS, PHILOX, MATMUL_SCALAR, MATMUL, GRADIENT_STEP],
+        &[PARAMS, PHILOX, MATMUL_SCALAR, MATMUL, PRIOR, GRADIENT_STEP],
     ),
-    ("mh_terms", &[PARAMS, PHILOX, MH_TERMS]),
+    ("mh_terms", &[PARAMS, PHILOX, PRIOR, MH_TERMS]),
     ("select", &[PARAMS, SELECT]),
     ("fista", &[PARAMS, FISTA]),
     ("exact", &[PARAMS, PHILOX, EXACT]),
     (
         "matmul_vec4",
-        &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, GRADIENT_STEP],
+        &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, PRIOR, GRADIENT_STEP],
     ),
     ("kernel_hmc", &[PARAMS, PHILOX, WORKGROUP_SUM, KERNEL_HMC]),
     ("tangent", &[PARAMS, WORKGROUP_SUM, TANGENT]),

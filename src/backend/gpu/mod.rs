@@ -19,8 +19,8 @@ pub use dataset::{gather_params, upload_observations};
 use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::dynamics::Method;
-use crate::target::Target;
+use crate::methods::Method;
+use crate::model::Target;
 use crate::{Error, Result};
 use group::{CachedEnergy, ChainGroup, Shared, TERMS};
 use kernels::Params;
@@ -205,7 +205,7 @@ impl GpuBackend {
         let t = &self.target;
         Params {
             p: t.p() as u32,
-            lam: t.lam,
+            lam: t.prior.gpu_scalar(),
             eta: s.eta,
             noise: s.sghmc_noise as u32,
             noise_scale: (2.0 * s.eta).sqrt(),

@@ -3,7 +3,7 @@
 use super::buffers::{read_f32, storage, upload, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{Kernel, Params};
-use crate::target::Observations;
+use crate::model::Observations;
 use crate::Result;
 
 /// Output words per probe case: 4 raw, 4 indices, 4 normals (f32 bits).

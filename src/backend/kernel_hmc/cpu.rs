@@ -7,10 +7,10 @@ use rayon::prelude::*;
 use super::{ChainInfo, KernelTarget};
 use crate::backend::cpu::gradient_step::draw_momentum;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::dynamics::Method;
 use crate::io::Pixels;
+use crate::methods::Method;
+use crate::model::Observations;
 use crate::rng::{Purpose, Stream};
-use crate::target::Observations;
 use crate::{Error, Result};
 
 /// Class rows per chunk of the full-class energy, as `CHUNK` in the WGSL (its workgroup memory).

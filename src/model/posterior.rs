@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{ChainClasses, Dictionary, TangentBasis, TangentSettings, TargetKind};
+use super::{ChainClasses, Dictionary, Laplace, Prior, TangentBasis, TangentSettings, TargetKind};
 use crate::io::{Dataset, Pixels};
 use crate::{Error, Result};
 
@@ -99,8 +99,10 @@ pub struct Target {
     pub observations: Arc<Observations>,
     /// The mean observation (model units).
     pub xbar: Vec<f32>,
-    /// The Laplace prior's rate lam.
+    /// The LASSO penalty lam of the chains' starts, and the Laplace prior's rate by default.
     pub lam: f32,
+    /// The prior over the codes (`Target::new`: Laplace with rate lam).
+    pub prior: Prior,
     /// The likelihood's noise variance σ² (1 in the paper).
     pub sigma2: f32,
     /// Class-conditional chains; `None`: every chain sees every row and xbar.
@@ -122,6 +124,7 @@ impl Target {
             observations,
             xbar,
             lam,
+            prior: Prior::Laplace(Laplace { lam }),
             sigma2: 1.0,
             classes: None,
             kind: TargetKind::Paper,
@@ -175,6 +178,12 @@ impl Target {
         }
     }
 
+    /// The same posterior with another prior over the codes (lam still sets the LASSO starts).
+    pub fn with_prior(mut self, prior: Prior) -> Self {
+        self.prior = prior;
+        self
+    }
+
     /// The same posterior with noise variance `sigma2` (must be positive and finite).
     pub fn with_sigma2(mut self, sigma2: f32) -> Self {
         self.sigma2 = sigma2;
@@ -205,7 +214,7 @@ impl Target {
             .zip(&self.xbar)
             .map(|(a, &b)| (a - b as f64).powi(2))
             .sum();
-        0.5 * fit / self.sigma2 as f64 + self.lam as f64 * x64.iter().map(|v| v.abs()).sum::<f64>()
+        0.5 * fit / self.sigma2 as f64 + self.prior.energy_f64(x)
     }
 
     /// ∇U(X) = Aᵀ(A X − y)/σ² + lam·sign(X) with y = xbar, or a minibatch mean, in f64.
@@ -220,7 +229,7 @@ impl Target {
             .collect();
         let mut g = self.dictionary.apply_transpose_f64(&residual);
         for (gj, &xj) in g.iter_mut().zip(x) {
-            *gj = *gj / self.sigma2 as f64 + self.lam as f64 * sign(xj) as f64;
+            *gj = *gj / self.sigma2 as f64 + self.prior.gradient_f64(xj);
         }
         g
     }
@@ -239,13 +248,13 @@ pub fn sign(x: f32) -> f32 {
 }
 
 /// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies:
-/// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j / σ² + lam (||Z||₁ − ||X||₁), with r = A· − xbar.
+/// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j / σ² + (−log p(Z) + log p(X)), with r = A· − xbar.
 pub fn energy_difference(
     residual_z: &[f32],
     residual_x: &[f32],
     z: &[f32],
     x: &[f32],
-    lam: f32,
+    prior: &Prior,
     inv_sigma2: f32,
 ) -> f32 {
     let fit: f32 = residual_z
@@ -253,6 +262,5 @@ pub fn energy_difference(
         .zip(residual_x)
         .map(|(&rz, &rx)| (rz - rx) * (rz + rx))
         .sum();
-    let prior: f32 = z.iter().zip(x).map(|(&zj, &xj)| zj.abs() - xj.abs()).sum();
-    0.5 * fit * inv_sigma2 + lam * prior
+    0.5 * fit * inv_sigma2 + prior.energy_difference(z, x)
 }

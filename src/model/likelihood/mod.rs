@@ -1,14 +1,19 @@
-//! Which posterior the chains sample: the paper's, a mixture over the class's images, one image's,
-//! or a Gaussian along the span of one image's nearest neighbours.
+//! The likelihoods: which energy of A X the chains sample (the paper's Gaussian around the class
+//! mean or one image, a mixture over the class's images, a Gaussian along the span of one image's
+//! nearest neighbours), each in its own file, and the kernel density behind Kernel HMC.
+
+pub mod kernel_density;
+pub mod mixture;
+pub mod tangent;
 
 use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
-use super::{ChainClasses, TangentBasis, TangentSettings, Target};
-use crate::backend::kernel_hmc::{ChainInfo, KernelTarget};
+use super::{ChainClasses, Target};
 use crate::rng::{philox::index_from_word, Purpose, Stream};
 use crate::{Error, Result};
+use tangent::{TangentBasis, TangentSettings};
 
 /// The energy U(X) the chains sample (`--target`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -126,56 +131,5 @@ impl Target {
     /// the gradient kernels then read residuals already multiplied by the inverse covariance.
     pub fn has_cached_energy(&self) -> bool {
         self.is_mixture() || self.is_tangent()
-    }
-
-    /// What the mixture kernels read per chain: its rows, 1/σ² as the kernel's 1/h², the scale.
-    pub fn mixture_chain_info(&self, chains: usize) -> Result<Vec<ChainInfo>> {
-        Ok(self
-            .chain_rows(chains)?
-            .into_iter()
-            .map(|[start, count]| ChainInfo {
-                start,
-                count,
-                inv_h2: self.inv_sigma2(),
-                scale: self.observations.scale,
-            })
-            .collect())
-    }
-
-    /// The mixture of chain `chain` as a kernel density in image space (bandwidth² σ²), for the
-    /// f64 references.
-    fn mixture_density(&self, chains: usize) -> Result<KernelTarget> {
-        let rows = self.chain_rows(chains)?;
-        let n = rows.len();
-        KernelTarget::new(self.observations.clone(), rows, vec![self.sigma2; n])
-    }
-
-    /// The mixture's U(X) − const of chain `chain` (of `chains`), in f64 (the reference):
-    /// −log Σ_i exp(−||A X − x_i||²/(2σ²)) + lam·||X||₁ over the chain's rows.
-    pub fn mixture_energy_f64(&self, chains: usize, chain: usize, x: &[f32]) -> Result<f64> {
-        let at = self.image_f32(x);
-        let l1: f64 = x.iter().map(|v| v.abs() as f64).sum();
-        Ok(self.mixture_density(chains)?.energy_f64(chain, &at) + self.lam as f64 * l1)
-    }
-
-    /// The mixture's ∇U(X) = Aᵀ(A X − Σ_i w_i x_i)/σ² + lam·sign(X), w the softmax weights over
-    /// the chain's rows, in f64 (the reference).
-    pub fn mixture_gradient_f64(&self, chains: usize, chain: usize, x: &[f32]) -> Result<Vec<f64>> {
-        let at = self.image_f32(x);
-        let pixel = self.mixture_density(chains)?.gradient_f64(chain, &at);
-        let mut g = self.dictionary.apply_transpose_f64(&pixel);
-        for (gj, &xj) in g.iter_mut().zip(x) {
-            *gj += self.lam as f64 * super::posterior::sign(xj) as f64;
-        }
-        Ok(g)
-    }
-
-    fn image_f32(&self, x: &[f32]) -> Vec<f32> {
-        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        self.dictionary
-            .apply_f64(&x64)
-            .into_iter()
-            .map(|v| v as f32)
-            .collect()
     }
 }

@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use super::Observations;
+use crate::model::Observations;
 use crate::{Error, Result};
 
 /// Most directions per chain: the WGSL kernel keeps the k coefficients in a private array.

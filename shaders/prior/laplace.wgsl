@@ -1,0 +1,24 @@
+// Twin of src/model/prior/laplace.rs: the Laplace prior lam ||x||_1 (lam in params.lam), as the
+// gradient-step and MH-term kernels call it: -log p(x) = prior_weight() * sum_j prior_element(x_j).
+
+fn sign_of(v: f32) -> f32 {
+    if (v > 0.0) {
+        return 1.0;
+    }
+    if (v < 0.0) {
+        return -1.0;
+    }
+    return 0.0;
+}
+
+fn prior_weight() -> f32 {
+    return params.lam;
+}
+
+fn prior_element(v: f32) -> f32 {
+    return abs(v);
+}
+
+fn prior_gradient(v: f32) -> f32 {
+    return params.lam * sign_of(v);
+}

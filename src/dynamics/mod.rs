@@ -1,9 +1,0 @@
-//! The dynamics' host side: the proposal method and the Metropolis-Hastings rule of Algorithm 3
-//! (the steps themselves run inside the backends, see `backend::cpu::gradient_step` and
-//! `backend::cpu::exact`).
-
-pub mod method;
-pub mod mh;
-
-pub use method::Method;
-pub use mh::{MhDecision, MhRule};

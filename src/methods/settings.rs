@@ -1,0 +1,49 @@
+//! How the dynamics of every method run: step size, steps, minibatch, noise and seed, in one struct.
+
+use serde::Serialize;
+
+use crate::methods::Method;
+
+/// How the dynamics run, shared by every backend.
+#[derive(Clone, Debug, Serialize)]
+pub struct DynamicsSettings {
+    /// The proposal: RMLD (the paper), MALA or HMC (exact).
+    pub method: Method,
+    /// Step size: eta of Algorithm 1 (also the friction: r ← r − eta·g − eta·r) for RMLD, the
+    /// Langevin step h for MALA, the leapfrog step ε for HMC.
+    pub eta: f32,
+    /// Momentum steps T per outer iteration.
+    pub steps: u32,
+    /// Minibatch size m: indices drawn i.i.d. with replacement, per chain and step.
+    pub batch: u32,
+    /// Inject SGHMC noise sqrt(2·eta)·ξ into the momentum at every step (equation 2, B = I).
+    pub sghmc_noise: bool,
+    /// Seed of every draw (the generator is keyed by (seed, chain)).
+    pub seed: u64,
+    /// Leapfrog steps L per HMC proposal (unused by RMLD and MALA).
+    pub leapfrog_steps: u32,
+}
+
+impl DynamicsSettings {
+    /// Δ of the MH proposal norms: eta·T for RMLD, h = eta for MALA (unused by HMC).
+    pub fn delta(&self) -> f32 {
+        match self.method {
+            Method::Rmld => self.eta * self.steps as f32,
+            Method::Mala | Method::Hmc => self.eta,
+        }
+    }
+}
+
+impl Default for DynamicsSettings {
+    fn default() -> Self {
+        DynamicsSettings {
+            method: Method::Rmld,
+            eta: 0.01,
+            steps: 20,
+            batch: 64,
+            sghmc_noise: false,
+            seed: 0,
+            leapfrog_steps: 10,
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! The model layer: the observations and their classes, the dictionary A, the prior over the codes
+//! and the likelihood of A X, and `Target`, the posterior the backends sample.
+//!
+//! U(X) = 1/(2n) Σ_i ||A X − x_i||² + lam·||X||₁ = ½||A X − xbar||² + lam·||X||₁ + const, so the
+//! full-data energy and gradient need only xbar; minibatch gradients use per-chain minibatch means.
+//! Class-conditional chains (`ChainClasses`) use their class's rows and mean instead. The prior
+//! (`prior/`: Laplace) and the likelihoods (`likelihood/`: the paper's Gaussian, `mixture`,
+//! `tangent`, and the `kernel_density` behind Kernel HMC) each sit in a file of their own, with their
+//! WGSL in `shaders/` under the same name.
+
+pub mod classes;
+pub mod dictionary;
+pub mod likelihood;
+pub mod posterior;
+pub mod prior;
+
+pub use classes::ChainClasses;
+pub use dictionary::Dictionary;
+pub use likelihood::kernel_density::KernelTarget;
+pub use likelihood::tangent::{TangentBasis, TangentSettings};
+pub use likelihood::{start_rows, TargetKind};
+pub use posterior::{Observations, Target};
+pub use prior::{Laplace, Prior};
