@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{hmc, mala, rmld, ChainOp, DynamicsSettings};
+
 /// The proposal mechanism of one outer iteration. RMLD is the paper's (approximate) sampler;
 /// MALA and HMC use the full-data gradient and an exact Metropolis-Hastings ratio, so they
 /// sample the posterior exactly (up to f32 rounding) and let tests check the kernels.
@@ -21,6 +23,16 @@ pub enum Method {
 }
 
 impl Method {
+    /// The chain operations of one proposal, in order: the method written once, run by every
+    /// backend.
+    pub fn program(self, settings: &DynamicsSettings) -> Vec<ChainOp> {
+        match self {
+            Method::Rmld => rmld::program(settings),
+            Method::Mala => mala::program(settings),
+            Method::Hmc => hmc::program(settings),
+        }
+    }
+
     /// The number the GPU kernels see in `Params::method`.
     pub fn code(self) -> u32 {
         match self {

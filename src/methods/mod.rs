@@ -1,11 +1,16 @@
-//! The methods' host side: which method proposes, its settings, and the Metropolis-Hastings rule of
-//! Algorithm 3 (the steps themselves run inside the backends, see `backend::cpu::gradient_step` and
-//! `backend::cpu::exact`).
+//! The methods: RMLD (Algorithms 1 and 3), MALA and HMC, each written once (`rmld`, `mala`, `hmc`)
+//! as a sequence of chain operations (`ops::ChainOp`) that every backend runs, their settings, and
+//! the Metropolis-Hastings rule of Algorithm 3 decided on the host.
 
+pub mod hmc;
+pub mod mala;
 pub mod method;
 pub mod mh;
+pub mod ops;
+pub mod rmld;
 pub mod settings;
 
 pub use method::Method;
 pub use mh::{MhDecision, MhRule, MhTerms};
+pub use ops::ChainOp;
 pub use settings::DynamicsSettings;

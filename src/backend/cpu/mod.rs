@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepScratch};
 use super::kernel_hmc::ChainInfo;
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::methods::Method;
+use crate::methods::ChainOp;
 use crate::model::{TangentBasis, Target};
 use crate::{Error, Result};
 use mh_terms::{ChainView, Kinetic};
@@ -101,6 +101,13 @@ impl CpuBackend {
         } else {
             (target.xbar_rows(chains)?, None)
         };
+        // The step residual's start: a gathered minibatch mean for the paper's target, zero for
+        // the mixture (A Z), the anchors for the tangent target (A Z − a).
+        let ybar = if target.is_tangent() {
+            xbar_rows.clone()
+        } else {
+            vec![0.0; chains * d]
+        };
         Ok(CpuBackend {
             settings,
             chains,
@@ -113,7 +120,7 @@ impl CpuBackend {
             z_residual: vec![0.0; chains * d],
             z_gradient: vec![0.0; chains * p],
             momentum: vec![0.0; chains * p],
-            ybar: vec![0.0; chains * d],
+            ybar,
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
             chunk: chains.max(1),
@@ -250,66 +257,75 @@ impl CpuBackend {
             );
     }
 
-    /// RMLD: r_0 ~ N(0, I) and the T minibatch momentum steps of Algorithm 1 from X into Z, then
-    /// Z's full residual and gradient.
-    fn rmld_steps(&mut self, outer: u32) {
-        let p = self.target.p();
-        let s = self.settings.clone();
-        self.z.copy_from_slice(&self.x);
-        gradient_step::draw_momentum(s.seed, outer, &mut self.momentum, p);
-        // The tangent target has no minibatch: its step residual starts as A Z − a.
-        if self.target.is_tangent() {
-            self.ybar.copy_from_slice(&self.xbar_rows);
-        }
-        for step in 1..=s.steps {
-            // The mixture's ybar stays zero: its step residual starts as A Z.
-            if self.mixture.is_none() {
-                gather::gather(
-                    &self.target.observations,
-                    &self.chain_rows,
-                    s.seed,
-                    outer,
-                    step,
-                    s.batch,
-                    &mut self.ybar,
-                );
+    /// Runs one chain operation of a method's program (`methods::ChainOp`) on every chain;
+    /// returns the MH terms for `ChainOp::MhTerms`.
+    fn apply(&mut self, op: ChainOp, outer: u32) -> Option<Vec<MhTerms>> {
+        let (p, s) = (self.target.p(), &self.settings);
+        let (seed, eta) = (s.seed, s.eta);
+        match op {
+            ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
+            ChainOp::CopyGradient => self.z_gradient.copy_from_slice(&self.x_gradient),
+            ChainOp::DrawMomentum => {
+                gradient_step::draw_momentum(seed, outer, &mut self.momentum, p)
             }
-            let mut step_residual = std::mem::take(&mut self.step_residual);
-            self.residual_product(&self.z, &self.ybar, &mut step_residual);
-            self.step_residual = step_residual;
-            self.mixture_step_residual(outer, step);
-            let mut gradient = std::mem::take(&mut self.z_gradient);
-            self.transpose_product(&self.step_residual, &mut gradient);
-            self.z_gradient = gradient;
-            let noise = s.sghmc_noise.then_some((s.seed, outer, step));
-            let inv_sigma2 = self.gradient_inv_sigma2();
-            gradient_step::gradient_step(
-                &self.z_gradient,
+            ChainOp::MinibatchStep(step) => self.minibatch_step(outer, step),
+            ChainOp::LangevinProposal => exact::mala_proposal(
+                seed,
+                outer,
+                &self.x,
+                &self.x_gradient,
                 &mut self.z,
-                &mut self.momentum,
                 p,
-                &self.target.prior,
-                inv_sigma2,
-                s.eta,
-                noise,
-            );
+                eta,
+                (2.0 * eta).sqrt(),
+            ),
+            ChainOp::LeapfrogDrift => {
+                exact::leapfrog_drift(&self.z_gradient, &mut self.z, &mut self.momentum, eta)
+            }
+            ChainOp::LeapfrogKick => {
+                exact::leapfrog_kick(&self.z_gradient, &mut self.momentum, eta)
+            }
+            ChainOp::ProposalState => self.proposal_state(),
+            ChainOp::MhTerms { kinetic } => return Some(self.terms(outer, kinetic)),
         }
-        self.proposal_state();
+        None
     }
 
-    /// HMC: r_0 ~ N(0, I), then L leapfrog steps of size ε = eta from X with the full gradient
-    /// (each: half kick, drift, residual and gradient at the new Z, half kick).
-    fn leapfrog(&mut self, outer: u32) {
-        let p = self.target.p();
-        let (seed, epsilon) = (self.settings.seed, self.settings.eta);
-        self.z.copy_from_slice(&self.x);
-        self.z_gradient.copy_from_slice(&self.x_gradient);
-        gradient_step::draw_momentum(seed, outer, &mut self.momentum, p);
-        for _ in 0..self.settings.leapfrog_steps {
-            exact::leapfrog_drift(&self.z_gradient, &mut self.z, &mut self.momentum, epsilon);
-            self.proposal_state();
-            exact::leapfrog_kick(&self.z_gradient, &mut self.momentum, epsilon);
+    /// Step `step` of Algorithm 1 on Z: the minibatch mean (the paper's target; the mixture's
+    /// step residual starts as A Z, the tangent target's as A Z − a, both set at construction),
+    /// the two products with the likelihood's step residual between them, and the fused update.
+    fn minibatch_step(&mut self, outer: u32, step: u32) {
+        let (p, s) = (self.target.p(), self.settings.clone());
+        if self.mixture.is_none() {
+            gather::gather(
+                &self.target.observations,
+                &self.chain_rows,
+                s.seed,
+                outer,
+                step,
+                s.batch,
+                &mut self.ybar,
+            );
         }
+        let mut step_residual = std::mem::take(&mut self.step_residual);
+        self.residual_product(&self.z, &self.ybar, &mut step_residual);
+        self.step_residual = step_residual;
+        self.mixture_step_residual(outer, step);
+        let mut gradient = std::mem::take(&mut self.z_gradient);
+        self.transpose_product(&self.step_residual, &mut gradient);
+        self.z_gradient = gradient;
+        let noise = s.sghmc_noise.then_some((s.seed, outer, step));
+        let inv_sigma2 = self.gradient_inv_sigma2();
+        gradient_step::gradient_step(
+            &self.z_gradient,
+            &mut self.z,
+            &mut self.momentum,
+            p,
+            &self.target.prior,
+            inv_sigma2,
+            s.eta,
+            noise,
+        );
     }
 
     /// Z's residual A Z − xbar and full gradient ∇U(Z).
@@ -328,8 +344,8 @@ impl CpuBackend {
         self.z_gradient = gradient;
     }
 
-    /// The MH terms of every chain's proposal.
-    fn terms(&self, outer: u32) -> Vec<MhTerms> {
+    /// The MH terms of every chain's proposal, with HMC's kinetic difference when `kinetic`.
+    fn terms(&self, outer: u32, kinetic: bool) -> Vec<MhTerms> {
         let (d, p) = (self.target.d(), self.target.p());
         let s = &self.settings;
         let current = ChainView {
@@ -342,7 +358,7 @@ impl CpuBackend {
             residual: &self.z_residual,
             gradient: &self.z_gradient,
         };
-        let kinetic = Kinetic {
+        let kinetic_terms = Kinetic {
             momentum: &self.momentum,
             seed: s.seed,
             outer,
@@ -355,7 +371,7 @@ impl CpuBackend {
             &self.target.prior,
             self.target.inv_sigma2(),
             s.delta(),
-            (s.method == Method::Hmc).then_some(&kinetic),
+            kinetic.then_some(&kinetic_terms),
             self.mixture
                 .as_ref()
                 .map(|m| (&m.x_energy[..], &m.z_energy[..])),
@@ -424,25 +440,11 @@ impl Backend for CpuBackend {
     }
 
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
-        match self.settings.method {
-            Method::Rmld => self.rmld_steps(outer),
-            Method::Mala => {
-                let s = &self.settings;
-                exact::mala_proposal(
-                    s.seed,
-                    outer,
-                    &self.x,
-                    &self.x_gradient,
-                    &mut self.z,
-                    self.target.p(),
-                    s.eta,
-                    (2.0 * s.eta).sqrt(),
-                );
-                self.proposal_state();
-            }
-            Method::Hmc => self.leapfrog(outer),
+        let mut terms = None;
+        for op in self.settings.method.program(&self.settings) {
+            terms = self.apply(op, outer).or(terms);
         }
-        Ok(self.terms(outer))
+        terms.ok_or_else(|| Error::Internal("a method's program ended without MH terms".into()))
     }
 
     fn accept(&mut self, accepted: &[bool]) -> Result<()> {

@@ -4,7 +4,8 @@ use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{Kernel, Params};
 use crate::backend::kernel_hmc::ChainInfo;
-use crate::methods::Method;
+use crate::methods::ChainOp;
+use crate::{Error, Result};
 
 /// MH terms per chain in the `terms` buffer (energy, difference, forward, reverse, kinetic).
 pub const TERMS: usize = crate::backend::MhTerms::WORDS;
@@ -439,99 +440,67 @@ impl ChainGroup {
         self.record_state(context, pass, d, p, roles);
     }
 
-    /// Z ← X (and for HMC ∇U(Z) ← ∇U(X)); must precede the proposal in the same encoder.
-    pub fn record_copy(&self, encoder: &mut wgpu::CommandEncoder, method: Method) {
-        encoder.copy_buffer_to_buffer(&self.x, 0, &self.z, 0, self.x.size());
-        if method == Method::Hmc {
-            encoder.copy_buffer_to_buffer(
-                &self.gradient_x,
-                0,
-                &self.gradient_z,
-                0,
-                self.gradient_x.size(),
-            );
-        }
+    /// Records a copy op of a method's program (`ChainOp::CopyPosition`, `CopyGradient`) into
+    /// `encoder`, before the pass that runs the rest; false for any other op.
+    pub fn record_copy(&self, encoder: &mut wgpu::CommandEncoder, op: ChainOp) -> bool {
+        let (from, to) = match op {
+            ChainOp::CopyPosition => (&self.x, &self.z),
+            ChainOp::CopyGradient => (&self.gradient_x, &self.gradient_z),
+            _ => return false,
+        };
+        encoder.copy_buffer_to_buffer(from, 0, to, 0, from.size());
+        true
     }
 
-    /// MALA: Z from X and its cached gradient, then Z's residual and gradient, and the MH terms.
-    pub fn record_mala(
+    /// Records one pass op of a method's program (every `ChainOp` but the copies).
+    ///
+    /// Fails (`Error::Internal`) for a copy, or a minibatch step past the params slots (the T the
+    /// group was built for).
+    pub fn record_op(
         &self,
         context: &GpuContext,
         pass: &mut wgpu::ComputePass,
+        op: ChainOp,
         d: usize,
         p: usize,
-    ) {
-        let chains = self.chains as u32;
-        self.run(
-            context,
-            pass,
-            Role::Mala,
-            0,
-            [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
-        );
-        self.record_state_z(context, pass, d, p);
-        self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
-    }
-
-    /// HMC: r_0 draw, L leapfrog steps with the full gradient (after `record_copy` put X and
-    /// ∇U(X) in Z's buffers), and the MH terms.
-    pub fn record_leapfrog(
-        &self,
-        context: &GpuContext,
-        pass: &mut wgpu::ComputePass,
-        d: usize,
-        p: usize,
-        leapfrog_steps: u32,
-    ) {
-        let chains = self.chains as u32;
-        let pg = (p as u32).div_ceil(64);
-        let slot = self.xbar_slot();
-        self.run(
-            context,
-            pass,
-            Role::Momentum,
-            0,
-            [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
-        );
-        for _ in 0..leapfrog_steps {
-            self.run(context, pass, Role::Drift, slot, [pg, chains, 1]);
-            self.record_state_z(context, pass, d, p);
-            self.run(context, pass, Role::Kick, slot, [pg, chains, 1]);
-        }
-        self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
-    }
-
-    /// r_0 draw, T minibatch steps, the residual and gradient at Z, and the MH terms.
-    pub fn record_steps(
-        &self,
-        context: &GpuContext,
-        pass: &mut wgpu::ComputePass,
-        d: usize,
-        p: usize,
-        steps: u32,
-    ) {
+    ) -> Result<()> {
         let chains = self.chains as u32;
         let c = chains.div_ceil(64);
         let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
-        self.run(
-            context,
-            pass,
-            Role::Momentum,
-            0,
-            [(p as u32).div_ceil(4).div_ceil(64), chains, 1],
-        );
-        for step in 1..=steps as usize {
-            // The mixture's Ybar stays zero (never gathered): its step residual starts as A Z;
-            // the tangent target's step product reads its anchors instead.
-            if self.mixture.is_none() {
-                self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
+        let blocks = [(p as u32).div_ceil(4).div_ceil(64), chains, 1];
+        let slot = self.xbar_slot();
+        match op {
+            ChainOp::DrawMomentum => self.run(context, pass, Role::Momentum, 0, blocks),
+            ChainOp::MinibatchStep(step) => {
+                let step = step as usize;
+                if step == 0 || step >= slot {
+                    return Err(Error::Internal(format!(
+                        "minibatch step {step} outside the {} steps the chain group was built for",
+                        slot - 1
+                    )));
+                }
+                // The mixture's Ybar stays zero (never gathered): its step residual starts as
+                // A Z; the tangent target's step product reads its anchors instead.
+                if self.mixture.is_none() {
+                    self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
+                }
+                self.run(context, pass, Role::StepResidual, step, [dg, c, 1]);
+                self.run_mixture(context, pass, MixtureRole::Step, step, [chains, 1, 1]);
+                self.run(context, pass, Role::Step, step, [pg, c, 1]);
             }
-            self.run(context, pass, Role::StepResidual, step, [dg, c, 1]);
-            self.run_mixture(context, pass, MixtureRole::Step, step, [chains, 1, 1]);
-            self.run(context, pass, Role::Step, step, [pg, c, 1]);
+            ChainOp::LangevinProposal => self.run(context, pass, Role::Mala, 0, blocks),
+            ChainOp::LeapfrogDrift => self.run(context, pass, Role::Drift, slot, [pg, chains, 1]),
+            ChainOp::LeapfrogKick => self.run(context, pass, Role::Kick, slot, [pg, chains, 1]),
+            ChainOp::ProposalState => self.record_state_z(context, pass, d, p),
+            // The kinetic difference follows params.method (2: HMC), checked by the caller.
+            ChainOp::MhTerms { .. } => self.run(context, pass, Role::Mh, 0, [chains, 1, 1]),
+            ChainOp::CopyPosition | ChainOp::CopyGradient => {
+                return Err(Error::Internal(format!(
+                    "{op:?} inside a compute pass: copies must open a method's program"
+                )))
+            }
         }
-        self.record_state_z(context, pass, d, p);
-        self.run(context, pass, Role::Mh, 0, [chains, 1, 1]);
+        Ok(())
     }
 
     /// X ← Z where the mask (already written) says so.

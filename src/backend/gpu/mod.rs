@@ -19,7 +19,7 @@ pub use dataset::{gather_params, upload_observations};
 use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::methods::Method;
+use crate::methods::{ChainOp, Method};
 use crate::model::Target;
 use crate::{Error, Result};
 use group::{CachedEnergy, ChainGroup, Shared, TERMS};
@@ -347,16 +347,39 @@ impl Backend for GpuBackend {
         for g in &self.groups {
             g.write_params(&self.context, base, outer);
         }
+        // The method's program: its leading copies go into the encoder, the rest into one pass.
+        let program = s.method.program(s);
+        let copies = program
+            .iter()
+            .take_while(|&&op| matches!(op, ChainOp::CopyPosition | ChainOp::CopyGradient))
+            .count();
+        let (copy_ops, pass_ops) = program.split_at(copies);
+        let kinetic = s.method == Method::Hmc;
+        if !matches!(pass_ops.last(), Some(&ChainOp::MhTerms { kinetic: k }) if k == kinetic) {
+            return Err(Error::Internal(format!(
+                "{:?}'s program must end with its MH terms (kinetic: {kinetic})",
+                s.method
+            )));
+        }
+        let recorded = std::cell::Cell::new(Ok(()));
         let encoder = self.submit(
             "one outer iteration",
             self.clock.as_ref().map(|c| &c.propose),
-            |g, encoder| g.record_copy(encoder, s.method),
-            |g, pass| match s.method {
-                Method::Rmld => g.record_steps(&self.context, pass, d, p, s.steps),
-                Method::Mala => g.record_mala(&self.context, pass, d, p),
-                Method::Hmc => g.record_leapfrog(&self.context, pass, d, p, s.leapfrog_steps),
+            |g, encoder| {
+                for &op in copy_ops {
+                    g.record_copy(encoder, op);
+                }
+            },
+            |g, pass| {
+                for &op in pass_ops {
+                    if let Err(e) = g.record_op(&self.context, pass, op, d, p) {
+                        recorded.set(Err(e));
+                        return;
+                    }
+                }
             },
         )?;
+        recorded.into_inner()?;
         let mut pieces: Vec<_> = self
             .groups
             .iter()

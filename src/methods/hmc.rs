@@ -1,0 +1,23 @@
+//! HMC's proposal: r ~ N(0, I), L leapfrog steps of size ε = eta with the full gradient, judged by
+//! the Hamiltonian U + ½||r||² in the MH ratio.
+
+use super::{ChainOp, DynamicsSettings};
+
+/// Z ← X with its gradient, r_0, L leapfrog steps (drift, Z's full state, kick), the MH terms
+/// with the kinetic difference.
+pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
+    let mut ops = vec![
+        ChainOp::CopyPosition,
+        ChainOp::CopyGradient,
+        ChainOp::DrawMomentum,
+    ];
+    for _ in 0..settings.leapfrog_steps {
+        ops.extend([
+            ChainOp::LeapfrogDrift,
+            ChainOp::ProposalState,
+            ChainOp::LeapfrogKick,
+        ]);
+    }
+    ops.push(ChainOp::MhTerms { kinetic: true });
+    ops
+}

@@ -1,0 +1,14 @@
+//! MALA's proposal: Z = X − h·∇U(X) + sqrt(2h)·ξ with the full gradient, judged with the Gaussian
+//! proposal densities (Algorithm 3's formula with Δ = h, which is then exact).
+
+use super::{ChainOp, DynamicsSettings};
+
+/// Z from X and its cached gradient, Z's full state, the MH terms.
+pub fn program(_settings: &DynamicsSettings) -> Vec<ChainOp> {
+    vec![
+        ChainOp::CopyPosition,
+        ChainOp::LangevinProposal,
+        ChainOp::ProposalState,
+        ChainOp::MhTerms { kinetic: false },
+    ]
+}

@@ -1,0 +1,12 @@
+//! RMLD's proposal (Algorithm 1): r_0 ~ N(0, I) and T minibatch momentum steps from X, judged by
+//! the linearised MH of Algorithm 3 with Δ = eta·T.
+
+use super::{ChainOp, DynamicsSettings};
+
+/// Z ← X, r_0, the T steps, Z's full state, the MH terms.
+pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
+    let mut ops = vec![ChainOp::CopyPosition, ChainOp::DrawMomentum];
+    ops.extend((1..=settings.steps).map(ChainOp::MinibatchStep));
+    ops.extend([ChainOp::ProposalState, ChainOp::MhTerms { kinetic: false }]);
+    ops
+}
