@@ -129,7 +129,10 @@ fn fingerprint(name: &str, bytes: &[u8]) -> FilePrint {
     };
     let header = String::from_utf8_lossy(&bytes[start..start + len]);
     let field = |key: &str| {
-        let at = header.find(key).unwrap_or_else(|| panic!("{name}: no {key}")) + key.len();
+        let at = header
+            .find(key)
+            .unwrap_or_else(|| panic!("{name}: no {key}"))
+            + key.len();
         let rest = header[at..].trim_start_matches([':', ' ', '\'']);
         let end = if key == "'shape'" {
             rest.find(')').unwrap() + 1

@@ -10,7 +10,6 @@ pub mod reference;
 
 use serde::Serialize;
 
-use crate::orchestrator::{SampleRun, PROJECTIONS};
 pub use convergence::{ess_basic, ess_bulk, ess_tail, geweke_z, split_rhat};
 
 /// The convergence diagnostics of one traced quantity across chains.
@@ -113,30 +112,50 @@ pub fn quantity(name: &str, chains: &[Vec<f64>], seconds: f64) -> QuantityDiagno
     }
 }
 
+/// What the diagnostics read of a run: its per-chain counts and its per-iteration trace (the
+/// orchestrator's `SampleRun` is one), so this leaf module needs nothing above it.
+pub trait ChainTrace {
+    /// Outer iterations completed.
+    fn completed(&self) -> u32;
+    /// Accepted proposals per chain.
+    fn accepted(&self) -> &[u32];
+    /// Divergent proposals per chain.
+    fn divergent(&self) -> &[u32];
+    /// Per traced iteration and chain: the MH decision's log α.
+    fn log_alpha(&self) -> &[f64];
+    /// Per traced iteration and chain: U(X) − const.
+    fn energies(&self) -> &[f32];
+    /// Per traced iteration and chain: `projections_per_draw()` projections ⟨v_i, X⟩.
+    fn projections(&self) -> &[f32];
+    /// Projections per chain and traced iteration.
+    fn projections_per_draw(&self) -> usize;
+}
+
 /// The diagnostics of a run that took `sampling_seconds` for its K outer iterations.
-pub fn summarize(run: &SampleRun, sampling_seconds: f64) -> DiagnosticsReport {
-    let chains = run.accepted.len();
+pub fn summarize(run: &impl ChainTrace, sampling_seconds: f64) -> DiagnosticsReport {
+    let chains = run.accepted().len();
+    let width = run.projections_per_draw();
     // Traced draws per chain (thinned for long runs); acceptance counts every iteration.
-    let k = run.log_alpha.len() / chains.max(1);
+    let k = run.log_alpha().len() / chains.max(1);
     let mut rates: Vec<f64> = run
-        .accepted
+        .accepted()
         .iter()
-        .map(|&a| a as f64 / run.completed.max(1) as f64)
+        .map(|&a| a as f64 / run.completed().max(1) as f64)
         .collect();
     rates.sort_by(f64::total_cmp);
     let per_chain_quantiles = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0].map(|q| quantile(&rates, q));
-    let energies: Vec<f64> = run.energies.iter().map(|&v| v as f64).collect();
-    let projections: Vec<f64> = run.projections.iter().map(|&v| v as f64).collect();
+    let energies: Vec<f64> = run.energies().iter().map(|&v| v as f64).collect();
+    let projections: Vec<f64> = run.projections().iter().map(|&v| v as f64).collect();
     let mut quantities = vec![quantity(
         "energy",
         &per_chain(&energies, chains, 1, 0),
         sampling_seconds,
     )];
-    if chains > 0 && projections.len() == k * chains * PROJECTIONS {
-        for i in 0..PROJECTIONS {
+    if chains > 0 && projections.len() == k * chains * width {
+        for i in 0..width {
             quantities.push(quantity(
                 &format!("projection {i}"),
-                &per_chain(&projections, chains, PROJECTIONS, i),
+                &per_chain(&projections, chains, width, i),
                 sampling_seconds,
             ));
         }
@@ -151,11 +170,12 @@ pub fn summarize(run: &SampleRun, sampling_seconds: f64) -> DiagnosticsReport {
         chains,
         draws_per_chain: k,
         acceptance: AcceptanceSummary {
-            overall: run.acceptance_rate(),
+            overall: run.accepted().iter().map(|&a| a as f64).sum::<f64>()
+                / (run.completed() as usize * chains).max(1) as f64,
             per_chain_quantiles,
         },
-        divergences: run.divergent.iter().map(|&d| d as u64).sum(),
-        divergent_chains: run.divergent.iter().filter(|&&d| d > 0).count(),
+        divergences: run.divergent().iter().map(|&d| d as u64).sum(),
+        divergent_chains: run.divergent().iter().filter(|&&d| d > 0).count(),
         max_rhat: fold(|q| q.rhat, true),
         min_ess_bulk: fold(|q| q.ess_bulk, false),
         min_ess_tail: fold(|q| q.ess_tail, false),

@@ -282,6 +282,30 @@ pub fn continue_run(
     Ok(run)
 }
 
+impl crate::diagnostics::ChainTrace for SampleRun {
+    fn completed(&self) -> u32 {
+        self.completed
+    }
+    fn accepted(&self) -> &[u32] {
+        &self.accepted
+    }
+    fn divergent(&self) -> &[u32] {
+        &self.divergent
+    }
+    fn log_alpha(&self) -> &[f64] {
+        &self.log_alpha
+    }
+    fn energies(&self) -> &[f32] {
+        &self.energies
+    }
+    fn projections(&self) -> &[f32] {
+        &self.projections
+    }
+    fn projections_per_draw(&self) -> usize {
+        PROJECTIONS
+    }
+}
+
 impl SampleRun {
     /// Keeps every other traced iteration once the trace holds 2 × TRACE_CAP of them.
     fn thin_trace_if_full(&mut self, chains: usize) {

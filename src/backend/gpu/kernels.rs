@@ -314,6 +314,20 @@ const TABLE: [Row; 28] = [
     ),
 ];
 
+// Every kernel has exactly one row, at the index of its discriminant: a kernel added to `Kernel`
+// without its row (or rows out of order) fails to compile.
+const _: () = {
+    assert!(TABLE.len() == Kernel::TangentStep as usize + 1);
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(
+            TABLE[i].0 as usize == i,
+            "TABLE rows must follow Kernel's order"
+        );
+        i += 1;
+    }
+};
+
 /// Compiled pipelines with their explicit bind group layouts, indexed like `TABLE`.
 pub struct Kernels {
     pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
@@ -381,8 +395,10 @@ impl Kernels {
         Kernels { pipelines }
     }
 
+    /// The kernel's row of `TABLE`: its discriminant, which the check below `TABLE` proves is
+    /// its row at compile time (no lookup can miss or fall back to another kernel).
     fn index(kernel: Kernel) -> usize {
-        TABLE.iter().position(|row| row.0 == kernel).unwrap_or(0)
+        kernel as usize
     }
 
     /// A bind group for `kernel`: the params buffer (one slot visible, chosen by dynamic offset)
