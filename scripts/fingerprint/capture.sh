@@ -17,6 +17,8 @@ for method in rmld mala hmc; do
       --chains 6 --samples 3 --seed 7 --pixel-max 4 --eta 0.005 --tangent-k 4
   done
 done
+run sample-hmc-tangent-sigma sample --method hmc --target tangent --sigma2 0.3 --chains 6 --samples 3 --seed 9 --pixel-max 2 --eta 0.004 --tangent-k 3
+run sample-rmld-mixture-sigma sample --target mixture --sigma2 0.5 --chains 6 --samples 3 --seed 9 --pixel-max 2
 run sample-rmld-noise-sghmc sample --init noise --sghmc-noise --chains 5 --samples 3 --seed 3
 run sample-rmld-nomh sample --no-mh --chains 5 --samples 2 --seed 3 --keep last --burn-in 1
 run sample-rmld-discount sample --discount 1.3 --chains 5 --samples 3 --seed 5 --atoms 100

@@ -18,6 +18,6 @@ pub use classes::ChainClasses;
 pub use dictionary::Dictionary;
 pub use likelihood::kernel_density::KernelTarget;
 pub use likelihood::tangent::{TangentBasis, TangentSettings};
-pub use likelihood::{start_rows, TargetKind};
+pub use likelihood::{start_rows, Likelihood, TargetKind};
 pub use posterior::{Observations, Target};
 pub use prior::{Laplace, Prior};

@@ -18,7 +18,7 @@ use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepSc
 use super::kernel_hmc::ChainInfo;
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::methods::ChainOp;
-use crate::model::{TangentBasis, Target};
+use crate::model::{Likelihood, TangentBasis, Target};
 use crate::{Error, Result};
 use mh_terms::{ChainView, Kinetic};
 
@@ -40,6 +40,8 @@ pub struct CpuBackend {
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
     chunk: usize,
+    /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
+    caches_energy: bool,
     mixture: Option<Mixture>,
 }
 
@@ -89,24 +91,24 @@ impl CpuBackend {
             x_scaled: vec![0.0; chains * d],
             z_scaled: vec![0.0; chains * d],
         };
-        // The mixture keeps A X itself as its "residual": a zero mean row per chain. The tangent
-        // target keeps A X − a, a being the chain's anchor (its one-row class's mean).
-        let (xbar_rows, mixture) = if target.is_mixture() {
-            let kernel = EnergyKernel::Mixture(target.mixture_chain_info(chains)?);
-            (vec![0.0; chains * d], Some(cached(kernel)))
-        } else if target.is_tangent() {
-            let basis = target.tangent_bases(chains)?;
-            let kernel = EnergyKernel::Tangent(basis, target.inv_sigma2());
-            (target.xbar_rows(chains)?, Some(cached(kernel)))
-        } else {
-            (target.xbar_rows(chains)?, None)
-        };
-        // The step residual's start: a gathered minibatch mean for the paper's target, zero for
-        // the mixture (A Z), the anchors for the tangent target (A Z − a).
-        let ybar = if target.is_tangent() {
-            xbar_rows.clone()
-        } else {
-            vec![0.0; chains * d]
+        // Each chain's residual subtracts its mean, nothing (the mixture keeps A X), or its anchor.
+        let likelihood = target.likelihood(chains)?;
+        let xbar_rows = likelihood.residual_offsets(chains, d);
+        let caches_energy = likelihood.caches_energy();
+        // The step residual's start: a gathered minibatch mean for the Gaussian, zero for the
+        // mixture (A Z), the anchors for the tangent target (A Z − a).
+        let mut ybar = vec![0.0; chains * d];
+        let mixture = match likelihood {
+            Likelihood::Gaussian { .. } => None,
+            Likelihood::Mixture { info } => Some(cached(EnergyKernel::Mixture(info))),
+            Likelihood::Tangent {
+                anchors,
+                basis,
+                inv_sigma2,
+            } => {
+                ybar = anchors;
+                Some(cached(EnergyKernel::Tangent(basis, inv_sigma2)))
+            }
         };
         Ok(CpuBackend {
             settings,
@@ -124,6 +126,7 @@ impl CpuBackend {
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
             chunk: chains.max(1),
+            caches_energy,
             mixture,
             target,
         })
@@ -163,7 +166,7 @@ impl CpuBackend {
     /// 1/σ² as the gradient kernels apply it: the mixture's and the tangent target's residuals
     /// arrive already scaled.
     fn gradient_inv_sigma2(&self) -> f32 {
-        if self.target.has_cached_energy() {
+        if self.caches_energy {
             1.0
         } else {
             self.target.inv_sigma2()

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::methods::{ChainOp, Method};
+use crate::model::Likelihood;
 use crate::model::Target;
 use crate::{Error, Result};
 use group::{CachedEnergy, ChainGroup, Shared, TERMS};
@@ -54,6 +55,10 @@ pub struct GpuBackend {
     chains: usize,
     shared: Shared,
     xbar_rows: Vec<f32>,
+    /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
+    caches_energy: bool,
+    /// What those add per chain, in bytes.
+    cached_bytes_per_chain: usize,
     groups: Vec<ChainGroup>,
     group_size: usize,
     limit: u64,
@@ -99,22 +104,30 @@ impl GpuBackend {
             .max_binding_bytes
             .unwrap_or(u64::MAX)
             .min(device_limit);
-        let tangent = if target.is_tangent() {
-            Some(target.tangent_bases(chains)?)
-        } else {
-            None
+        // The likelihood as data: what each chain's residual subtracts (its mean, nothing for
+        // the mixture, whose residual buffers hold A X, or its anchor) and its cached energy.
+        let likelihood = target.likelihood(chains)?;
+        let xbar_rows = likelihood.residual_offsets(chains, d);
+        let caches_energy = likelihood.caches_energy();
+        let (tangent, mixture_info) = match likelihood {
+            Likelihood::Gaussian { .. } => (None, Vec::new()),
+            Likelihood::Mixture { info } => (None, info),
+            Likelihood::Tangent {
+                basis, inv_sigma2, ..
+            } => (Some((basis, inv_sigma2)), Vec::new()),
+        };
+        // Bytes per chain the cached energy adds: the mixture its scaled residuals (2d),
+        // energies (2), picks and weights (2m); the tangent target its scaled residuals,
+        // energies, k directions and shrinkages.
+        let cached_bytes_per_chain = match (&tangent, mixture_info.is_empty()) {
+            (Some((b, _)), _) => 4 * (2 * d + 2 + b.k * (d + 1)),
+            (None, false) => 4 * (2 * d + 2 + 2 * settings.batch as usize),
+            (None, true) => 0,
         };
         // The tangent target's directions are the widest per-chain buffer when k·d > p.
-        let width = d.max(p).max(tangent.as_ref().map_or(0, |b| b.k * d));
+        let width = d.max(p).max(tangent.as_ref().map_or(0, |(b, _)| b.k * d));
         let group_size = group_size(limit, width, chains)?;
         let chain_rows = target.chain_rows(chains)?;
-        // The mixture keeps A X itself in the residual buffers: a zero mean row per chain; the
-        // tangent target keeps A X − a (its anchors are its one-row classes' means).
-        let (xbar_rows, mixture_info) = if target.is_mixture() {
-            (vec![0.0; chains * d], target.mixture_chain_info(chains)?)
-        } else {
-            (target.xbar_rows(chains)?, Vec::new())
-        };
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
             Ok(Shared {
                 dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
@@ -129,11 +142,11 @@ impl GpuBackend {
                     let count = group_size.min(chains - offset);
                     let means = &xbar_rows[offset * d..(offset + count) * d];
                     let mixture = match &tangent {
-                        Some(b) => Some(CachedEnergy::Tangent {
+                        Some((b, inv_sigma2)) => Some(CachedEnergy::Tangent {
                             basis: &b.basis[offset * b.k * d..(offset + count) * b.k * d],
                             gamma: &b.gamma[offset * b.k..(offset + count) * b.k],
                             k: b.k as u32,
-                            inv_sigma2: target.inv_sigma2(),
+                            inv_sigma2: *inv_sigma2,
                         }),
                         None => (!mixture_info.is_empty()).then(|| {
                             CachedEnergy::Mixture(
@@ -176,6 +189,8 @@ impl GpuBackend {
             chains,
             shared,
             xbar_rows,
+            caches_energy,
+            cached_bytes_per_chain,
             groups,
             group_size,
             limit,
@@ -211,7 +226,7 @@ impl GpuBackend {
             noise_scale: (2.0 * s.eta).sqrt(),
             delta: s.delta(),
             // The mixture's and the tangent target's residuals arrive scaled already.
-            inv_sigma2: if t.has_cached_energy() {
+            inv_sigma2: if self.caches_energy {
                 1.0
             } else {
                 t.inv_sigma2()
@@ -293,18 +308,7 @@ impl Backend for GpuBackend {
             device: self.context.describe(),
             // X, Z, both gradients, r (p each); both residuals, Ybar, step residual, the
             // chain's mean (d each); the MH terms, the mask word and its two row words.
-            // The mixture adds its scaled residuals (2d), energies (2), picks and weights (2m);
-            // the tangent target its scaled residuals, energies, k directions and shrinkages.
-            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3)
-                + if self.target.is_mixture() {
-                    4 * (2 * d + 2 + 2 * self.settings.batch as usize)
-                } else {
-                    0
-                }
-                + match &self.target.tangent_basis {
-                    Some(b) if self.target.is_tangent() => 4 * (2 * d + 2 + b.k * (d + 1)),
-                    _ => 0,
-                },
+            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3) + self.cached_bytes_per_chain,
         }
     }
 

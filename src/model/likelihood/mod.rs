@@ -13,6 +13,7 @@ use std::sync::Arc;
 use super::{ChainClasses, Target};
 use crate::rng::{philox::index_from_word, Purpose, Stream};
 use crate::{Error, Result};
+use kernel_density::ChainInfo;
 use tangent::{TangentBasis, TangentSettings};
 
 /// The energy U(X) the chains sample (`--target`).
@@ -117,19 +118,70 @@ impl Target {
         }
     }
 
-    /// Whether the backends run the mixture energy.
-    pub fn is_mixture(&self) -> bool {
-        self.kind == TargetKind::Mixture
+    /// The likelihood of `chains` chains as the backends run it.
+    ///
+    /// Fails (`Error::Internal`) when the target's classes or bases describe another number of
+    /// chains.
+    pub fn likelihood(&self, chains: usize) -> Result<Likelihood> {
+        Ok(match self.kind {
+            TargetKind::Paper | TargetKind::Local => Likelihood::Gaussian {
+                means: self.xbar_rows(chains)?,
+            },
+            TargetKind::Mixture => Likelihood::Mixture {
+                info: self.mixture_chain_info(chains)?,
+            },
+            TargetKind::Tangent => Likelihood::Tangent {
+                anchors: self.xbar_rows(chains)?,
+                basis: self.tangent_bases(chains)?,
+                inv_sigma2: self.inv_sigma2(),
+            },
+        })
+    }
+}
+
+/// The likelihood of A X for C chains, as data the backends run (no flags to match): what each
+/// chain's residual subtracts, and what turns a residual into an energy and a gradient.
+#[derive(Clone, Debug)]
+pub enum Likelihood {
+    /// ½||A X − m_c||²/σ² around a per-chain mean m_c (C × d): the data's or the class's mean
+    /// (`paper`), or the chain's start image (`local`). Step gradients use per-chain minibatch
+    /// means of the chain's rows instead.
+    Gaussian {
+        /// m_c, C × d.
+        means: Vec<f32>,
+    },
+    /// −log Σ_i exp(−||A X − x_i||²/(2σ²)) over the chain's class (`mixture`): the residual is
+    /// A X itself, and the energy and the scaled residual come from the kernel pass.
+    Mixture {
+        /// Per chain: its class's rows, 1/σ² and the observations' scale.
+        info: Vec<ChainInfo>,
+    },
+    /// ½ rᵀ C⁻¹ r with r = A X − a_c, C = (s²/k)·B Bᵀ + σ²·I (`tangent`).
+    Tangent {
+        /// The anchors a_c, C × d.
+        anchors: Vec<f32>,
+        /// The per-chain neighbour bases and shrinkages.
+        basis: Arc<TangentBasis>,
+        /// 1/σ².
+        inv_sigma2: f32,
+    },
+}
+
+impl Likelihood {
+    /// Per chain the row its residual subtracts (C × d, for `chains` chains of dimension d):
+    /// the means, zero for the mixture (its residual is A X), the anchors.
+    pub fn residual_offsets(&self, chains: usize, d: usize) -> Vec<f32> {
+        match self {
+            Likelihood::Gaussian { means } => means.clone(),
+            Likelihood::Mixture { .. } => vec![0.0; chains * d],
+            Likelihood::Tangent { anchors, .. } => anchors.clone(),
+        }
     }
 
-    /// Whether the backends run the tangent energy.
-    pub fn is_tangent(&self) -> bool {
-        self.kind == TargetKind::Tangent
-    }
-
-    /// Whether the backends keep per-chain energies and scaled residuals (mixture and tangent):
-    /// the gradient kernels then read residuals already multiplied by the inverse covariance.
-    pub fn has_cached_energy(&self) -> bool {
-        self.is_mixture() || self.is_tangent()
+    /// Whether the energy is kept per chain and the gradient products read residuals already
+    /// scaled (by the mixture's weights or the inverse covariance): then they are not divided
+    /// by σ² again.
+    pub fn caches_energy(&self) -> bool {
+        !matches!(self, Likelihood::Gaussian { .. })
     }
 }
