@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::kernels::Kernels;
+use crate::model::{Laplace, Prior};
 use crate::{Error, Result};
 
 /// A device with the adapter's own limits and every pipeline compiled once.
@@ -15,8 +16,10 @@ pub struct GpuContext {
     pub queue: wgpu::Queue,
     /// The limits the device was created with (the adapter's).
     pub limits: wgpu::Limits,
-    /// The compiled pipelines and their layouts.
-    pub kernels: Kernels,
+    /// The compiled pipelines and their layouts (with the Laplace prior, the default).
+    pub kernels: Arc<Kernels>,
+    /// The pipelines of other priors, compiled on first use, by the prior's WGSL.
+    prior_kernels: Mutex<Vec<(&'static str, Arc<Kernels>)>>,
     info: wgpu::AdapterInfo,
 }
 
@@ -46,13 +49,16 @@ impl GpuContext {
         }))
         .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
         let info = adapter.get_info();
-        let kernels = scoped(&device, "compiling the kernels", || Kernels::new(&device))?;
+        let kernels = scoped(&device, "compiling the kernels", || {
+            Kernels::new(&device, Prior::Laplace(Laplace { lam: 0.0 }).wgsl())
+        })?;
         Ok(GpuContext {
             adapter,
             device,
             queue,
             limits,
-            kernels,
+            kernels: Arc::new(kernels),
+            prior_kernels: Mutex::new(Vec::new()),
             info,
         })
     }
@@ -69,6 +75,29 @@ impl GpuContext {
         let context = Arc::new(GpuContext::new()?);
         *slot = Some(context.clone());
         Ok(context)
+    }
+
+    /// The pipelines compiled with `prior`'s WGSL: the default ones for Laplace, others compiled
+    /// once on first use and cached by the prior's source.
+    pub fn kernels_for(&self, prior: &Prior) -> Result<Arc<Kernels>> {
+        let source = prior.wgsl();
+        if source == Prior::Laplace(Laplace { lam: 0.0 }).wgsl() {
+            return Ok(self.kernels.clone());
+        }
+        let mut cache = self
+            .prior_kernels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, kernels)) = cache.iter().find(|(s, _)| *s == source) {
+            return Ok(kernels.clone());
+        }
+        let kernels = Arc::new(scoped(
+            &self.device,
+            "compiling the prior's kernels",
+            || Kernels::new(&self.device, source),
+        )?);
+        cache.push((source, kernels.clone()));
+        Ok(kernels)
     }
 
     /// The adapter's name, driver and backend, for reports.

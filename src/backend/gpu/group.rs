@@ -2,7 +2,9 @@
 
 use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;
-use super::kernels::{Kernel, Params};
+use std::sync::Arc;
+
+use super::kernels::{Kernel, Kernels, Params};
 use crate::backend::kernel_hmc::ChainInfo;
 use crate::methods::ChainOp;
 use crate::{Error, Result};
@@ -18,6 +20,8 @@ pub struct Shared {
     pub data: wgpu::Buffer,
     /// (first row, count) of the rows each chain draws from, two words per global chain.
     pub chain_rows: wgpu::Buffer,
+    /// The pipelines compiled with the target's prior.
+    pub kernels: Arc<Kernels>,
 }
 
 /// Chains `offset..offset + chains`, resident on the device.
@@ -38,6 +42,7 @@ pub struct ChainGroup {
     gradient_x: wgpu::Buffer,
     gradient_z: wgpu::Buffer,
     slots: ParamSlots,
+    kernels: Arc<Kernels>,
     binds: Vec<(Kernel, wgpu::BindGroup)>,
     /// The mixture's or the tangent target's extra passes, indexed by `MixtureRole`.
     mixture: Option<Vec<(Kernel, wgpu::BindGroup)>>,
@@ -118,7 +123,7 @@ impl ChainGroup {
         let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
         let xbar = super::buffers::upload(context, "xbar rows", bytemuck::cast_slice(xbar_rows));
         let slots = ParamSlots::new(context, steps as usize + 2);
-        let k = &context.kernels;
+        let k = &shared.kernels;
         let dev = &context.device;
         let s = &slots.buffer;
         // The products' vec4-load twins when the shapes allow (identical results).
@@ -330,6 +335,7 @@ impl ChainGroup {
             gradient_x: gx,
             gradient_z: gz,
             slots,
+            kernels: shared.kernels.clone(),
             binds,
             mixture: mixture_binds,
         }
@@ -363,24 +369,15 @@ impl ChainGroup {
         }
     }
 
-    fn run(
-        &self,
-        context: &GpuContext,
-        pass: &mut wgpu::ComputePass,
-        role: Role,
-        slot: usize,
-        groups: [u32; 3],
-    ) {
+    fn run(&self, pass: &mut wgpu::ComputePass, role: Role, slot: usize, groups: [u32; 3]) {
         let (kernel, bind) = &self.binds[role as usize];
-        context
-            .kernels
+        self.kernels
             .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
     }
 
     /// Runs a mixture pass; nothing for the paper's target.
     fn run_mixture(
         &self,
-        context: &GpuContext,
         pass: &mut wgpu::ComputePass,
         role: MixtureRole,
         slot: usize,
@@ -388,28 +385,20 @@ impl ChainGroup {
     ) {
         if let Some(binds) = &self.mixture {
             let (kernel, bind) = &binds[role as usize];
-            context
-                .kernels
+            self.kernels
                 .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
         }
     }
 
     /// Z's residual (A Z for the mixture, with its energy and scaled residual) and gradient.
-    fn record_state_z(
-        &self,
-        context: &GpuContext,
-        pass: &mut wgpu::ComputePass,
-        d: usize,
-        p: usize,
-    ) {
+    fn record_state_z(&self, pass: &mut wgpu::ComputePass, d: usize, p: usize) {
         let roles = (Role::ResidualZ, MixtureRole::EnergyZ, Role::GradientZ);
-        self.record_state(context, pass, d, p, roles);
+        self.record_state(pass, d, p, roles);
     }
 
     /// The residual, the mixture's energy pass and the full gradient of X or of Z.
     fn record_state(
         &self,
-        context: &GpuContext,
         pass: &mut wgpu::ComputePass,
         d: usize,
         p: usize,
@@ -419,9 +408,9 @@ impl ChainGroup {
         let c = chains.div_ceil(64);
         let slot = self.xbar_slot();
         let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
-        self.run(context, pass, residual, slot, [dg, c, 1]);
-        self.run_mixture(context, pass, energy, slot, [chains, 1, 1]);
-        self.run(context, pass, gradient, slot, [pg, c, 1]);
+        self.run(pass, residual, slot, [dg, c, 1]);
+        self.run_mixture(pass, energy, slot, [chains, 1, 1]);
+        self.run(pass, gradient, slot, [pg, c, 1]);
     }
 
     fn xbar_slot(&self) -> usize {
@@ -429,15 +418,9 @@ impl ChainGroup {
     }
 
     /// Residual and full gradient at X (after positions were written).
-    pub fn record_current(
-        &self,
-        context: &GpuContext,
-        pass: &mut wgpu::ComputePass,
-        d: usize,
-        p: usize,
-    ) {
+    pub fn record_current(&self, pass: &mut wgpu::ComputePass, d: usize, p: usize) {
         let roles = (Role::ResidualX, MixtureRole::EnergyX, Role::GradientX);
-        self.record_state(context, pass, d, p, roles);
+        self.record_state(pass, d, p, roles);
     }
 
     /// Records a copy op of a method's program (`ChainOp::CopyPosition`, `CopyGradient`) into
@@ -458,7 +441,6 @@ impl ChainGroup {
     /// group was built for).
     pub fn record_op(
         &self,
-        context: &GpuContext,
         pass: &mut wgpu::ComputePass,
         op: ChainOp,
         d: usize,
@@ -470,7 +452,7 @@ impl ChainGroup {
         let blocks = [(p as u32).div_ceil(4).div_ceil(64), chains, 1];
         let slot = self.xbar_slot();
         match op {
-            ChainOp::DrawMomentum => self.run(context, pass, Role::Momentum, 0, blocks),
+            ChainOp::DrawMomentum => self.run(pass, Role::Momentum, 0, blocks),
             ChainOp::MinibatchStep(step) => {
                 let step = step as usize;
                 if step == 0 || step >= slot {
@@ -482,18 +464,18 @@ impl ChainGroup {
                 // The mixture's Ybar stays zero (never gathered): its step residual starts as
                 // A Z; the tangent target's step product reads its anchors instead.
                 if self.mixture.is_none() {
-                    self.run(context, pass, Role::Gather, step, [dg, chains, 1]);
+                    self.run(pass, Role::Gather, step, [dg, chains, 1]);
                 }
-                self.run(context, pass, Role::StepResidual, step, [dg, c, 1]);
-                self.run_mixture(context, pass, MixtureRole::Step, step, [chains, 1, 1]);
-                self.run(context, pass, Role::Step, step, [pg, c, 1]);
+                self.run(pass, Role::StepResidual, step, [dg, c, 1]);
+                self.run_mixture(pass, MixtureRole::Step, step, [chains, 1, 1]);
+                self.run(pass, Role::Step, step, [pg, c, 1]);
             }
-            ChainOp::LangevinProposal => self.run(context, pass, Role::Mala, 0, blocks),
-            ChainOp::LeapfrogDrift => self.run(context, pass, Role::Drift, slot, [pg, chains, 1]),
-            ChainOp::LeapfrogKick => self.run(context, pass, Role::Kick, slot, [pg, chains, 1]),
-            ChainOp::ProposalState => self.record_state_z(context, pass, d, p),
+            ChainOp::LangevinProposal => self.run(pass, Role::Mala, 0, blocks),
+            ChainOp::LeapfrogDrift => self.run(pass, Role::Drift, slot, [pg, chains, 1]),
+            ChainOp::LeapfrogKick => self.run(pass, Role::Kick, slot, [pg, chains, 1]),
+            ChainOp::ProposalState => self.record_state_z(pass, d, p),
             // The kinetic difference follows params.method (2: HMC), checked by the caller.
-            ChainOp::MhTerms { .. } => self.run(context, pass, Role::Mh, 0, [chains, 1, 1]),
+            ChainOp::MhTerms { .. } => self.run(pass, Role::Mh, 0, [chains, 1, 1]),
             ChainOp::CopyPosition | ChainOp::CopyGradient => {
                 return Err(Error::Internal(format!(
                     "{op:?} inside a compute pass: copies must open a method's program"
@@ -504,23 +486,15 @@ impl ChainGroup {
     }
 
     /// X ← Z where the mask (already written) says so.
-    pub fn record_select(
-        &self,
-        context: &GpuContext,
-        pass: &mut wgpu::ComputePass,
-        d: usize,
-        p: usize,
-    ) {
+    pub fn record_select(&self, pass: &mut wgpu::ComputePass, d: usize, p: usize) {
         let width = d.max(p) as u32;
         self.run(
-            context,
             pass,
             Role::Select,
             0,
             [width.div_ceil(64), self.chains as u32, 1],
         );
         self.run_mixture(
-            context,
             pass,
             MixtureRole::Select,
             0,

@@ -47,9 +47,8 @@ const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
 const KERNEL_HMC: &str = include_str!("../../../shaders/kernel_hmc.wgsl");
 const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
 const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
-/// The prior's WGSL, compiled into the gradient-step and MH-term modules. Laplace is the only
-/// prior so far; a second one makes these modules per prior.
-const PRIOR: &str = crate::model::prior::laplace::WGSL;
+/// Where a module takes the prior's WGSL (`Prior::wgsl`): the gradient-step and MH-term modules.
+const PRIOR: &str = "";
 
 /// The shader modules: WGSL has no includes, so a module is its files concatenated.
 const MODULES: [(&str, &[&str]); 10] = [
@@ -334,14 +333,25 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// Compiles every module and builds every pipeline (once per device).
-    pub fn new(device: &wgpu::Device) -> Kernels {
+    /// Compiles every module, with `prior_wgsl` (a `Prior::wgsl()`) where a module takes the
+    /// prior, and builds every pipeline (once per device and prior).
+    pub fn new(device: &wgpu::Device, prior_wgsl: &str) -> Kernels {
         let modules: Vec<wgpu::ShaderModule> = MODULES
             .iter()
             .map(|(name, parts)| {
+                let source: String = parts
+                    .iter()
+                    .map(|&part| {
+                        if std::ptr::eq(part, PRIOR) {
+                            prior_wgsl
+                        } else {
+                            part
+                        }
+                    })
+                    .collect();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(name),
-                    source: wgpu::ShaderSource::Wgsl(parts.concat().into()),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
                 })
             })
             .collect();

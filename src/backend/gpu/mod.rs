@@ -133,6 +133,7 @@ impl GpuBackend {
                 dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
                 data: upload_observations(&context, &target.observations)?,
                 chain_rows: buffers::upload(&context, "rows", bytemuck::cast_slice(&chain_rows)),
+                kernels: context.kernels_for(&target.prior)?,
             })
         })??;
         let groups = context.checked("allocating the chain state", || {
@@ -335,7 +336,7 @@ impl Backend for GpuBackend {
             "loading positions",
             None,
             |_, _| {},
-            |g, pass| g.record_current(&self.context, pass, d, p),
+            |g, pass| g.record_current(pass, d, p),
         )?;
         // Encoding errors surface at finish and submit, so those run inside the error scope too.
         self.context.checked("submitting", || {
@@ -376,7 +377,7 @@ impl Backend for GpuBackend {
             },
             |g, pass| {
                 for &op in pass_ops {
-                    if let Err(e) = g.record_op(&self.context, pass, op, d, p) {
+                    if let Err(e) = g.record_op(pass, op, d, p) {
                         recorded.set(Err(e));
                         return;
                     }
@@ -435,7 +436,7 @@ impl Backend for GpuBackend {
             "accepting proposals",
             self.clock.as_ref().map(|c| &c.accept),
             |_, _| {},
-            |g, pass| g.record_select(&self.context, pass, d, p),
+            |g, pass| g.record_select(pass, d, p),
         )?;
         // Encoding errors surface at finish and submit, so those run inside the error scope too.
         self.context.checked("submitting", || {
