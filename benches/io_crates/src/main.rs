@@ -1,6 +1,8 @@
 //! Side-by-side timing, in one process, of rmld's own NPY/CSV code and npyz, ndarray-npy and csv:
 //! each case runs RMLD_BENCH_REPS (11) times interleaved with the others; median and minimum are printed. Data
 //! files go to the folder given as the first argument (default: a fresh one in the temp dir).
+mod checkpoint_v1;
+
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
@@ -10,6 +12,7 @@ use ndarray::{Array2, ArrayView2};
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 use npyz::WriterBuilder;
 use rmld::io::{self, Pixels};
+use rmld::orchestrator::{Checkpoint, SampleRun, Timings, PROJECTIONS};
 
 /// Runs per case: `RMLD_BENCH_REPS`, default 11.
 fn reps() -> usize {
@@ -321,6 +324,66 @@ fn main() {
         ];
         race(&format!("CSV optdigits 1797x65 ({name})"), &mut cases);
     }
+    // Checkpoints: 1024 chains, p = 1024, d = 784, a full trace of 1024 iterations (about 40 MB).
+    let (chains, p, d, traced) = (1024usize, 1024usize, 784usize, 1024usize);
+    let ramp = |n: usize, k: f32| {
+        (0..n)
+            .map(|i| (i % 9973) as f32 * k - 3.0)
+            .collect::<Vec<_>>()
+    };
+    let c = Checkpoint {
+        config: serde_json::json!({"chains": chains, "eta": 0.005, "target": "paper"}),
+        data_hash: 1,
+        dictionary_hash: 2,
+        d,
+        p,
+        positions: ramp(chains * p, 0.001),
+        run: SampleRun {
+            completed: 2048,
+            interrupted: false,
+            trace_stride: 2,
+            final_images: ramp(chains * d, 0.01),
+            projections: ramp(traced * chains * PROJECTIONS, 0.5),
+            start_images: ramp(chains * d, 0.02),
+            start_indices: Some((0..chains).collect()),
+            log_alpha: (0..traced * chains).map(|i| -(i as f64) * 1e-3).collect(),
+            energies: ramp(traced * chains, 0.25),
+            accepted: vec![7; chains],
+            divergent: vec![0; chains],
+            timings: Timings::default(),
+        },
+    };
+    let v1 = checkpoint_v1::V1::to_bytes(&c);
+    let v2 = c.to_bytes();
+    println!(
+        "checkpoint sizes: v1 {} bytes, v2 {} bytes",
+        v1.len(),
+        v2.len()
+    );
+    race(
+        "checkpoint encode (to_bytes)",
+        &mut [
+            (
+                "v1 JSON header + raw sections",
+                Box::new(|| checkpoint_v1::V1::to_bytes(&c).len()),
+            ),
+            ("v2 postcard", Box::new(|| c.to_bytes().len())),
+        ],
+    );
+    race(
+        "checkpoint decode (from_bytes)",
+        &mut [
+            (
+                "v1 JSON header + raw sections",
+                Box::new(|| checkpoint_v1::V1::from_bytes(&v1).unwrap().positions.len()),
+            ),
+            (
+                "v2 postcard",
+                Box::new(|| Checkpoint::from_bytes(&v2).unwrap().positions.len()),
+            ),
+        ],
+    );
+
     for f in [pu8, pf32, out, plain] {
         let _ = std::fs::remove_file(f);
     }
