@@ -735,3 +735,52 @@ fn folder_of_npy_files_loads_one_class_per_file() {
     let err = Dataset::load(dir.path()).unwrap_err().to_string();
     assert!(err.contains("c-odd.npy"), "{err}");
 }
+
+#[test]
+fn npy_payload_read_in_one_go_keeps_every_check() {
+    // A plain float32 file is read straight into its final buffer: the limit, truncation,
+    // trailing data and non-finite values are still refused with the same messages.
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<f32> = (0..40).map(|i| i as f32 * 0.25).collect();
+    let path = dir.path().join("f.npy");
+    write_npy_f32(&path, &[8, 5], &values).unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    let read = read_npy_with_limit(&path, size).unwrap();
+    assert_eq!(read.shape, vec![8, 5]);
+    assert_eq!(read.data, Pixels::F32(values.clone()));
+    assert_fails(read_npy_with_limit(&path, size - 1), &path, &["limit"]);
+    let bytes = std::fs::read(&path).unwrap();
+    let long = put(dir.path(), "long.npy", &[&bytes[..], &[0]].concat());
+    assert_fails(read_npy(&long), &long, &["trailing", "(8, 5)"]);
+    let short = put(dir.path(), "short.npy", &bytes[..bytes.len() - 1]);
+    assert_fails(read_npy(&short), &short, &["truncated", "159 bytes follow"]);
+    let mut nan = bytes.clone();
+    let at = nan.len() - 4 * 3;
+    nan[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    let nan = put(dir.path(), "nan.npy", &nan);
+    assert_fails(read_npy(&nan), &nan, &["index 37", "NaN"]);
+    // The same content gzip'd goes through the growing buffer: same result.
+    let gz_path = put(dir.path(), "f.npy.gz", &gz(&bytes));
+    assert_eq!(read_npy(&gz_path).unwrap(), read);
+}
+
+#[test]
+fn npy_writers_keep_dtype_shape_and_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.npy");
+    let ints: Vec<i64> = vec![-1, 0, 1 << 40, i64::MIN];
+    write_npy_i64(&path, &[2, 2], &ints).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let data: Vec<u8> = ints.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(bytes.ends_with(&data));
+    assert_eq!(
+        (bytes.len() - data.len()) % 64,
+        0,
+        "header padded to 64 bytes"
+    );
+    assert!(String::from_utf8_lossy(&bytes).contains("'descr': '<i8'"));
+    write_npy_u32(&path, &[4], &[7, 8, 9, u32::MAX]).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.ends_with(&[7, 0, 0, 0, 8, 0, 0, 0, 9, 0, 0, 0, 255, 255, 255, 255]));
+    assert_eq!(read_npy_labels(&path).unwrap(), vec![7, 8, 9, u32::MAX]);
+}

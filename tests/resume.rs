@@ -194,3 +194,36 @@ fn damaged_checkpoints_are_refused() {
         );
     }
 }
+
+#[test]
+fn old_version_and_foreign_files_are_refused_by_name() {
+    let target = common::small_target(20, 8, 16, 0.1, 3);
+    let s = settings(3, 2);
+    let mut backend = CpuBackend::new(target.clone(), s.dynamics.clone(), s.chains);
+    let state = orchestrator::start(&mut backend, &target, &s).unwrap();
+    let (_, _, saved) = run(&mut backend, &target, &s, state, Some(1));
+    let bytes = saved.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A version-1 file (the layout before the postcard payload) names both versions.
+    let mut old = bytes.clone();
+    old[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let path = dir.path().join("old.rmld");
+    std::fs::write(&path, &old).unwrap();
+    let err = Checkpoint::read(&path).unwrap_err().to_string();
+    assert!(err.contains("old.rmld"), "{err}");
+    assert!(
+        err.contains("version 1") && err.contains("version 2"),
+        "{err}"
+    );
+    // Not a checkpoint at all.
+    let path = dir.path().join("x.npy");
+    rmld::io::write_npy_u8(&path, &[3], &[1, 2, 3]).unwrap();
+    let err = Checkpoint::read(&path).unwrap_err().to_string();
+    assert!(err.contains("x.npy") && err.contains("RMLDCKPT"), "{err}");
+    // Written and read back through the file: identical bytes.
+    let path = dir.path().join("c.rmld");
+    let checkpoint = Checkpoint::from_bytes(&bytes).unwrap();
+    checkpoint.write(&path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(Checkpoint::read(&path).unwrap().to_bytes(), bytes);
+}

@@ -1,16 +1,18 @@
 //! Atomic output: write a temporary file beside the target, fsync, rename; never leave half a file.
+//!
+//! The temporary file is a `tempfile` 3 `NamedTempFile` created in the target's own directory (so
+//! the rename cannot cross file systems) with a hidden `.NAME.tmp-XXXXXX` name and the same mode a
+//! plain `File::create` gives (0o666 less the umask, not tempfile's 0o600 default); it is
+//! removed by its destructor on every failure path. What tempfile does not do we add: the data
+//! is fsynced before `persist` (the rename) and the directory after it.
 
-use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use serde::Serialize;
+use tempfile::{Builder, NamedTempFile};
 
 use crate::{Error, Result};
-
-/// Distinguishes temporary files of concurrent writers within one process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The directory holding `path` ("." for a bare file name).
 fn parent_dir(path: &Path) -> &Path {
@@ -20,14 +22,23 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// A fresh hidden temporary name beside `path`: `.NAME.tmp-PID-K`.
-fn temp_path(path: &Path, dir: &Path) -> PathBuf {
+/// A fresh hidden temporary file beside `path`: `.NAME.tmp-XXXXXX`, created exclusively.
+fn temp_file(path: &Path, dir: &Path) -> std::io::Result<NamedTempFile> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let k = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!(".{name}.tmp-{}-{k}", std::process::id()))
+    let prefix = format!(".{name}.tmp-");
+    let mut builder = Builder::new();
+    builder.prefix(&prefix);
+    #[cfg(unix)]
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(0o666)
+    };
+    #[cfg(unix)]
+    builder.permissions(mode);
+    builder.tempfile_in(dir)
 }
 
 /// Writes `path` atomically: `write` fills a temporary file in the same directory (so the rename
@@ -43,27 +54,19 @@ pub fn write_atomic(
         source,
     };
     let dir = parent_dir(path);
-    let temp = temp_path(path, dir);
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-        .map_err(output_error)?;
-    let result = fill_and_sync(file, write).and_then(|()| std::fs::rename(&temp, path));
-    if let Err(e) = result {
-        // Best effort: the original error matters more than a failed cleanup.
-        let _ = std::fs::remove_file(&temp);
-        return Err(output_error(e));
-    }
+    let mut temp = temp_file(path, dir).map_err(output_error)?;
+    // On an error `temp` is dropped here, which removes the temporary file.
+    fill_and_sync(&mut temp, write).map_err(output_error)?;
+    temp.persist(path).map_err(|e| output_error(e.error))?;
     sync_dir(dir);
     Ok(())
 }
 
 fn fill_and_sync(
-    file: File,
+    temp: &mut NamedTempFile,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut out = BufWriter::new(file);
+    let mut out = BufWriter::new(temp.as_file_mut());
     write(&mut out)?;
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()
@@ -72,7 +75,7 @@ fn fill_and_sync(
 /// Makes the rename durable where the platform allows it; failure only weakens durability.
 fn sync_dir(dir: &Path) {
     #[cfg(unix)]
-    if let Ok(d) = File::open(dir) {
+    if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
     #[cfg(not(unix))]
@@ -91,13 +94,8 @@ pub fn prepare_output_dir(dir: &Path) -> Result<()> {
         let e = std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory");
         return Err(output_error(e));
     }
-    let probe = temp_path(Path::new("rmld-probe"), dir);
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(output_error)?;
-    std::fs::remove_file(&probe).map_err(output_error)
+    let probe = temp_file(Path::new("rmld-probe"), dir).map_err(output_error)?;
+    probe.close().map_err(output_error)
 }
 
 /// Writes `value` as pretty-printed JSON (plus a final newline), atomically.
@@ -131,6 +129,30 @@ mod tests {
             1,
             "temp file left behind"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn output_mode_is_that_of_file_create() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain.txt");
+        std::fs::File::create(&plain).unwrap();
+        let path = dir.path().join("atomic.txt");
+        write_atomic(&path, |w| w.write_all(b"x")).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), mode(&plain));
+    }
+
+    #[test]
+    fn prepare_output_dir_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b");
+        prepare_output_dir(&out).unwrap();
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"").unwrap();
+        assert!(prepare_output_dir(&file).is_err());
     }
 
     #[test]

@@ -53,21 +53,34 @@ pub struct Input {
     gzip: bool,
     limit: u64,
     pos: u64,
+    /// The size of the raw source when known (a plain file or memory); with `gzip` false it is
+    /// the size of the stream, so a payload that fits in it may be allocated in one go.
+    raw_len: Option<u64>,
 }
 
 impl Input {
     /// Opens `path`, reading at most `limit` (decompressed) bytes from it.
     pub fn open(path: &Path, limit: u64) -> Result<Input> {
         let file = File::open(path).map_err(|e| Error::input(path, format!("cannot open: {e}")))?;
-        Self::from_reader(path, Box::new(file), limit)
+        let raw_len = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
+        Self::from_reader(path, Box::new(file), limit, raw_len)
     }
 
     /// Reads from memory (the embedded dataset); `name` is used in messages.
     pub fn from_static(name: &Path, bytes: &'static [u8], limit: u64) -> Result<Input> {
-        Self::from_reader(name, Box::new(bytes), limit)
+        Self::from_reader(name, Box::new(bytes), limit, Some(bytes.len() as u64))
     }
 
-    fn from_reader(path: &Path, mut raw: Box<dyn Read>, limit: u64) -> Result<Input> {
+    fn from_reader(
+        path: &Path,
+        mut raw: Box<dyn Read>,
+        limit: u64,
+        raw_len: Option<u64>,
+    ) -> Result<Input> {
         let mut magic = [0u8; 2];
         let got = fill(&mut raw, &mut magic)
             .map_err(|e| Error::input(path, format!("read error: {e}")))?;
@@ -85,6 +98,7 @@ impl Input {
             gzip,
             limit,
             pos: 0,
+            raw_len: raw_len.filter(|_| !gzip),
         })
     }
 
@@ -145,13 +159,38 @@ impl Input {
         Ok(got)
     }
 
+    /// Whether `len` more bytes are within the limit and, the stream's size being known, present:
+    /// then a buffer of exactly `len` bytes can be allocated before reading (it is no larger than
+    /// the file itself).
+    fn holds(&self, len: u64) -> bool {
+        let room = self.limit.saturating_sub(self.pos);
+        let left = self.raw_len.map(|n| n.saturating_sub(self.pos));
+        len <= room && left.is_some_and(|left| len <= left)
+    }
+
+    fn truncated_error(&self, len: u64, got: u64, what: &str) -> Error {
+        self.error(format!(
+            "truncated: the header promises {what} ({len} bytes of data) but only {got} bytes follow"
+        ))
+    }
+
+    fn trailing_error(&self, len: u64, what: &str) -> Error {
+        self.error(format!(
+            "trailing data after the {len} bytes of {what} that the header describes"
+        ))
+    }
+
     /// Reads exactly `len` more bytes that must end the file. `what` describes them for messages
     /// (e.g. "60000 images of 28×28"). Never allocates more than what the file really holds (+1),
     /// so a header claiming terabytes costs nothing.
     pub fn read_payload(&mut self, len: u64, what: &str) -> Result<Vec<u8>> {
         let room = self.limit.saturating_sub(self.pos);
         let cap = len.min(room).saturating_add(1);
-        let mut buf = Vec::new();
+        // Exact when the file is known to hold it (no regrowth); else grown as data arrives.
+        let mut buf = match usize::try_from(len) {
+            Ok(n) if self.holds(len) => Vec::with_capacity(n),
+            _ => Vec::new(),
+        };
         (&mut self.reader)
             .take(cap)
             .read_to_end(&mut buf)
@@ -162,16 +201,46 @@ impl Input {
             return Err(self.limit_error());
         }
         if got < len {
-            return Err(self.error(format!(
-                "truncated: the header promises {what} ({len} bytes of data) but only {got} bytes follow"
-            )));
+            return Err(self.truncated_error(len, got, what));
         }
         if got > len {
-            return Err(self.error(format!(
-                "trailing data after the {len} bytes of {what} that the header describes"
-            )));
+            return Err(self.trailing_error(len, what));
         }
         Ok(buf)
+    }
+
+    /// [`Self::read_payload`] of little-endian f32 values (`len` bytes, a multiple of 4), with the
+    /// same checks and messages. When the file is known to hold them (a plain file, on a
+    /// little-endian machine) they are read straight into one exactly sized `Vec<f32>`: no
+    /// regrowth and no second copy.
+    pub fn read_payload_f32(&mut self, len: u64, what: &str) -> Result<Vec<f32>> {
+        let count = usize::try_from(len / 4).ok();
+        let (Some(count), true, true) = (
+            count,
+            cfg!(target_endian = "little") && len.is_multiple_of(4),
+            self.holds(len),
+        ) else {
+            let bytes = self.read_payload(len, what)?;
+            return Ok(bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect());
+        };
+        let mut values = vec![0f32; count];
+        let got = fill(&mut self.reader, bytemuck::cast_slice_mut(&mut values))
+            .map_err(|e| self.read_error(e))? as u64;
+        self.pos += got;
+        if got < len {
+            // The file shrank after it was opened.
+            return Err(self.truncated_error(len, got, what));
+        }
+        let mut probe = [0u8; 1];
+        let extra = fill(&mut self.reader, &mut probe).map_err(|e| self.read_error(e))?;
+        if extra > 0 {
+            self.pos += extra as u64;
+            return Err(self.trailing_error(len, what));
+        }
+        Ok(values)
     }
 
     /// Reads the rest of the stream, refusing to go past the limit.

@@ -1,4 +1,8 @@
 //! The NPY header: a strict parser for its Python-literal dict, and the v1.0 encoder.
+//!
+//! Ours rather than a crate's: `npyz` and `ndarray-npy` parse the dict as a general Python
+//! literal (`ndarray-npy` through `py_literal` and `pest`) and are not used for the reasons
+//! given in [`super::npy`]; this parser accepts exactly the three keys NumPy writes.
 
 /// The three fields of an NPY header dict.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,6 +2,10 @@
 //! whose fixed-size header is rewritten with the row count at every sync, and which is renamed
 //! over the final name when finished. Memory does not grow with the number of rows, an
 //! interrupted run leaves a loadable file, and a resumed run truncates back to its checkpoint.
+//!
+//! Ours: `npyz`'s streaming writer (0.9.1) writes the shape only when finished (a placeholder
+//! until then, so an interrupted file does not load) and cannot reopen a file at a given row
+//! count; `ndarray-npy` needs the whole shape up front.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -117,11 +121,13 @@ impl NpyStream {
     /// Appends rows (a multiple of the row size).
     pub fn append(&mut self, values: &[f32]) -> Result<()> {
         debug_assert_eq!(values.len() % self.row_values.max(1), 0);
-        let mut bytes = Vec::with_capacity(values.len() * 4);
-        bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-        self.out
-            .write_all(&bytes)
-            .map_err(output_error(&self.path))?;
+        let result = if cfg!(target_endian = "little") {
+            self.out.write_all(bytemuck::cast_slice(values))
+        } else {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.out.write_all(&bytes)
+        };
+        result.map_err(output_error(&self.path))?;
         self.rows += values.len() / self.row_values.max(1);
         Ok(())
     }

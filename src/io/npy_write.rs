@@ -1,4 +1,11 @@
 //! NumPy `.npy` writers: little-endian data after a v1.0 header, gzip'd for `.gz` names, atomic.
+//!
+//! Ours, not `ndarray-npy` 0.10.0 or `npyz` 0.9.1 (issue 17; `benches/io_crates`, all three
+//! through the same atomic writer with its fsync, median of 21 interleaved runs on a loaded
+//! 2-core VM): 60000×784 uint8 in 76 ms here, 76 ms with ndarray-npy, 322 ms with npyz (one
+//! write per element); 10000×3136 float32 in 168 ms here, 168 ms with ndarray-npy, 344 ms with
+//! npyz. (Before the data went out in one `write_all`, ours took 92 and 264 ms.) ndarray-npy is
+//! level but would bring `ndarray`, `py_literal` and `pest` for a header line and one write.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,9 +19,10 @@ use super::npy::shape_text;
 use super::npy_header::encode_header;
 use crate::{Error, Result};
 
-/// Writes an array: header for `descr`/`shape`, then `data` (little-endian bytes made by `encode`
-/// chunk by chunk, so no second full-size buffer is needed); gzip'd if the name ends in `.gz`.
-fn write_npy<T: Copy, const N: usize>(
+/// Writes an array: header for `descr`/`shape`, then `data` as little-endian bytes (on a
+/// little-endian machine the values' own bytes in one write; elsewhere made by `encode` chunk by
+/// chunk, so no second full-size buffer is needed); gzip'd if the name ends in `.gz`.
+fn write_npy<T: bytemuck::Pod, const N: usize>(
     path: &Path,
     descr: &str,
     shape: &[usize],
@@ -32,6 +40,9 @@ fn write_npy<T: Copy, const N: usize>(
     let header = encode_header(descr, shape);
     let body = |w: &mut dyn Write| -> std::io::Result<()> {
         w.write_all(&header)?;
+        if cfg!(target_endian = "little") {
+            return w.write_all(bytemuck::cast_slice(data));
+        }
         let mut buf = Vec::with_capacity(8192 * N);
         for chunk in data.chunks(8192) {
             buf.clear();

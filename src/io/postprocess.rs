@@ -98,7 +98,7 @@ impl PostProcess {
     }
 }
 
-/// The normalised 1-D Gaussian of standard deviation `sigma`, truncated at 3σ; [1] when off.
+/// The normalised 1-D Gaussian of standard deviation `sigma`, truncated at 3σ; `[1]` when off.
 pub fn gaussian_kernel(sigma: f32) -> Vec<f32> {
     if sigma <= 0.0 {
         return vec![1.0];

@@ -1,12 +1,26 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout: `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header (JSON), the binary
-//! sections in a fixed order (little-endian), and an xxh3-64 checksum of everything before it.
-//! Every length is checked against the file before anything is allocated from it.
+//! Layout (version 2): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
+//! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
+//! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
+//! configuration, an arbitrary JSON value that postcard cannot self-describe, is kept as JSON
+//! text in the header; each section is a serde byte string of its values' little-endian bytes,
+//! which postcard writes as a length and a copy. Magic, version, lengths and checksum are checked
+//! before anything is decoded; postcard refuses truncated or trailing bytes, serde caps what a
+//! claimed sequence length preallocates, and every section's length is checked against the
+//! header's dimensions before its values are copied out. Version 1 files (JSON header, raw
+//! sections) are refused with a message saying so.
+//!
+//! Speed (`benches/io_crates`, a 40 MB checkpoint of 1024 chains with a full trace, median of 21
+//! runs on a loaded 2-core VM): encoding takes 34 ms (version 1: 34 ms), decoding 38 ms
+//! (version 1: 42 ms). With the sections as serde sequences of numbers, one serde call per
+//! value, encoding took 39 ms against version 1's 27 ms in an earlier run, hence the byte strings.
 
+use std::borrow::Cow;
 use std::path::Path;
 
+use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -15,7 +29,7 @@ use crate::io::write_atomic;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Headers larger than this are refused before reading them.
 const MAX_HEADER_BYTES: usize = 1 << 24;
 
@@ -38,11 +52,12 @@ pub struct Checkpoint {
     pub run: SampleRun,
 }
 
+/// The run's scalars: dimensions, counters, hashes and the configuration (as JSON text).
 #[derive(Serialize, Deserialize)]
 struct Header {
-    config: serde_json::Value,
-    data_hash: String,
-    dictionary_hash: String,
+    config_json: String,
+    data_hash: u64,
+    dictionary_hash: u64,
     chains: usize,
     d: usize,
     p: usize,
@@ -51,6 +66,84 @@ struct Header {
     traced_iterations: usize,
     start_indices: Option<Vec<usize>>,
     timings: Timings,
+}
+
+/// The arrays, each as one serde byte string of its values' little-endian bytes: postcard writes
+/// a length and copies the bytes, where a sequence would cost one serde call per value (see the
+/// module doc for the numbers).
+#[derive(Serialize)]
+struct SectionsOut<'a> {
+    positions: LeBytes<'a>,
+    start_images: LeBytes<'a>,
+    final_images: LeBytes<'a>,
+    accepted: LeBytes<'a>,
+    divergent: LeBytes<'a>,
+    log_alpha: LeBytes<'a>,
+    energies: LeBytes<'a>,
+    projections: LeBytes<'a>,
+}
+
+/// The same fields read back, borrowed from the file's bytes (decoded after the length checks).
+#[derive(Deserialize)]
+struct SectionsIn<'a> {
+    positions: &'a [u8],
+    start_images: &'a [u8],
+    final_images: &'a [u8],
+    accepted: &'a [u8],
+    divergent: &'a [u8],
+    log_alpha: &'a [u8],
+    energies: &'a [u8],
+    projections: &'a [u8],
+}
+
+/// Numbers' little-endian bytes, serialized as a byte string (borrowed on little-endian machines).
+struct LeBytes<'a>(Cow<'a, [u8]>);
+
+impl<'a> LeBytes<'a> {
+    fn of<T: Pod>(values: &'a [T]) -> Self {
+        if cfg!(target_endian = "little") {
+            LeBytes(Cow::Borrowed(bytemuck::cast_slice(values)))
+        } else {
+            let mut bytes = bytemuck::cast_slice::<T, u8>(values).to_vec();
+            bytes
+                .chunks_exact_mut(std::mem::size_of::<T>())
+                .for_each(<[u8]>::reverse);
+            LeBytes(Cow::Owned(bytes))
+        }
+    }
+}
+
+impl Serialize for LeBytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+/// The values of a byte string whose length was checked to be a whole number of them.
+fn from_le_bytes<T: Pod>(bytes: &[u8]) -> Vec<T> {
+    let mut values = vec![T::zeroed(); bytes.len() / std::mem::size_of::<T>()];
+    let out: &mut [u8] = bytemuck::cast_slice_mut(&mut values);
+    out.copy_from_slice(&bytes[..out.len()]);
+    if cfg!(target_endian = "big") {
+        out.chunks_exact_mut(std::mem::size_of::<T>())
+            .for_each(<[u8]>::reverse);
+    }
+    values
+}
+
+/// Decodes one postcard value that must fill `bytes` exactly.
+fn decode_exact<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+    what: &str,
+) -> std::result::Result<T, String> {
+    match postcard::take_from_bytes(bytes) {
+        Ok((value, [])) => Ok(value),
+        Ok((_, rest)) => Err(format!(
+            "corrupt checkpoint {what}: {} bytes left over after it",
+            rest.len()
+        )),
+        Err(e) => Err(format!("corrupt checkpoint {what}: {e}")),
+    }
 }
 
 /// xxh3-64 of float values and a context (dimensions, scale), for data and dictionary identity.
@@ -63,36 +156,15 @@ pub fn hash_values(context: &[u64], bytes: &[u8]) -> u64 {
     hasher.digest()
 }
 
-fn section_lengths(h: &Header) -> Option<[usize; 8]> {
-    let cp = h.chains.checked_mul(h.p)?;
-    let cd = h.chains.checked_mul(h.d)?;
-    let tc = h.traced_iterations.checked_mul(h.chains)?;
-    // Byte lengths: positions, start images, final images, accepted, divergent, log α, energies, projections.
-    Some([
-        cp.checked_mul(4)?,
-        cd.checked_mul(4)?,
-        cd.checked_mul(4)?,
-        h.chains.checked_mul(4)?,
-        h.chains.checked_mul(4)?,
-        tc.checked_mul(8)?,
-        tc.checked_mul(4)?,
-        tc.checked_mul(PROJECTIONS * 4)?,
-    ])
-}
-
-fn f32_bytes(v: &[f32]) -> impl Iterator<Item = u8> + '_ {
-    v.iter().flat_map(|x| x.to_le_bytes())
-}
-
 impl Checkpoint {
     /// The file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let run = &self.run;
         let chains = run.accepted.len();
         let header = Header {
-            config: self.config.clone(),
-            data_hash: format!("{:016x}", self.data_hash),
-            dictionary_hash: format!("{:016x}", self.dictionary_hash),
+            config_json: self.config.to_string(),
+            data_hash: self.data_hash,
+            dictionary_hash: self.dictionary_hash,
             chains,
             d: self.d,
             p: self.p,
@@ -102,19 +174,24 @@ impl Checkpoint {
             start_indices: run.start_indices.clone(),
             timings: run.timings.clone(),
         };
-        let json = serde_json::to_vec(&header).unwrap_or_default();
+        let sections = SectionsOut {
+            positions: LeBytes::of(&self.positions),
+            start_images: LeBytes::of(&run.start_images),
+            final_images: LeBytes::of(&run.final_images),
+            accepted: LeBytes::of(&run.accepted),
+            divergent: LeBytes::of(&run.divergent),
+            log_alpha: LeBytes::of(&run.log_alpha),
+            energies: LeBytes::of(&run.energies),
+            projections: LeBytes::of(&run.projections),
+        };
+        // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
+        let header = postcard::to_allocvec(&header).unwrap_or_default();
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-        out.extend_from_slice(&json);
-        out.extend(f32_bytes(&self.positions));
-        out.extend(f32_bytes(&run.start_images));
-        out.extend(f32_bytes(&run.final_images));
-        out.extend(run.accepted.iter().flat_map(|x| x.to_le_bytes()));
-        out.extend(run.divergent.iter().flat_map(|x| x.to_le_bytes()));
-        out.extend(run.log_alpha.iter().flat_map(|x| x.to_le_bytes()));
-        out.extend(f32_bytes(&run.energies));
-        out.extend(f32_bytes(&run.projections));
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        out.extend_from_slice(&header);
+        let out = postcard::to_extend(&sections, out).unwrap_or_default();
+        let mut out = out;
         let checksum = xxh3_64(&out);
         out.extend_from_slice(&checksum.to_le_bytes());
         out
@@ -147,8 +224,13 @@ impl Checkpoint {
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
         if version != VERSION {
+            let hint = if version < VERSION {
+                " (written by an older rmld: start the run afresh)"
+            } else {
+                " (written by a newer rmld)"
+            };
             return Err(format!(
-                "checkpoint version {version}, this rmld reads version {VERSION}"
+                "checkpoint version {version}, this rmld reads version {VERSION}{hint}"
             ));
         }
         let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
@@ -165,17 +247,46 @@ impl Checkpoint {
                     .into(),
             );
         }
-        let header: Header = serde_json::from_slice(&body[fixed..fixed + header_len])
-            .map_err(|e| format!("corrupt checkpoint header: {e}"))?;
-        let lengths = section_lengths(&header).ok_or("checkpoint header: sizes overflow")?;
-        let total = lengths
-            .iter()
-            .try_fold(fixed + header_len, |acc, &l| acc.checked_add(l));
-        if total != Some(body.len()) {
-            return Err(format!(
-                "checkpoint sections hold {} bytes, the header implies {total:?}",
-                body.len() - fixed - header_len
-            ));
+        let (header, sections) = body[fixed..].split_at(header_len);
+        let header: Header = decode_exact(header, "header")?;
+        let sections: SectionsIn = decode_exact(sections, "sections")?;
+        let config: serde_json::Value = serde_json::from_str(&header.config_json)
+            .map_err(|e| format!("corrupt checkpoint header: the configuration: {e}"))?;
+        let (chains, d, p) = (header.chains, header.d, header.p);
+        let traced = header.traced_iterations;
+        let s = &sections;
+        let expected = [
+            ("positions", s.positions, 4, chains.checked_mul(p)),
+            ("start images", s.start_images, 4, chains.checked_mul(d)),
+            ("final images", s.final_images, 4, chains.checked_mul(d)),
+            ("accepted counts", s.accepted, 4, Some(chains)),
+            ("divergent counts", s.divergent, 4, Some(chains)),
+            ("log α trace", s.log_alpha, 8, traced.checked_mul(chains)),
+            ("energy trace", s.energies, 4, traced.checked_mul(chains)),
+            (
+                "projection trace",
+                s.projections,
+                4,
+                traced
+                    .checked_mul(chains)
+                    .and_then(|t| t.checked_mul(PROJECTIONS)),
+            ),
+        ];
+        for (what, bytes, size, implied) in expected {
+            if bytes.len() % size != 0 {
+                return Err(format!(
+                    "checkpoint sections: the {what} are {} bytes, not a whole number of \
+                     {size}-byte values",
+                    bytes.len()
+                ));
+            }
+            let found = bytes.len() / size;
+            if Some(found) != implied {
+                return Err(format!(
+                    "checkpoint sections: the {what} hold {found} values, the header's dimensions \
+                     (chains {chains}, d {d}, p {p}, traced iterations {traced}) imply {implied:?}"
+                ));
+            }
         }
         if header.trace_stride == 0 || header.completed == 0 && header.traced_iterations > 0 {
             return Err("checkpoint header: inconsistent trace".into());
@@ -189,57 +300,134 @@ impl Checkpoint {
                 "checkpoint header: start_indices does not have one entry per chain".into(),
             );
         }
-        let parse_hash = |s: &str| {
-            u64::from_str_radix(s, 16).map_err(|_| format!("checkpoint header: bad hash {s:?}"))
-        };
-        let mut at = fixed + header_len;
-        let mut take = |len: usize| {
-            let s = &body[at..at + len];
-            at += len;
-            s
-        };
-        let f32s = |s: &[u8]| {
-            s.chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect::<Vec<_>>()
-        };
-        let u32s = |s: &[u8]| {
-            s.chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect::<Vec<_>>()
-        };
-        let positions = f32s(take(lengths[0]));
-        let start_images = f32s(take(lengths[1]));
-        let final_images = f32s(take(lengths[2]));
-        let accepted = u32s(take(lengths[3]));
-        let divergent = u32s(take(lengths[4]));
-        let log_alpha = take(lengths[5])
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
-            .collect();
-        let energies = f32s(take(lengths[6]));
-        let projections = f32s(take(lengths[7]));
         Ok(Checkpoint {
-            config: header.config,
-            data_hash: parse_hash(&header.data_hash)?,
-            dictionary_hash: parse_hash(&header.dictionary_hash)?,
+            config,
+            data_hash: header.data_hash,
+            dictionary_hash: header.dictionary_hash,
             d: header.d,
             p: header.p,
-            positions,
+            positions: from_le_bytes(sections.positions),
             run: SampleRun {
                 completed: header.completed,
                 interrupted: false,
                 trace_stride: header.trace_stride,
-                final_images,
-                projections,
-                start_images,
+                final_images: from_le_bytes(sections.final_images),
+                projections: from_le_bytes(sections.projections),
+                start_images: from_le_bytes(sections.start_images),
                 start_indices: header.start_indices,
-                log_alpha,
-                energies,
-                accepted,
-                divergent,
+                log_alpha: from_le_bytes(sections.log_alpha),
+                energies: from_le_bytes(sections.energies),
+                accepted: from_le_bytes(sections.accepted),
+                divergent: from_le_bytes(sections.divergent),
                 timings: header.timings,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Checkpoint {
+        let (chains, d, p, traced) = (2, 3, 4, 2);
+        let ramp = |n: usize, k: f32| (0..n).map(|i| i as f32 * k - 1.5).collect::<Vec<_>>();
+        Checkpoint {
+            config: serde_json::json!({"chains": chains, "step": 0.1, "name": "x"}),
+            data_hash: 0x0123_4567_89ab_cdef,
+            dictionary_hash: u64::MAX,
+            d,
+            p,
+            positions: ramp(chains * p, 0.25),
+            run: SampleRun {
+                completed: 5,
+                interrupted: false,
+                trace_stride: 2,
+                final_images: ramp(chains * d, 0.5),
+                projections: ramp(traced * chains * PROJECTIONS, 0.125),
+                start_images: ramp(chains * d, -0.5),
+                start_indices: Some(vec![7, 3]),
+                log_alpha: vec![-0.5, f64::NEG_INFINITY, 0.0, -1e-300],
+                energies: ramp(traced * chains, 3.0),
+                accepted: vec![4, 1],
+                divergent: vec![0, 2],
+                timings: Timings {
+                    init_seconds: 0.5,
+                    sampling_seconds: 2.25,
+                    host_mh_seconds: 0.125,
+                },
+            },
+        }
+    }
+
+    /// A file made of `body` with a valid checksum appended.
+    fn seal(mut body: Vec<u8>) -> Vec<u8> {
+        let checksum = xxh3_64(&body);
+        body.extend_from_slice(&checksum.to_le_bytes());
+        body
+    }
+
+    #[test]
+    fn round_trips_bit_for_bit() {
+        let c = sample();
+        let bytes = c.to_bytes();
+        let back = Checkpoint::from_bytes(&bytes).unwrap();
+        assert_eq!(back.to_bytes(), bytes);
+        assert_eq!(back.config, c.config);
+        assert_eq!(back.positions, c.positions);
+        assert_eq!(back.run.log_alpha[1], f64::NEG_INFINITY);
+        assert_eq!(back.run.start_indices, c.run.start_indices);
+        assert_eq!(back.run.timings.sampling_seconds, 2.25);
+    }
+
+    #[test]
+    fn old_and_foreign_versions_are_refused_by_name() {
+        let mut bytes = sample().to_bytes();
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let err = Checkpoint::from_bytes(&seal(bytes[..bytes.len() - 8].to_vec())).unwrap_err();
+        assert!(err.contains("version 1") && err.contains("older"), "{err}");
+        bytes[8..12].copy_from_slice(&9u32.to_le_bytes());
+        let err = Checkpoint::from_bytes(&bytes).unwrap_err();
+        assert!(err.contains("version 9"), "{err}");
+        let err = Checkpoint::from_bytes(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'}").unwrap_err();
+        assert!(err.contains("RMLDCKPT"), "{err}");
+    }
+
+    #[test]
+    fn hostile_payloads_with_valid_checksums_are_refused_without_panic() {
+        let bytes = sample().to_bytes();
+        let body = &bytes[..bytes.len() - 8];
+        let header_len = u32::from_le_bytes(body[12..16].try_into().unwrap()) as usize;
+        // Every single-byte change of the payload, resealed: an error or a consistent checkpoint.
+        for at in 16..body.len() {
+            for value in [0x00, 0x01, 0x7f, 0x80, 0xff] {
+                let mut bad = body.to_vec();
+                bad[at] = value;
+                if let Ok(c) = Checkpoint::from_bytes(&seal(bad)) {
+                    assert_eq!(c.positions.len(), c.run.accepted.len() * c.p);
+                }
+            }
+        }
+        // Every truncation of the payload, resealed; and trailing bytes.
+        for cut in 16..body.len() {
+            assert!(Checkpoint::from_bytes(&seal(body[..cut].to_vec())).is_err());
+        }
+        let mut long = body.to_vec();
+        long.push(0);
+        let err = Checkpoint::from_bytes(&seal(long)).unwrap_err();
+        assert!(err.contains("left over"), "{err}");
+        // A sequence claiming 2^62 elements allocates nothing absurd: it runs out of bytes.
+        let mut huge = body[..16 + header_len].to_vec();
+        huge.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f]);
+        huge.extend_from_slice(&[0; 64]);
+        assert!(Checkpoint::from_bytes(&seal(huge)).is_err());
+    }
+
+    #[test]
+    fn sections_must_match_the_header() {
+        let mut c = sample();
+        c.positions.pop();
+        let err = Checkpoint::from_bytes(&c.to_bytes()).unwrap_err();
+        assert!(err.contains("positions hold 7 values"), "{err}");
     }
 }
