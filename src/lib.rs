@@ -7,6 +7,7 @@ pub mod rng;
 pub use error::{Error, Result};
 pub mod backend;
 pub mod diagnostics;
+pub mod fuzzing;
 pub mod methods;
 pub mod model;
 pub mod orchestrator;

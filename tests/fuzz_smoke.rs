@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use rand::{Rng, SeedableRng};
-use rmld::io::fuzzing::{feed, Reader};
+use rmld::fuzzing::{feed, Reader};
 use rmld::io::{self, Pixels};
 
 fn file_bytes(write: impl FnOnce(&std::path::Path)) -> Vec<u8> {

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rmld::io::fuzzing::{feed, Reader};
+use rmld::fuzzing::{feed, Reader};
 
 fuzz_target!(|data: &[u8]| {
     feed(Reader::Csv, data);

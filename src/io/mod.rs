@@ -6,7 +6,6 @@ pub mod atomic;
 pub mod csv;
 pub mod dataset;
 pub mod discover;
-pub mod fuzzing;
 pub mod idx;
 pub mod input;
 pub mod npy;

@@ -1,5 +1,5 @@
-//! Fuzzing entry points: each reader on arbitrary bytes must return Ok or a clear Err, never
-//! panic or allocate from an unchecked header. Shared by the `fuzz/` cargo-fuzz targets and the
+//! Fuzzing entry points: each reader (of `io` and the orchestrator's checkpoints) on arbitrary
+//! bytes must return Ok or a clear Err, never panic or allocate from an unchecked header. Shared by the `fuzz/` cargo-fuzz targets and the
 //! time-boxed mutation test that CI runs.
 
 use std::io::Write;
@@ -57,11 +57,11 @@ pub fn feed(reader: Reader, bytes: &[u8]) -> bool {
     };
     let path = &scratch.0;
     match reader {
-        Reader::IdxImages => super::idx::read_idx_images_with_limit(path, FUZZ_LIMIT).is_ok(),
-        Reader::IdxLabels => super::idx::read_idx_labels_with_limit(path, FUZZ_LIMIT).is_ok(),
-        Reader::Npy => super::npy::read_npy_with_limit(path, FUZZ_LIMIT).is_ok(),
-        Reader::Csv => super::csv::read_csv_with_limit(path, FUZZ_LIMIT).is_ok(),
-        Reader::Dataset => super::Dataset::load(path).is_ok(),
+        Reader::IdxImages => crate::io::idx::read_idx_images_with_limit(path, FUZZ_LIMIT).is_ok(),
+        Reader::IdxLabels => crate::io::idx::read_idx_labels_with_limit(path, FUZZ_LIMIT).is_ok(),
+        Reader::Npy => crate::io::npy::read_npy_with_limit(path, FUZZ_LIMIT).is_ok(),
+        Reader::Csv => crate::io::csv::read_csv_with_limit(path, FUZZ_LIMIT).is_ok(),
+        Reader::Dataset => crate::io::Dataset::load(path).is_ok(),
         Reader::Checkpoint => unreachable!("handled above"),
     }
 }
