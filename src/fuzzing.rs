@@ -1,6 +1,6 @@
 //! Fuzzing entry points: each reader (of `io` and the orchestrator's checkpoints) on arbitrary
-//! bytes must return Ok or a clear Err, never panic or allocate from an unchecked header. Shared by the `fuzz/` cargo-fuzz targets and the
-//! time-boxed mutation test that CI runs.
+//! bytes must return Ok or a clear Err, never panic or allocate from an unchecked header. Shared
+//! by the `fuzz/` cargo-fuzz targets and the time-boxed mutation test that CI runs.
 
 use std::io::Write;
 use std::path::PathBuf;
