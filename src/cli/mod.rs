@@ -1,16 +1,17 @@
-//! The `rmld` command line: argument parsing and the commands built on the library.
+//! The `rmld` command line: clap parsing, printing, progress bars and signals around the
+//! library's session layer (`rmld::session`), which does the work.
 
 pub mod args;
-mod augment;
 mod bench;
-mod encode;
-mod problem;
-mod quality;
-mod report;
-mod sample;
 mod signals;
+mod terminal;
+
+use rmld::session::{judge_images, Augmenter, Encoder, Outcome, Sampler};
+use rmld::{Error, Result};
 
 pub use args::{Cli, Command};
+use signals::StopRequest;
+use terminal::Terminal;
 
 /// How a command ended, when it did not fail.
 pub enum Finished {
@@ -20,7 +21,6 @@ pub enum Finished {
     Interrupted { status: u8 },
 }
 
-/// Runs the parsed command.
 /// Parses the command line and resolves `rmld augment`'s preset against the options given.
 pub fn parse() -> Cli {
     use clap::{CommandFactory, FromArgMatches};
@@ -31,23 +31,104 @@ pub fn parse() -> Cli {
     {
         let given = |id: &str| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
         let preset = args.preset.unwrap_or(if given("method") {
-            args::Preset::Paper
+            rmld::session::Preset::Paper
         } else {
-            args::Preset::Quality
+            rmld::session::Preset::Quality
         });
         args.preset = Some(preset);
-        preset.apply(args, given);
+        args::apply_preset(preset, args, given);
     }
     cli
 }
 
-pub fn dispatch(cli: &Cli) -> rmld::Result<Finished> {
+/// Runs the parsed command.
+pub fn dispatch(cli: &Cli) -> Result<Finished> {
     match &cli.command {
-        Command::Sample(args) => sample::sample(args),
-        Command::Resume(args) => sample::resume(args),
-        Command::Encode(args) => encode::encode(args).map(|()| Finished::Complete),
-        Command::Augment(args) => augment::augment(args),
+        Command::Sample(args) => {
+            let terminal = Terminal::new(Some(StopRequest::install()));
+            let outcome = Sampler::new(args.settings()).run(&terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Resume(args) => {
+            let terminal = Terminal::new(Some(StopRequest::install()));
+            let outcome = Sampler::resume(&args.dir, &terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Encode(args) => {
+            let terminal = Terminal::new(None);
+            let outcome = Encoder::new(args.settings()).run(&terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Augment(args) => {
+            let terminal = Terminal::new(Some(StopRequest::install()));
+            let outcome = Augmenter::new(args.settings()).run(&terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
         Command::Bench(args) => bench::bench(args).map(|()| Finished::Complete),
-        Command::Quality(args) => quality::quality(args),
+        Command::Quality(args) => {
+            let terminal = Terminal::new(Some(StopRequest::install()));
+            let outcome = judge_images(&args.settings(), &terminal)?;
+            if outcome.interrupted {
+                eprintln!("rmld quality: interrupted; no report written");
+            } else if args.json {
+                let text = serde_json::to_string_pretty(&outcome.report)
+                    .map_err(|e| Error::Internal(format!("cannot format the report: {e}")))?;
+                println!("{text}");
+                return Ok(Finished::Complete);
+            }
+            Ok(finish(&terminal, &outcome))
+        }
+    }
+}
+
+/// Prints the summary and turns the outcome into an exit status.
+fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
+    for line in &outcome.summary {
+        println!("{line}");
+    }
+    if outcome.interrupted {
+        Finished::Interrupted {
+            status: terminal.exit_status(),
+        }
+    } else {
+        Finished::Complete
+    }
+}
+
+/// The error as the command line prints it: a setting's name as its option (`--batch`).
+pub fn error_text(error: &Error) -> String {
+    match error {
+        Error::Usage { field, message } => {
+            format!("invalid setting {}: {message}", flag(field))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The option that sets the library setting `name` (`lasso_iterations` → `--lasso-iterations`);
+/// names that already are options pass through.
+pub fn flag(name: &str) -> String {
+    if name.starts_with('-') {
+        return name.to_string();
+    }
+    // The settings whose option is not `--` + the name with `-` for `_`.
+    let option = match name {
+        "problem.out" => "out",
+        other => other,
+    };
+    format!("--{}", option.replace('_', "-"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_name_the_option() {
+        assert_eq!(flag("lasso_iterations"), "--lasso-iterations");
+        assert_eq!(flag("lambda"), "--lambda");
+        assert_eq!(flag("--tangent-k"), "--tangent-k");
+        let e = Error::usage("burn_in", "too long");
+        assert_eq!(error_text(&e), "invalid setting --burn-in: too long");
     }
 }

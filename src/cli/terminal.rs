@@ -1,0 +1,151 @@
+//! The command line's `Observer`: progress bars (indicatif) on stderr, notices as stderr lines,
+//! and stop requests from SIGINT/SIGTERM.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use rmld::session::{Notice, Observer, Phase};
+
+use super::signals::StopRequest;
+
+/// Shows a run on the terminal.
+pub struct Terminal {
+    stop: Option<StopRequest>,
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl Terminal {
+    /// A terminal observer; `stop` (installed signal handlers) lets SIGINT/SIGTERM stop runs.
+    pub fn new(stop: Option<StopRequest>) -> Self {
+        Terminal {
+            stop,
+            bar: Mutex::new(None),
+        }
+    }
+
+    /// The exit status for the signal that stopped the run: 128 + its number.
+    pub fn exit_status(&self) -> u8 {
+        self.stop.as_ref().map_or(130, StopRequest::exit_status)
+    }
+
+    fn with_bar(&self, f: impl FnOnce(&ProgressBar)) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            f(bar);
+        }
+    }
+}
+
+impl Observer for Terminal {
+    fn phase_start(&self, phase: &Phase) {
+        let bar = match phase.len {
+            Some(len) => {
+                let unit = if phase.unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", phase.unit)
+                };
+                ProgressBar::new(len).with_style(
+                    ProgressStyle::with_template(&format!(
+                        "{{spinner}} {} [{{bar:30}}] {{pos}}/{{len}}{unit} ({{elapsed}}, eta {{eta}})",
+                        phase.name
+                    ))
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                )
+            }
+            None => {
+                let spinner = ProgressBar::new_spinner().with_style(
+                    ProgressStyle::with_template(&format!(
+                        "{{spinner}} {} ({{elapsed}})",
+                        phase.name
+                    ))
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                spinner.enable_steady_tick(Duration::from_millis(200));
+                spinner
+            }
+        };
+        let old = self
+            .bar
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(bar);
+        if let Some(old) = old {
+            old.finish_and_clear();
+        }
+    }
+
+    fn phase_advance(&self, position: u64) {
+        self.with_bar(|bar| bar.set_position(position));
+    }
+
+    fn phase_finish(&self) {
+        let old = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(bar) = old {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn notice(&self, notice: &Notice) {
+        eprintln!("{}", notice_text(notice));
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stop.as_ref().is_some_and(StopRequest::requested)
+    }
+}
+
+/// A notice as the command line words it.
+fn notice_text(notice: &Notice) -> String {
+    match notice {
+        Notice::NoUsableGpu { .. } => format!("note: {notice}"),
+        Notice::SoftwareAdapter { .. } => {
+            format!("note: {notice} (--backend gpu uses it anyway)")
+        }
+        Notice::Resuming { .. } => format!("rmld resume: {notice}"),
+        Notice::SampleInterrupted { out, .. } => format!(
+            "rmld: {notice}; continue with `rmld resume {}`",
+            out.display()
+        ),
+        Notice::AugmentInterrupted => format!("rmld augment: {notice}"),
+        Notice::QualitySkipped { error } => {
+            format!(
+                "rmld augment: no quality metrics: {}",
+                super::error_text(error)
+            )
+        }
+        Notice::TestSplitUnusable { .. } => format!("rmld: note: {notice}"),
+        other => format!("rmld: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::flag;
+    use super::*;
+
+    #[test]
+    fn notices_read_as_before() {
+        let text = notice_text(&Notice::SoftwareAdapter {
+            name: "llvmpipe".into(),
+        });
+        assert_eq!(
+            text,
+            "note: the only GPU adapter is a software renderer (llvmpipe); running on the CPU, \
+             which is faster (--backend gpu uses it anyway)"
+        );
+        let text = notice_text(&Notice::SampleInterrupted {
+            completed: 3,
+            samples: 9,
+            checkpoint: "o/checkpoint.rmld".into(),
+            out: "o".into(),
+        });
+        assert_eq!(
+            text,
+            "rmld: interrupted after outer iteration 3 of 9: outputs and o/checkpoint.rmld \
+             written; continue with `rmld resume o`"
+        );
+        assert_eq!(flag("encode_test"), "--encode-test");
+    }
+}
