@@ -3,12 +3,13 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use rmld::dynamics::Method;
 use rmld::io::postprocess::Rescale;
 use rmld::orchestrator::augment::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
+use rmld::session::bench::BenchBackends;
 use rmld::session::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     ProblemSettings, QualitySettings, SampleSettings,
@@ -354,19 +355,6 @@ pub struct EncodeArgs {
     /// FISTA iterations.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub iterations: u32,
-}
-
-/// Which backends `rmld bench` measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BenchBackends {
-    /// The GPU when an adapter exists, else the CPU.
-    Auto,
-    /// The CPU only.
-    Cpu,
-    /// The GPU only (an error when no adapter exists).
-    Gpu,
-    /// Every backend present (the GPU is skipped with a note when there is no adapter).
-    All,
 }
 
 #[derive(Args, Debug)]

@@ -105,18 +105,16 @@ pub fn error_text(error: &Error) -> String {
     }
 }
 
-/// The option that sets the library setting `name` (`lasso_iterations` → `--lasso-iterations`);
-/// names that already are options pass through.
+/// The option that sets the library setting `name` (`lasso_iterations` → `--lasso-iterations`;
+/// a pair `dim/images` → `--dim/--images`); names that already are options pass through.
 pub fn flag(name: &str) -> String {
     if name.starts_with('-') {
         return name.to_string();
     }
-    // The settings whose option is not `--` + the name with `-` for `_`.
-    let option = match name {
-        "problem.out" => "out",
-        other => other,
-    };
-    format!("--{}", option.replace('_', "-"))
+    name.split('/')
+        .map(|one| format!("--{}", one.replace('_', "-")))
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 #[cfg(test)]
@@ -128,6 +126,7 @@ mod tests {
         assert_eq!(flag("lasso_iterations"), "--lasso-iterations");
         assert_eq!(flag("lambda"), "--lambda");
         assert_eq!(flag("--tangent-k"), "--tangent-k");
+        assert_eq!(flag("dim/images"), "--dim/--images");
         let e = Error::usage("burn_in", "too long");
         assert_eq!(error_text(&e), "invalid setting --burn-in: too long");
     }

@@ -88,7 +88,15 @@ impl Observer for Terminal {
     }
 
     fn notice(&self, notice: &Notice) {
-        eprintln!("{}", notice_text(notice));
+        // The benchmark's header and ceilings are part of its printed result.
+        if matches!(
+            notice,
+            Notice::BenchStarted { .. } | Notice::BenchCeiling { .. }
+        ) {
+            println!("{}", notice_text(notice));
+        } else {
+            eprintln!("{}", notice_text(notice));
+        }
     }
 
     fn stop_requested(&self) -> bool {
@@ -116,6 +124,28 @@ fn notice_text(notice: &Notice) -> String {
             )
         }
         Notice::TestSplitUnusable { .. } => format!("rmld: note: {notice}"),
+        Notice::BenchStarted { .. } => format!(
+            "rmld {notice}\ncounted: 4·d·p flops per chain-step (the two products) + 4·d·p per \
+             chain and outer iteration (full residual and gradient at Z); gather, update and MH \
+             terms not counted"
+        ),
+        Notice::BenchCeiling {
+            ceiling,
+            timing: Some(timing),
+        } => {
+            let fma = ceiling
+                .extra
+                .iter()
+                .find(|(name, _)| name.starts_with("fma_peak"))
+                .map_or(0.0, |(_, v)| *v);
+            format!("{notice}; raw FMA {fma:.1} GFLOP/s\ngpu timing: {timing}")
+        }
+        Notice::BenchCeiling { timing: None, .. } => notice.to_string(),
+        Notice::BenchMeasured {
+            products_gflops: Some(g),
+            ..
+        } => format!("  {notice}, products alone at {g:.1} GFLOP/s"),
+        Notice::BenchMeasured { .. } => format!("  {notice}"),
         other => format!("rmld: {other}"),
     }
 }

@@ -18,6 +18,7 @@
 //! ```
 
 mod augment;
+pub mod bench;
 mod encode;
 mod observer;
 mod problem;
@@ -27,6 +28,7 @@ mod sample;
 mod settings;
 
 pub use augment::Augmenter;
+pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings};
 pub use encode::Encoder;
 pub use observer::{Notice, Observer, Phase, Silent};
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::bench::Ceiling;
 use crate::Error;
 
 /// A stretch of work with a progress display: sampling, encoding, re-encoding, quality metrics.
@@ -65,6 +66,39 @@ pub enum Notice {
         /// What is wrong with it ("has no labels", ...).
         problem: String,
     },
+    /// A benchmark starts: its problem and data.
+    BenchStarted {
+        /// Dimension d.
+        d: usize,
+        /// Atoms p.
+        p: usize,
+        /// Minibatch m.
+        batch: u32,
+        /// Steps T.
+        steps: u32,
+        /// Timed outer iterations.
+        outer: u32,
+        /// Where the data came from.
+        source: String,
+    },
+    /// A benchmark measured a backend's ceiling (GPU: with the clock it times by).
+    BenchCeiling {
+        /// The ceiling.
+        ceiling: Ceiling,
+        /// GPU: which clock the measurements use.
+        timing: Option<String>,
+    },
+    /// A benchmark measured a backend at a chain count.
+    BenchMeasured {
+        /// The backend's kind.
+        backend: String,
+        /// Chains C.
+        chains: usize,
+        /// Chain-steps per second.
+        chain_steps_per_second: f64,
+        /// CPU: GFLOP/s of the two products alone.
+        products_gflops: Option<f64>,
+    },
 }
 
 impl std::fmt::Display for Notice {
@@ -101,6 +135,31 @@ impl std::fmt::Display for Notice {
                 "interrupted; the generated part and report.json are written, the augmented set is not"
             ),
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
+            Notice::BenchStarted {
+                d,
+                p,
+                batch,
+                steps,
+                outer,
+                source,
+            } => write!(
+                f,
+                "bench: d = {d}, p = {p}, m = {batch}, T = {steps}, {outer} timed outer iteration(s) after 1 warm-up; data: {source}"
+            ),
+            Notice::BenchCeiling { ceiling, .. } => write!(
+                f,
+                "{} ceiling: {:.1} GFLOP/s ({})",
+                ceiling.backend, ceiling.gflops, ceiling.what
+            ),
+            Notice::BenchMeasured {
+                backend,
+                chains,
+                chain_steps_per_second,
+                ..
+            } => write!(
+                f,
+                "{backend} C = {chains}: {chain_steps_per_second:.0} chain-steps/s"
+            ),
             Notice::TestSplitUnusable { source, problem } => write!(
                 f,
                 "the test split {} {problem}; holding out 10% of the training images as the quality reference instead",
