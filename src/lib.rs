@@ -35,6 +35,7 @@ pub mod orchestrator;
 pub mod session;
 pub mod target;
 pub use session::{
-    AugmentSettings, Augmenter, BackendChoice, EncodeSettings, Encoder, Observer, Outcome,
-    SampleSettings, Sampler, Silent,
+    AugmentMethod, AugmentSettings, Augmenter, BackendChoice, Bench, BenchSettings,
+    DynamicsOptions, EncodeSettings, Encoder, Notice, Observer, Outcome, Phase, Preset,
+    ProblemSettings, SampleSettings, Sampler, Silent,
 };
