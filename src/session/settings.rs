@@ -443,9 +443,6 @@ impl AugmentSettings {
         if self.limit == Some(0) {
             return Err(Error::usage("limit", "must be at least 1"));
         }
-        if self.encode_test && self.test_limit == Some(0) {
-            return Err(Error::usage("test_limit", "must be at least 1"));
-        }
         Ok(())
     }
 }
