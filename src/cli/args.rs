@@ -1,5 +1,7 @@
-//! Command-line arguments: clap parses into these, then into the library's settings structs
-//! (`rmld::session`), which hold the defaults' and presets' values.
+//! Command-line arguments: clap parses into these, then into the library's settings structs.
+//!
+//! The settings structs (`rmld::session`) hold the defaults' and presets' values; a unit test
+//! checks that clap's defaults equal them.
 
 use std::path::PathBuf;
 

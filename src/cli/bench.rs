@@ -1,5 +1,7 @@
-//! `rmld bench`: the command line around `rmld::session::Bench` (which measures and writes
-//! bench.json and bench.csv): the chain list, the printed table and the plot bench.png.
+//! `rmld bench`: the chain list, the printed table and the plot around `rmld::session::Bench`.
+//!
+//! The library measures and writes bench.json and bench.csv; the plot bench.png (plotters) is
+//! the command line's.
 
 use std::fmt::Write as _;
 

@@ -1,5 +1,7 @@
-//! The `rmld` command line: clap parsing, printing, progress bars and signals around the
-//! library's session layer (`rmld::session`), which does the work.
+//! The `rmld` command line: parsing, printing, progress bars and signals around `rmld::session`.
+//!
+//! The library's session layer does the work; this module maps arguments to its settings and
+//! setting names back to options in messages.
 
 pub mod args;
 mod bench;

@@ -1,5 +1,7 @@
-//! The command line's `Observer`: progress bars (indicatif) on stderr, notices as stderr lines,
-//! and stop requests from SIGINT/SIGTERM.
+//! The command line's `Observer`: indicatif progress bars, printed notices, signal stop requests.
+//!
+//! Progress bars (indicatif) go to stderr, notices are stderr lines (the benchmark's header and
+//! ceilings stdout), and stop requests come from SIGINT/SIGTERM.
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -1,5 +1,7 @@
-//! What a user runs: sampling with checkpoints and resume, class-conditional augmentation,
-//! encoding and judging generated images, from settings structs with documented defaults and
+//! What a user runs (sample and resume, augment, encode, judge, bench), from validated settings.
+//!
+//! Sampling with checkpoints and resume, class-conditional augmentation, encoding, judging
+//! generated images and benchmarking, from settings structs with documented defaults and
 //! presets, validated once, on the backend chosen by [`BackendChoice`].
 //!
 //! Progress, notices and stop requests go through an [`Observer`]; the library prints nothing.

@@ -1,5 +1,7 @@
-//! Sampling runs and their resumption (`Sampler`): the chains stream codes and images to disk,
-//! with checkpoints, a lock on the output folder, and a clean stop when the observer asks.
+//! Sampling runs and their resumption (`Sampler`), with checkpoints, a run lock and clean stops.
+//!
+//! The chains stream codes and images to disk, with checkpoints, a lock on the output folder,
+//! and a clean stop when the observer asks.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
