@@ -11,7 +11,7 @@ use rmld::{Error, Result};
 use super::args::BenchArgs;
 use super::terminal::Terminal;
 
-pub fn bench(args: &BenchArgs) -> Result<()> {
+pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<()> {
     let settings = BenchSettings {
         backend: args.backend,
         chains: parse_chains(&args.chains)?,
@@ -26,7 +26,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         seed: args.seed,
         out: args.out.clone(),
     };
-    let outcome: BenchOutcome = Bench::new(settings).run(&Terminal::new(None))?;
+    let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     for note in &outcome.notes {
         println!("note: {note}");
     }

@@ -45,30 +45,32 @@ pub fn parse() -> Cli {
 
 /// Runs the parsed command.
 pub fn dispatch(cli: &Cli) -> Result<Finished> {
+    let options = options_of(&cli.command);
+    let terminal = |stop: Option<StopRequest>| Terminal::new(stop, options.clone());
     match &cli.command {
         Command::Sample(args) => {
-            let terminal = Terminal::new(Some(StopRequest::install()));
+            let terminal = terminal(Some(StopRequest::install()));
             let outcome = Sampler::new(args.settings()).run(&terminal)?;
             Ok(finish(&terminal, &outcome))
         }
         Command::Resume(args) => {
-            let terminal = Terminal::new(Some(StopRequest::install()));
+            let terminal = terminal(Some(StopRequest::install()));
             let outcome = Sampler::resume(&args.dir, &terminal)?;
             Ok(finish(&terminal, &outcome))
         }
         Command::Encode(args) => {
-            let terminal = Terminal::new(None);
+            let terminal = terminal(None);
             let outcome = Encoder::new(args.settings()).run(&terminal)?;
             Ok(finish(&terminal, &outcome))
         }
         Command::Augment(args) => {
-            let terminal = Terminal::new(Some(StopRequest::install()));
+            let terminal = terminal(Some(StopRequest::install()));
             let outcome = Augmenter::new(args.settings()).run(&terminal)?;
             Ok(finish(&terminal, &outcome))
         }
-        Command::Bench(args) => bench::bench(args).map(|()| Finished::Complete),
+        Command::Bench(args) => bench::bench(args, &terminal(None)).map(|()| Finished::Complete),
         Command::Quality(args) => {
-            let terminal = Terminal::new(Some(StopRequest::install()));
+            let terminal = terminal(Some(StopRequest::install()));
             let outcome = judge_images(&args.settings(), &terminal)?;
             if outcome.interrupted {
                 eprintln!("rmld quality: interrupted; no report written");
@@ -97,24 +99,51 @@ fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
     }
 }
 
-/// The error as the command line prints it: a setting's name as its option (`--batch`).
-pub fn error_text(error: &Error) -> String {
+/// The error as the command line prints it: a setting's name as its option (`--batch`), for
+/// the settings that are options of the command run (`options`, from `options_of`).
+pub fn error_text(error: &Error, options: &[String]) -> String {
     match error {
         Error::Usage { field, message } => {
-            format!("invalid setting {}: {message}", flag(field))
+            format!("invalid setting {}: {message}", flag(field, options))
         }
         other => other.to_string(),
     }
 }
 
+/// The long options of `command` (`rmld resume` runs with `rmld sample`'s settings).
+pub fn options_of(command: &Command) -> Vec<String> {
+    use clap::CommandFactory;
+    let name = match command {
+        Command::Sample(_) | Command::Resume(_) => "sample",
+        Command::Encode(_) => "encode",
+        Command::Augment(_) => "augment",
+        Command::Bench(_) => "bench",
+        Command::Quality(_) => "quality",
+    };
+    Cli::command()
+        .find_subcommand(name)
+        .map(|sub| {
+            sub.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The option that sets the library setting `name` (`lasso_iterations` → `--lasso-iterations`;
-/// a pair `dim/images` → `--dim/--images`); names that already are options pass through.
-pub fn flag(name: &str) -> String {
+/// a pair `dim/images` → `--dim/--images`) when `options` has it; other names (options already,
+/// or descriptions such as "training images") pass through unchanged.
+pub fn flag(name: &str, options: &[String]) -> String {
     if name.starts_with('-') {
         return name.to_string();
     }
-    name.split('/')
-        .map(|one| format!("--{}", one.replace('_', "-")))
+    let parts: Vec<String> = name.split('/').map(|one| one.replace('_', "-")).collect();
+    if !parts.iter().all(|part| options.contains(part)) {
+        return name.to_string();
+    }
+    parts
+        .iter()
+        .map(|part| format!("--{part}"))
         .collect::<Vec<_>>()
         .join("/")
 }
@@ -123,13 +152,28 @@ pub fn flag(name: &str) -> String {
 mod tests {
     use super::*;
 
+    fn options(args: &[&str]) -> Vec<String> {
+        use clap::Parser;
+        let mut all = vec!["rmld"];
+        all.extend_from_slice(args);
+        options_of(&Cli::parse_from(all).command)
+    }
+
     #[test]
     fn usage_errors_name_the_option() {
-        assert_eq!(flag("lasso_iterations"), "--lasso-iterations");
-        assert_eq!(flag("lambda"), "--lambda");
-        assert_eq!(flag("--tangent-k"), "--tangent-k");
-        assert_eq!(flag("dim/images"), "--dim/--images");
+        let sample = options(&["sample"]);
+        assert_eq!(flag("lasso_iterations", &sample), "--lasso-iterations");
+        assert_eq!(flag("lambda", &sample), "--lambda");
+        assert_eq!(flag("--tangent-k", &sample), "--tangent-k");
+        assert_eq!(flag("out", &options(&["resume", "dir"])), "--out");
+        assert_eq!(flag("dim/images", &options(&["bench"])), "--dim/--images");
+        // Descriptions and settings the command has no option for pass through.
+        assert_eq!(flag("training images", &sample), "training images");
+        assert_eq!(flag("images", &options(&["augment"])), "images");
         let e = Error::usage("burn_in", "too long");
-        assert_eq!(error_text(&e), "invalid setting --burn-in: too long");
+        assert_eq!(
+            error_text(&e, &sample),
+            "invalid setting --burn-in: too long"
+        );
     }
 }

@@ -15,14 +15,18 @@ use super::signals::StopRequest;
 /// Shows a run on the terminal.
 pub struct Terminal {
     stop: Option<StopRequest>,
+    /// The command's long options, to name settings in messages.
+    options: Vec<String>,
     bar: Mutex<Option<ProgressBar>>,
 }
 
 impl Terminal {
-    /// A terminal observer; `stop` (installed signal handlers) lets SIGINT/SIGTERM stop runs.
-    pub fn new(stop: Option<StopRequest>) -> Self {
+    /// A terminal observer; `stop` (installed signal handlers) lets SIGINT/SIGTERM stop runs;
+    /// `options` are the command's long options (`cli::options_of`).
+    pub fn new(stop: Option<StopRequest>, options: Vec<String>) -> Self {
         Terminal {
             stop,
+            options,
             bar: Mutex::new(None),
         }
     }
@@ -95,9 +99,9 @@ impl Observer for Terminal {
             notice,
             Notice::BenchStarted { .. } | Notice::BenchCeiling { .. }
         ) {
-            println!("{}", notice_text(notice));
+            println!("{}", notice_text(notice, &self.options));
         } else {
-            eprintln!("{}", notice_text(notice));
+            eprintln!("{}", notice_text(notice, &self.options));
         }
     }
 
@@ -107,7 +111,7 @@ impl Observer for Terminal {
 }
 
 /// A notice as the command line words it.
-fn notice_text(notice: &Notice) -> String {
+fn notice_text(notice: &Notice, options: &[String]) -> String {
     match notice {
         Notice::NoUsableGpu { .. } => format!("note: {notice}"),
         Notice::SoftwareAdapter { .. } => {
@@ -122,7 +126,7 @@ fn notice_text(notice: &Notice) -> String {
         Notice::QualitySkipped { error } => {
             format!(
                 "rmld augment: no quality metrics: {}",
-                super::error_text(error)
+                super::error_text(error, options)
             )
         }
         Notice::TestSplitUnusable { .. } => format!("rmld: note: {notice}"),
@@ -154,30 +158,41 @@ fn notice_text(notice: &Notice) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::flag;
     use super::*;
 
     #[test]
     fn notices_read_as_before() {
-        let text = notice_text(&Notice::SoftwareAdapter {
-            name: "llvmpipe".into(),
-        });
+        let text = notice_text(
+            &Notice::SoftwareAdapter {
+                name: "llvmpipe".into(),
+            },
+            &[],
+        );
         assert_eq!(
             text,
             "note: the only GPU adapter is a software renderer (llvmpipe); running on the CPU, \
              which is faster (--backend gpu uses it anyway)"
         );
-        let text = notice_text(&Notice::SampleInterrupted {
-            completed: 3,
-            samples: 9,
-            checkpoint: "o/checkpoint.rmld".into(),
-            out: "o".into(),
-        });
+        let text = notice_text(
+            &Notice::SampleInterrupted {
+                completed: 3,
+                samples: 9,
+                checkpoint: "o/checkpoint.rmld".into(),
+                out: "o".into(),
+            },
+            &[],
+        );
         assert_eq!(
             text,
             "rmld: interrupted after outer iteration 3 of 9: outputs and o/checkpoint.rmld \
              written; continue with `rmld resume o`"
         );
-        assert_eq!(flag("encode_test"), "--encode-test");
+        let skipped = Notice::QualitySkipped {
+            error: rmld::Error::usage("test_limit", "must be at least 1"),
+        };
+        assert_eq!(
+            notice_text(&skipped, &["test-limit".to_string()]),
+            "rmld augment: no quality metrics: invalid setting --test-limit: must be at least 1"
+        );
     }
 }
