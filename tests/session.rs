@@ -189,6 +189,12 @@ fn presets_hold_the_documented_values() {
     assert_eq!(json["eta"], serde_json::json!(0.01f32));
     let back: SampleSettings = serde_json::from_value(json).unwrap();
     assert_eq!(back, sample);
+    let mut stretch = AugmentSettings::quality();
+    stretch.rescale = rmld::io::postprocess::Rescale::Stretch;
+    let json = serde_json::to_value(&stretch).unwrap();
+    assert_eq!(json["rescale"], "stretch");
+    let back: AugmentSettings = serde_json::from_value(json).unwrap();
+    assert_eq!(back, stretch);
 }
 
 #[test]

@@ -15,8 +15,11 @@ use super::settings::{BackendChoice, ProblemSettings};
 
 /// The dataset, where A came from, and the posterior built from them.
 pub struct Problem {
+    /// The data as loaded (and possibly subset or reordered).
     pub dataset: Dataset,
+    /// Where the dictionary came from (a file, or the seed of a Gaussian one).
     pub dictionary_source: String,
+    /// The posterior the chains sample.
     pub target: Arc<Target>,
 }
 
@@ -59,6 +62,9 @@ pub fn build_problem(args: &ProblemSettings, dataset: Dataset) -> Result<Problem
         }
         None => {
             let p = args.atoms.unwrap_or(4 * d);
+            if p == 0 {
+                return Err(Error::usage("atoms", "must be at least 1"));
+            }
             (
                 Dictionary::gaussian(d, p, args.seed),
                 format!("gaussian N(0, 1/d), seed {}", args.seed),

@@ -310,7 +310,7 @@ pub enum Preset {
 /// Settings of a class-conditional augmentation (`Augmenter`): new samples per class, mixed
 /// with the originals, written to `problem.out`. `Default` is the `quality` preset, as for
 /// `rmld augment` without options.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AugmentSettings {
     /// The preset these settings started from (recorded in the report).
     pub preset: Option<Preset>,
@@ -337,6 +337,7 @@ pub struct AugmentSettings {
     /// Soft-threshold generated pixels by τ on the 0..255 scale after smoothing (0: off).
     pub soft_threshold: f32,
     /// How generated images reach 0..255.
+    #[serde(deserialize_with = "deserialize_rescale")]
     pub rescale: Rescale,
     /// Skip LASSO-encoding the originals (no codes.npy, labels.npy).
     pub no_original_codes: bool,
@@ -349,6 +350,26 @@ pub struct AugmentSettings {
     pub test_limit: Option<usize>,
     /// Skip the sample-quality metrics.
     pub no_quality: bool,
+}
+
+/// `Rescale` as it serialises ("clip", "stretch").
+fn deserialize_rescale<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Rescale, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    [Rescale::Clip, Rescale::Stretch]
+        .into_iter()
+        .find(|r| {
+            serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s == name))
+                == Some(true)
+        })
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown rescale {name:?}: expected clip or stretch"
+            ))
+        })
 }
 
 impl Default for AugmentSettings {
