@@ -8,10 +8,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 use rmld::backend::cpu::{fista, gather, gradient_step, matmul, CpuBackend};
 use rmld::backend::{Backend, DynamicsSettings};
-use rmld::dynamics::MhRule;
 use rmld::io::Pixels;
+use rmld::methods::MhRule;
+use rmld::model::{Dictionary, Laplace, Observations, Prior, Target};
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{Dictionary, Laplace, Observations, Prior, Target};
 
 const D: usize = 784;
 const P: usize = 3136;
@@ -95,7 +95,7 @@ fn kernels(c: &mut Criterion) {
         enabled: true,
         discount: 1.0,
         delta: 0.005,
-        method: rmld::dynamics::Method::Rmld,
+        method: rmld::methods::Method::Rmld,
     };
     let mut outer = 0;
     group.bench_function("cpu/outer_iteration_T5_with_mh", |b| {

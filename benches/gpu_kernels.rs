@@ -9,10 +9,10 @@ use rmld::backend::gpu::buffers::{storage, upload, ParamSlots};
 use rmld::backend::gpu::kernels::{Kernel, Params};
 use rmld::backend::gpu::{gather_params, upload_observations, GpuBackend, GpuContext, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings};
-use rmld::dynamics::MhRule;
 use rmld::io::Pixels;
+use rmld::methods::MhRule;
+use rmld::model::{Dictionary, Observations, Target};
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{Dictionary, Observations, Target};
 
 // Small enough for lavapipe (Mesa's software Vulkan) to finish in reasonable time.
 const D: usize = 784;
@@ -177,7 +177,7 @@ fn kernels(c: &mut Criterion) {
             enabled: true,
             discount: 1.0,
             delta: 0.001 * steps as f32,
-            method: rmld::dynamics::Method::Rmld,
+            method: rmld::methods::Method::Rmld,
         };
         let mut outer = 0;
         group.bench_function(name, |b| {

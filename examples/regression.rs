@@ -11,11 +11,11 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::DynamicsSettings;
-use rmld::dynamics::Method;
 use rmld::io::Pixels;
+use rmld::methods::Method;
+use rmld::model::{Dictionary, Observations, Target};
 use rmld::orchestrator::{self, Init, MemorySink, SamplerSettings};
 use rmld::rng::{Purpose, Stream, SHARED_CHAIN};
-use rmld::target::{Dictionary, Observations, Target};
 
 /// Observations n, predictors p, test points, noise variance and the correlation of Σ.
 const N: usize = 100;

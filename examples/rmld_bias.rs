@@ -10,10 +10,10 @@ use std::sync::Arc;
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::DynamicsSettings;
 use rmld::diagnostics::reference::LaplaceGaussian;
-use rmld::dynamics::Method;
 use rmld::io::Pixels;
+use rmld::methods::Method;
+use rmld::model::{Dictionary, Observations, Target};
 use rmld::orchestrator::{self, Init, MemorySink, SamplerSettings};
-use rmld::target::{Dictionary, Observations, Target};
 
 const Y: [f32; 6] = [0.3, -1.2, 2.0, 0.0, 0.8, -0.4];
 const LAM: f32 = 1.5;

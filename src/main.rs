@@ -11,7 +11,10 @@ fn main() -> ExitCode {
         Ok(cli::Finished::Complete) => ExitCode::SUCCESS,
         Ok(cli::Finished::Interrupted { status }) => ExitCode::from(status),
         Err(e) => {
-            eprintln!("rmld: error: {e}");
+            eprintln!(
+                "rmld: error: {}",
+                cli::error_text(&e, &cli::options_of(&cli.command))
+            );
             if e.is_user_error() {
                 ExitCode::from(2)
             } else {

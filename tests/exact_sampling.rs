@@ -14,10 +14,10 @@ use rmld::backend::cpu::CpuBackend;
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::diagnostics::reference::{ks_p_value, ks_statistic, LaplaceGaussian};
 use rmld::diagnostics::{ess_bulk, ess_tail, summarize};
-use rmld::dynamics::{Method, MhRule};
 use rmld::io::Pixels;
+use rmld::methods::{Method, MhRule};
+use rmld::model::{Dictionary, Observations, Target};
 use rmld::orchestrator::{self, Init, MemorySink, SampleRun, SamplerSettings};
-use rmld::target::{Dictionary, Observations, Target};
 
 type Factory = dyn Fn(Arc<Target>, DynamicsSettings, usize) -> Box<dyn Backend>;
 

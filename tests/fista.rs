@@ -3,7 +3,7 @@
 mod common;
 
 use rmld::backend::cpu::fista;
-use rmld::target::Dictionary;
+use rmld::model::Dictionary;
 
 /// LASSO by cyclic coordinate descent in f64, run to convergence: the reference optimum.
 fn coordinate_descent(dict: &Dictionary, x: &[f32], lam: f64) -> Vec<f64> {

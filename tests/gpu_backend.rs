@@ -10,10 +10,10 @@ use rand::Rng;
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::gpu::{GpuBackend, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings, MhTerms};
-use rmld::dynamics::Method;
 use rmld::io::Pixels;
+use rmld::methods::Method;
+use rmld::model::{ChainClasses, Dictionary, Observations, Target, TargetKind};
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{ChainClasses, Dictionary, Observations, Target, TargetKind};
 
 const D: usize = 37;
 const P: usize = 129;

@@ -7,8 +7,8 @@ use gpu_common::{assert_none, context, mismatches, rng, uniform};
 use rand::Rng;
 use rmld::backend::gpu::probe;
 use rmld::io::Pixels;
+use rmld::model::Observations;
 use rmld::rng::philox::{index_from_word, normals_from_block, philox4x32_10};
-use rmld::target::Observations;
 
 #[test]
 fn philox_stream_matches_rust_bit_for_bit() {

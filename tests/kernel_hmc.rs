@@ -11,9 +11,9 @@ use rand::{Rng, SeedableRng};
 use rmld::backend::kernel_hmc::cpu::{kernel_energy, KernelHmcCpu, CHUNK};
 use rmld::backend::kernel_hmc::{median_bandwidth2, KernelTarget, MAX_BANDWIDTH_PAIRS};
 use rmld::backend::{Backend, DynamicsSettings};
-use rmld::dynamics::{Method, MhRule};
 use rmld::io::Pixels;
-use rmld::target::Observations;
+use rmld::methods::{Method, MhRule};
+use rmld::model::Observations;
 use rmld::{Error, Result};
 
 /// A generator from a fixed seed (RMLD_TEST_SEED replaces it to explore others), printed.

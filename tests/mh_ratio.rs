@@ -4,7 +4,7 @@ mod common;
 
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::Backend;
-use rmld::dynamics::MhRule;
+use rmld::methods::MhRule;
 
 #[test]
 fn log_ratio_matches_direct_f64() {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use rmld::backend::cpu::{gradient_step, matmul, CpuBackend};
 use rmld::backend::kernel_hmc::cpu::kernel_energy;
 use rmld::backend::{Backend, DynamicsSettings};
-use rmld::dynamics::Method;
-use rmld::target::{start_rows, ChainClasses, Target, TargetKind};
+use rmld::methods::Method;
+use rmld::model::{start_rows, ChainClasses, Target, TargetKind};
 
 const D: usize = 17;
 const P: usize = 41;

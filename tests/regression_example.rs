@@ -11,7 +11,7 @@ mod regression;
 
 use rand::{Rng, SeedableRng};
 use regression::{l1_and_rss, regression_data, run_regression, RegressionConfig, RegressionData};
-use rmld::dynamics::Method;
+use rmld::methods::Method;
 use rmld::orchestrator::Init;
 
 const SIGMA2: f64 = 3.0;

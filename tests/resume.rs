@@ -8,8 +8,8 @@ mod gpu_common;
 
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::Backend;
+use rmld::model::Target;
 use rmld::orchestrator::{self, Checkpoint, Hooks, Init, MemorySink, SampleRun, SamplerSettings};
-use rmld::target::Target;
 
 fn settings(chains: usize, samples: u32) -> SamplerSettings {
     SamplerSettings {

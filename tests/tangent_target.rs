@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use rmld::backend::cpu::{tangent, CpuBackend};
 use rmld::backend::{Backend, DynamicsSettings};
-use rmld::dynamics::Method;
-use rmld::target::{start_rows, ChainClasses, TangentSettings, Target, TargetKind};
+use rmld::methods::Method;
+use rmld::model::{start_rows, ChainClasses, TangentSettings, Target, TargetKind};
 use rmld::Error;
 
 const D: usize = 17;

@@ -51,7 +51,7 @@ fn full_gradient_matches_central_differences() {
 }
 
 /// 1/(2σ²)·||A x − xbar||² + lam·||x||₁ with x in f64 throughout.
-fn energy_f64(target: &rmld::target::Target, x: &[f64]) -> f64 {
+fn energy_f64(target: &rmld::model::Target, x: &[f64]) -> f64 {
     let ax = target.dictionary.apply_f64(x);
     0.5 * ax
         .iter()

@@ -1,15 +1,22 @@
 //! Command-line arguments: clap parses into these, then into the library's settings structs.
+//!
+//! The settings structs (`rmld::session`) hold the defaults' and presets' values; a unit test
+//! checks that clap's defaults equal them.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde::{Deserialize, Serialize};
+use clap::{Args, Parser, Subcommand};
 
-use rmld::dynamics::Method;
 use rmld::io::postprocess::Rescale;
+use rmld::methods::Method;
+use rmld::model::TargetKind;
 use rmld::orchestrator::augment::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
-use rmld::target::{TangentSettings, TargetKind};
+use rmld::session::bench::BenchBackends;
+use rmld::session::{
+    AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
+    ProblemSettings, QualitySettings, SampleSettings,
+};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -49,20 +56,8 @@ pub struct ResumeArgs {
     pub dir: PathBuf,
 }
 
-/// Which device runs the chains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    /// The GPU when an adapter exists, else the CPU (with a one-line notice).
-    Auto,
-    /// The CPU (rayon + gemm).
-    Cpu,
-    /// The GPU (wgpu); an error when no adapter exists.
-    Gpu,
-}
-
 /// Where the data and the dictionary come from, and the model's scale.
-#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone)]
 pub struct ProblemArgs {
     /// Dataset: a folder with MNIST-style IDX files (train-images-idx3-ubyte[.gz], labels optional),
     /// an IDX, NPY ((N, d) or (N, h, w), uint8 or float32) or CSV file. Default: the embedded
@@ -98,20 +93,17 @@ pub struct ProblemArgs {
     /// the start image, wide along the span of its --tangent-k nearest same-class images). See
     /// docs/quality.md.
     #[arg(long, value_enum, default_value_t = TargetKind::Paper)]
-    #[serde(default)]
     pub target: TargetKind,
 
     /// k, the tangent target's neighbours per chain: the k nearest images of the chain's class
     /// to its start image span the directions along which it varies (at most 64; the class
     /// needs k + 1 images).
     #[arg(long, value_name = "K", default_value_t = 8)]
-    #[serde(default = "default_tangent_k")]
     pub tangent_k: u32,
 
     /// s, the tangent target's spread along the neighbour span: its covariance there is
     /// (s²/k)·B Bᵀ (B = neighbours − start image), plus σ² (--sigma2) in every direction.
     #[arg(long, value_name = "S", default_value_t = 1.0)]
-    #[serde(default = "default_tangent_scale")]
     pub tangent_scale: f32,
 
     /// lam, the rate of the Laplace prior exp(−lam·||X||₁) and the LASSO penalty.
@@ -131,17 +123,7 @@ pub struct ProblemArgs {
     pub out: PathBuf,
 }
 
-/// `--tangent-k`'s default, for settings written before the option existed.
-fn default_tangent_k() -> u32 {
-    TangentSettings::default().k
-}
-
-/// `--tangent-scale`'s default, for settings written before the option existed.
-fn default_tangent_scale() -> f32 {
-    TangentSettings::default().scale
-}
-
-#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone)]
 pub struct SampleArgs {
     #[command(flatten)]
     pub problem: ProblemArgs,
@@ -164,7 +146,6 @@ pub struct SampleArgs {
     pub init: Init,
 
     #[command(flatten)]
-    #[serde(flatten)]
     pub dynamics: DynamicsArgs,
 
     /// Which samples are written: all, last, or every:N (after the burn-in). Samples are
@@ -183,7 +164,7 @@ pub struct SampleArgs {
 }
 
 /// The momentum dynamics and the MH correction, shared by `rmld sample` and `rmld augment`.
-#[derive(Args, Debug, Clone, Serialize, Deserialize)]
+#[derive(Args, Debug, Clone)]
 pub struct DynamicsArgs {
     /// T, momentum steps per outer iteration (Algorithm 1, line 8).
     #[arg(long, value_name = "T", default_value_t = 20)]
@@ -219,66 +200,7 @@ pub struct DynamicsArgs {
     pub lasso_iterations: u32,
 }
 
-/// What generates the new samples of `rmld augment`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AugmentMethod {
-    /// RMLD (Algorithms 1 and 3; with --no-mh the paper's "RMLD w/o MH").
-    Rmld,
-    /// MALA with the class's full-data gradient (exact for the class posterior).
-    Mala,
-    /// HMC with the class's full-data gradient (exact for the class posterior).
-    Hmc,
-    /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
-    Compression,
-    /// The paper's "Kernel HMC": chains over images (0..1 pixel scale, whatever --pixel-max)
-    /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
-    /// same momentum dynamics and MH; no codes.
-    KernelHmc,
-}
-
-/// Settings `rmld augment` starts from; any option given on the command line overrides them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Preset {
-    /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
-    /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
-    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode.
-    Quality,
-    /// The paper's settings: every option at its own default (--target paper --method rmld
-    /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
-    Paper,
-}
-
-impl Preset {
-    /// Writes the preset's values into `args` for every option `given` says was not set on the
-    /// command line.
-    pub fn apply(self, args: &mut AugmentArgs, given: impl Fn(&str) -> bool) {
-        if self == Preset::Paper {
-            return;
-        }
-        let problem = &mut args.problem;
-        let dynamics = &mut args.dynamics;
-        let set = |id: &str, write: &mut dyn FnMut()| {
-            if !given(id) {
-                write();
-            }
-        };
-        set("method", &mut || args.method = AugmentMethod::Hmc);
-        set("target", &mut || problem.target = TargetKind::Tangent);
-        set("pixel_max", &mut || problem.pixel_max = 1.0);
-        set("lambda", &mut || problem.lambda = 0.05);
-        set("sigma2", &mut || problem.sigma2 = 0.01);
-        set("tangent_k", &mut || problem.tangent_k = 16);
-        set("tangent_scale", &mut || problem.tangent_scale = 3.0);
-        set("eta", &mut || dynamics.eta = 0.007);
-        set("leapfrog_steps", &mut || dynamics.leapfrog_steps = 60);
-        set("burn_in", &mut || args.burn_in = 20);
-        set("reencode", &mut || args.reencode = true);
-    }
-}
-
-#[derive(Args, Debug, Clone, Serialize)]
+#[derive(Args, Debug, Clone)]
 pub struct AugmentArgs {
     /// The settings to start from: `quality` (the default, unless --method is given) or `paper`
     /// (the default when --method is given). Options given on the command line override either.
@@ -364,7 +286,7 @@ pub struct AugmentArgs {
     pub no_quality: bool,
 }
 
-#[derive(Args, Debug, Clone, Serialize)]
+#[derive(Args, Debug, Clone)]
 pub struct QualityArgs {
     /// The generated images: IDX images (gzip'd or not), or an NPY of shape (N, d) or (N, h, w),
     /// uint8 or float.
@@ -419,21 +341,6 @@ pub struct QualityArgs {
     pub json: bool,
 }
 
-impl DynamicsArgs {
-    /// The backends' dynamics settings for `method` and `seed`.
-    pub fn settings(&self, method: Method, seed: u64) -> rmld::backend::DynamicsSettings {
-        rmld::backend::DynamicsSettings {
-            method,
-            leapfrog_steps: self.leapfrog_steps,
-            eta: self.eta,
-            steps: self.steps,
-            batch: self.batch,
-            sghmc_noise: self.sghmc_noise,
-            seed,
-        }
-    }
-}
-
 fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
     text.parse()
 }
@@ -450,19 +357,6 @@ pub struct EncodeArgs {
     /// FISTA iterations.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub iterations: u32,
-}
-
-/// Which backends `rmld bench` measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BenchBackends {
-    /// The GPU when an adapter exists, else the CPU.
-    Auto,
-    /// The CPU only.
-    Cpu,
-    /// The GPU only (an error when no adapter exists).
-    Gpu,
-    /// Every backend present (the GPU is skipped with a note when there is no adapter).
-    All,
 }
 
 #[derive(Args, Debug)]
@@ -514,4 +408,187 @@ pub struct BenchArgs {
     /// Output folder (bench.json, bench.csv, bench.png; written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-bench")]
     pub out: PathBuf,
+}
+
+/// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every
+/// option `given` says was not set on the command line.
+pub fn apply_preset(preset: Preset, args: &mut AugmentArgs, given: impl Fn(&str) -> bool) {
+    let values = AugmentSettings::preset(preset);
+    let problem = &mut args.problem;
+    let dynamics = &mut args.dynamics;
+    let set = |id: &str, write: &mut dyn FnMut()| {
+        if !given(id) {
+            write();
+        }
+    };
+    set("method", &mut || args.method = values.method);
+    set("target", &mut || problem.target = values.problem.target);
+    set("pixel_max", &mut || {
+        problem.pixel_max = values.problem.pixel_max
+    });
+    set("lambda", &mut || problem.lambda = values.problem.lambda);
+    set("sigma2", &mut || problem.sigma2 = values.problem.sigma2);
+    set("tangent_k", &mut || {
+        problem.tangent_k = values.problem.tangent_k
+    });
+    set("tangent_scale", &mut || {
+        problem.tangent_scale = values.problem.tangent_scale
+    });
+    set("eta", &mut || dynamics.eta = values.dynamics.eta);
+    set("leapfrog_steps", &mut || {
+        dynamics.leapfrog_steps = values.dynamics.leapfrog_steps
+    });
+    set("burn_in", &mut || args.burn_in = values.burn_in);
+    set("reencode", &mut || args.reencode = values.reencode);
+}
+
+impl ProblemArgs {
+    /// The library's settings.
+    pub fn settings(&self) -> ProblemSettings {
+        ProblemSettings {
+            data: self.data.clone(),
+            dictionary: self.dictionary.clone(),
+            atoms: self.atoms,
+            pixel_max: self.pixel_max,
+            sigma2: self.sigma2,
+            target: self.target,
+            tangent_k: self.tangent_k,
+            tangent_scale: self.tangent_scale,
+            lambda: self.lambda,
+            seed: self.seed,
+            backend: self.backend,
+            out: self.out.clone(),
+        }
+    }
+}
+
+impl DynamicsArgs {
+    /// The library's settings.
+    pub fn options(&self) -> DynamicsOptions {
+        DynamicsOptions {
+            steps: self.steps,
+            batch: self.batch,
+            leapfrog_steps: self.leapfrog_steps,
+            eta: self.eta,
+            discount: self.discount,
+            no_mh: self.no_mh,
+            sghmc_noise: self.sghmc_noise,
+            lasso_iterations: self.lasso_iterations,
+        }
+    }
+}
+
+impl SampleArgs {
+    /// The library's settings.
+    pub fn settings(&self) -> SampleSettings {
+        SampleSettings {
+            problem: self.problem.settings(),
+            chains: self.chains,
+            samples: self.samples,
+            method: self.method,
+            init: self.init,
+            dynamics: self.dynamics.options(),
+            keep: self.keep,
+            burn_in: self.burn_in,
+            checkpoint_every: self.checkpoint_every,
+        }
+    }
+}
+
+impl AugmentArgs {
+    /// The library's settings (the preset already applied by `cli::parse`).
+    pub fn settings(&self) -> AugmentSettings {
+        AugmentSettings {
+            preset: self.preset,
+            problem: self.problem.settings(),
+            labels: self.labels.clone(),
+            ratio: self.ratio,
+            classes: self.classes.clone(),
+            limit: self.limit,
+            samples: self.samples,
+            burn_in: self.burn_in,
+            method: self.method,
+            dynamics: self.dynamics.options(),
+            smooth: self.smooth,
+            soft_threshold: self.soft_threshold,
+            rescale: self.rescale,
+            no_original_codes: self.no_original_codes,
+            encode_test: self.encode_test,
+            reencode: self.reencode,
+            test_limit: self.test_limit,
+            no_quality: self.no_quality,
+        }
+    }
+}
+
+impl EncodeArgs {
+    /// The library's settings.
+    pub fn settings(&self) -> EncodeSettings {
+        EncodeSettings {
+            problem: self.problem.settings(),
+            count: self.count,
+            iterations: self.iterations,
+        }
+    }
+}
+
+impl QualityArgs {
+    /// The library's settings (`--json` is the command line's own).
+    pub fn settings(&self) -> QualitySettings {
+        QualitySettings {
+            generated: self.generated.clone(),
+            generated_labels: self.generated_labels.clone(),
+            generated_scale: self.generated_scale,
+            data: self.data.clone(),
+            labels: self.labels.clone(),
+            classes: self.classes.clone(),
+            limit: self.limit,
+            test_limit: self.test_limit,
+            seed: self.seed,
+            out: self.out.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        let mut all = vec!["rmld"];
+        all.extend_from_slice(args);
+        Cli::parse_from(all).command
+    }
+
+    /// The options' defaults are the library's `Default`s (and the paper preset's values).
+    #[test]
+    fn defaults_are_the_librarys() {
+        let Command::Sample(sample) = parse(&["sample"]) else {
+            panic!("not sample")
+        };
+        assert_eq!(sample.settings(), SampleSettings::default());
+        let Command::Encode(encode) = parse(&["encode"]) else {
+            panic!("not encode")
+        };
+        assert_eq!(encode.settings(), EncodeSettings::default());
+        let Command::Augment(augment) = parse(&["augment"]) else {
+            panic!("not augment")
+        };
+        // Before `cli::parse` applies a preset, every option is at its own default: the paper's.
+        let mut paper = AugmentSettings::paper();
+        paper.preset = None;
+        assert_eq!(augment.settings(), paper);
+    }
+
+    #[test]
+    fn presets_fill_what_was_not_given() {
+        let Command::Augment(mut augment) = parse(&["augment", "--eta", "0.5"]) else {
+            panic!("not augment")
+        };
+        augment.preset = Some(Preset::Quality);
+        apply_preset(Preset::Quality, &mut augment, |id| id == "eta");
+        let mut want = AugmentSettings::quality();
+        want.dynamics.eta = 0.5;
+        assert_eq!(augment.settings(), want);
+    }
 }

@@ -1,16 +1,19 @@
-//! The `rmld` command line: argument parsing and the commands built on the library.
+//! The `rmld` command line: parsing, printing, progress bars and signals around `rmld::session`.
+//!
+//! The library's session layer does the work; this module maps arguments to its settings and
+//! setting names back to options in messages.
 
 pub mod args;
-mod augment;
 mod bench;
-mod encode;
-mod problem;
-mod quality;
-mod report;
-mod sample;
 mod signals;
+mod terminal;
+
+use rmld::session::{judge_images, Augmenter, Encoder, Outcome, Sampler};
+use rmld::{Error, Result};
 
 pub use args::{Cli, Command};
+use signals::StopRequest;
+use terminal::Terminal;
 
 /// How a command ended, when it did not fail.
 pub enum Finished {
@@ -20,7 +23,6 @@ pub enum Finished {
     Interrupted { status: u8 },
 }
 
-/// Runs the parsed command.
 /// Parses the command line and resolves `rmld augment`'s preset against the options given.
 pub fn parse() -> Cli {
     use clap::{CommandFactory, FromArgMatches};
@@ -31,23 +33,147 @@ pub fn parse() -> Cli {
     {
         let given = |id: &str| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
         let preset = args.preset.unwrap_or(if given("method") {
-            args::Preset::Paper
+            rmld::session::Preset::Paper
         } else {
-            args::Preset::Quality
+            rmld::session::Preset::Quality
         });
         args.preset = Some(preset);
-        preset.apply(args, given);
+        args::apply_preset(preset, args, given);
     }
     cli
 }
 
-pub fn dispatch(cli: &Cli) -> rmld::Result<Finished> {
+/// Runs the parsed command.
+pub fn dispatch(cli: &Cli) -> Result<Finished> {
+    let options = options_of(&cli.command);
+    let terminal = |stop: Option<StopRequest>| Terminal::new(stop, options.clone());
     match &cli.command {
-        Command::Sample(args) => sample::sample(args),
-        Command::Resume(args) => sample::resume(args),
-        Command::Encode(args) => encode::encode(args).map(|()| Finished::Complete),
-        Command::Augment(args) => augment::augment(args),
-        Command::Bench(args) => bench::bench(args).map(|()| Finished::Complete),
-        Command::Quality(args) => quality::quality(args),
+        Command::Sample(args) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let outcome = Sampler::new(args.settings()).run(&terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Resume(args) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let outcome = Sampler::resume(&args.dir, &terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Encode(args) => {
+            let terminal = terminal(None);
+            let outcome = Encoder::new(args.settings()).run(&terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Augment(args) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let outcome = Augmenter::new(args.settings()).run(&terminal)?;
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Bench(args) => bench::bench(args, &terminal(None)).map(|()| Finished::Complete),
+        Command::Quality(args) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let outcome = judge_images(&args.settings(), &terminal)?;
+            if outcome.interrupted {
+                eprintln!("rmld quality: interrupted; no report written");
+            } else if args.json {
+                let text = serde_json::to_string_pretty(&outcome.report)
+                    .map_err(|e| Error::Internal(format!("cannot format the report: {e}")))?;
+                println!("{text}");
+                return Ok(Finished::Complete);
+            }
+            Ok(finish(&terminal, &outcome))
+        }
+    }
+}
+
+/// Prints the summary and turns the outcome into an exit status.
+fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
+    for line in &outcome.summary {
+        println!("{line}");
+    }
+    if outcome.interrupted {
+        Finished::Interrupted {
+            status: terminal.exit_status(),
+        }
+    } else {
+        Finished::Complete
+    }
+}
+
+/// The error as the command line prints it: a setting's name as its option (`--batch`), for
+/// the settings that are options of the command run (`options`, from `options_of`).
+pub fn error_text(error: &Error, options: &[String]) -> String {
+    match error {
+        Error::Usage { field, message } => {
+            format!("invalid setting {}: {message}", flag(field, options))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The long options of `command` (`rmld resume` runs with `rmld sample`'s settings).
+pub fn options_of(command: &Command) -> Vec<String> {
+    use clap::CommandFactory;
+    let name = match command {
+        Command::Sample(_) | Command::Resume(_) => "sample",
+        Command::Encode(_) => "encode",
+        Command::Augment(_) => "augment",
+        Command::Bench(_) => "bench",
+        Command::Quality(_) => "quality",
+    };
+    Cli::command()
+        .find_subcommand(name)
+        .map(|sub| {
+            sub.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The option that sets the library setting `name` (`lasso_iterations` → `--lasso-iterations`;
+/// a pair `dim/images` → `--dim/--images`) when `options` has it; other names (options already,
+/// or descriptions such as "training images") pass through unchanged.
+pub fn flag(name: &str, options: &[String]) -> String {
+    if name.starts_with('-') {
+        return name.to_string();
+    }
+    let parts: Vec<String> = name.split('/').map(|one| one.replace('_', "-")).collect();
+    if !parts.iter().all(|part| options.contains(part)) {
+        return name.to_string();
+    }
+    parts
+        .iter()
+        .map(|part| format!("--{part}"))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> Vec<String> {
+        use clap::Parser;
+        let mut all = vec!["rmld"];
+        all.extend_from_slice(args);
+        options_of(&Cli::parse_from(all).command)
+    }
+
+    #[test]
+    fn usage_errors_name_the_option() {
+        let sample = options(&["sample"]);
+        assert_eq!(flag("lasso_iterations", &sample), "--lasso-iterations");
+        assert_eq!(flag("lambda", &sample), "--lambda");
+        assert_eq!(flag("--tangent-k", &sample), "--tangent-k");
+        assert_eq!(flag("out", &options(&["resume", "dir"])), "--out");
+        assert_eq!(flag("dim/images", &options(&["bench"])), "--dim/--images");
+        // Descriptions and settings the command has no option for pass through.
+        assert_eq!(flag("training images", &sample), "training images");
+        assert_eq!(flag("images", &options(&["augment"])), "images");
+        let e = Error::usage("burn_in", "too long");
+        assert_eq!(
+            error_text(&e, &sample),
+            "invalid setting --burn-in: too long"
+        );
     }
 }

@@ -18,7 +18,8 @@ pub struct PostProcess {
 }
 
 /// The final mapping to 0..255.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Rescale {
     /// Clip to 0..255.

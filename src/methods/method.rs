@@ -7,7 +7,8 @@ use super::{hmc, mala, rmld, ChainOp, DynamicsSettings};
 /// The proposal mechanism of one outer iteration. RMLD is the paper's (approximate) sampler;
 /// MALA and HMC use the full-data gradient and an exact Metropolis-Hastings ratio, so they
 /// sample the posterior exactly (up to f32 rounding) and let tests check the kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
     /// Algorithm 1 (T momentum steps with minibatch gradients) and the linearised MH of

@@ -60,12 +60,12 @@ impl AugmentPlan {
     ) -> Result<Self> {
         if !(ratio.is_finite() && ratio > 0.0) {
             return Err(Error::usage(
-                "--ratio",
+                "ratio",
                 format!("must be positive, got {ratio}"),
             ));
         }
         if samples_per_chain == 0 {
-            return Err(Error::usage("--samples", "must be at least 1"));
+            return Err(Error::usage("samples", "must be at least 1"));
         }
         let mut present: Vec<u32> = labels.to_vec();
         present.sort_unstable();
@@ -75,7 +75,7 @@ impl AugmentPlan {
             Some(w) => {
                 if let Some(bad) = w.iter().find(|l| present.binary_search(l).is_err()) {
                     return Err(Error::usage(
-                        "--classes",
+                        "classes",
                         format!("class {bad} is not among the data's labels {present:?}"),
                     ));
                 }
@@ -86,7 +86,7 @@ impl AugmentPlan {
             }
         };
         if chosen.is_empty() {
-            return Err(Error::usage("--classes", "no class to augment"));
+            return Err(Error::usage("classes", "no class to augment"));
         }
         let mut order = Vec::new();
         let mut classes = Vec::new();
@@ -96,7 +96,7 @@ impl AugmentPlan {
             let count = order.len() - first;
             if count < batch as usize {
                 return Err(Error::usage(
-                    "--batch",
+                    "batch",
                     format!(
                         "class {label} has {count} images, fewer than the minibatch of {batch}: \
                          lower --batch or leave the class out with --classes"
@@ -112,7 +112,7 @@ impl AugmentPlan {
             });
         }
         if order.len() > u32::MAX as usize {
-            return Err(Error::usage("--data", "more than 4294967295 images"));
+            return Err(Error::usage("data", "more than 4294967295 images"));
         }
         Ok(AugmentPlan {
             order,

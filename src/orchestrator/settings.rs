@@ -2,12 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::DynamicsSettings;
+use crate::methods::DynamicsSettings;
 use crate::methods::Method;
 use crate::{Error, Result};
 
 /// How chains start (equation 10 of the paper, or white noise).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Init {
     /// X^0 ~ N(0, I).
@@ -15,7 +16,7 @@ pub enum Init {
     /// X^0 = the LASSO code of a data point drawn at random.
     Lasso,
     /// X^0 = a data point drawn at random, itself (pixel-space samplers, where p = d).
-    #[value(skip)]
+    #[cfg_attr(feature = "cli", value(skip))]
     Data,
 }
 
@@ -52,21 +53,21 @@ fn positive(field: &'static str, value: f64) -> Result<()> {
 impl SamplerSettings {
     /// Checks every setting before anything is dispatched.
     pub fn validate(&self) -> Result<()> {
-        positive("--eta", self.dynamics.eta as f64)?;
-        positive("--steps", self.dynamics.steps as f64)?;
-        positive("--batch", self.dynamics.batch as f64)?;
-        positive("--chains", self.chains as f64)?;
-        positive("--samples", self.samples as f64)?;
-        positive("--discount", self.discount as f64)?;
+        positive("eta", self.dynamics.eta as f64)?;
+        positive("steps", self.dynamics.steps as f64)?;
+        positive("batch", self.dynamics.batch as f64)?;
+        positive("chains", self.chains as f64)?;
+        positive("samples", self.samples as f64)?;
+        positive("discount", self.discount as f64)?;
         if self.dynamics.method == Method::Hmc {
-            positive("--leapfrog-steps", self.dynamics.leapfrog_steps as f64)?;
+            positive("leapfrog_steps", self.dynamics.leapfrog_steps as f64)?;
         }
         if self.chains > u32::MAX as usize {
-            return Err(Error::usage("--chains", "at most 4294967295 chains"));
+            return Err(Error::usage("chains", "at most 4294967295 chains"));
         }
         if self.init == Init::Lasso && self.lasso_iterations == 0 {
             return Err(Error::usage(
-                "--lasso-iterations",
+                "lasso_iterations",
                 "must be at least 1 with --init lasso",
             ));
         }

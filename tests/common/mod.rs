@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use rmld::backend::DynamicsSettings;
 use rmld::io::Pixels;
+use rmld::model::{Dictionary, Observations, Target};
 use rmld::rng::{Purpose, Stream};
-use rmld::target::{Dictionary, Observations, Target};
 
 /// n random 8-bit observations of dimension d (scaled to [0, 1]).
 pub fn random_observations(n: usize, d: usize, seed: u64) -> Observations {

@@ -17,7 +17,8 @@ use kernel_density::ChainInfo;
 use tangent::{TangentBasis, TangentSettings};
 
 /// The energy U(X) the chains sample (`--target`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum TargetKind {
     /// The paper's posterior: 1/(2σ²)·||A X − xbar||² + lam·||X||₁ (xbar: the class's mean).

@@ -1,43 +1,63 @@
-//! `rmld augment`: class-conditional chains in one run, their samples mixed with the originals and written as IDX, NPY and PNG.
+//! Class-conditional augmentation (`Augmenter`): chains per class in one run, their samples mixed with the originals and written as IDX, NPY and PNG.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
-use rmld::backend::kernel_hmc::KernelTarget;
-use rmld::backend::Backend;
-use rmld::diagnostics::quality::LabelledImages;
-use rmld::dynamics::Method;
-use rmld::io::postprocess::PostProcess;
-use rmld::io::{self, Dataset, NpyStream, Pixels};
-use rmld::orchestrator::augment::{AugmentPlan, AugmentSink};
-use rmld::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
-use rmld::target::{Dictionary, Observations, Target, TargetKind};
-use rmld::{Error, Result};
+use crate::backend::kernel_hmc::KernelTarget;
+use crate::backend::Backend;
+use crate::diagnostics::quality::LabelledImages;
+use crate::io::{self, Dataset, NpyStream, Pixels};
+use crate::methods::Method;
+use crate::model::{Dictionary, Observations, Target, TargetKind};
+use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
+use crate::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
+use crate::{Error, Result};
 
-use super::args::{AugmentArgs, AugmentMethod};
+use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
-use super::signals::StopRequest;
-use super::Finished;
+use super::settings::{AugmentMethod, AugmentSettings};
+use super::Outcome;
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
 /// Generated samples per class shown in the PNG grid.
 const GRID_COLUMNS: usize = 12;
 
-pub fn augment(args: &AugmentArgs) -> Result<Finished> {
+/// Generates a class-conditional augmentation set into `settings.problem.out`: new samples per
+/// class (one per `ratio` originals) mixed with the originals, written as MNIST-style IDX, NPY
+/// codes and labels, a PNG grid per class and report.json, with the sample-quality metrics.
+#[derive(Clone, Debug)]
+pub struct Augmenter {
+    settings: AugmentSettings,
+}
+
+impl Augmenter {
+    /// An augmentation with these settings (checked when it runs).
+    pub fn new(settings: AugmentSettings) -> Self {
+        Augmenter { settings }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &AugmentSettings {
+        &self.settings
+    }
+
+    /// Runs the whole pipeline. Stopped early by the observer, the generated part and
+    /// report.json are written, the augmented set is not, and `interrupted` is set.
+    pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
+        augment(&self.settings, observer)
+    }
+}
+
+fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
-    let post = PostProcess {
-        smooth: args.smooth,
-        soft_threshold: args.soft_threshold,
-        rescale: args.rescale,
-    };
-    post.validate()?;
+    args.validate()?;
+    let post = args.postprocess();
     let dataset = load_labelled(args)?;
     // Checked before any work: a missing test split must not cost a whole run.
     let test = if args.encode_test {
@@ -65,22 +85,19 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     let kernel = args.method == AugmentMethod::KernelHmc;
     if kernel && args.reencode {
         return Err(Error::usage(
-            "--reencode",
+            "reencode",
             "kernel-hmc samples images and has no codes to replace",
         ));
     }
     if kernel && args.encode_test {
         return Err(Error::usage(
-            "--encode-test",
+            "encode_test",
             "kernel-hmc samples images and has no codes to encode the test split for",
         ));
     }
     // Kernel HMC samples images on the 0..1 scale, where its step size means the same for
     // every dataset; its "dictionary" is the identity (codes are the images).
-    let mut problem_args = args.problem.clone();
-    if kernel {
-        problem_args.pixel_max = 1.0;
-    }
+    let problem_args = args.problem_settings();
     let problem = build_problem(&problem_args, sorted)?;
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
@@ -96,7 +113,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     let settings = sampler_settings(args, &plan)?;
     if kernel && args.problem.target != TargetKind::Paper {
         return Err(Error::usage(
-            "--target",
+            "target",
             "kernel-hmc has its own target (a kernel density of the class's images)",
         ));
     }
@@ -106,7 +123,6 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     );
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
-    let stop = StopRequest::install();
     let mut backend = if kernel {
         let kernel_target = KernelTarget::with_median_bandwidth(
             target.observations.clone(),
@@ -115,12 +131,14 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         )?;
         make_kernel_backend(
             args.problem.backend,
+            observer,
             &Arc::new(kernel_target),
             &settings.dynamics,
         )?
     } else {
         make_backend(
             args.problem.backend,
+            observer,
             &target,
             &settings.dynamics,
             settings.chains,
@@ -133,7 +151,14 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         args.burn_in
     };
     let mut sink = AugmentSink::new(&plan, burn_in, !kernel);
-    let run = generate(args, backend.as_mut(), &target, &settings, &mut sink, &stop)?;
+    let run = generate(
+        args,
+        backend.as_mut(),
+        &target,
+        &settings,
+        &mut sink,
+        observer,
+    )?;
     let generation_seconds = started.elapsed().as_secs_f64();
 
     // The generated part first, so an interruption later loses none of it.
@@ -164,7 +189,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     if args.reencode && !run.interrupted {
         let scale = full / 255.0;
         let images: Vec<f32> = generated_pixels.iter().map(|&v| v as f32 * scale).collect();
-        if let Some(codes) = encode_rows(backend.as_mut(), &target, &images, args, &stop)? {
+        if let Some(codes) = encode_rows(backend.as_mut(), &target, &images, args, observer)? {
             generated_codes = codes;
             reencoded = true;
         }
@@ -229,7 +254,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
             &originals,
             &generated_pixels,
             &generated_labels,
-            &stop,
+            observer,
             &mut report,
         )?
     };
@@ -246,7 +271,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
             &originals,
             &generated_codes,
             args,
-            &stop,
+            observer,
         )?;
     }
     let mut all_pixels = original_pixels(&originals);
@@ -271,7 +296,8 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         }
     }
     if let (true, Some(test)) = (finished, &test) {
-        let count = encode_test_split(out, backend.as_mut(), &problem.target, test, args, &stop)?;
+        let count =
+            encode_test_split(out, backend.as_mut(), &problem.target, test, args, observer)?;
         match count {
             Some(n) => report["test_count"] = json!(n),
             None => finished = false,
@@ -280,7 +306,7 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
     report["interrupted"] = json!(!finished);
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
-    println!(
+    let mut summary = vec![format!(
         "rmld augment ({:?}): {g} samples of {} classes from {} chains on {} in {generation_seconds:.1} s \
          ({:.0} samples/s, acceptance {:.1}%); {} originals; wrote {}",
         args.method,
@@ -291,20 +317,18 @@ pub fn augment(args: &AugmentArgs) -> Result<Finished> {
         100.0 * run.acceptance_rate(),
         originals.n,
         out.display()
-    );
-    if let Quality::Line(line) = &quality {
-        println!("{line}");
+    )];
+    if let Quality::Line(line) = quality {
+        summary.push(line);
     }
     if !finished {
-        eprintln!(
-            "rmld augment: interrupted; the generated part and report.json are written, the \
-             augmented set is not"
-        );
-        return Ok(Finished::Interrupted {
-            status: stop.exit_status(),
-        });
+        observer.notice(&Notice::AugmentInterrupted);
     }
-    Ok(Finished::Complete)
+    Ok(Outcome {
+        interrupted: !finished,
+        report,
+        summary,
+    })
 }
 
 /// How the sample-quality metrics went.
@@ -321,11 +345,11 @@ enum Quality {
 /// originals, in `report["quality"]` and report.json. A problem with the metrics' inputs (say, no
 /// real image left to calibrate them) is a note in the report, not a failed run.
 fn add_quality(
-    args: &AugmentArgs,
+    args: &AugmentSettings,
     originals: &Dataset,
     generated_pixels: &[u8],
     generated_labels: &[u32],
-    stop: &StopRequest,
+    observer: &dyn Observer,
     report: &mut Value,
 ) -> Result<Quality> {
     if args.no_quality || generated_labels.is_empty() {
@@ -342,7 +366,7 @@ fn add_quality(
         args.test_limit,
         &generated,
         args.problem.seed,
-        &|| stop.requested(),
+        observer,
     );
     let quality = match judged {
         Ok(Some(q)) => {
@@ -351,8 +375,8 @@ fn add_quality(
         }
         Ok(None) => return Ok(Quality::Interrupted),
         Err(e) if e.is_user_error() => {
-            eprintln!("rmld augment: no quality metrics: {e}");
             report["quality"] = json!({ "skipped": e.to_string() });
+            observer.notice(&Notice::QualitySkipped { error: e });
             Quality::Skipped
         }
         Err(e) => return Err(e),
@@ -361,8 +385,8 @@ fn add_quality(
     Ok(quality)
 }
 
-/// The training data with labels, limited to its first `--limit` images.
-fn load_labelled(args: &AugmentArgs) -> Result<Dataset> {
+/// The training data with labels, limited to its first `limit` images.
+fn load_labelled(args: &AugmentSettings) -> Result<Dataset> {
     let mut dataset = Dataset::load_or_embedded(args.problem.data.as_deref())?;
     if let Some(path) = &args.labels {
         dataset = dataset.with_labels_file(path)?;
@@ -375,7 +399,7 @@ fn load_labelled(args: &AugmentArgs) -> Result<Dataset> {
         ));
     }
     match args.limit {
-        Some(0) => Err(Error::usage("--limit", "must be at least 1")),
+        Some(0) => Err(Error::usage("limit", "must be at least 1")),
         Some(n) if n < dataset.n => dataset.try_subset(&(0..n).collect::<Vec<_>>()),
         _ => Ok(dataset),
     }
@@ -389,7 +413,7 @@ fn class_means(observations: &Observations, plan: &AugmentPlan) -> Vec<f32> {
         .collect()
 }
 
-fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSettings> {
+fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<SamplerSettings> {
     let method = match args.method {
         AugmentMethod::Mala => Method::Mala,
         AugmentMethod::Hmc => Method::Hmc,
@@ -400,7 +424,7 @@ fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSet
         _ => args
             .burn_in
             .checked_add(args.samples)
-            .ok_or_else(|| Error::usage("--burn-in", "burn-in plus samples pass 4294967295"))?,
+            .ok_or_else(|| Error::usage("burn_in", "burn-in plus samples pass 4294967295"))?,
     };
     let settings = SamplerSettings {
         chains: plan.chains(),
@@ -421,12 +445,12 @@ fn sampler_settings(args: &AugmentArgs, plan: &AugmentPlan) -> Result<SamplerSet
 
 /// Runs the chains (or, for Compression, only their LASSO starts) into `sink`.
 fn generate(
-    args: &AugmentArgs,
+    args: &AugmentSettings,
     backend: &mut dyn Backend,
     target: &Target,
     settings: &SamplerSettings,
     sink: &mut AugmentSink,
-    stop: &StopRequest,
+    observer: &dyn Observer,
 ) -> Result<SampleRun> {
     let state = orchestrator::start(backend, target, settings)?;
     if args.method == AugmentMethod::Compression {
@@ -437,9 +461,13 @@ fn generate(
             ..state
         });
     }
-    let bar = progress_bar(settings.samples as u64, "sampling");
-    let mut progress = |outer: u32| bar.set_position(outer as u64);
-    let stop_now = || stop.requested();
+    observer.phase_start(&Phase {
+        name: "sampling",
+        len: Some(settings.samples as u64),
+        unit: "",
+    });
+    let mut progress = |outer: u32| observer.phase_advance(outer as u64);
+    let stop_now = || observer.stop_requested();
     let hooks = Hooks {
         sink,
         progress: &mut progress,
@@ -448,17 +476,8 @@ fn generate(
         checkpoint: &mut |_, _| Ok(()),
     };
     let run = orchestrator::continue_run(backend, target, settings, state, hooks)?;
-    bar.finish_and_clear();
+    observer.phase_finish();
     Ok(run)
-}
-
-fn progress_bar(len: u64, what: &str) -> ProgressBar {
-    ProgressBar::new(len).with_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} ({{elapsed}}, eta {{eta}})"
-        ))
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    )
 }
 
 /// Streams codes.npy: the originals' LASSO codes (encoded batch by batch) then the generated
@@ -469,8 +488,8 @@ fn write_augmented_codes(
     target: &Target,
     originals: &Dataset,
     generated_codes: &[f32],
-    args: &AugmentArgs,
-    stop: &StopRequest,
+    args: &AugmentSettings,
+    observer: &dyn Observer,
 ) -> Result<bool> {
     let Some(mut stream) = encode_into(
         &out.join("codes.npy"),
@@ -478,7 +497,7 @@ fn write_augmented_codes(
         target,
         originals,
         args,
-        stop,
+        observer,
     )?
     else {
         return Ok(false);
@@ -495,8 +514,8 @@ fn encode_into(
     backend: &mut dyn Backend,
     target: &Target,
     dataset: &Dataset,
-    args: &AugmentArgs,
-    stop: &StopRequest,
+    args: &AugmentSettings,
+    observer: &dyn Observer,
 ) -> Result<Option<NpyStream>> {
     let observations = Observations::from_dataset(dataset, args.problem.pixel_max);
     let mut stream = NpyStream::create(path, &[target.p()])?;
@@ -505,7 +524,7 @@ fn encode_into(
         &mut |images| backend.encode(images, target.lam, iterations),
         observations.n,
         "encoding",
-        stop,
+        observer,
         |rows| rows.flat_map(|i| observations.row(i)).collect(),
         |codes| stream.append(codes),
     )?;
@@ -523,8 +542,8 @@ fn encode_rows(
     backend: &mut dyn Backend,
     target: &Target,
     images: &[f32],
-    args: &AugmentArgs,
-    stop: &StopRequest,
+    args: &AugmentSettings,
+    observer: &dyn Observer,
 ) -> Result<Option<Vec<f32>>> {
     let d = target.d();
     let n = images.len() / d;
@@ -534,7 +553,7 @@ fn encode_rows(
         &mut |batch| backend.encode(batch, target.lam, iterations),
         n,
         "re-encoding",
-        stop,
+        observer,
         |rows| images[rows.start * d..rows.end * d].to_vec(),
         |batch| {
             codes.extend_from_slice(batch);
@@ -549,30 +568,34 @@ fn encode_rows(
 fn encode_batches(
     encode: &mut dyn FnMut(&[f32]) -> Result<Vec<f32>>,
     n: usize,
-    what: &str,
-    stop: &StopRequest,
+    what: &'static str,
+    observer: &dyn Observer,
     images: impl Fn(std::ops::Range<usize>) -> Vec<f32>,
     mut sink: impl FnMut(&[f32]) -> Result<()>,
 ) -> Result<bool> {
-    let bar = progress_bar(n as u64, what);
+    observer.phase_start(&Phase {
+        name: what,
+        len: Some(n as u64),
+        unit: "",
+    });
     for start in (0..n).step_by(ENCODE_BATCH) {
-        if stop.requested() {
-            bar.finish_and_clear();
+        if observer.stop_requested() {
+            observer.phase_finish();
             return Ok(false);
         }
         let end = (start + ENCODE_BATCH).min(n);
         sink(&encode(&images(start..end))?)?;
-        bar.set_position(end as u64);
+        observer.phase_advance(end as u64);
     }
-    bar.finish_and_clear();
+    observer.phase_finish();
     Ok(true)
 }
 
 /// The labelled test split beside --data, limited to --test-limit images.
-fn load_test(args: &AugmentArgs, train: &Dataset) -> Result<Dataset> {
+fn load_test(args: &AugmentSettings, train: &Dataset) -> Result<Dataset> {
     let dir = args.problem.data.as_deref().ok_or_else(|| {
         Error::usage(
-            "--encode-test",
+            "encode_test",
             "needs --data naming a folder with a test split",
         )
     })?;
@@ -595,7 +618,7 @@ fn load_test(args: &AugmentArgs, train: &Dataset) -> Result<Dataset> {
         return Err(Error::input(&test.source, "has no labels file beside it"));
     }
     match args.test_limit {
-        Some(0) => Err(Error::usage("--test-limit", "must be at least 1")),
+        Some(0) => Err(Error::usage("test_limit", "must be at least 1")),
         Some(n) if n < test.n => test.try_subset(&(0..n).collect::<Vec<_>>()),
         _ => Ok(test),
     }
@@ -607,8 +630,8 @@ fn encode_test_split(
     backend: &mut dyn Backend,
     target: &Target,
     test: &Dataset,
-    args: &AugmentArgs,
-    stop: &StopRequest,
+    args: &AugmentSettings,
+    observer: &dyn Observer,
 ) -> Result<Option<usize>> {
     match encode_into(
         &out.join("test-codes.npy"),
@@ -616,7 +639,7 @@ fn encode_test_split(
         target,
         test,
         args,
-        stop,
+        observer,
     )? {
         Some(stream) => stream.finish()?,
         None => return Ok(None),
@@ -652,7 +675,7 @@ fn idx_labels(labels: &[u32]) -> Result<Vec<u8>> {
         .map(|&l| {
             u8::try_from(l).map_err(|_| {
                 Error::usage(
-                    "--labels",
+                    "labels",
                     format!("label {l} does not fit an IDX labels file (0..=255)"),
                 )
             })

@@ -1,34 +1,57 @@
-//! `rmld encode`: LASSO codes of a dataset and their reconstructions A z (the paper's "Compression").
+//! Encoding runs (`Encoder`): LASSO codes of a dataset and their reconstructions A z (the paper's "Compression").
 
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use rmld::backend::DynamicsSettings;
-use rmld::io;
-use rmld::{Error, Result};
+use crate::io;
+use crate::methods::DynamicsSettings;
+use crate::Result;
 
-use super::args::EncodeArgs;
+use super::observer::{Observer, Phase};
 use super::problem::{load_problem, make_backend};
 use super::report::{dataset_json, picture_columns};
+use super::settings::EncodeSettings;
+use super::Outcome;
 
 /// Rows encoded per backend call: bounds memory and lets the progress bar move.
 const ENCODE_BATCH: usize = 1024;
 
-pub fn encode(args: &EncodeArgs) -> Result<()> {
+/// LASSO-encodes a dataset with the dictionary and writes codes.npy, reconstructions.npy,
+/// dictionary.npy, reconstructions.png and report.json into `settings.problem.out`.
+#[derive(Clone, Debug)]
+pub struct Encoder {
+    settings: EncodeSettings,
+}
+
+impl Encoder {
+    /// An encoding run with these settings (checked when it runs).
+    pub fn new(settings: EncodeSettings) -> Self {
+        Encoder { settings }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &EncodeSettings {
+        &self.settings
+    }
+
+    /// Encodes and writes every output (the observer's stop request is not polled: encoding
+    /// has no resumable state).
+    pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
+        encode(&self.settings, observer)
+    }
+}
+
+fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
+    args.validate()?;
     let problem = load_problem(&args.problem)?;
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());
     let n = match args.count {
-        Some(0) => return Err(Error::usage("--count", "must be at least 1")),
         Some(c) => c.min(problem.dataset.n),
         None => problem.dataset.n,
     };
-    if args.iterations == 0 {
-        return Err(Error::usage("--iterations", "must be at least 1"));
-    }
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let dynamics = DynamicsSettings {
@@ -38,15 +61,20 @@ pub fn encode(args: &EncodeArgs) -> Result<()> {
         seed: args.problem.seed,
         ..Default::default()
     };
-    let mut backend = make_backend(args.problem.backend, target, &dynamics, ENCODE_BATCH.min(n))?;
+    let mut backend = make_backend(
+        args.problem.backend,
+        observer,
+        target,
+        &dynamics,
+        ENCODE_BATCH.min(n),
+    )?;
     let info = backend.info();
 
-    let bar = ProgressBar::new(n as u64).with_style(
-        ProgressStyle::with_template(
-            "{spinner} encoding [{bar:30}] {pos}/{len} ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    observer.phase_start(&Phase {
+        name: "encoding",
+        len: Some(n as u64),
+        unit: "",
+    });
     let mut codes = Vec::with_capacity(n * p);
     let mut originals = Vec::with_capacity(n * d);
     for start in (0..n).step_by(ENCODE_BATCH) {
@@ -56,9 +84,9 @@ pub fn encode(args: &EncodeArgs) -> Result<()> {
             .collect();
         codes.extend(backend.encode(&images, target.lam, args.iterations)?);
         originals.extend(images);
-        bar.set_position((start + rows) as u64);
+        observer.phase_advance((start + rows) as u64);
     }
-    bar.finish_and_clear();
+    observer.phase_finish();
     let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes);
 
     io::write_npy_f32(&out.join("codes.npy"), &[n, p], &codes)?;
@@ -102,20 +130,24 @@ pub fn encode(args: &EncodeArgs) -> Result<()> {
                      "reconstructions.png": "top: originals; bottom: their reconstructions A z" },
     });
     io::write_json_atomic(&out.join("report.json"), &report)?;
-    println!(
+    let summary = vec![format!(
         "rmld encode: {n} observations → {p} atoms on {} in {:.1} s; mean squared error {error:.4}, \
          {nonzero:.1} non-zero atoms on average; wrote {}",
         info.device,
         started.elapsed().as_secs_f64(),
         out.display()
-    );
-    Ok(())
+    )];
+    Ok(Outcome {
+        interrupted: false,
+        report,
+        summary,
+    })
 }
 
 /// A z for every code (rows of p), through the CPU product.
 fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32]) -> Vec<f32> {
     let rows = codes.len() / p;
     let mut out = vec![0f32; rows * d];
-    rmld::backend::cpu::matmul::residual_product(a, d, p, codes, &vec![0f32; rows * d], &mut out);
+    crate::backend::cpu::matmul::residual_product(a, d, p, codes, &vec![0f32; rows * d], &mut out);
     out
 }

@@ -1,36 +1,68 @@
-//! `rmld sample` and `rmld resume`: run the chains, streaming codes and images to disk, with
-//! checkpoints, a lock on the output folder, and a clean stop on SIGINT/SIGTERM.
+//! Sampling runs and their resumption (`Sampler`), with checkpoints, a run lock and clean stops.
+//!
+//! The chains stream codes and images to disk, with checkpoints, a lock on the output folder,
+//! and a clean stop when the observer asks.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use rmld::backend::Backend;
-use rmld::io::{self, NpyStream};
-use rmld::orchestrator::checkpoint::hash_values;
-use rmld::orchestrator::{
+use crate::backend::Backend;
+use crate::io::{self, NpyStream};
+use crate::model::Target;
+use crate::orchestrator::checkpoint::hash_values;
+use crate::orchestrator::{
     self, Checkpoint, Hooks, KeepPolicy, SampleRun, SampleSink, SamplerSettings,
 };
-use rmld::target::Target;
-use rmld::{Error, Result};
+use crate::{Error, Result};
 
-use super::args::{ResumeArgs, SampleArgs};
+use super::observer::{Notice, Observer, Phase};
 use super::problem::{load_problem, make_backend, Problem};
 use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
-use super::signals::StopRequest;
-use super::Finished;
+use super::settings::SampleSettings;
+use super::Outcome;
 
-/// The checkpoint's file name inside `--out`.
+/// The checkpoint's file name inside the output folder.
 pub const CHECKPOINT: &str = "checkpoint.rmld";
 /// The lock file that keeps two runs out of one folder.
-const LOCK: &str = ".rmld.lock";
+pub const LOCK: &str = ".rmld.lock";
 
-pub fn sample(args: &SampleArgs) -> Result<Finished> {
+/// Runs C chains for K outer iterations and writes codes.npy, images.npy, dictionary.npy,
+/// samples.png and report.json into `settings.problem.out` (and checkpoint.rmld every
+/// `checkpoint_every` iterations or when stopped early).
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    settings: SampleSettings,
+}
+
+impl Sampler {
+    /// A sampler with these settings (checked when it runs).
+    pub fn new(settings: SampleSettings) -> Self {
+        Sampler { settings }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &SampleSettings {
+        &self.settings
+    }
+
+    /// Runs from the start. A checkpoint an earlier run left in the folder is removed first.
+    pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
+        sample(&self.settings, observer)
+    }
+
+    /// Continues the run stopped in `dir` from its checkpoint; the samples equal those of an
+    /// uninterrupted run on the same backend.
+    pub fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
+        resume(dir, observer)
+    }
+}
+
+fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
-    let settings = sampler_settings(args)?;
+    let settings = args.sampler_settings()?;
     let problem = load_problem(&args.problem)?.with_target_kind(
         args.problem.target,
         settings.chains,
@@ -51,6 +83,7 @@ pub fn sample(args: &SampleArgs) -> Result<Finished> {
     }
     let mut backend = make_backend(
         args.problem.backend,
+        observer,
         &problem.target,
         &settings.dynamics,
         settings.chains,
@@ -66,23 +99,23 @@ pub fn sample(args: &SampleArgs) -> Result<Finished> {
     };
     let hashes = hashes(&problem.target);
     drive(
-        args, &problem, &settings, backend, state, streams, hashes, started,
+        args, &problem, &settings, backend, state, streams, hashes, started, observer,
     )
 }
 
-pub fn resume(args: &ResumeArgs) -> Result<Finished> {
+fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
-    let path = args.dir.join(CHECKPOINT);
+    let path = dir.join(CHECKPOINT);
     let checkpoint = Checkpoint::read(&path)?;
-    let mut sample_args: SampleArgs =
-        serde_json::from_value(checkpoint.config.clone()).map_err(|e| {
+    let mut sample_args: SampleSettings = serde_json::from_value(checkpoint.config.clone())
+        .map_err(|e| {
             Error::input(
                 &path,
                 format!("the checkpoint's configuration is not one this rmld reads: {e}"),
             )
         })?;
-    sample_args.problem.out = args.dir.clone();
-    let settings = sampler_settings(&sample_args)?;
+    sample_args.problem.out = dir.to_path_buf();
+    let settings = sample_args.sampler_settings()?;
     let problem = load_problem(&sample_args.problem)?.with_target_kind(
         sample_args.problem.target,
         settings.chains,
@@ -126,10 +159,11 @@ pub fn resume(args: &ResumeArgs) -> Result<Finished> {
             ),
         ));
     }
-    let out = &args.dir;
+    let out = dir;
     let _lock = lock_output(out)?;
     let mut backend = make_backend(
         sample_args.problem.backend,
+        observer,
         target,
         &settings.dynamics,
         settings.chains,
@@ -148,12 +182,11 @@ pub fn resume(args: &ResumeArgs) -> Result<Finished> {
         burn_in: sample_args.burn_in,
         samples: sample_args.samples,
     };
-    eprintln!(
-        "rmld resume: continuing {} from outer iteration {} of {}",
-        out.display(),
-        checkpoint.run.completed,
-        settings.samples
-    );
+    observer.notice(&Notice::Resuming {
+        out: out.to_path_buf(),
+        completed: checkpoint.run.completed,
+        samples: settings.samples,
+    });
     drive(
         &sample_args,
         &problem,
@@ -163,30 +196,8 @@ pub fn resume(args: &ResumeArgs) -> Result<Finished> {
         streams,
         (data_hash, dictionary_hash),
         started,
+        observer,
     )
-}
-
-fn sampler_settings(args: &SampleArgs) -> Result<SamplerSettings> {
-    let settings = SamplerSettings {
-        chains: args.chains,
-        samples: args.samples,
-        dynamics: args.dynamics.settings(args.method, args.problem.seed),
-        mh: !args.dynamics.no_mh,
-        discount: args.dynamics.discount,
-        init: args.init,
-        lasso_iterations: args.dynamics.lasso_iterations,
-    };
-    settings.validate()?;
-    if args.keep != KeepPolicy::Last && args.burn_in >= args.samples {
-        return Err(Error::usage(
-            "--burn-in",
-            format!(
-                "{} discards every one of the {} samples",
-                args.burn_in, args.samples
-            ),
-        ));
-    }
-    Ok(settings)
 }
 
 /// xxh3 hashes of the data the chains sample and of the dictionary.
@@ -210,8 +221,9 @@ fn hashes(target: &Target) -> (u64, u64) {
     )
 }
 
-/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open.
-fn lock_output(out: &Path) -> Result<File> {
+/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open: a second run
+/// into the same folder is refused.
+pub fn lock_output(out: &Path) -> Result<File> {
     let path = out.join(LOCK);
     let file = File::create(&path).map_err(|source| Error::Output {
         path: path.clone(),
@@ -220,7 +232,7 @@ fn lock_output(out: &Path) -> Result<File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
-            "--out",
+            "out",
             format!(
                 "another rmld run is writing into {} (it holds {})",
                 out.display(),
@@ -271,7 +283,7 @@ impl SampleSink for SampleStreams {
 /// Runs the remaining iterations and writes every output; shared by `sample` and `resume`.
 #[allow(clippy::too_many_arguments)]
 fn drive(
-    args: &SampleArgs,
+    args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
     mut backend: Box<dyn Backend>,
@@ -279,11 +291,11 @@ fn drive(
     mut streams: SampleStreams,
     (data_hash, dictionary_hash): (u64, u64),
     started: Instant,
-) -> Result<Finished> {
+    observer: &dyn Observer,
+) -> Result<Outcome> {
     let target = &problem.target;
     let out = &args.problem.out;
     let info = backend.info();
-    let stop = StopRequest::install();
     let checkpoint_path = out.join(CHECKPOINT);
     let config =
         serde_json::to_value(args).map_err(|e| Error::Internal(format!("configuration: {e}")))?;
@@ -299,22 +311,21 @@ fn drive(
         };
         checkpoint.write(&checkpoint_path)
     };
-    let bar = ProgressBar::new(settings.samples as u64).with_style(
-        ProgressStyle::with_template(
-            "{spinner} sampling [{bar:30}] {pos}/{len} outer iterations ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_position(state.completed as u64);
+    observer.phase_start(&Phase {
+        name: "sampling",
+        len: Some(settings.samples as u64),
+        unit: "outer iterations",
+    });
+    observer.phase_advance(state.completed as u64);
     let hooks = Hooks {
         sink: &mut streams,
-        progress: &mut |k| bar.set_position(k as u64),
-        stop: &|| stop.requested(),
+        progress: &mut |k| observer.phase_advance(k as u64),
+        stop: &|| observer.stop_requested(),
         checkpoint_every: args.checkpoint_every,
         checkpoint: &mut save,
     };
     let result = orchestrator::continue_run(backend.as_mut(), target, settings, state, hooks);
-    bar.finish_and_clear();
+    observer.phase_finish();
     let run = match result {
         Ok(run) => run,
         Err(e) => return Err(with_resume_hint(e, &checkpoint_path, out)),
@@ -322,20 +333,20 @@ fn drive(
     let kept = streams.codes.rows();
     streams.codes.finish()?;
     streams.images.finish()?;
-    write_outputs(args, problem, settings, &run, kept, &info, started)?;
+    let (report, summary) = write_outputs(args, problem, settings, &run, kept, &info, started)?;
     if run.interrupted {
-        eprintln!(
-            "rmld: interrupted after outer iteration {} of {}: outputs and {} written; continue with `rmld resume {}`",
-            run.completed,
-            settings.samples,
-            checkpoint_path.display(),
-            out.display()
-        );
-        return Ok(Finished::Interrupted {
-            status: stop.exit_status(),
+        observer.notice(&Notice::SampleInterrupted {
+            completed: run.completed,
+            samples: settings.samples,
+            checkpoint: checkpoint_path.clone(),
+            out: out.clone(),
         });
     }
-    Ok(Finished::Complete)
+    Ok(Outcome {
+        interrupted: run.interrupted,
+        report,
+        summary,
+    })
 }
 
 /// A failure during the run (a lost GPU, a full disk) names the checkpoint to resume from.
@@ -351,15 +362,16 @@ fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
     }
 }
 
+/// Writes the dictionary, the picture and report.json; returns the report and the summary lines.
 fn write_outputs(
-    args: &SampleArgs,
+    args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
     run: &SampleRun,
     kept: usize,
-    info: &rmld::backend::BackendInfo,
+    info: &crate::backend::BackendInfo,
     started: Instant,
-) -> Result<()> {
+) -> Result<(serde_json::Value, Vec<String>)> {
     let target = &problem.target;
     let out: &PathBuf = &args.problem.out;
     let (d, p, c, k) = (
@@ -403,7 +415,7 @@ fn write_outputs(
         .map(|&a| a as f64 / k.max(1) as f64)
         .collect();
     let moved = run.mean_distance_moved();
-    let diagnostics = rmld::diagnostics::summarize(run, run.timings.sampling_seconds);
+    let diagnostics = crate::diagnostics::summarize(run, run.timings.sampling_seconds);
     let report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
@@ -437,14 +449,16 @@ fn write_outputs(
         },
     });
     io::write_json_atomic(&out.join("report.json"), &report)?;
-    println!(
-        "rmld sample: {c} chains × {k} outer iterations ({kept} kept, {d} → {p} atoms) on {} in {:.1} s; \
-         acceptance {:.1}%, mean distance moved from start {moved:.3}; wrote {}",
-        info.device,
-        started.elapsed().as_secs_f64(),
-        100.0 * acceptance,
-        out.display()
-    );
-    println!("{}", diagnostics.summary_line());
-    Ok(())
+    let summary = vec![
+        format!(
+            "rmld sample: {c} chains × {k} outer iterations ({kept} kept, {d} → {p} atoms) on {} in {:.1} s; \
+             acceptance {:.1}%, mean distance moved from start {moved:.3}; wrote {}",
+            info.device,
+            started.elapsed().as_secs_f64(),
+            100.0 * acceptance,
+            out.display()
+        ),
+        diagnostics.summary_line(),
+    ];
+    Ok((report, summary))
 }

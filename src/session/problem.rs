@@ -1,43 +1,36 @@
-//! Loading what every command needs: dataset, dictionary, target and backend, validated up front.
+//! Loading what every run needs: dataset, dictionary, target and backend (the `BackendChoice` rule), validated up front.
 
 use std::sync::Arc;
 
-use rmld::backend::cpu::CpuBackend;
-use rmld::backend::kernel_hmc::cpu::KernelHmcCpu;
-use rmld::backend::kernel_hmc::KernelTarget;
-use rmld::backend::{Backend, DynamicsSettings};
-use rmld::io::{self, Dataset};
-use rmld::target::{Dictionary, Observations, TangentSettings, Target, TargetKind};
-use rmld::{Error, Result};
+use crate::backend::cpu::CpuBackend;
+use crate::backend::kernel_hmc::cpu::KernelHmcCpu;
+use crate::backend::kernel_hmc::KernelTarget;
+use crate::backend::{Backend, DynamicsSettings};
+use crate::io::{self, Dataset};
+use crate::model::{Dictionary, Observations, Target};
+use crate::{Error, Result};
 
-use super::args::{BackendChoice, ProblemArgs};
+use super::observer::{Notice, Observer};
+use super::settings::{BackendChoice, ProblemSettings};
 
 /// The dataset, where A came from, and the posterior built from them.
 pub struct Problem {
+    /// The data as loaded (and possibly subset or reordered).
     pub dataset: Dataset,
+    /// Where the dictionary came from (a file, or the seed of a Gaussian one).
     pub dictionary_source: String,
+    /// The posterior the chains sample.
     pub target: Arc<Target>,
 }
 
 /// Loads the data and the dictionary and checks that they fit together.
-pub fn load_problem(args: &ProblemArgs) -> Result<Problem> {
+pub fn load_problem(args: &ProblemSettings) -> Result<Problem> {
     build_problem(args, Dataset::load_or_embedded(args.data.as_deref())?)
 }
 
 /// The problem of `args` on an already loaded (and possibly subset or reordered) `dataset`.
-pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
-    if !(args.pixel_max.is_finite() && args.pixel_max > 0.0) {
-        return Err(Error::usage(
-            "--pixel-max",
-            format!("must be a positive number, got {}", args.pixel_max),
-        ));
-    }
-    if !(args.lambda.is_finite() && args.lambda >= 0.0) {
-        return Err(Error::usage(
-            "--lambda",
-            format!("must be a non-negative number, got {}", args.lambda),
-        ));
-    }
+pub fn build_problem(args: &ProblemSettings, dataset: Dataset) -> Result<Problem> {
+    args.validate()?;
     if dataset.n == 0 {
         return Err(Error::input(
             &dataset.source,
@@ -56,7 +49,7 @@ pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
             }
             if args.atoms.is_some_and(|p| p != shape[1]) {
                 return Err(Error::usage(
-                    "--atoms",
+                    "atoms",
                     format!(
                         "{} atoms asked for, but {} has {}",
                         args.atoms.unwrap_or(0),
@@ -70,7 +63,7 @@ pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
         None => {
             let p = args.atoms.unwrap_or(4 * d);
             if p == 0 {
-                return Err(Error::usage("--atoms", "must be at least 1"));
+                return Err(Error::usage("atoms", "must be at least 1"));
             }
             (
                 Dictionary::gaussian(d, p, args.seed),
@@ -79,26 +72,12 @@ pub fn build_problem(args: &ProblemArgs, dataset: Dataset) -> Result<Problem> {
         }
     };
     if dictionary.p == 0 {
-        return Err(Error::usage("--dictionary", "the dictionary has no atoms"));
+        return Err(Error::usage("dictionary", "the dictionary has no atoms"));
     }
     let observations = Observations::from_dataset(&dataset, args.pixel_max);
-    if !(args.sigma2.is_finite() && args.sigma2 > 0.0) {
-        return Err(Error::usage(
-            "--sigma2",
-            format!("must be a positive number, got {}", args.sigma2),
-        ));
-    }
-    let tangent = TangentSettings {
-        k: args.tangent_k,
-        scale: args.tangent_scale,
-    };
-    // Checked before any data work; the other targets ignore both settings.
-    if args.target == TargetKind::Tangent {
-        tangent.check()?;
-    }
     let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda)
         .with_sigma2(args.sigma2)
-        .with_tangent(tangent);
+        .with_tangent(args.tangent());
     Ok(Problem {
         dataset,
         dictionary_source,
@@ -110,7 +89,7 @@ impl Problem {
     /// The problem with the target `kind` for `chains` chains started with `seed`.
     pub fn with_target_kind(
         mut self,
-        kind: rmld::target::TargetKind,
+        kind: crate::model::TargetKind,
         chains: usize,
         seed: u64,
     ) -> Result<Self> {
@@ -120,9 +99,11 @@ impl Problem {
     }
 }
 
-/// The backend the user asked for; `auto` falls back to the CPU with a one-line notice.
+/// The backend `choice` names; `Auto` takes the GPU unless it is missing, unusable or a software
+/// renderer, and then the CPU with a notice to `observer`.
 pub fn make_backend(
     choice: BackendChoice,
+    observer: &dyn Observer,
     target: &Arc<Target>,
     dynamics: &DynamicsSettings,
     chains: usize,
@@ -137,11 +118,13 @@ pub fn make_backend(
     match choice {
         BackendChoice::Cpu => cpu(),
         BackendChoice::Gpu => gpu_backend(target, dynamics, chains),
-        BackendChoice::Auto if software_adapter().is_some() => cpu(),
+        BackendChoice::Auto if software_adapter(observer).is_some() => cpu(),
         BackendChoice::Auto => match gpu_backend(target, dynamics, chains) {
             Ok(backend) => Ok(backend),
             Err(e) => {
-                eprintln!("note: no usable GPU ({e}); running on the CPU");
+                observer.notice(&Notice::NoUsableGpu {
+                    reason: e.to_string(),
+                });
                 cpu()
             }
         },
@@ -161,7 +144,7 @@ fn gpu_backend(
     dynamics: &DynamicsSettings,
     chains: usize,
 ) -> Result<Box<dyn Backend>> {
-    use rmld::backend::gpu::{GpuBackend, GpuOptions};
+    use crate::backend::gpu::{GpuBackend, GpuOptions};
     let backend = GpuBackend::new(
         target.clone(),
         dynamics.clone(),
@@ -174,6 +157,7 @@ fn gpu_backend(
 /// The kernel-HMC baseline's backend, chosen as `make_backend` chooses.
 pub fn make_kernel_backend(
     choice: BackendChoice,
+    observer: &dyn Observer,
     target: &Arc<KernelTarget>,
     dynamics: &DynamicsSettings,
 ) -> Result<Box<dyn Backend>> {
@@ -186,11 +170,13 @@ pub fn make_kernel_backend(
     match choice {
         BackendChoice::Cpu => cpu(),
         BackendChoice::Gpu => kernel_gpu_backend(target, dynamics),
-        BackendChoice::Auto if software_adapter().is_some() => cpu(),
+        BackendChoice::Auto if software_adapter(observer).is_some() => cpu(),
         BackendChoice::Auto => match kernel_gpu_backend(target, dynamics) {
             Ok(backend) => Ok(backend),
             Err(e) => {
-                eprintln!("note: no usable GPU ({e}); running on the CPU");
+                observer.notice(&Notice::NoUsableGpu {
+                    reason: e.to_string(),
+                });
                 cpu()
             }
         },
@@ -209,7 +195,7 @@ fn kernel_gpu_backend(
     target: &Arc<KernelTarget>,
     dynamics: &DynamicsSettings,
 ) -> Result<Box<dyn Backend>> {
-    use rmld::backend::gpu::kernel_hmc::KernelHmcGpu;
+    use crate::backend::gpu::kernel_hmc::KernelHmcGpu;
     Ok(Box::new(KernelHmcGpu::new(
         target.clone(),
         dynamics.clone(),
@@ -217,24 +203,21 @@ fn kernel_gpu_backend(
 }
 
 /// The adapter's name when the only GPU is a software renderer (lavapipe/llvmpipe): the CPU
-/// backend beats it, so `auto` takes the CPU (with a one-line notice); `--backend gpu` still
-/// uses it.
+/// backend beats it, so `Auto` takes the CPU (with a notice); `BackendChoice::Gpu` still uses it.
 #[cfg(feature = "gpu")]
-fn software_adapter() -> Option<String> {
-    let context = rmld::backend::gpu::GpuContext::shared().ok()?;
+fn software_adapter(observer: &dyn Observer) -> Option<String> {
+    let context = crate::backend::gpu::GpuContext::shared().ok()?;
     let info = context.adapter.get_info();
     if info.device_type != wgpu::DeviceType::Cpu {
         return None;
     }
-    eprintln!(
-        "note: the only GPU adapter is a software renderer ({}); running on the CPU, which is faster \
-         (--backend gpu uses it anyway)",
-        info.name
-    );
+    observer.notice(&Notice::SoftwareAdapter {
+        name: info.name.clone(),
+    });
     Some(info.name)
 }
 
 #[cfg(not(feature = "gpu"))]
-fn software_adapter() -> Option<String> {
+fn software_adapter(_: &dyn Observer) -> Option<String> {
     None
 }

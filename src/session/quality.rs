@@ -1,26 +1,53 @@
-//! `rmld quality`: label preservation, novelty and diversity of generated images against the real data (also run by `rmld augment`).
+//! Judging generated images (`judge_images`): label preservation, novelty and diversity against the real data (also run by the augmentation).
 
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use rmld::diagnostics::quality::{
+use crate::diagnostics::quality::{
     choose_reference, evaluate, LabelledImages, QualityInputs, QualityReport, TrainSettings,
 };
-use rmld::io::{self, Dataset, Pixels};
-use rmld::{Error, Result};
+use crate::io::{self, Dataset, Pixels};
+use crate::{Error, Result};
 
-use super::args::QualityArgs;
+use super::observer::{Notice, Observer, Phase};
 use super::report::dataset_json;
-use super::signals::StopRequest;
-use super::Finished;
+use super::Outcome;
+
+/// Settings of judging a set of generated images with labels (`judge_images`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QualitySettings {
+    /// The generated images: IDX images, or an NPY of shape (N, d) or (N, h, w), uint8 or float.
+    pub generated: PathBuf,
+    /// Their labels (IDX, 1-D integer NPY or text); `None`: the IDX labels file beside them.
+    pub generated_labels: Option<PathBuf>,
+    /// The value of a full-intensity pixel in `generated`; `None`: 255 for uint8, 1 for float.
+    pub generated_scale: Option<f32>,
+    /// The real training images, as for an augmentation; `None`: the embedded digits. A labelled
+    /// test split in the folder is the reference; without one, a seeded 10% is held out.
+    pub data: Option<PathBuf>,
+    /// Labels for `data` when they are not beside it.
+    pub labels: Option<PathBuf>,
+    /// Only these classes; `None`: every class of the training data.
+    pub classes: Option<Vec<u32>>,
+    /// Use only the first N training images (before `classes` filters them).
+    pub limit: Option<usize>,
+    /// Use only the first N test images.
+    pub test_limit: Option<usize>,
+    /// Seed of the held-out split and the diversity subsamples.
+    pub seed: u64,
+    /// Write the report (JSON) here, atomically.
+    pub out: Option<PathBuf>,
+}
 
 /// Float images above this maximum cannot be on the 0..1 scale assumed for them.
 const FLOAT_SCALE_SLACK: f32 = 2.0;
 
-pub fn quality(args: &QualityArgs) -> Result<Finished> {
+/// Judges `args.generated` against the real data: the report (also written to `args.out`), and
+/// its summary lines. Stopped early, nothing is written and `interrupted` is set.
+pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     let mut train = Dataset::load_or_embedded(args.data.as_deref())?;
     if let Some(path) = &args.labels {
@@ -34,7 +61,7 @@ pub fn quality(args: &QualityArgs) -> Result<Finished> {
         ));
     };
     let mut rows: Vec<usize> = match args.limit {
-        Some(0) => return Err(Error::usage("--limit", "must be at least 1")),
+        Some(0) => return Err(Error::usage("limit", "must be at least 1")),
         Some(n) => (0..n.min(train.n)).collect(),
         None => (0..train.n).collect(),
     };
@@ -45,7 +72,7 @@ pub fn quality(args: &QualityArgs) -> Result<Finished> {
     if let Some(chosen) = &args.classes {
         if let Some(bad) = chosen.iter().find(|c| classes.binary_search(c).is_err()) {
             return Err(Error::usage(
-                "--classes",
+                "classes",
                 format!("class {bad} has no training images (classes present: {classes:?})"),
             ));
         }
@@ -54,19 +81,19 @@ pub fn quality(args: &QualityArgs) -> Result<Finished> {
     }
     let train = train.try_subset(&rows)?;
     let generated = load_generated(args, &train, &train_classes, &classes)?;
-    let stop = StopRequest::install();
     let Some(report) = judge(
         args.data.as_deref(),
         &train,
         args.test_limit,
         &generated,
         args.seed,
-        &|| stop.requested(),
+        observer,
     )?
     else {
-        eprintln!("rmld quality: interrupted; no report written");
-        return Ok(Finished::Interrupted {
-            status: stop.exit_status(),
+        return Ok(Outcome {
+            interrupted: true,
+            report: serde_json::Value::Null,
+            summary: Vec::new(),
         });
     };
     let document = json!({
@@ -82,12 +109,8 @@ pub fn quality(args: &QualityArgs) -> Result<Finished> {
     if let Some(out) = &args.out {
         io::write_json_atomic(out, &document)?;
     }
-    if args.json {
-        let text = serde_json::to_string_pretty(&document)
-            .map_err(|e| Error::Internal(format!("cannot format the report: {e}")))?;
-        println!("{text}");
-    } else {
-        println!(
+    let summary = vec![
+        format!(
             "rmld quality: {} generated images of {} classes against {} training and {} reference \
              images ({}) in {:.1} s",
             report.counts.generated,
@@ -99,16 +122,20 @@ pub fn quality(args: &QualityArgs) -> Result<Finished> {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
             started.elapsed().as_secs_f64()
-        );
-        println!("{}", report.summary_line());
-    }
-    Ok(Finished::Complete)
+        ),
+        report.summary_line(),
+    ];
+    Ok(Outcome {
+        interrupted: false,
+        report: document,
+        summary,
+    })
 }
 
 /// The generated images on the 0..1 scale with their labels, checked against the training set
 /// (its dimension, its classes `train_classes`) and kept to `classes`.
 fn load_generated(
-    args: &QualityArgs,
+    args: &QualitySettings,
     train: &Dataset,
     train_classes: &[u32],
     classes: &[u32],
@@ -124,7 +151,7 @@ fn load_generated(
         .unwrap_or_else(|| path.to_path_buf());
     if generated.labels.is_none() {
         return Err(Error::usage(
-            "--generated-labels",
+            "generated_labels",
             format!(
                 "{} has no labels file beside it: name the labels with --generated-labels",
                 path.display()
@@ -149,7 +176,7 @@ fn load_generated(
     let scale = match (args.generated_scale, &generated.pixels) {
         (Some(s), _) if !(s.is_finite() && s > 0.0) => {
             return Err(Error::usage(
-                "--generated-scale",
+                "generated_scale",
                 format!("must be a positive number, got {s}"),
             ))
         }
@@ -200,19 +227,19 @@ pub fn judge(
     test_limit: Option<usize>,
     generated: &LabelledImages,
     seed: u64,
-    stop: &(dyn Fn() -> bool + Sync),
+    observer: &dyn Observer,
 ) -> Result<Option<QualityReport>> {
     let train_images = LabelledImages::from_dataset(train, train.full_scale)?;
     let test = match test_limit {
-        Some(0) => return Err(Error::usage("--test-limit", "must be at least 1")),
-        _ => load_test(data, train, test_limit)?,
+        Some(0) => return Err(Error::usage("test_limit", "must be at least 1")),
+        _ => load_test(data, train, test_limit, observer)?,
     };
     let (train_images, reference, reference_kind) = choose_reference(train_images, test, seed);
-    let spinner = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("{spinner} sample quality ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    spinner.enable_steady_tick(Duration::from_millis(200));
+    observer.phase_start(&Phase {
+        name: "sample quality",
+        len: None,
+        unit: "",
+    });
     let report = evaluate(
         &QualityInputs {
             train: &train_images,
@@ -222,9 +249,9 @@ pub fn judge(
             seed,
             classifier: TrainSettings::default(),
         },
-        stop,
+        &|| observer.stop_requested(),
     );
-    spinner.finish_and_clear();
+    observer.phase_finish();
     report
 }
 
@@ -235,6 +262,7 @@ fn load_test(
     data: Option<&Path>,
     train: &Dataset,
     limit: Option<usize>,
+    observer: &dyn Observer,
 ) -> Result<Option<LabelledImages>> {
     let Some(dir) = data else {
         return Ok(None);
@@ -243,16 +271,14 @@ fn load_test(
         return Ok(None);
     };
     if test.labels.is_none() || test.d != train.d {
-        eprintln!(
-            "rmld: note: the test split {} {}; holding out 10% of the training images as the \
-             quality reference instead",
-            test.source.display(),
-            if test.labels.is_none() {
+        observer.notice(&Notice::TestSplitUnusable {
+            source: test.source.clone(),
+            problem: if test.labels.is_none() {
                 "has no labels".to_string()
             } else {
                 format!("has images of {} values, not {}", test.d, train.d)
-            }
-        );
+            },
+        });
         return Ok(None);
     }
     let test = match limit {

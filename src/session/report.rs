@@ -1,8 +1,8 @@
-//! Pieces of the JSON report and the picture layout shared by the commands.
+//! Pieces of the JSON report and the picture layout shared by the runs.
 
 use serde_json::{json, Value};
 
-use rmld::io::Dataset;
+use crate::io::Dataset;
 
 /// The dataset's description for the report.
 pub fn dataset_json(dataset: &Dataset) -> Value {

@@ -1,0 +1,195 @@
+//! How a run reports progress and notices and learns that it should stop: the `Observer` trait.
+
+use std::path::PathBuf;
+
+use super::bench::Ceiling;
+use crate::Error;
+
+/// A stretch of work with a progress display: sampling, encoding, re-encoding, quality metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Phase {
+    /// What is being done ("sampling", "encoding", "re-encoding", "sample quality").
+    pub name: &'static str,
+    /// How many units the phase has; `None` when unknown (a spinner).
+    pub len: Option<u64>,
+    /// What a unit is, when worth saying ("outer iterations"); empty otherwise.
+    pub unit: &'static str,
+}
+
+/// Something a run tells its user without failing.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Notice {
+    /// `BackendChoice::Auto` found no usable GPU and runs on the CPU.
+    NoUsableGpu {
+        /// Why the GPU could not be used.
+        reason: String,
+    },
+    /// `BackendChoice::Auto` found only a software renderer and runs on the CPU, which is faster.
+    SoftwareAdapter {
+        /// The adapter's name.
+        name: String,
+    },
+    /// A resumed run continues from its checkpoint.
+    Resuming {
+        /// The run's output folder.
+        out: PathBuf,
+        /// Outer iterations already done.
+        completed: u32,
+        /// Outer iterations in all.
+        samples: u32,
+    },
+    /// A sampling run stopped early: its outputs and a checkpoint are written.
+    SampleInterrupted {
+        /// Outer iterations done.
+        completed: u32,
+        /// Outer iterations in all.
+        samples: u32,
+        /// The checkpoint written.
+        checkpoint: PathBuf,
+        /// The run's output folder (to resume).
+        out: PathBuf,
+    },
+    /// An augmentation stopped early: the generated part and the report are written, the
+    /// augmented set is not.
+    AugmentInterrupted,
+    /// The sample-quality metrics could not be computed (the report says why).
+    QualitySkipped {
+        /// What was wrong with their inputs.
+        error: Error,
+    },
+    /// A test split exists but cannot serve as the quality reference; a held-out part of the
+    /// training images is used instead.
+    TestSplitUnusable {
+        /// The test split's images.
+        source: PathBuf,
+        /// What is wrong with it ("has no labels", ...).
+        problem: String,
+    },
+    /// A benchmark starts: its problem and data.
+    BenchStarted {
+        /// Dimension d.
+        d: usize,
+        /// Atoms p.
+        p: usize,
+        /// Minibatch m.
+        batch: u32,
+        /// Steps T.
+        steps: u32,
+        /// Timed outer iterations.
+        outer: u32,
+        /// Where the data came from.
+        source: String,
+    },
+    /// A benchmark measured a backend's ceiling (GPU: with the clock it times by).
+    BenchCeiling {
+        /// The ceiling.
+        ceiling: Ceiling,
+        /// GPU: which clock the measurements use.
+        timing: Option<String>,
+    },
+    /// A benchmark measured a backend at a chain count.
+    BenchMeasured {
+        /// The backend's kind.
+        backend: String,
+        /// Chains C.
+        chains: usize,
+        /// Chain-steps per second.
+        chain_steps_per_second: f64,
+        /// CPU: GFLOP/s of the two products alone.
+        products_gflops: Option<f64>,
+    },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::NoUsableGpu { reason } => {
+                write!(f, "no usable GPU ({reason}); running on the CPU")
+            }
+            Notice::SoftwareAdapter { name } => write!(
+                f,
+                "the only GPU adapter is a software renderer ({name}); running on the CPU, which is faster"
+            ),
+            Notice::Resuming {
+                out,
+                completed,
+                samples,
+            } => write!(
+                f,
+                "continuing {} from outer iteration {completed} of {samples}",
+                out.display()
+            ),
+            Notice::SampleInterrupted {
+                completed,
+                samples,
+                checkpoint,
+                ..
+            } => write!(
+                f,
+                "interrupted after outer iteration {completed} of {samples}: outputs and {} written",
+                checkpoint.display()
+            ),
+            Notice::AugmentInterrupted => write!(
+                f,
+                "interrupted; the generated part and report.json are written, the augmented set is not"
+            ),
+            Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
+            Notice::BenchStarted {
+                d,
+                p,
+                batch,
+                steps,
+                outer,
+                source,
+            } => write!(
+                f,
+                "bench: d = {d}, p = {p}, m = {batch}, T = {steps}, {outer} timed outer iteration(s) after 1 warm-up; data: {source}"
+            ),
+            Notice::BenchCeiling { ceiling, .. } => write!(
+                f,
+                "{} ceiling: {:.1} GFLOP/s ({})",
+                ceiling.backend, ceiling.gflops, ceiling.what
+            ),
+            Notice::BenchMeasured {
+                backend,
+                chains,
+                chain_steps_per_second,
+                ..
+            } => write!(
+                f,
+                "{backend} C = {chains}: {chain_steps_per_second:.0} chain-steps/s"
+            ),
+            Notice::TestSplitUnusable { source, problem } => write!(
+                f,
+                "the test split {} {problem}; holding out 10% of the training images as the quality reference instead",
+                source.display()
+            ),
+        }
+    }
+}
+
+/// Receives a run's progress and notices, and tells it when to stop. Every method has a default
+/// that does nothing, so an observer implements only what it shows. Methods take `&self` (the
+/// stop request is polled from worker threads): keep state behind interior mutability.
+pub trait Observer: Sync {
+    /// A phase begins (phases do not nest).
+    fn phase_start(&self, _phase: &Phase) {}
+    /// The current phase reached `position` of its `len` units.
+    fn phase_advance(&self, _position: u64) {}
+    /// The current phase is over.
+    fn phase_finish(&self) {}
+    /// Something worth telling the user.
+    fn notice(&self, _notice: &Notice) {}
+    /// Polled between iterations and batches: true asks the run to stop early and cleanly
+    /// (outputs and, for sampling, a checkpoint written).
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}
+
+/// An observer that shows nothing and never stops a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Silent;
+
+impl Observer for Silent {}

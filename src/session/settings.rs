@@ -1,0 +1,504 @@
+//! Settings of the runs a user starts (sample, augment, encode): plain structs with documented defaults, presets and one validation each.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::io::postprocess::{PostProcess, Rescale};
+use crate::methods::DynamicsSettings;
+use crate::methods::Method;
+use crate::model::{TangentSettings, TargetKind};
+use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
+use crate::{Error, Result};
+
+/// Which device runs the chains.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// The GPU when an adapter exists, else the CPU (with a one-line notice).
+    #[default]
+    Auto,
+    /// The CPU (rayon + gemm).
+    Cpu,
+    /// The GPU (wgpu); an error when no adapter exists.
+    Gpu,
+}
+
+/// Where the data and the dictionary come from, the model's scale, the seed, the backend and the
+/// output folder: what every run needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProblemSettings {
+    /// Dataset: a folder with MNIST-style IDX files, an IDX, NPY or CSV file; `None`: the
+    /// embedded optdigits digits (1797 images of 8×8).
+    pub data: Option<PathBuf>,
+    /// The dictionary A as a float NPY file of shape (d, p); `None`: Gaussian N(0, 1/d) from `seed`.
+    pub dictionary: Option<PathBuf>,
+    /// Atoms p of a generated dictionary; `None`: 4·d, as in the paper.
+    pub atoms: Option<usize>,
+    /// The value of a full-intensity pixel in model units (255: the paper's scale).
+    pub pixel_max: f32,
+    /// σ², the likelihood's noise variance (1: the paper's model).
+    pub sigma2: f32,
+    /// The energy the chains sample.
+    #[serde(default)]
+    pub target: TargetKind,
+    /// k, the tangent target's neighbours per chain.
+    #[serde(default = "default_tangent_k")]
+    pub tangent_k: u32,
+    /// s, the tangent target's spread along the neighbour span.
+    #[serde(default = "default_tangent_scale")]
+    pub tangent_scale: f32,
+    /// λ, the rate of the Laplace prior and the LASSO penalty.
+    pub lambda: f32,
+    /// Seed of every random draw.
+    pub seed: u64,
+    /// Where the chains run.
+    pub backend: BackendChoice,
+    /// Output folder (created if missing; files are written atomically).
+    pub out: PathBuf,
+}
+
+/// `tangent_k`'s default, for settings written before the setting existed.
+fn default_tangent_k() -> u32 {
+    TangentSettings::default().k
+}
+
+/// `tangent_scale`'s default, for settings written before the setting existed.
+fn default_tangent_scale() -> f32 {
+    TangentSettings::default().scale
+}
+
+impl Default for ProblemSettings {
+    fn default() -> Self {
+        ProblemSettings {
+            data: None,
+            dictionary: None,
+            atoms: None,
+            pixel_max: 255.0,
+            sigma2: 1.0,
+            target: TargetKind::Paper,
+            tangent_k: default_tangent_k(),
+            tangent_scale: default_tangent_scale(),
+            lambda: 5.0,
+            seed: 0,
+            backend: BackendChoice::Auto,
+            out: PathBuf::from("rmld-out"),
+        }
+    }
+}
+
+impl ProblemSettings {
+    /// Checks the settings that do not need the data.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.pixel_max.is_finite() && self.pixel_max > 0.0) {
+            return Err(Error::usage(
+                "pixel_max",
+                format!("must be a positive number, got {}", self.pixel_max),
+            ));
+        }
+        if !(self.lambda.is_finite() && self.lambda >= 0.0) {
+            return Err(Error::usage(
+                "lambda",
+                format!("must be a non-negative number, got {}", self.lambda),
+            ));
+        }
+        if self.dictionary.is_none() && self.atoms == Some(0) {
+            return Err(Error::usage("atoms", "must be at least 1"));
+        }
+        if !(self.sigma2.is_finite() && self.sigma2 > 0.0) {
+            return Err(Error::usage(
+                "sigma2",
+                format!("must be a positive number, got {}", self.sigma2),
+            ));
+        }
+        // The other targets ignore both settings.
+        if self.target == TargetKind::Tangent {
+            self.tangent().check()?;
+        }
+        Ok(())
+    }
+
+    /// The tangent target's settings.
+    pub fn tangent(&self) -> TangentSettings {
+        TangentSettings {
+            k: self.tangent_k,
+            scale: self.tangent_scale,
+        }
+    }
+}
+
+/// The momentum dynamics and the MH correction, shared by sampling and augmentation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DynamicsOptions {
+    /// T, momentum steps per outer iteration (Algorithm 1, line 8).
+    pub steps: u32,
+    /// m, minibatch size of the gradient estimate (Algorithm 2), drawn per chain and step.
+    pub batch: u32,
+    /// L, leapfrog steps per proposal of HMC.
+    pub leapfrog_steps: u32,
+    /// η, the step size (and friction) of the momentum dynamics; MALA's step h, HMC's leapfrog step.
+    pub eta: f32,
+    /// The MH discount (Algorithm 3): accept iff α > discount·u. 1 is SpHMC; >1 accepts less.
+    pub discount: f32,
+    /// Accept every proposal (the paper's "RMLD w/o MH").
+    pub no_mh: bool,
+    /// Inject SGHMC noise sqrt(2·η)·ξ into the momentum at every step (equation 2).
+    pub sghmc_noise: bool,
+    /// FISTA iterations of LASSO encodings (LASSO starts, re-encoding, the originals' codes).
+    pub lasso_iterations: u32,
+}
+
+impl Default for DynamicsOptions {
+    fn default() -> Self {
+        DynamicsOptions {
+            steps: 20,
+            batch: 64,
+            leapfrog_steps: 10,
+            eta: 0.01,
+            discount: 1.0,
+            no_mh: false,
+            sghmc_noise: false,
+            lasso_iterations: 200,
+        }
+    }
+}
+
+impl DynamicsOptions {
+    /// The backends' dynamics settings for `method` and `seed`.
+    pub fn settings(&self, method: Method, seed: u64) -> DynamicsSettings {
+        DynamicsSettings {
+            method,
+            leapfrog_steps: self.leapfrog_steps,
+            eta: self.eta,
+            steps: self.steps,
+            batch: self.batch,
+            sghmc_noise: self.sghmc_noise,
+            seed,
+        }
+    }
+
+    /// The orchestrator's settings for `chains` chains, `samples` outer iterations, `method`,
+    /// `init` and `seed`, validated.
+    pub fn sampler(
+        &self,
+        chains: usize,
+        samples: u32,
+        method: Method,
+        init: Init,
+        seed: u64,
+    ) -> Result<SamplerSettings> {
+        let settings = SamplerSettings {
+            chains,
+            samples,
+            dynamics: self.settings(method, seed),
+            mh: !self.no_mh,
+            discount: self.discount,
+            init,
+            lasso_iterations: self.lasso_iterations,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+/// Settings of a sampling run (`Sampler`): C chains for K outer iterations, written to
+/// `problem.out`. Serialised, they are the configuration a checkpoint stores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SampleSettings {
+    /// Data, dictionary, model scale, seed, backend and output folder.
+    pub problem: ProblemSettings,
+    /// Number of chains C, run together.
+    pub chains: usize,
+    /// K, outer iterations: samples per chain.
+    pub samples: u32,
+    /// The proposal: RMLD, or an exact method with the full-data gradient (MALA, HMC).
+    pub method: Method,
+    /// Start each chain at white noise, or at the LASSO code of a random data point (eq. 10).
+    pub init: Init,
+    /// Dynamics and MH.
+    #[serde(flatten)]
+    pub dynamics: DynamicsOptions,
+    /// Which samples are written (after the burn-in).
+    pub keep: KeepPolicy,
+    /// Outer iterations discarded before any sample is kept.
+    pub burn_in: u32,
+    /// Write a checkpoint every N outer iterations; 0: only when stopped early.
+    pub checkpoint_every: u32,
+}
+
+impl Default for SampleSettings {
+    fn default() -> Self {
+        SampleSettings {
+            problem: ProblemSettings::default(),
+            chains: 64,
+            samples: 4,
+            method: Method::Rmld,
+            init: Init::Lasso,
+            dynamics: DynamicsOptions::default(),
+            keep: KeepPolicy::All,
+            burn_in: 0,
+            checkpoint_every: 0,
+        }
+    }
+}
+
+impl SampleSettings {
+    /// Checks every setting that does not need the data; returns the orchestrator's settings.
+    pub fn validate(&self) -> Result<SamplerSettings> {
+        let settings = self.sampler_settings()?;
+        self.problem.validate()?;
+        Ok(settings)
+    }
+
+    /// The orchestrator's settings, checked (without the problem's).
+    pub(crate) fn sampler_settings(&self) -> Result<SamplerSettings> {
+        let settings = self.dynamics.sampler(
+            self.chains,
+            self.samples,
+            self.method,
+            self.init,
+            self.problem.seed,
+        )?;
+        if self.keep != KeepPolicy::Last && self.burn_in >= self.samples {
+            return Err(Error::usage(
+                "burn_in",
+                format!(
+                    "{} discards every one of the {} samples",
+                    self.burn_in, self.samples
+                ),
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+/// What generates the new samples of an augmentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum AugmentMethod {
+    /// RMLD (Algorithms 1 and 3; with --no-mh the paper's "RMLD w/o MH").
+    #[default]
+    Rmld,
+    /// MALA with the class's full-data gradient (exact for the class posterior).
+    Mala,
+    /// HMC with the class's full-data gradient (exact for the class posterior).
+    Hmc,
+    /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
+    Compression,
+    /// The paper's "Kernel HMC": chains over images (0..1 pixel scale, whatever --pixel-max)
+    /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
+    /// same momentum dynamics and MH; no codes.
+    KernelHmc,
+}
+
+/// Named sets of augmentation settings (`AugmentSettings::preset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
+    /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
+    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode.
+    Quality,
+    /// The paper's settings: every option at its own default (--target paper --method rmld
+    /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
+    Paper,
+}
+
+/// Settings of a class-conditional augmentation (`Augmenter`): new samples per class, mixed
+/// with the originals, written to `problem.out`. `Default` is the `quality` preset, as for
+/// `rmld augment` without options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AugmentSettings {
+    /// The preset these settings started from (recorded in the report).
+    pub preset: Option<Preset>,
+    /// Data, dictionary, model scale, seed, backend and output folder.
+    pub problem: ProblemSettings,
+    /// Labels for `problem.data` when they are not beside it.
+    pub labels: Option<PathBuf>,
+    /// Originals per generated sample, per class (6: the paper's 6:1).
+    pub ratio: f64,
+    /// Only these classes (label values); `None`: every class in the data.
+    pub classes: Option<Vec<u32>>,
+    /// Use only the first N training images (before `classes` filters them).
+    pub limit: Option<usize>,
+    /// Samples kept per chain; the chains per class are ceil(generated / samples).
+    pub samples: u32,
+    /// Outer iterations run before a chain's samples are kept.
+    pub burn_in: u32,
+    /// What generates the samples.
+    pub method: AugmentMethod,
+    /// Dynamics and MH.
+    pub dynamics: DynamicsOptions,
+    /// Gaussian smoothing of every generated image, standard deviation in pixels (0: off).
+    pub smooth: f32,
+    /// Soft-threshold generated pixels by τ on the 0..255 scale after smoothing (0: off).
+    pub soft_threshold: f32,
+    /// How generated images reach 0..255.
+    #[serde(deserialize_with = "deserialize_rescale")]
+    pub rescale: Rescale,
+    /// Skip LASSO-encoding the originals (no codes.npy, labels.npy).
+    pub no_original_codes: bool,
+    /// Also LASSO-encode the test split found beside `problem.data`.
+    pub encode_test: bool,
+    /// Write as each generated sample's code the LASSO code of its post-processed image instead
+    /// of the chain's position.
+    pub reencode: bool,
+    /// Encode only the first N test images (and use only them as the quality reference).
+    pub test_limit: Option<usize>,
+    /// Skip the sample-quality metrics.
+    pub no_quality: bool,
+}
+
+/// `Rescale` as it serialises ("clip", "stretch").
+fn deserialize_rescale<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Rescale, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    [Rescale::Clip, Rescale::Stretch]
+        .into_iter()
+        .find(|r| {
+            serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s == name))
+                == Some(true)
+        })
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown rescale {name:?}: expected clip or stretch"
+            ))
+        })
+}
+
+impl Default for AugmentSettings {
+    fn default() -> Self {
+        AugmentSettings::quality()
+    }
+}
+
+impl AugmentSettings {
+    /// The paper's settings: every setting at its own default (paper target, RMLD, pixel-max
+    /// 255, λ 5, σ² 1, η 0.01, no burn-in).
+    pub fn paper() -> Self {
+        AugmentSettings {
+            preset: Some(Preset::Paper),
+            problem: ProblemSettings::default(),
+            labels: None,
+            ratio: 6.0,
+            classes: None,
+            limit: None,
+            samples: 4,
+            burn_in: 0,
+            method: AugmentMethod::Rmld,
+            dynamics: DynamicsOptions::default(),
+            smooth: 0.5,
+            soft_threshold: 0.0,
+            rescale: Rescale::Clip,
+            no_original_codes: false,
+            encode_test: false,
+            reencode: false,
+            test_limit: None,
+            no_quality: false,
+        }
+    }
+
+    /// The best settings measured on the sample-quality metrics and the Table 2 SVM
+    /// (docs/quality.md): the tangent target, HMC, pixel-max 1, λ 0.05, σ² 0.01, η 0.007, 60
+    /// leapfrog steps, burn-in 20, k 16, s 3, re-encoding.
+    pub fn quality() -> Self {
+        let mut s = AugmentSettings::paper();
+        s.preset = Some(Preset::Quality);
+        s.method = AugmentMethod::Hmc;
+        s.problem.target = TargetKind::Tangent;
+        s.problem.pixel_max = 1.0;
+        s.problem.lambda = 0.05;
+        s.problem.sigma2 = 0.01;
+        s.problem.tangent_k = 16;
+        s.problem.tangent_scale = 3.0;
+        s.dynamics.eta = 0.007;
+        s.dynamics.leapfrog_steps = 60;
+        s.burn_in = 20;
+        s.reencode = true;
+        s
+    }
+
+    /// The settings of `preset`.
+    pub fn preset(preset: Preset) -> Self {
+        match preset {
+            Preset::Quality => AugmentSettings::quality(),
+            Preset::Paper => AugmentSettings::paper(),
+        }
+    }
+
+    /// The post-processing of generated images.
+    pub fn postprocess(&self) -> PostProcess {
+        PostProcess {
+            smooth: self.smooth,
+            soft_threshold: self.soft_threshold,
+            rescale: self.rescale,
+        }
+    }
+
+    /// The problem as the generator sees it: kernel HMC samples images on the 0..1 scale, where
+    /// its step size means the same for every dataset.
+    pub fn problem_settings(&self) -> ProblemSettings {
+        let mut problem = self.problem.clone();
+        if self.method == AugmentMethod::KernelHmc {
+            problem.pixel_max = 1.0;
+        }
+        problem
+    }
+
+    /// Checks the settings that do not need the data (the rest is checked once it is loaded).
+    pub fn validate(&self) -> Result<()> {
+        self.postprocess().validate()?;
+        self.problem_settings().validate()?;
+        if !(self.ratio.is_finite() && self.ratio > 0.0) {
+            return Err(Error::usage(
+                "ratio",
+                format!("must be positive, got {}", self.ratio),
+            ));
+        }
+        if self.limit == Some(0) {
+            return Err(Error::usage("limit", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Settings of an encoding run (`Encoder`): LASSO codes of a dataset and their reconstructions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EncodeSettings {
+    /// Data, dictionary, model scale, seed, backend and output folder.
+    pub problem: ProblemSettings,
+    /// Encode only the first N observations; `None`: all.
+    pub count: Option<usize>,
+    /// FISTA iterations.
+    pub iterations: u32,
+}
+
+impl Default for EncodeSettings {
+    fn default() -> Self {
+        EncodeSettings {
+            problem: ProblemSettings::default(),
+            count: None,
+            iterations: 200,
+        }
+    }
+}
+
+impl EncodeSettings {
+    /// Checks the settings that do not need the data.
+    pub fn validate(&self) -> Result<()> {
+        self.problem.validate()?;
+        if self.count == Some(0) {
+            return Err(Error::usage("count", "must be at least 1"));
+        }
+        if self.iterations == 0 {
+            return Err(Error::usage("iterations", "must be at least 1"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,230 @@
+//! The session API from Rust: runs without the command line, observers see phases and notices
+//! and can stop a run, a stopped run resumes to the uninterrupted result, settings errors name
+//! the setting, and the presets hold the documented values.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use rmld::io;
+use rmld::model::TargetKind;
+use rmld::orchestrator::KeepPolicy;
+use rmld::session::{
+    AugmentMethod, AugmentSettings, Augmenter, BackendChoice, EncodeSettings, Encoder, Notice,
+    Observer, Phase, Preset, SampleSettings, Sampler, Silent, CHECKPOINT,
+};
+use rmld::Error;
+
+fn small_sample(out: &std::path::Path) -> SampleSettings {
+    let mut s = SampleSettings::default();
+    s.problem.backend = BackendChoice::Cpu;
+    s.problem.out = out.to_path_buf();
+    s.chains = 4;
+    s.samples = 6;
+    s.dynamics.steps = 3;
+    s.dynamics.lasso_iterations = 20;
+    s
+}
+
+/// Records phases and notices; asks to stop once `stop_after` outer iterations are done.
+#[derive(Default)]
+struct Recorder {
+    phases: Mutex<Vec<&'static str>>,
+    notices: Mutex<Vec<String>>,
+    position: AtomicU32,
+    stop_after: Option<u32>,
+}
+
+impl Observer for Recorder {
+    fn phase_start(&self, phase: &Phase) {
+        self.phases.lock().unwrap().push(phase.name);
+    }
+    fn phase_advance(&self, position: u64) {
+        self.position.store(position as u32, Ordering::SeqCst);
+    }
+    fn notice(&self, notice: &Notice) {
+        self.notices.lock().unwrap().push(notice.to_string());
+    }
+    fn stop_requested(&self) -> bool {
+        self.stop_after
+            .is_some_and(|k| self.position.load(Ordering::SeqCst) >= k)
+    }
+}
+
+#[test]
+fn a_sample_run_writes_its_outputs_and_reports_its_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let recorder = Recorder::default();
+    let outcome = Sampler::new(small_sample(&out)).run(&recorder).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(outcome.report["completed_iterations"], 6);
+    assert_eq!(outcome.summary.len(), 2);
+    assert!(outcome.summary[0].starts_with("rmld sample: 4 chains × 6 outer iterations"));
+    assert_eq!(*recorder.phases.lock().unwrap(), vec!["sampling"]);
+    assert_eq!(recorder.position.load(Ordering::SeqCst), 6);
+    assert_eq!(
+        outcome.report["outputs"]["codes.npy"],
+        serde_json::json!([6, 4, 256])
+    );
+    assert!(out.join("codes.npy").exists() && out.join("images.npy").exists());
+    assert!(out.join("report.json").exists() && out.join("samples.png").exists());
+}
+
+#[test]
+fn a_stopped_run_resumes_to_the_uninterrupted_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    let split = dir.path().join("split");
+    Sampler::new(small_sample(&whole)).run(&Silent).unwrap();
+
+    let stopper = Recorder {
+        stop_after: Some(2),
+        ..Default::default()
+    };
+    let stopped = Sampler::new(small_sample(&split)).run(&stopper).unwrap();
+    assert!(stopped.interrupted);
+    assert!(split.join(CHECKPOINT).exists());
+    let notices = stopper.notices.lock().unwrap().clone();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("interrupted after outer iteration 2 of 6")),
+        "{notices:?}"
+    );
+
+    let recorder = Recorder::default();
+    let resumed = Sampler::resume(&split, &recorder).unwrap();
+    assert!(!resumed.interrupted);
+    assert!(recorder.notices.lock().unwrap()[0].contains("from outer iteration 2 of 6"));
+    for name in ["codes.npy", "images.npy"] {
+        let a = std::fs::read(whole.join(name)).unwrap();
+        let b = std::fs::read(split.join(name)).unwrap();
+        assert!(a == b, "{name} differs after resume");
+    }
+}
+
+#[test]
+fn settings_errors_name_the_setting_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bad");
+    type Spoil = Box<dyn Fn(&mut SampleSettings)>;
+    let cases: Vec<(&str, Spoil)> = vec![
+        ("eta", Box::new(|s| s.dynamics.eta = 0.0)),
+        ("batch", Box::new(|s| s.dynamics.batch = 0)),
+        ("chains", Box::new(|s| s.chains = 0)),
+        (
+            "lasso_iterations",
+            Box::new(|s| s.dynamics.lasso_iterations = 0),
+        ),
+        ("burn_in", Box::new(|s| s.burn_in = 6)),
+        ("pixel_max", Box::new(|s| s.problem.pixel_max = -1.0)),
+        ("lambda", Box::new(|s| s.problem.lambda = f32::NAN)),
+        ("sigma2", Box::new(|s| s.problem.sigma2 = 0.0)),
+    ];
+    for (name, spoil) in cases {
+        let mut settings = small_sample(&out);
+        spoil(&mut settings);
+        assert!(matches!(settings.validate(), Err(Error::Usage { field, .. }) if field == name));
+        match Sampler::new(settings).run(&Silent) {
+            Err(Error::Usage { field, .. }) => assert_eq!(field, name),
+            other => panic!("{name}: expected a usage error, got {other:?}"),
+        }
+        assert!(!out.exists(), "{name}: wrote into the output folder");
+    }
+    let mut keep_last = small_sample(&out);
+    keep_last.keep = KeepPolicy::Last;
+    keep_last.burn_in = 6;
+    keep_last.validate().unwrap();
+
+    let mut augment = AugmentSettings::paper();
+    augment.limit = Some(0);
+    assert!(matches!(
+        augment.validate(),
+        Err(Error::Usage { field: "limit", .. })
+    ));
+    let encode = EncodeSettings {
+        iterations: 0,
+        ..Default::default()
+    };
+    assert!(matches!(
+        encode.validate(),
+        Err(Error::Usage {
+            field: "iterations",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn presets_hold_the_documented_values() {
+    let quality = AugmentSettings::quality();
+    assert_eq!(quality.preset, Some(Preset::Quality));
+    assert_eq!(quality.method, AugmentMethod::Hmc);
+    assert_eq!(quality.problem.target, TargetKind::Tangent);
+    assert_eq!(
+        (
+            quality.problem.pixel_max,
+            quality.problem.lambda,
+            quality.problem.sigma2
+        ),
+        (1.0, 0.05, 0.01)
+    );
+    assert_eq!(
+        (quality.problem.tangent_k, quality.problem.tangent_scale),
+        (16, 3.0)
+    );
+    assert_eq!(
+        (quality.dynamics.eta, quality.dynamics.leapfrog_steps),
+        (0.007, 60)
+    );
+    assert_eq!((quality.burn_in, quality.reencode), (20, true));
+    assert_eq!(AugmentSettings::default(), quality);
+    let paper = AugmentSettings::paper();
+    assert_eq!(paper.method, AugmentMethod::Rmld);
+    assert_eq!(paper.problem, rmld::session::ProblemSettings::default());
+    assert_eq!((paper.ratio, paper.samples, paper.burn_in), (6.0, 4, 0));
+    // Serialised sample settings are a checkpoint's configuration: they read back unchanged.
+    let sample = SampleSettings::default();
+    let json = serde_json::to_value(&sample).unwrap();
+    assert_eq!(json["eta"], serde_json::json!(0.01f32));
+    let back: SampleSettings = serde_json::from_value(json).unwrap();
+    assert_eq!(back, sample);
+    let mut stretch = AugmentSettings::quality();
+    stretch.rescale = rmld::io::postprocess::Rescale::Stretch;
+    let json = serde_json::to_value(&stretch).unwrap();
+    assert_eq!(json["rescale"], "stretch");
+    let back: AugmentSettings = serde_json::from_value(json).unwrap();
+    assert_eq!(back, stretch);
+}
+
+#[test]
+fn compression_augments_and_encode_encodes_without_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = AugmentSettings::paper();
+    settings.method = AugmentMethod::Compression;
+    settings.limit = Some(200);
+    settings.classes = Some(vec![1, 2]);
+    settings.dynamics.batch = 4;
+    settings.dynamics.lasso_iterations = 20;
+    settings.no_quality = true;
+    settings.problem.backend = BackendChoice::Cpu;
+    settings.problem.out = dir.path().join("aug");
+    let recorder = Recorder::default();
+    let outcome = Augmenter::new(settings).run(&recorder).unwrap();
+    assert!(!outcome.interrupted);
+    assert!(outcome.summary[0].starts_with("rmld augment (Compression)"));
+    assert_eq!(*recorder.phases.lock().unwrap(), vec!["encoding"]);
+    let labels = io::read_npy_labels(&dir.path().join("aug/labels.npy")).unwrap();
+    assert!(labels.iter().all(|&l| l == 1 || l == 2));
+
+    let mut encode = EncodeSettings {
+        count: Some(10),
+        iterations: 20,
+        ..Default::default()
+    };
+    encode.problem.backend = BackendChoice::Cpu;
+    encode.problem.out = dir.path().join("enc");
+    let outcome = Encoder::new(encode).run(&Silent).unwrap();
+    assert_eq!(outcome.report["encoded"], 10);
+    assert!(dir.path().join("enc/codes.npy").exists());
+}
