@@ -8,17 +8,26 @@ use std::path::PathBuf;
 pub enum Error {
     /// A file could not be read or does not hold what it should.
     #[error("{path}: {message}")]
-    Input { path: PathBuf, message: String },
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
     /// An option or argument is out of range or inconsistent with another.
     #[error("invalid setting {field}: {message}")]
     Usage {
+        /// The setting's name (the command line prints its option).
         field: &'static str,
+        /// What was expected.
         message: String,
     },
     /// An output could not be written.
     #[error("cannot write {path}: {source}")]
     Output {
+        /// The output.
         path: PathBuf,
+        /// Why it could not be written.
         #[source]
         source: std::io::Error,
     },

@@ -6,29 +6,53 @@ use bytemuck::{Pod, Zeroable};
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct Params {
+    /// Rows in this group of buffers.
     pub chains: u32,
+    /// Global index of the group's first chain: keys the generator.
     pub chain_offset: u32,
+    /// Observation dimension d.
     pub d: u32,
+    /// Code dimension p.
     pub p: u32,
+    /// Observations in the dataset.
     pub n: u32,
+    /// Minibatch size m.
     pub batch: u32,
+    /// Low word of the seed.
     pub seed_lo: u32,
+    /// High word of the seed.
     pub seed_hi: u32,
+    /// Outer iteration (the generator counter).
     pub outer: u32,
+    /// Step within the outer iteration (the generator counter).
     pub step: u32,
+    /// 1: inject SGHMC noise in `gradient_step`.
     pub noise: u32,
+    /// 1: data packed 4 bytes per word; 0: f32 bits.
     pub u8_data: u32,
+    /// Row stride of y in `residual_product` (0 broadcasts one row).
     pub y_stride: u32,
+    /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), or FISTA's lam.
     pub lam: f32,
+    /// Step size eta (epsilon for HMC, h for MALA).
     pub eta: f32,
+    /// sqrt(2 eta), rounded on the host like the CPU (SGHMC and MALA).
     pub noise_scale: f32,
+    /// scale / m, rounded on the host like the CPU.
     pub gather_factor: f32,
+    /// Delta of the MH proposal norms: eta T (RMLD), h (MALA).
     pub delta: f32,
+    /// FISTA 1/L.
     pub step_size: f32,
+    /// FISTA lam/L.
     pub tau: f32,
+    /// FISTA t/t'.
     pub c_u: f32,
+    /// FISTA (t-1)/t'.
     pub c_prev: f32,
+    /// 1/sigma², the likelihood's precision.
     pub inv_sigma2: f32,
+    /// 0 RMLD, 1 MALA, 2 HMC (`Method::code`): 2 adds the kinetic difference to the MH terms.
     pub method: u32,
 }
 
@@ -73,33 +97,61 @@ const MODULES: [(&str, &[&str]); 10] = [
 /// Every entry point the backend dispatches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
+    /// `philox_probe`: raw Philox blocks, for the parity tests.
     PhiloxProbe,
+    /// `gather`: per-chain minibatch means.
     Gather,
+    /// `residual_product`: R = A Z − Y.
     ResidualProduct,
+    /// `transpose_product`: Aᵀ R.
     TransposeProduct,
+    /// `draw_momentum`: r ~ N(0, I).
     DrawMomentum,
+    /// `gradient_step`: Aᵀ R fused with the prior gradient and the Algorithm 1 update.
     GradientStep,
+    /// `full_gradient`: Aᵀ R/σ² plus the prior gradient.
     FullGradient,
+    /// `mh_terms`: the MH terms per chain.
     MhTerms,
+    /// `select_accepted`: X ← Z where accepted.
     Select,
+    /// `fista_residual`: FISTA residual.
     FistaResidual,
+    /// `fista_prox`: FISTA proximal step.
     FistaProx,
+    /// `fista_objective`: FISTA objective per row.
     FistaObjective,
+    /// `fista_update`: FISTA monotone update.
     FistaUpdate,
+    /// `mala_proposal`: Z = X − h∇U(X) + √(2h)ξ.
     MalaProposal,
+    /// `leapfrog_drift`: half kick and drift.
     LeapfrogDrift,
+    /// `leapfrog_kick`: half kick.
     LeapfrogKick,
+    /// `residual_product` with vec4 loads.
     ResidualProductVec4,
+    /// `transpose_product` with vec4 loads.
     TransposeProductVec4,
+    /// `gradient_step` with vec4 loads.
     GradientStepVec4,
+    /// `full_gradient` with vec4 loads.
     FullGradientVec4,
+    /// `kernel_step`: Kernel HMC momentum step.
     KernelStep,
+    /// `kernel_energy`: kernel-density energy per chain.
     KernelEnergy,
+    /// `kernel_mh_terms`: Kernel HMC MH terms.
     KernelMhTerms,
+    /// `kernel_select`: Kernel HMC accept.
     KernelSelect,
+    /// `mixture_residual`: the mixture's minibatch step residual.
     MixtureResidual,
+    /// `mh_terms_mixture`: MH terms from the mixture's cached energies.
     MhTermsMixture,
+    /// `tangent_energy`: the tangent likelihood's energy and scaled residual.
     TangentEnergy,
+    /// `tangent_step`: the tangent likelihood's step residual.
     TangentStep,
 }
 

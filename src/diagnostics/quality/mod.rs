@@ -222,8 +222,11 @@ pub struct QualityInputs<'a> {
 /// The 10%, 50% and 90% quantiles.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Quantiles {
+    /// 10th percentile.
     pub q10: f64,
+    /// Median.
     pub q50: f64,
+    /// 90th percentile.
     pub q90: f64,
 }
 
@@ -243,6 +246,7 @@ pub struct Counts {
 /// Label preservation of one class.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClassLabelPreservation {
+    /// The class label.
     pub label: u32,
     /// Generated images of the class.
     pub generated: usize,
@@ -257,6 +261,7 @@ pub struct ClassLabelPreservation {
 pub struct LabelPreservation {
     /// The fraction of all generated images assigned to their class.
     pub overall: f64,
+    /// Per class, in label order.
     pub per_class: Vec<ClassLabelPreservation>,
 }
 
@@ -265,6 +270,7 @@ pub struct LabelPreservation {
 pub struct ClassifierSummary {
     /// "softmax regression (multinomial logistic regression) with bias, L2 penalty, L-BFGS".
     pub model: &'static str,
+    /// The classifier's training settings.
     pub settings: TrainSettings,
     /// L-BFGS iterations run.
     pub iterations: usize,
@@ -281,8 +287,11 @@ pub struct ClassifierSummary {
 pub struct NoveltyStats {
     /// Images.
     pub count: usize,
+    /// Mean.
     pub mean: f64,
+    /// Median.
     pub median: f64,
+    /// 10th, 50th and 90th percentiles.
     pub quantiles: Quantiles,
     /// The fraction with novelty below [`NEAR_COPY_NOVELTY`].
     pub near_copy_fraction: f64,
@@ -291,8 +300,10 @@ pub struct NoveltyStats {
 /// Novelty of one class's generated images.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClassNovelty {
+    /// The class label.
     pub label: u32,
     #[serde(flatten)]
+    /// The class's statistics.
     pub stats: NoveltyStats,
 }
 
@@ -300,18 +311,21 @@ pub struct ClassNovelty {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Novelty {
     #[serde(flatten)]
+    /// Over every generated image.
     pub overall: NoveltyStats,
     /// The threshold of a near copy ([`NEAR_COPY_NOVELTY`]).
     pub near_copy_threshold: f64,
     /// The unit of novelty: the median distance (0..1 pixel scale) from a reference image to
     /// its nearest training image.
     pub reference_median_distance: f64,
+    /// Per class, in label order.
     pub per_class: Vec<ClassNovelty>,
 }
 
 /// Diversity of one class.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClassDiversity {
+    /// The class label.
     pub label: u32,
     /// Generated images of the class.
     pub generated: usize,
@@ -333,6 +347,7 @@ pub struct Diversity {
     pub mean: Option<f64>,
     /// Images per side at most ([`MAX_DIVERSITY_IMAGES`]).
     pub max_images_per_side: usize,
+    /// Per class, in label order.
     pub per_class: Vec<ClassDiversity>,
 }
 
@@ -355,6 +370,7 @@ pub struct ReferenceScores {
 pub struct QualityReport {
     /// Where the reference images come from.
     pub reference: ReferenceKind,
+    /// How many images of each kind were used.
     pub counts: Counts,
     /// None with a single class (no classifier to train).
     pub label_preservation: Option<LabelPreservation>,
@@ -362,7 +378,9 @@ pub struct QualityReport {
     pub classifier_test_accuracy: Option<f64>,
     /// None with a single class.
     pub classifier: Option<ClassifierSummary>,
+    /// Nearest-neighbour distances to the real images.
     pub novelty: Novelty,
+    /// Pairwise distances within each class.
     pub diversity: Diversity,
     /// The reference images' own scores.
     pub reference_scores: ReferenceScores,
