@@ -1,7 +1,7 @@
 //! HMC's proposal: r ~ N(0, I), L leapfrog steps of size ε = eta with the full gradient, judged by
 //! the Hamiltonian U + ½||r||² in the MH ratio.
 
-use super::{ChainOp, DynamicsSettings};
+use super::{ChainOp, DynamicsSettings, MhTerms};
 
 /// Z ← X with its gradient, r_0, L leapfrog steps (drift, Z's full state, kick), the MH terms
 /// with the kinetic difference.
@@ -20,4 +20,9 @@ pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
     }
     ops.push(ChainOp::MhTerms { kinetic: true });
     ops
+}
+
+/// log α before the min with 0: −ΔU − ΔK: the change of the Hamiltonian U + ½||r||² (Δ unused).
+pub fn log_ratio(terms: &MhTerms, _delta: f64) -> f64 {
+    terms.hamiltonian_log_ratio()
 }

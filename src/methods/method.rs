@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{hmc, mala, rmld, ChainOp, DynamicsSettings};
+use super::{hmc, mala, rmld, ChainOp, DynamicsSettings, MhTerms};
 
 /// The proposal mechanism of one outer iteration. RMLD is the paper's (approximate) sampler;
 /// MALA and HMC use the full-data gradient and an exact Metropolis-Hastings ratio, so they
@@ -31,6 +31,16 @@ impl Method {
             Method::Rmld => rmld::program(settings),
             Method::Mala => mala::program(settings),
             Method::Hmc => hmc::program(settings),
+        }
+    }
+
+    /// log α of a proposal's terms before the min with 0 (NaN or infinite terms give NaN, which
+    /// the MH rule rejects); `delta` is Δ of the proposal norms (`DynamicsSettings::delta`).
+    pub fn log_ratio(self, terms: &MhTerms, delta: f64) -> f64 {
+        match self {
+            Method::Rmld => rmld::log_ratio(terms, delta),
+            Method::Mala => mala::log_ratio(terms, delta),
+            Method::Hmc => hmc::log_ratio(terms, delta),
         }
     }
 

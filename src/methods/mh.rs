@@ -51,13 +51,10 @@ impl MhTerms {
         -(self.energy_difference as f64) - self.kinetic_difference as f64
     }
 
-    /// The log ratio of `method`: Algorithm 3's with Δ = `delta` for RMLD and MALA (MALA's
-    /// Gaussian proposal densities give exactly that formula with Δ = h), the Hamiltonian's for HMC.
+    /// The log ratio of `method` (`Method::log_ratio`: Algorithm 3's with Δ = `delta` for RMLD
+    /// and MALA, the Hamiltonian's for HMC).
     pub fn method_log_ratio(&self, method: Method, delta: f64) -> f64 {
-        match method {
-            Method::Rmld | Method::Mala => self.log_ratio(delta),
-            Method::Hmc => self.hamiltonian_log_ratio(),
-        }
+        method.log_ratio(self, delta)
     }
 }
 

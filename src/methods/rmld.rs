@@ -1,7 +1,7 @@
 //! RMLD's proposal (Algorithm 1): r_0 ~ N(0, I) and T minibatch momentum steps from X, judged by
 //! the linearised MH of Algorithm 3 with Δ = eta·T.
 
-use super::{ChainOp, DynamicsSettings};
+use super::{ChainOp, DynamicsSettings, MhTerms};
 
 /// Z ← X, r_0, the T steps, Z's full state, the MH terms.
 pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
@@ -9,4 +9,9 @@ pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
     ops.extend((1..=settings.steps).map(ChainOp::MinibatchStep));
     ops.extend([ChainOp::ProposalState, ChainOp::MhTerms { kinetic: false }]);
     ops
+}
+
+/// log α before the min with 0: Algorithm 3's linearised ratio with Δ = eta·T.
+pub fn log_ratio(terms: &MhTerms, delta: f64) -> f64 {
+    terms.log_ratio(delta)
 }
