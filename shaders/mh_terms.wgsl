@@ -1,5 +1,5 @@
 // Twin of src/backend/cpu/mh_terms.rs (compiled with the prior's file, shaders/prior/*.wgsl): per chain U(X), U(Z) - U(X) as one reduction of
-// per-element differences, the forward and reverse proposal norms, and for HMC (method 2)
+// per-element differences, the forward and reverse proposal norms, and for HMC (kinetic 1)
 // 1/2 ||r_L||^2 - 1/2 ||r_0||^2 with r_0 drawn again from its stream. One 256-wide workgroup per
 // chain: strided partial sums, then a tree in workgroup memory (so sums round unlike the CPU's
 // sequential ones, within f32 rounding).
@@ -67,7 +67,7 @@ fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
         a += vec4<f32>(0.0, 0.0, px, prior_element(zj) - px);
         b += vec4<f32>(f * f, r * r, 0.0, 0.0);
     }
-    if (params.method == 2u) {
+    if (params.kinetic != 0u) {
         let key = chain_key(params.chain_offset + c);
         for (var j = t; j < params.p; j += 256u) {
             let counter = vec4<u32>(j / 4u, 0u, params.outer, PURPOSE_MOMENTUM);

@@ -24,7 +24,7 @@ struct Params {
     c_u: f32,           // FISTA t/t'
     c_prev: f32,        // FISTA (t-1)/t'
     inv_sigma2: f32,    // 1 / sigma^2, the likelihood's precision
-    method: u32,        // 0 RMLD, 1 MALA, 2 HMC (`Method::code`)
+    kinetic: u32,       // 1: mh_terms adds HMC's kinetic difference (the program's MhTerms op)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -26,3 +26,8 @@ pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
 pub fn log_ratio(terms: &MhTerms, _delta: f64) -> f64 {
     terms.hamiltonian_log_ratio()
 }
+
+/// Δ = ε = eta (the Hamiltonian ratio does not use it).
+pub fn delta(settings: &DynamicsSettings) -> f32 {
+    settings.eta
+}

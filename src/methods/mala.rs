@@ -17,3 +17,8 @@ pub fn program(_settings: &DynamicsSettings) -> Vec<ChainOp> {
 pub fn log_ratio(terms: &MhTerms, delta: f64) -> f64 {
     terms.log_ratio(delta)
 }
+
+/// Δ = h = eta.
+pub fn delta(settings: &DynamicsSettings) -> f32 {
+    settings.eta
+}

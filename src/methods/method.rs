@@ -44,12 +44,12 @@ impl Method {
         }
     }
 
-    /// The number the GPU kernels see in `Params::method`.
-    pub fn code(self) -> u32 {
+    /// Δ of the MH proposal norms for `settings` (`DynamicsSettings::delta`).
+    pub fn delta(self, settings: &DynamicsSettings) -> f32 {
         match self {
-            Method::Rmld => 0,
-            Method::Mala => 1,
-            Method::Hmc => 2,
+            Method::Rmld => rmld::delta(settings),
+            Method::Mala => mala::delta(settings),
+            Method::Hmc => hmc::delta(settings),
         }
     }
 }

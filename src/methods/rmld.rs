@@ -15,3 +15,8 @@ pub fn program(settings: &DynamicsSettings) -> Vec<ChainOp> {
 pub fn log_ratio(terms: &MhTerms, delta: f64) -> f64 {
     terms.log_ratio(delta)
 }
+
+/// Δ = eta·T, the aggregated step of the linearised correction.
+pub fn delta(settings: &DynamicsSettings) -> f32 {
+    settings.eta * settings.steps as f32
+}

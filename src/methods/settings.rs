@@ -27,10 +27,7 @@ pub struct DynamicsSettings {
 impl DynamicsSettings {
     /// Δ of the MH proposal norms: eta·T for RMLD, h = eta for MALA (unused by HMC).
     pub fn delta(&self) -> f32 {
-        match self.method {
-            Method::Rmld => self.eta * self.steps as f32,
-            Method::Mala | Method::Hmc => self.eta,
-        }
+        self.method.delta(self)
     }
 }
 

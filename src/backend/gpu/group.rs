@@ -474,7 +474,7 @@ impl ChainGroup {
             ChainOp::LeapfrogDrift => self.run(pass, Role::Drift, slot, [pg, chains, 1]),
             ChainOp::LeapfrogKick => self.run(pass, Role::Kick, slot, [pg, chains, 1]),
             ChainOp::ProposalState => self.record_state_z(pass, d, p),
-            // The kinetic difference follows params.method (2: HMC), checked by the caller.
+            // The kinetic difference follows params.kinetic, set by the caller from this op.
             ChainOp::MhTerms { .. } => self.run(pass, Role::Mh, 0, [chains, 1, 1]),
             ChainOp::CopyPosition | ChainOp::CopyGradient => {
                 return Err(Error::Internal(format!(

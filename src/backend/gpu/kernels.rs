@@ -52,8 +52,8 @@ pub struct Params {
     pub c_prev: f32,
     /// 1/sigma², the likelihood's precision.
     pub inv_sigma2: f32,
-    /// 0 RMLD, 1 MALA, 2 HMC (`Method::code`): 2 adds the kinetic difference to the MH terms.
-    pub method: u32,
+    /// 1: `mh_terms` adds HMC's kinetic difference (the program's `ChainOp::MhTerms`).
+    pub kinetic: u32,
 }
 
 const PARAMS: &str = include_str!("../../../shaders/params.wgsl");

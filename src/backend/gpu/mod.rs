@@ -19,7 +19,7 @@ pub use dataset::{gather_params, upload_observations};
 use std::sync::Arc;
 
 use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::methods::{ChainOp, Method};
+use crate::methods::ChainOp;
 use crate::model::Likelihood;
 use crate::model::Target;
 use crate::{Error, Result};
@@ -232,7 +232,7 @@ impl GpuBackend {
             } else {
                 t.inv_sigma2()
             },
-            method: s.method.code(),
+            kinetic: 0,
             ..gather_params(&t.observations, s.seed, 0, 0, s.batch, 0)
         }
     }
@@ -348,23 +348,26 @@ impl Backend for GpuBackend {
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
         let (d, p) = (self.target.d(), self.target.p());
         let s = &self.settings;
-        let base = self.base_params();
-        for g in &self.groups {
-            g.write_params(&self.context, base, outer);
-        }
-        // The method's program: its leading copies go into the encoder, the rest into one pass.
+        // The method's program: its leading copies go into the encoder, the rest into one pass
+        // that ends with the MH terms (whose kinetic difference the params switch on).
         let program = s.method.program(s);
         let copies = program
             .iter()
             .take_while(|&&op| matches!(op, ChainOp::CopyPosition | ChainOp::CopyGradient))
             .count();
         let (copy_ops, pass_ops) = program.split_at(copies);
-        let kinetic = s.method == Method::Hmc;
-        if !matches!(pass_ops.last(), Some(&ChainOp::MhTerms { kinetic: k }) if k == kinetic) {
+        let Some(&ChainOp::MhTerms { kinetic }) = pass_ops.last() else {
             return Err(Error::Internal(format!(
-                "{:?}'s program must end with its MH terms (kinetic: {kinetic})",
+                "{:?}'s program must end with its MH terms",
                 s.method
             )));
+        };
+        let base = Params {
+            kinetic: kinetic as u32,
+            ..self.base_params()
+        };
+        for g in &self.groups {
+            g.write_params(&self.context, base, outer);
         }
         let recorded = std::cell::Cell::new(Ok(()));
         let encoder = self.submit(
