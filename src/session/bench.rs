@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::backend::cpu::{gather, gradient_step, matmul, mh_terms, CpuBackend};
+use crate::backend::cpu::{matmul, CpuBackend};
 use crate::backend::{Backend, DynamicsSettings};
 use crate::io::{self, Dataset, Pixels};
 use crate::methods::MhRule;
@@ -453,95 +453,18 @@ fn cpu_ceiling(n: usize) -> Ceiling {
     }
 }
 
-/// One outer iteration of the CPU backend taken apart: the same kernels the backend calls, each timed.
-fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Phases {
+/// One outer iteration of the CPU backend timed phase by phase (`CpuBackend::with_phase_timing`):
+/// the very code path `sample` runs, from chains at zero.
+fn cpu_phases(target: &Arc<Target>, dynamics: &DynamicsSettings, chains: usize) -> Result<Phases> {
     let (d, p) = (target.d(), target.p());
-    let a = &target.dictionary.a;
-    let xbar_rows = target.xbar.repeat(chains);
-    let rows = vec![[0, target.observations.n as u32]; chains];
-    let x = vec![0f32; chains * p];
-    let mut z = x.clone();
-    let mut momentum = vec![0f32; chains * p];
-    let mut gradient = vec![0f32; chains * p];
-    let (mut ybar, mut residual) = (vec![0f32; chains * d], vec![0f32; chains * d]);
-    let mut x_gradient = vec![0f32; chains * p];
-    let mut x_residual = vec![0f32; chains * d];
-    let mut times = [0f64; 6];
-    let mut timed = |slot: usize, f: &mut dyn FnMut()| {
-        let t = Instant::now();
-        f();
-        times[slot] += t.elapsed().as_secs_f64();
-    };
-    // The current state's residual and gradient (untimed: the backend caches them).
-    matmul::residual_product(a, d, p, &x, &xbar_rows, &mut x_residual);
-    matmul::transpose_product(a, d, p, &x_residual, &mut x_gradient);
-    timed(3, &mut || {
-        gradient_step::draw_momentum(dynamics.seed, 1, &mut momentum, p)
-    });
-    for step in 1..=dynamics.steps {
-        let obs = &target.observations;
-        timed(0, &mut || {
-            gather::gather(
-                obs,
-                &rows,
-                dynamics.seed,
-                1,
-                step,
-                dynamics.batch,
-                &mut ybar,
-            )
-        });
-        timed(1, &mut || {
-            matmul::residual_product(a, d, p, &z, &ybar, &mut residual)
-        });
-        timed(2, &mut || {
-            matmul::transpose_product(a, d, p, &residual, &mut gradient)
-        });
-        timed(3, &mut || {
-            gradient_step::gradient_step(
-                &gradient,
-                &mut z,
-                &mut momentum,
-                p,
-                &target.prior,
-                target.inv_sigma2(),
-                dynamics.eta,
-                None,
-            )
-        });
-    }
-    let (mut z_residual, mut z_gradient) = (vec![0f32; chains * d], vec![0f32; chains * p]);
-    timed(4, &mut || {
-        matmul::residual_product(a, d, p, &z, &xbar_rows, &mut z_residual);
-        matmul::transpose_product(a, d, p, &z_residual, &mut z_gradient);
-        gradient_step::full_gradient(&mut z_gradient, &z, &target.prior, target.inv_sigma2());
-    });
-    timed(5, &mut || {
-        let current = mh_terms::ChainView {
-            position: &x,
-            residual: &x_residual,
-            gradient: &x_gradient,
-        };
-        let proposal = mh_terms::ChainView {
-            position: &z,
-            residual: &z_residual,
-            gradient: &z_gradient,
-        };
-        let delta = dynamics.eta * dynamics.steps as f32;
-        std::hint::black_box(mh_terms::mh_terms(
-            &current,
-            &proposal,
-            d,
-            p,
-            &target.prior,
-            target.inv_sigma2(),
-            delta,
-            None,
-            None,
-        ));
-    });
+    let mut backend =
+        CpuBackend::try_new(target.clone(), dynamics.clone(), chains)?.with_phase_timing();
+    // Loading computes the current state's residual and gradient, outside the timed proposal.
+    backend.load_positions(&vec![0f32; chains * p])?;
+    backend.propose(1)?;
+    let times = backend.phase_seconds().unwrap_or_default();
     let product_flop = 4.0 * (d * p * chains) as f64 * dynamics.steps as f64;
-    Phases {
+    Ok(Phases {
         chains,
         gather: times[0],
         residual_product: times[1],
@@ -550,7 +473,7 @@ fn cpu_phases(target: &Target, dynamics: &DynamicsSettings, chains: usize) -> Ph
         full_residual_and_gradient: times[4],
         mh_terms: times[5],
         products_gflops: product_flop / (times[1] + times[2]) / 1e9,
-    }
+    })
 }
 
 fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> {
@@ -615,7 +538,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
             drop(backend);
             row.timing = "wall-clock".into();
             row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
-            let phase = cpu_phases(&target, &dynamics, c);
+            let phase = cpu_phases(&target, &dynamics, c)?;
             observer.notice(&Notice::BenchMeasured {
                 backend: "cpu".into(),
                 chains: c,

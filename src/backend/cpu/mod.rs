@@ -43,6 +43,31 @@ pub struct CpuBackend {
     /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
     caches_energy: bool,
     mixture: Option<Mixture>,
+    /// Seconds per `CpuPhase` since timing was switched on (`with_phase_timing`).
+    phase_seconds: Option<[f64; CpuPhase::COUNT]>,
+}
+
+/// The parts of a proposal the CPU backend can time (`CpuBackend::with_phase_timing`), for
+/// `rmld bench`'s breakdown of the very code path `sample` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuPhase {
+    /// Gathering the per-chain minibatch means.
+    Gather,
+    /// A Z − Ybar (with the likelihood's step residual).
+    ResidualProduct,
+    /// Aᵀ R.
+    TransposeProduct,
+    /// The momentum draw and the fused momentum and position updates.
+    Update,
+    /// Z's full residual, energy and gradient.
+    ProposalState,
+    /// The MH terms.
+    MhTerms,
+}
+
+impl CpuPhase {
+    /// Number of phases.
+    pub const COUNT: usize = 6;
 }
 
 /// What turns A· (mixture) or A· − a (tangent) into a per-chain energy and scaled residual.
@@ -128,6 +153,7 @@ impl CpuBackend {
             chunk: chains.max(1),
             caches_energy,
             mixture,
+            phase_seconds: None,
             target,
         })
     }
@@ -137,6 +163,30 @@ impl CpuBackend {
     pub fn with_chunk_size(mut self, chunk: usize) -> Self {
         self.chunk = chunk.max(1);
         self
+    }
+
+    /// Times every phase of the proposals from now on (`phase_seconds`); the samples are the same.
+    pub fn with_phase_timing(mut self) -> Self {
+        self.phase_seconds = Some([0.0; CpuPhase::COUNT]);
+        self
+    }
+
+    /// Seconds spent in each `CpuPhase` (indexed by it) since `with_phase_timing`, or None.
+    pub fn phase_seconds(&self) -> Option<[f64; CpuPhase::COUNT]> {
+        self.phase_seconds
+    }
+
+    /// Runs `f`, adding its wall time to `phase` when timing is on.
+    fn timed<T>(&mut self, phase: CpuPhase, f: impl FnOnce(&mut Self) -> T) -> T {
+        if self.phase_seconds.is_none() {
+            return f(self);
+        }
+        let started = std::time::Instant::now();
+        let out = f(self);
+        if let Some(seconds) = &mut self.phase_seconds {
+            seconds[phase as usize] += started.elapsed().as_secs_f64();
+        }
+        out
     }
 
     /// Per chain A z − y, block by block.
@@ -268,28 +318,32 @@ impl CpuBackend {
         match op {
             ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
             ChainOp::CopyGradient => self.z_gradient.copy_from_slice(&self.x_gradient),
-            ChainOp::DrawMomentum => {
-                gradient_step::draw_momentum(seed, outer, &mut self.momentum, p)
-            }
+            ChainOp::DrawMomentum => self.timed(CpuPhase::Update, |b| {
+                gradient_step::draw_momentum(seed, outer, &mut b.momentum, p)
+            }),
             ChainOp::MinibatchStep(step) => self.minibatch_step(outer, step),
-            ChainOp::LangevinProposal => exact::mala_proposal(
-                seed,
-                outer,
-                &self.x,
-                &self.x_gradient,
-                &mut self.z,
-                p,
-                eta,
-                (2.0 * eta).sqrt(),
-            ),
-            ChainOp::LeapfrogDrift => {
-                exact::leapfrog_drift(&self.z_gradient, &mut self.z, &mut self.momentum, eta)
+            ChainOp::LangevinProposal => self.timed(CpuPhase::Update, |b| {
+                exact::mala_proposal(
+                    seed,
+                    outer,
+                    &b.x,
+                    &b.x_gradient,
+                    &mut b.z,
+                    p,
+                    eta,
+                    (2.0 * eta).sqrt(),
+                )
+            }),
+            ChainOp::LeapfrogDrift => self.timed(CpuPhase::Update, |b| {
+                exact::leapfrog_drift(&b.z_gradient, &mut b.z, &mut b.momentum, eta)
+            }),
+            ChainOp::LeapfrogKick => self.timed(CpuPhase::Update, |b| {
+                exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, eta)
+            }),
+            ChainOp::ProposalState => self.timed(CpuPhase::ProposalState, Self::proposal_state),
+            ChainOp::MhTerms { kinetic } => {
+                return Some(self.timed(CpuPhase::MhTerms, |b| b.terms(outer, kinetic)))
             }
-            ChainOp::LeapfrogKick => {
-                exact::leapfrog_kick(&self.z_gradient, &mut self.momentum, eta)
-            }
-            ChainOp::ProposalState => self.proposal_state(),
-            ChainOp::MhTerms { kinetic } => return Some(self.terms(outer, kinetic)),
         }
         None
     }
@@ -300,35 +354,43 @@ impl CpuBackend {
     fn minibatch_step(&mut self, outer: u32, step: u32) {
         let (p, s) = (self.target.p(), self.settings.clone());
         if self.mixture.is_none() {
-            gather::gather(
-                &self.target.observations,
-                &self.chain_rows,
-                s.seed,
-                outer,
-                step,
-                s.batch,
-                &mut self.ybar,
-            );
+            self.timed(CpuPhase::Gather, |b| {
+                gather::gather(
+                    &b.target.observations,
+                    &b.chain_rows,
+                    s.seed,
+                    outer,
+                    step,
+                    s.batch,
+                    &mut b.ybar,
+                )
+            });
         }
-        let mut step_residual = std::mem::take(&mut self.step_residual);
-        self.residual_product(&self.z, &self.ybar, &mut step_residual);
-        self.step_residual = step_residual;
-        self.mixture_step_residual(outer, step);
-        let mut gradient = std::mem::take(&mut self.z_gradient);
-        self.transpose_product(&self.step_residual, &mut gradient);
-        self.z_gradient = gradient;
+        self.timed(CpuPhase::ResidualProduct, |b| {
+            let mut step_residual = std::mem::take(&mut b.step_residual);
+            b.residual_product(&b.z, &b.ybar, &mut step_residual);
+            b.step_residual = step_residual;
+            b.mixture_step_residual(outer, step);
+        });
+        self.timed(CpuPhase::TransposeProduct, |b| {
+            let mut gradient = std::mem::take(&mut b.z_gradient);
+            b.transpose_product(&b.step_residual, &mut gradient);
+            b.z_gradient = gradient;
+        });
         let noise = s.sghmc_noise.then_some((s.seed, outer, step));
         let inv_sigma2 = self.gradient_inv_sigma2();
-        gradient_step::gradient_step(
-            &self.z_gradient,
-            &mut self.z,
-            &mut self.momentum,
-            p,
-            &self.target.prior,
-            inv_sigma2,
-            s.eta,
-            noise,
-        );
+        self.timed(CpuPhase::Update, |b| {
+            gradient_step::gradient_step(
+                &b.z_gradient,
+                &mut b.z,
+                &mut b.momentum,
+                p,
+                &b.target.prior,
+                inv_sigma2,
+                s.eta,
+                noise,
+            )
+        });
     }
 
     /// Z's residual A Z − xbar and full gradient ∇U(Z).
