@@ -115,19 +115,29 @@ pub fn make_backend(
             chains,
         )?))
     };
+    choose(choice, observer, cpu, || {
+        gpu_backend(target, dynamics, chains)
+    })
+}
+
+/// `choice` between two backend constructors: `Auto` takes the GPU unless it is missing, unusable
+/// or a software renderer, and then the CPU with a notice to `observer`.
+fn choose(
+    choice: BackendChoice,
+    observer: &dyn Observer,
+    cpu: impl Fn() -> Result<Box<dyn Backend>>,
+    gpu: impl Fn() -> Result<Box<dyn Backend>>,
+) -> Result<Box<dyn Backend>> {
     match choice {
         BackendChoice::Cpu => cpu(),
-        BackendChoice::Gpu => gpu_backend(target, dynamics, chains),
+        BackendChoice::Gpu => gpu(),
         BackendChoice::Auto if software_adapter(observer).is_some() => cpu(),
-        BackendChoice::Auto => match gpu_backend(target, dynamics, chains) {
-            Ok(backend) => Ok(backend),
-            Err(e) => {
-                observer.notice(&Notice::NoUsableGpu {
-                    reason: e.to_string(),
-                });
-                cpu()
-            }
-        },
+        BackendChoice::Auto => gpu().or_else(|e| {
+            observer.notice(&Notice::NoUsableGpu {
+                reason: e.to_string(),
+            });
+            cpu()
+        }),
     }
 }
 
@@ -167,20 +177,9 @@ pub fn make_kernel_backend(
             dynamics.clone(),
         )?))
     };
-    match choice {
-        BackendChoice::Cpu => cpu(),
-        BackendChoice::Gpu => kernel_gpu_backend(target, dynamics),
-        BackendChoice::Auto if software_adapter(observer).is_some() => cpu(),
-        BackendChoice::Auto => match kernel_gpu_backend(target, dynamics) {
-            Ok(backend) => Ok(backend),
-            Err(e) => {
-                observer.notice(&Notice::NoUsableGpu {
-                    reason: e.to_string(),
-                });
-                cpu()
-            }
-        },
-    }
+    choose(choice, observer, cpu, || {
+        kernel_gpu_backend(target, dynamics)
+    })
 }
 
 #[cfg(not(feature = "gpu"))]
