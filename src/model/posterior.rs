@@ -204,35 +204,6 @@ impl Target {
     pub fn p(&self) -> usize {
         self.dictionary.p
     }
-
-    /// U(X) − const = 1/(2σ²)·||A X − xbar||² + lam·||X||₁, in f64 (the reference).
-    pub fn energy_f64(&self, x: &[f32]) -> f64 {
-        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        let ax = self.dictionary.apply_f64(&x64);
-        let fit: f64 = ax
-            .iter()
-            .zip(&self.xbar)
-            .map(|(a, &b)| (a - b as f64).powi(2))
-            .sum();
-        0.5 * fit / self.sigma2 as f64 + self.prior.energy_f64(x)
-    }
-
-    /// ∇U(X) = Aᵀ(A X − y)/σ² + lam·sign(X) with y = xbar, or a minibatch mean, in f64.
-    pub fn gradient_f64(&self, x: &[f32], y: &[f32]) -> Vec<f64> {
-        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        let residual: Vec<f64> = self
-            .dictionary
-            .apply_f64(&x64)
-            .iter()
-            .zip(y)
-            .map(|(a, &b)| a - b as f64)
-            .collect();
-        let mut g = self.dictionary.apply_transpose_f64(&residual);
-        for (gj, &xj) in g.iter_mut().zip(x) {
-            *gj = *gj / self.sigma2 as f64 + self.prior.gradient_f64(xj);
-        }
-        g
-    }
 }
 
 /// sign(x) with sign(0) = 0, as the subgradient of |x| the paper uses.
@@ -245,22 +216,4 @@ pub fn sign(x: f32) -> f32 {
     } else {
         0.0
     }
-}
-
-/// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies:
-/// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j / σ² + (−log p(Z) + log p(X)), with r = A· − xbar.
-pub fn energy_difference(
-    residual_z: &[f32],
-    residual_x: &[f32],
-    z: &[f32],
-    x: &[f32],
-    prior: &Prior,
-    inv_sigma2: f32,
-) -> f32 {
-    let fit: f32 = residual_z
-        .iter()
-        .zip(residual_x)
-        .map(|(&rz, &rx)| (rz - rx) * (rz + rx))
-        .sum();
-    0.5 * fit * inv_sigma2 + prior.energy_difference(z, x)
 }

@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use crate::methods::MhTerms;
-use crate::model::posterior::energy_difference;
+use crate::model::likelihood::gaussian::energy_difference;
 use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
 

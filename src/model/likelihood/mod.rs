@@ -2,6 +2,7 @@
 //! mean or one image, a mixture over the class's images, a Gaussian along the span of one image's
 //! nearest neighbours), each in its own file, and the kernel density behind Kernel HMC.
 
+pub mod gaussian;
 pub mod kernel_density;
 pub mod mixture;
 pub mod tangent;
