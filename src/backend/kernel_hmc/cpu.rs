@@ -8,7 +8,7 @@ use super::{ChainInfo, KernelTarget};
 use crate::backend::cpu::gradient_step::draw_momentum;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::io::Pixels;
-use crate::methods::Method;
+use crate::methods::{ChainOp, Method};
 use crate::model::Observations;
 use crate::rng::{Purpose, Stream};
 use crate::{Error, Result};
@@ -373,6 +373,55 @@ fn energies_and_gradients(
         });
 }
 
+impl KernelHmcCpu {
+    /// Step `step` of Algorithm 1 on every chain's Z, with its minibatch kernel gradient.
+    fn kernel_steps(&mut self, outer: u32, step: u32) {
+        let d = self.target.d();
+        let s = &self.settings;
+        let observations = &*self.target.observations;
+        let params = StepParams {
+            seed: s.seed,
+            outer,
+            step,
+            eta: s.eta,
+            noise: s.sghmc_noise,
+            noise_scale: (2.0 * s.eta).sqrt(),
+        };
+        self.z
+            .par_chunks_mut(d)
+            .zip(self.momentum.par_chunks_mut(d))
+            .zip(self.info.par_iter())
+            .enumerate()
+            .for_each_init(
+                || StepScratch::new(s.batch as usize, d, s.sghmc_noise),
+                |scratch, (chain, ((z, r), info))| {
+                    kernel_step(observations, info, chain as u32, &params, z, r, scratch);
+                },
+            );
+    }
+
+    /// Every chain's MH terms from the cached energies and gradients at X and Z.
+    fn terms(&self) -> Vec<MhTerms> {
+        let d = self.target.d();
+        let delta = self.settings.delta();
+        (0..self.chains())
+            .into_par_iter()
+            .map(|c| {
+                let row = c * d..(c + 1) * d;
+                kernel_mh_terms(
+                    &self.x[row.clone()],
+                    &self.z[row.clone()],
+                    &self.x_gradient[row.clone()],
+                    &self.z_gradient[row],
+                    self.x_energy[c],
+                    self.z_energy[c],
+                    delta,
+                )
+            })
+            .collect()
+    }
+}
+
 impl Backend for KernelHmcCpu {
     fn info(&self) -> BackendInfo {
         let (d, m) = (self.target.d(), self.settings.batch as usize);
@@ -409,56 +458,31 @@ impl Backend for KernelHmcCpu {
     }
 
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
-        let d = self.target.d();
-        let s = &self.settings;
-        let observations = &*self.target.observations;
-        self.z.copy_from_slice(&self.x);
-        draw_momentum(s.seed, outer, &mut self.momentum, d);
-        let base = StepParams {
-            seed: s.seed,
-            outer,
-            step: 0,
-            eta: s.eta,
-            noise: s.sghmc_noise,
-            noise_scale: (2.0 * s.eta).sqrt(),
-        };
-        self.z
-            .par_chunks_mut(d)
-            .zip(self.momentum.par_chunks_mut(d))
-            .zip(self.info.par_iter())
-            .enumerate()
-            .for_each_init(
-                || StepScratch::new(s.batch as usize, d, s.sghmc_noise),
-                |scratch, (chain, ((z, r), info))| {
-                    for step in 1..=s.steps {
-                        let params = StepParams { step, ..base };
-                        kernel_step(observations, info, chain as u32, &params, z, r, scratch);
-                    }
-                },
-            );
-        energies_and_gradients(
-            observations,
-            &self.info,
-            &self.z,
-            &mut self.z_gradient,
-            &mut self.z_energy,
-        );
-        let delta = s.delta();
-        Ok((0..self.chains())
-            .into_par_iter()
-            .map(|c| {
-                let row = c * d..(c + 1) * d;
-                kernel_mh_terms(
-                    &self.x[row.clone()],
-                    &self.z[row.clone()],
-                    &self.x_gradient[row.clone()],
-                    &self.z_gradient[row],
-                    self.x_energy[c],
-                    self.z_energy[c],
-                    delta,
-                )
-            })
-            .collect())
+        let mut terms = None;
+        for op in self.settings.method.program(&self.settings) {
+            match op {
+                ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
+                ChainOp::DrawMomentum => {
+                    let (seed, d) = (self.settings.seed, self.target.d());
+                    draw_momentum(seed, outer, &mut self.momentum, d)
+                }
+                ChainOp::MinibatchStep(step) => self.kernel_steps(outer, step),
+                ChainOp::ProposalState => energies_and_gradients(
+                    &self.target.observations,
+                    &self.info,
+                    &self.z,
+                    &mut self.z_gradient,
+                    &mut self.z_energy,
+                ),
+                ChainOp::MhTerms { .. } => terms = Some(self.terms()),
+                other => {
+                    return Err(Error::Internal(format!(
+                        "Kernel HMC runs RMLD's dynamics only, not {other:?}"
+                    )))
+                }
+            }
+        }
+        terms.ok_or_else(|| Error::Internal("a method's program ended without MH terms".into()))
     }
 
     fn accept(&mut self, accepted: &[bool]) -> Result<()> {
