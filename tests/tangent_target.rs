@@ -408,28 +408,29 @@ fn zero_scale_equals_the_local_target() {
 }
 
 /// k = 0, k above the kernels' limit, a class with fewer than k + 1 images, and a negative or
-/// non-finite scale are usage errors, not panics.
+/// non-finite scale are usage errors, not panics, naming the setting (the library names settings,
+/// not options: `tests/cli.rs` checks that the command line still prints `--tangent-k`).
 #[test]
 fn bad_settings_are_usage_errors() {
     let cases = [
-        (TangentSettings { k: 0, scale: 1.0 }, "--tangent-k"),
-        (TangentSettings { k: 65, scale: 1.0 }, "--tangent-k"),
+        (TangentSettings { k: 0, scale: 1.0 }, "tangent_k"),
+        (TangentSettings { k: 65, scale: 1.0 }, "tangent_k"),
         // Chain 3's class has 10 rows: k = 10 needs 11.
-        (TangentSettings { k: 10, scale: 1.0 }, "--tangent-k"),
-        (TangentSettings { k: 3, scale: -0.5 }, "--tangent-scale"),
+        (TangentSettings { k: 10, scale: 1.0 }, "tangent_k"),
+        (TangentSettings { k: 3, scale: -0.5 }, "tangent_scale"),
         (
             TangentSettings {
                 k: 3,
                 scale: f32::NAN,
             },
-            "--tangent-scale",
+            "tangent_scale",
         ),
         (
             TangentSettings {
                 k: 3,
                 scale: f32::INFINITY,
             },
-            "--tangent-scale",
+            "tangent_scale",
         ),
     ];
     for (settings, expected) in cases {

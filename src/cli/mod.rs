@@ -102,12 +102,37 @@ fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
 /// The error as the command line prints it: a setting's name as its option (`--batch`), for
 /// the settings that are options of the command run (`options`, from `options_of`).
 pub fn error_text(error: &Error, options: &[String]) -> String {
-    match error {
+    let text = match error {
         Error::Usage { field, message } => {
             format!("invalid setting {}: {message}", flag(field, options))
         }
         other => other.to_string(),
+    };
+    with_flags(&text, options)
+}
+
+/// `text` with every setting the library names in backticks (`` `lasso_iterations` ``) written as
+/// the option that sets it (`--lasso-iterations`) when `options` has one; other backticked text
+/// stays as it is.
+pub fn with_flags(text: &str, options: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let Some(len) = rest[open + 1..].find('`') else {
+            break;
+        };
+        let name = &rest[open + 1..open + 1 + len];
+        let option = flag(name, options);
+        out.push_str(&rest[..open]);
+        if option != name && !name.is_empty() {
+            out.push_str(&option);
+        } else {
+            out.push_str(&rest[open..open + len + 2]);
+        }
+        rest = &rest[open + len + 2..];
     }
+    out.push_str(rest);
+    out
 }
 
 /// The long options of `command` (`rmld resume` runs with `rmld sample`'s settings).
@@ -174,6 +199,25 @@ mod tests {
         assert_eq!(
             error_text(&e, &sample),
             "invalid setting --burn-in: too long"
+        );
+    }
+
+    #[test]
+    fn backticked_settings_in_messages_become_options() {
+        let augment = options(&["augment"]);
+        let e = Error::usage(
+            "batch",
+            "class 0 has 3 images: lower `batch` or leave the class out with `classes`",
+        );
+        assert_eq!(
+            error_text(&e, &augment),
+            "invalid setting --batch: class 0 has 3 images: lower --batch or leave the class out \
+             with --classes"
+        );
+        let e = Error::input("x.idx", "needs `data` naming a folder, see `nowhere` and `");
+        assert_eq!(
+            error_text(&e, &augment),
+            "x.idx: needs --data naming a folder, see `nowhere` and `"
         );
     }
 }

@@ -33,7 +33,7 @@ impl PostProcess {
     pub fn validate(&self) -> Result<()> {
         if !(self.smooth.is_finite() && self.smooth >= 0.0) {
             return Err(Error::usage(
-                "--smooth",
+                "smooth",
                 format!(
                     "must be a non-negative number of pixels, got {}",
                     self.smooth
@@ -42,7 +42,7 @@ impl PostProcess {
         }
         if !(self.soft_threshold.is_finite() && self.soft_threshold >= 0.0) {
             return Err(Error::usage(
-                "--soft-threshold",
+                "soft_threshold",
                 format!(
                     "must be a non-negative value on the 0..255 scale, got {}",
                     self.soft_threshold

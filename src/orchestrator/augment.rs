@@ -99,7 +99,7 @@ impl AugmentPlan {
                     "batch",
                     format!(
                         "class {label} has {count} images, fewer than the minibatch of {batch}: \
-                         lower --batch or leave the class out with --classes"
+                         lower `batch` or leave the class out with `classes`"
                     ),
                 ));
             }

@@ -68,7 +68,7 @@ impl SamplerSettings {
         if self.init == Init::Lasso && self.lasso_iterations == 0 {
             return Err(Error::usage(
                 "lasso_iterations",
-                "must be at least 1 with --init lasso",
+                "must be at least 1 with `init` lasso",
             ));
         }
         Ok(())

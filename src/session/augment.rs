@@ -395,7 +395,7 @@ fn load_labelled(args: &AugmentSettings) -> Result<Dataset> {
         return Err(Error::input(
             &dataset.source,
             "has no labels, and augmentation is per class: put the labels file beside the \
-             images (…-labels-idx1-ubyte[.gz]) or name it with --labels",
+             images (…-labels-idx1-ubyte[.gz]) or name it with `labels`",
         ));
     }
     match args.limit {
@@ -596,13 +596,13 @@ fn load_test(args: &AugmentSettings, train: &Dataset) -> Result<Dataset> {
     let dir = args.problem.data.as_deref().ok_or_else(|| {
         Error::usage(
             "encode_test",
-            "needs --data naming a folder with a test split",
+            "needs `data` naming a folder with a test split",
         )
     })?;
     let test = Dataset::load_test_split(dir)?.ok_or_else(|| {
         Error::input(
             dir,
-            "holds no test split (t10k-images-idx3-ubyte[.gz] or *-test-images-idx3-ubyte[.gz]) for --encode-test",
+            "holds no test split (t10k-images-idx3-ubyte[.gz] or *-test-images-idx3-ubyte[.gz]) for `encode_test`",
         )
     })?;
     if test.d != train.d {

@@ -57,7 +57,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
         return Err(Error::input(
             &train.source,
             "has no labels, and the quality metrics are per class: put the labels file beside \
-             the images (…-labels-idx1-ubyte[.gz]) or name it with --labels",
+             the images (…-labels-idx1-ubyte[.gz]) or name it with `labels`",
         ));
     };
     let mut rows: Vec<usize> = match args.limit {
@@ -153,7 +153,7 @@ fn load_generated(
         return Err(Error::usage(
             "generated_labels",
             format!(
-                "{} has no labels file beside it: name the labels with --generated-labels",
+                "{} has no labels file beside it: name the labels with `generated_labels`",
                 path.display()
             ),
         ));
@@ -189,7 +189,7 @@ fn load_generated(
                     path,
                     format!(
                         "float images reach {max}, far above the 0..1 scale assumed for them: \
-                         pass --generated-scale with their full scale (e.g. 255)"
+                         pass `generated_scale` with their full scale (e.g. 255)"
                     ),
                 ));
             }

@@ -39,7 +39,7 @@ impl TangentSettings {
     pub fn check(&self) -> Result<()> {
         if self.k == 0 || self.k > MAX_TANGENT_K {
             return Err(Error::usage(
-                "--tangent-k",
+                "tangent_k",
                 format!(
                     "the tangent target needs 1 to {MAX_TANGENT_K} neighbours, got {}",
                     self.k
@@ -48,7 +48,7 @@ impl TangentSettings {
         }
         if !(self.scale.is_finite() && self.scale >= 0.0) {
             return Err(Error::usage(
-                "--tangent-scale",
+                "tangent_scale",
                 format!("must be a non-negative number, got {}", self.scale),
             ));
         }
@@ -88,7 +88,7 @@ impl TangentBasis {
         let k = settings.k as usize;
         if let Some([first, count]) = class_rows.iter().find(|r| (r[1] as usize) < k + 1) {
             return Err(Error::usage(
-                "--tangent-k",
+                "tangent_k",
                 format!(
                     "a class (rows {first}..{}) has {count} images, fewer than k + 1 = {} \
                      (the anchor and its k neighbours)",
