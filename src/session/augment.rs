@@ -20,8 +20,9 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
+use super::sample::lock_output;
 use super::settings::{AugmentMethod, AugmentSettings};
-use super::Outcome;
+use super::{outputs, Outcome};
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
@@ -57,6 +58,12 @@ impl Augmenter {
 fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     args.validate()?;
+    let inputs = [
+        args.problem.data.as_deref(),
+        args.labels.as_deref(),
+        args.problem.dictionary.as_deref(),
+    ];
+    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::AUGMENT_OUTPUTS, &inputs)?;
     let post = args.postprocess();
     let dataset = load_labelled(args)?;
     // Checked before any work: a missing test split must not cost a whole run.
@@ -123,6 +130,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     );
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
+    let _lock = lock_output(out)?;
     let mut backend = if kernel {
         let kernel_target = KernelTarget::with_median_bandwidth(
             target.observations.clone(),

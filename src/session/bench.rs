@@ -495,6 +495,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         }
     };
     io::prepare_output_dir(&args.out)?;
+    let _lock = super::lock_output(&args.out)?;
     let target = Arc::new(Target::new(
         Arc::new(Dictionary::gaussian(d, p, args.seed)),
         Arc::new(observations),

@@ -9,8 +9,10 @@ use crate::methods::DynamicsSettings;
 use crate::Result;
 
 use super::observer::{Observer, Phase};
+use super::outputs;
 use super::problem::{load_problem, make_backend};
 use super::report::{dataset_json, picture_columns};
+use super::sample::lock_output;
 use super::settings::EncodeSettings;
 use super::Outcome;
 
@@ -45,6 +47,11 @@ impl Encoder {
 fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     args.validate()?;
+    let inputs = [
+        args.problem.data.as_deref(),
+        args.problem.dictionary.as_deref(),
+    ];
+    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::ENCODE_OUTPUTS, &inputs)?;
     let problem = load_problem(&args.problem)?;
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());
@@ -54,6 +61,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     };
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
+    let _lock = lock_output(out)?;
     let dynamics = DynamicsSettings {
         eta: 1.0,
         steps: 1,

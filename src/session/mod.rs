@@ -23,6 +23,7 @@ mod augment;
 pub mod bench;
 mod encode;
 mod observer;
+mod outputs;
 mod problem;
 pub mod quality;
 pub mod report;

@@ -22,7 +22,7 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{load_problem, make_backend, Problem};
 use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
-use super::Outcome;
+use super::{outputs, Outcome};
 
 /// The checkpoint's file name inside the output folder.
 pub const CHECKPOINT: &str = "checkpoint.rmld";
@@ -63,6 +63,11 @@ impl Sampler {
 fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     let settings = args.sampler_settings()?;
+    let inputs = [
+        args.problem.data.as_deref(),
+        args.problem.dictionary.as_deref(),
+    ];
+    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::SAMPLE_OUTPUTS, &inputs)?;
     let problem = load_problem(&args.problem)?.with_target_kind(
         args.problem.target,
         settings.chains,
