@@ -212,7 +212,7 @@ fn compression_augments_and_encode_encodes_without_the_command_line() {
     let recorder = Recorder::default();
     let outcome = Augmenter::new(settings).run(&recorder).unwrap();
     assert!(!outcome.interrupted);
-    assert!(outcome.summary[0].starts_with("rmld augment (Compression)"));
+    assert!(outcome.summary[0].starts_with("rmld augment (compression)"));
     assert_eq!(*recorder.phases.lock().unwrap(), vec!["encoding"]);
     let labels = io::read_npy_labels(&dir.path().join("aug/labels.npy")).unwrap();
     assert!(labels.iter().all(|&l| l == 1 || l == 2));

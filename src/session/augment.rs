@@ -315,9 +315,9 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let mut summary = vec![format!(
-        "rmld augment ({:?}): {g} samples of {} classes from {} chains on {} in {generation_seconds:.1} s \
+        "rmld augment ({}): {g} samples of {} classes from {} chains on {} in {generation_seconds:.1} s \
          ({:.0} samples/s, acceptance {:.1}%); {} originals; wrote {}",
-        args.method,
+        args.method.name(),
         plan.classes.len(),
         settings.chains,
         info.device,

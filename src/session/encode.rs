@@ -114,12 +114,14 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         (0.0, args.problem.pixel_max),
         (112 / h.max(w)).clamp(1, 8),
     )?;
-    let error: f64 = originals
+    // ||x − A z||² per image, and its mean per pixel (model units, pixel-max scale).
+    let per_image: f64 = originals
         .iter()
         .zip(&reconstructions)
         .map(|(a, b)| ((a - b) as f64).powi(2))
         .sum::<f64>()
         / n as f64;
+    let per_pixel = per_image / d as f64;
     let nonzero = codes.iter().filter(|&&v| v != 0.0).count() as f64 / n as f64;
     let report = json!({
         "command": "encode",
@@ -132,17 +134,19 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
         "backend": info,
         "seconds": started.elapsed().as_secs_f64(),
-        "mean_squared_reconstruction_error": error,
+        "mean_squared_error_per_pixel": per_pixel,
+        "squared_error_per_image": per_image,
         "mean_nonzero_atoms": nonzero,
         "outputs": { "codes.npy": [n, p], "reconstructions.npy": [n, d], "dictionary.npy": [d, p],
                      "reconstructions.png": "top: originals; bottom: their reconstructions A z" },
     });
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let summary = vec![format!(
-        "rmld encode: {n} observations → {p} atoms on {} in {:.1} s; mean squared error {error:.4}, \
-         {nonzero:.1} non-zero atoms on average; wrote {}",
+        "rmld encode: {n} observations → {p} atoms on {} in {:.1} s; mean squared error per pixel {per_pixel:.4} \
+         (pixel-max {}), {nonzero:.1} non-zero atoms on average; wrote {}",
         info.device,
         started.elapsed().as_secs_f64(),
+        args.problem.pixel_max,
         out.display()
     )];
     Ok(Outcome {

@@ -293,6 +293,19 @@ pub enum AugmentMethod {
     KernelHmc,
 }
 
+impl AugmentMethod {
+    /// The name a user types (`--method`) and reads in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            AugmentMethod::Rmld => "rmld",
+            AugmentMethod::Mala => "mala",
+            AugmentMethod::Hmc => "hmc",
+            AugmentMethod::Compression => "compression",
+            AugmentMethod::KernelHmc => "kernel-hmc",
+        }
+    }
+}
+
 /// Named sets of augmentation settings (`AugmentSettings::preset`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]

@@ -1,0 +1,82 @@
+//! What a new user reads: summaries in the words they type, and errors named for what they are.
+
+use std::process::{Command, Output};
+
+fn rmld(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rmld"))
+        .args(args)
+        .output()
+        .expect("the rmld binary runs")
+}
+
+#[test]
+fn the_augment_summary_names_the_method_as_the_user_typed_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (method, debug) in [("kernel-hmc", "KernelHmc"), ("hmc", "Hmc")] {
+        let out = tmp.path().join(method);
+        let run = rmld(&[
+            "augment",
+            "--method",
+            method,
+            "--limit",
+            "150",
+            "--batch",
+            "8",
+            "--no-quality",
+            "--no-original-codes",
+            "--backend",
+            "cpu",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("rmld augment ({method})")),
+            "summary: {stdout}"
+        );
+        assert!(
+            !stdout.contains(debug),
+            "a Rust name in the summary: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn encode_reports_the_mean_squared_error_per_pixel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("enc");
+    let run = rmld(&[
+        "encode",
+        "--count",
+        "20",
+        "--backend",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let d = report["dictionary"]["d"].as_f64().unwrap();
+    let per_pixel = report["mean_squared_error_per_pixel"].as_f64().unwrap();
+    let per_image = report["squared_error_per_image"].as_f64().unwrap();
+    assert!(per_pixel > 0.0 && per_pixel.is_finite());
+    assert!(
+        (per_pixel * d - per_image).abs() <= 1e-9 * per_image,
+        "per pixel {per_pixel} × d {d} should be the per-image sum {per_image}"
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("mean squared error per pixel"),
+        "summary: {stdout}"
+    );
+}
