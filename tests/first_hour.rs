@@ -80,3 +80,50 @@ fn encode_reports_the_mean_squared_error_per_pixel() {
         "summary: {stdout}"
     );
 }
+
+#[test]
+fn a_default_minibatch_fits_small_classes_and_an_explicit_one_is_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args = vec![
+            "augment",
+            "--preset",
+            "paper",
+            "--limit",
+            "150",
+            "--no-quality",
+            "--no-original-codes",
+            "--backend",
+            "cpu",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        (rmld(&args), out)
+    };
+    // The first 150 digits hold about 15 of each class, fewer than the default minibatch of 64.
+    let (fitted, out) = run("default", &[]);
+    assert!(
+        fitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fitted.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&fitted.stdout);
+    assert!(
+        stdout.contains("minibatch was lowered from 64 to"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let used = report["batch_fitted_to_classes"]["used"].as_u64().unwrap();
+    assert!(used > 0 && used < 64, "{report}");
+    // Asked for on the command line, a minibatch larger than a class is refused.
+    let (refused, _) = run("explicit", &["--batch", "64"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--batch") && stderr.contains("fewer than the minibatch"),
+        "{stderr}"
+    );
+}

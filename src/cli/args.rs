@@ -284,6 +284,11 @@ pub struct AugmentArgs {
     /// quality") that are otherwise computed on the generated images and put in report.json.
     #[arg(long)]
     pub no_quality: bool,
+
+    /// Whether --batch was given on the command line (set by `cli::parse`): then a minibatch
+    /// larger than a class is an error rather than lowered to fit.
+    #[arg(skip)]
+    pub batch_given: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -517,6 +522,7 @@ impl AugmentArgs {
             reencode: self.reencode,
             test_limit: self.test_limit,
             no_quality: self.no_quality,
+            fit_batch_to_classes: !self.batch_given,
         }
     }
 }

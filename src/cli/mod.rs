@@ -39,6 +39,7 @@ pub fn parse() -> Cli {
         });
         args.preset = Some(preset);
         args::apply_preset(preset, args, given);
+        args.batch_given = given("batch");
     }
     cli
 }

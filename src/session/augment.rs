@@ -73,6 +73,8 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         None
     };
     let labels = dataset.labels.clone().unwrap_or_default();
+    let (fitted, batch_fitted) = fit_batch(args, &labels);
+    let args = &fitted;
     let samples_per_chain = match args.method {
         AugmentMethod::Compression => 1,
         _ => args.samples,
@@ -311,6 +313,9 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             None => finished = false,
         }
     }
+    if let Some((asked, used)) = batch_fitted {
+        report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
+    }
     report["interrupted"] = json!(!finished);
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
@@ -326,6 +331,11 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         originals.n,
         out.display()
     )];
+    if let Some((asked, used)) = batch_fitted {
+        summary.push(format!(
+            "note: the minibatch was lowered from {asked} to {used}, the size of the smallest class"
+        ));
+    }
     if let Quality::Line(line) = quality {
         summary.push(line);
     }
@@ -394,6 +404,30 @@ fn add_quality(
 }
 
 /// The training data with labels, limited to its first `limit` images.
+/// `args` with the minibatch lowered to the smallest chosen class when it is larger and
+/// `fit_batch_to_classes` allows it, and (asked, used) when it was lowered.
+fn fit_batch(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option<(u32, u32)>) {
+    let mut fitted = args.clone();
+    if !args.fit_batch_to_classes {
+        return (fitted, None);
+    }
+    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
+    for &label in labels {
+        *counts.entry(label).or_default() += 1;
+    }
+    let smallest = match args.classes.as_deref() {
+        Some(chosen) => chosen.iter().filter_map(|c| counts.get(c)).min().copied(),
+        None => counts.values().min().copied(),
+    };
+    match smallest {
+        Some(n) if n > 0 && (n as u64) < args.dynamics.batch as u64 => {
+            fitted.dynamics.batch = n as u32;
+            (fitted, Some((args.dynamics.batch, n as u32)))
+        }
+        _ => (fitted, None),
+    }
+}
+
 fn load_labelled(args: &AugmentSettings) -> Result<Dataset> {
     let mut dataset = Dataset::load_or_embedded(args.problem.data.as_deref())?;
     if let Some(path) = &args.labels {

@@ -363,6 +363,16 @@ pub struct AugmentSettings {
     pub test_limit: Option<usize>,
     /// Skip the sample-quality metrics.
     pub no_quality: bool,
+    /// Lower a minibatch larger than the smallest chosen class to that class's size (the report
+    /// and the summary say so) instead of refusing the run; the command line turns it off when
+    /// `--batch` is given, so an explicit minibatch that does not fit stays an error.
+    #[serde(default = "fit_batch_default")]
+    pub fit_batch_to_classes: bool,
+}
+
+/// `fit_batch_to_classes`'s default, for settings written before it existed.
+fn fit_batch_default() -> bool {
+    true
 }
 
 /// `Rescale` as it serialises ("clip", "stretch").
@@ -414,6 +424,7 @@ impl AugmentSettings {
             reencode: false,
             test_limit: None,
             no_quality: false,
+            fit_batch_to_classes: true,
         }
     }
 
