@@ -127,3 +127,40 @@ fn a_default_minibatch_fits_small_classes_and_an_explicit_one_is_checked() {
         "{stderr}"
     );
 }
+
+#[test]
+fn resume_after_the_output_was_deleted_says_what_happened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let run = rmld(&[
+        "sample",
+        "--backend",
+        "cpu",
+        "--chains",
+        "3",
+        "--samples",
+        "5",
+        "--steps",
+        "2",
+        "--checkpoint-every",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::remove_file(out.join("codes.npy")).unwrap();
+    let resumed = rmld(&["resume", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("codes.npy")
+            && stderr.contains("missing")
+            && stderr.contains("rmld sample"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot write"), "{stderr}");
+}

@@ -252,6 +252,14 @@ pub fn lock_output(out: &Path) -> Result<File> {
 /// final name, so that is moved back first.
 fn resume_stream(path: &Path, tail: &[usize], rows: usize) -> Result<NpyStream> {
     let partial = io::partial_path(path);
+    if !partial.exists() && !path.exists() {
+        return Err(Error::input(
+            path,
+            "the interrupted run's output is missing (moved or deleted), so its samples before the \
+             interruption are gone and it cannot be resumed: run `rmld sample` again with the same \
+             settings (the same seed gives the same samples)",
+        ));
+    }
     if !partial.exists() && path.exists() {
         std::fs::rename(path, &partial).map_err(|source| Error::Output {
             path: path.to_path_buf(),
