@@ -164,3 +164,33 @@ fn resume_after_the_output_was_deleted_says_what_happened() {
     );
     assert!(!stderr.contains("cannot write"), "{stderr}");
 }
+
+#[test]
+fn sizes_that_cannot_fit_are_refused_before_anything_is_allocated_or_created() {
+    if !std::path::Path::new("/proc/meminfo").exists() {
+        eprintln!("no /proc/meminfo: the available memory is unknown here, nothing is refused");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["sample", "--chains", "1000000000"], "--chains"),
+        (&["sample", "--atoms", "1000000000"], "--atoms"),
+        (&["encode", "--atoms", "1000000000"], "--atoms"),
+        (&["bench", "--images", "10000000000"], "--images"),
+        (&["bench", "--ceiling-size", "100000"], "--ceiling-size"),
+        (&["augment", "--ratio", "1:100000"], "--ratio"),
+    ];
+    for (i, (args, setting)) in cases.iter().enumerate() {
+        let out = tmp.path().join(format!("out{i}"));
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--backend", "cpu", "--out", out.to_str().unwrap()]);
+        let run = rmld(&all);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(setting) && stderr.contains("available") && stderr.contains("needs"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!out.exists(), "{args:?} created its output folder");
+    }
+}

@@ -22,7 +22,7 @@ use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
 use super::sample::lock_output;
 use super::settings::{AugmentMethod, AugmentSettings};
-use super::{outputs, Outcome};
+use super::{memory, outputs, Outcome};
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
@@ -120,6 +120,20 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         Target::clone(&problem.target)
     };
     let settings = sampler_settings(args, &plan)?;
+    // The chains' state, their class means, and the generated codes and images kept in memory.
+    let p = if kernel { d } else { problem.target.p() };
+    let generated = plan.generated() as f64;
+    memory::check_fits(
+        "ratio",
+        &format!(
+            "{} generated samples from {} chains of {p} atoms over {d} pixels",
+            plan.generated(),
+            settings.chains
+        ),
+        memory::sampler_bytes(settings.chains, d, p)
+            + 4.0 * (settings.chains * d) as f64
+            + generated * 4.0 * (p + d) as f64,
+    )?;
     if kernel && args.problem.target != TargetKind::Paper {
         return Err(Error::usage(
             "target",

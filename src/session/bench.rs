@@ -106,6 +106,23 @@ impl BenchSettings {
         if self.ceiling_size == 0 {
             return Err(Error::usage("ceiling_size", "must be at least 1"));
         }
+        let n = self.ceiling_size as f64;
+        super::memory::check_fits(
+            "ceiling_size",
+            &format!(
+                "three {0} × {0} float matrices for the GEMM ceiling",
+                self.ceiling_size
+            ),
+            3.0 * 4.0 * n * n,
+        )?;
+        if self.data.is_none() {
+            let d = self.dim.unwrap_or(784);
+            super::memory::check_fits(
+                "images",
+                &format!("{} synthetic 8-bit images of {d} pixels", self.images),
+                self.images as f64 * d as f64,
+            )?;
+        }
         Ok(())
     }
 }
@@ -316,17 +333,9 @@ fn observations(args: &BenchSettings) -> Result<(Observations, String)> {
     }
 }
 
-/// MemAvailable of /proc/meminfo in bytes, where the system tells.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// Why `chains` chains of `bytes_per_chain` (plus the per-iteration read-back copies) would not fit.
 fn memory_note(chains: usize, bytes_per_chain: usize, d: usize, p: usize) -> Option<String> {
-    let available = available_memory()? as f64;
+    let available = super::memory::available_bytes()? as f64;
     let needed = chains as f64 * (bytes_per_chain + 4 * (d + p)) as f64;
     (needed > MEMORY_SHARE * available).then(|| {
         format!(

@@ -22,6 +22,7 @@
 mod augment;
 pub mod bench;
 mod encode;
+mod memory;
 mod observer;
 mod outputs;
 mod problem;

@@ -65,6 +65,11 @@ pub fn build_problem(args: &ProblemSettings, dataset: Dataset) -> Result<Problem
             if p == 0 {
                 return Err(Error::usage("atoms", "must be at least 1"));
             }
+            super::memory::check_fits(
+                "atoms",
+                &format!("a dictionary of {d} × {p} floats"),
+                super::memory::dictionary_bytes(d, p),
+            )?;
             (
                 Dictionary::gaussian(d, p, args.seed),
                 format!("gaussian N(0, 1/d), seed {}", args.seed),

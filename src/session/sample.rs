@@ -22,7 +22,7 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{load_problem, make_backend, Problem};
 use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
-use super::{outputs, Outcome};
+use super::{memory, outputs, Outcome};
 
 /// The checkpoint's file name inside the output folder.
 pub const CHECKPOINT: &str = "checkpoint.rmld";
@@ -68,11 +68,15 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.dictionary.as_deref(),
     ];
     outputs::refuse_overwriting_inputs(&args.problem.out, outputs::SAMPLE_OUTPUTS, &inputs)?;
-    let problem = load_problem(&args.problem)?.with_target_kind(
-        args.problem.target,
-        settings.chains,
-        settings.dynamics.seed,
+    let problem = load_problem(&args.problem)?;
+    let (d, p) = (problem.target.d(), problem.target.p());
+    memory::check_fits(
+        "chains",
+        &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
+        memory::sampler_bytes(settings.chains, d, p),
     )?;
+    let problem =
+        problem.with_target_kind(args.problem.target, settings.chains, settings.dynamics.seed)?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
