@@ -1,5 +1,7 @@
 //! What a new user reads: summaries in the words they type, and errors named for what they are.
 
+mod gpu_common;
+
 use std::process::{Command, Output};
 
 fn rmld(args: &[&str]) -> Output {
@@ -193,4 +195,52 @@ fn sizes_that_cannot_fit_are_refused_before_anything_is_allocated_or_created() {
         );
         assert!(!out.exists(), "{args:?} created its output folder");
     }
+}
+
+#[test]
+fn bench_measures_a_software_renderer_only_when_asked_and_labels_it() {
+    let Some(context) = gpu_common::context("bench software adapter") else {
+        return;
+    };
+    if context.adapter.get_info().device_type != wgpu::DeviceType::Cpu {
+        eprintln!("a real GPU: nothing to check about software renderers");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = |backend: &str| {
+        let out = tmp.path().join(backend);
+        let run = rmld(&[
+            "bench",
+            "--backend",
+            backend,
+            "--chains",
+            "1",
+            "--dim",
+            "16",
+            "--images",
+            "20",
+            "--ceiling-size",
+            "32",
+            "--outer",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        (
+            String::from_utf8_lossy(&run.stdout).into_owned(),
+            std::fs::read_to_string(out.join("bench.csv")).unwrap(),
+            std::fs::read_to_string(out.join("bench.json")).unwrap(),
+        )
+    };
+    let (stdout, csv, _) = bench("all");
+    assert!(!csv.lines().any(|l| l.starts_with("gpu,")), "{csv}");
+    assert!(stdout.contains("software renderer"), "{stdout}");
+    let (_, csv, json) = bench("gpu");
+    assert!(csv.lines().any(|l| l.starts_with("gpu,")), "{csv}");
+    assert!(json.contains("[software renderer, not a GPU]"), "{json}");
 }

@@ -27,8 +27,9 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<()> {
         out: args.out.clone(),
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
+    let options = super::options_named("bench");
     for note in &outcome.notes {
-        println!("note: {note}");
+        println!("note: {}", super::with_flags(note, &options));
     }
     print!("{}", table(&outcome.rows));
     for (c, r) in &outcome.ratios {

@@ -138,14 +138,18 @@ pub fn with_flags(text: &str, options: &[String]) -> String {
 
 /// The long options of `command` (`rmld resume` runs with `rmld sample`'s settings).
 pub fn options_of(command: &Command) -> Vec<String> {
-    use clap::CommandFactory;
-    let name = match command {
+    options_named(match command {
         Command::Sample(_) | Command::Resume(_) => "sample",
         Command::Encode(_) => "encode",
         Command::Augment(_) => "augment",
         Command::Bench(_) => "bench",
         Command::Quality(_) => "quality",
-    };
+    })
+}
+
+/// The long options of the subcommand `name`.
+pub fn options_named(name: &str) -> Vec<String> {
+    use clap::CommandFactory;
     Cli::command()
         .find_subcommand(name)
         .map(|sub| {

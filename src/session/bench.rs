@@ -494,14 +494,26 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     if p == 0 {
         return Err(Error::usage("atoms", "must be at least 1"));
     }
+    let mut notes = Vec::new();
     let (want_cpu, want_gpu) = match args.backend {
         BenchBackends::Cpu => (true, false),
         BenchBackends::Gpu => (false, true),
-        BenchBackends::All => (true, true),
-        BenchBackends::Auto => {
-            let gpu = gpu::present();
-            (!gpu, gpu)
-        }
+        // A software renderer (lavapipe) is no GPU: only `Gpu` measures it.
+        BenchBackends::All | BenchBackends::Auto => match gpu::software_adapter() {
+            Some(name) => {
+                observer.notice(&Notice::SoftwareAdapter { name: name.clone() });
+                notes.push(format!(
+                    "GPU not measured: the only adapter, {name}, is a software renderer \
+                     (`backend` gpu measures it anyway)"
+                ));
+                (true, false)
+            }
+            None if args.backend == BenchBackends::All => (true, true),
+            None => {
+                let gpu = gpu::present();
+                (!gpu, gpu)
+            }
+        },
     };
     io::prepare_output_dir(&args.out)?;
     let _lock = super::lock_output(&args.out)?;
@@ -530,7 +542,6 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     let mut rows = Vec::new();
     let mut ceilings = Vec::new();
     let mut phases = Vec::new();
-    let mut notes = Vec::new();
     if want_cpu {
         let ceiling = cpu_ceiling(args.ceiling_size);
         observer.notice(&Notice::BenchCeiling {
@@ -670,6 +681,10 @@ mod gpu {
         false
     }
 
+    pub fn software_adapter() -> Option<String> {
+        None
+    }
+
     pub fn run(
         _: &BenchSettings,
         _: &Target,
@@ -704,6 +719,16 @@ mod gpu {
 
     pub fn present() -> bool {
         adapter_available()
+    }
+
+    /// The adapter's name when the only adapter is a software renderer (lavapipe/llvmpipe).
+    pub fn software_adapter() -> Option<String> {
+        if !adapter_available() {
+            return None;
+        }
+        let context = GpuContext::shared().ok()?;
+        let info = context.adapter.get_info();
+        (info.device_type == wgpu::DeviceType::Cpu).then_some(info.name)
     }
 
     fn wait(context: &GpuContext) -> Result<()> {
@@ -871,6 +896,12 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         let context = GpuContext::shared()?;
         let info = context.adapter.get_info();
         let software = info.device_type == wgpu::DeviceType::Cpu;
+        // A software renderer is measured only when asked for by name, and labelled everywhere.
+        let device = if software {
+            format!("{} [software renderer, not a GPU]", context.describe())
+        } else {
+            context.describe()
+        };
         // A software rasteriser (lavapipe) runs ~1000× slower: smaller ceiling problems.
         let (n, workgroups) = if software { (512, 64) } else { (4096, 16384) };
         let (residual, transpose) = matrix_ceiling(&context, n)?;
@@ -886,7 +917,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             backend: "gpu".into(),
             what: format!(
                 "best of our residual/transpose product kernels on a square {n}×{n}×{n} product, {}",
-                context.describe()
+                device.clone()
             ),
             gflops: residual.max(transpose),
             extra: vec![
@@ -905,7 +936,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             // Software adapters hold device memory in host memory; for a real GPU the backend's
             // allocation errors tell instead.
             if let Some(note) = software.then(|| memory_note(c, bytes, d, p)).flatten() {
-                rows.push(Row::skipped("gpu", &context.describe(), c, note));
+                rows.push(Row::skipped("gpu", &device.clone(), c, note));
                 continue;
             }
             let options = GpuOptions {
@@ -916,7 +947,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             let mut backend = match backend {
                 Ok(b) => b,
                 Err(e) => {
-                    rows.push(Row::skipped("gpu", &context.describe(), c, e.to_string()));
+                    rows.push(Row::skipped("gpu", &device.clone(), c, e.to_string()));
                     continue;
                 }
             };
