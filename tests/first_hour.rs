@@ -244,3 +244,20 @@ fn bench_measures_a_software_renderer_only_when_asked_and_labels_it() {
     assert!(csv.lines().any(|l| l.starts_with("gpu,")), "{csv}");
     assert!(json.contains("[software renderer, not a GPU]"), "{json}");
 }
+
+#[test]
+fn graphics_driver_noise_stays_out_of_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_rmld"))
+        .args(["sample", "--chains", "2", "--samples", "1", "--out"])
+        .arg(tmp.path().join("run"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("XDG_RUNTIME_DIR"),
+        "driver noise: {stderr}"
+    );
+}
