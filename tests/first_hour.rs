@@ -261,3 +261,35 @@ fn graphics_driver_noise_stays_out_of_the_terminal() {
         "driver noise: {stderr}"
     );
 }
+
+#[test]
+fn a_report_says_when_mh_accepted_everything_and_so_changed_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    // The paper's scale (pixel-max 255): every RMLD proposal is accepted.
+    let run = rmld(&[
+        "sample",
+        "--chains",
+        "4",
+        "--samples",
+        "2",
+        "--backend",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        report["acceptance"]["overall"].as_f64(),
+        Some(1.0),
+        "{report}"
+    );
+    let note = report["mh_note"].as_str().expect("an mh_note");
+    assert!(note.contains("changed nothing"), "{note}");
+}

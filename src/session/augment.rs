@@ -263,6 +263,11 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "interrupted": run.interrupted,
         "classes": class_report(&plan, &sink, &run),
         "acceptance_rate": run.acceptance_rate(),
+        "mh_note": super::report::mh_note(
+            settings.mh && args.method == AugmentMethod::Rmld,
+            settings.dynamics.method,
+            run.acceptance_rate()
+        ),
         "mean_distance_moved": run.mean_distance_moved(),
         "divergent": run.divergent.iter().map(|&v| v as u64).sum::<u64>(),
         "timings": run.timings,

@@ -456,6 +456,7 @@ fn write_outputs(
             "divergent_proposals": run.divergent.iter().sum::<u32>(),
         },
         "mean_distance_moved_from_start": moved,
+        "mh_note": super::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
         "diagnostics": diagnostics,
         "start_indices": run.start_indices,
         "outputs": {
