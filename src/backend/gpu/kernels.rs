@@ -123,15 +123,64 @@ pub enum Kernel {
     TangentStep,
 }
 
-mod exact;
-mod fista;
-mod gather;
-mod kernel_hmc;
-mod matmul;
-mod mh_terms;
+/// Declares a family's typed buffer set for one entry point: a field per storage binding, named
+/// and ordered as the entry declares them, and `bind` (the kernel and its bind group). `shaped`
+/// entries take (d, p) and bind the vec4-load twin where the shape allows (`Kernel::for_shape`).
+macro_rules! buffers {
+    ($(#[$doc:meta])* $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        pub(crate) struct $name<'a> {
+            $(pub(crate) $field: &'a wgpu::Buffer,)+
+        }
+
+        impl $name<'_> {
+            /// The kernel and a bind group for it with these buffers and the params slots.
+            pub(crate) fn bind(
+                &self,
+                kernels: &super::Kernels,
+                device: &wgpu::Device,
+                params: &wgpu::Buffer,
+            ) -> (super::Kernel, wgpu::BindGroup) {
+                let names = [$(stringify!($field)),+];
+                let buffers = [$(self.$field),+];
+                ($kernel, kernels.bind_named(device, $kernel, params, &names, &buffers))
+            }
+        }
+    };
+    ($(#[$doc:meta])* shaped $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        pub(crate) struct $name<'a> {
+            $(pub(crate) $field: &'a wgpu::Buffer,)+
+        }
+
+        impl $name<'_> {
+            /// The kernel for a d × p shape (its vec4 twin where allowed) and a bind group for it
+            /// with these buffers and the params slots.
+            pub(crate) fn bind(
+                &self,
+                kernels: &super::Kernels,
+                device: &wgpu::Device,
+                params: &wgpu::Buffer,
+                (d, p): (usize, usize),
+            ) -> (super::Kernel, wgpu::BindGroup) {
+                let kernel = $kernel.for_shape(d, p);
+                let names = [$(stringify!($field)),+];
+                let buffers = [$(self.$field),+];
+                (kernel, kernels.bind_named(device, kernel, params, &names, &buffers))
+            }
+        }
+    };
+}
+
+pub(crate) mod exact;
+pub(crate) mod fista;
+pub(crate) mod gather;
+pub(crate) mod kernel_hmc;
+pub(crate) mod matmul;
+pub(crate) mod mh_terms;
 mod philox_probe;
-mod select;
-mod tangent;
+pub(crate) mod select;
+pub(crate) mod tangent;
 
 /// `struct Params` and its binding 0, which every module starts with.
 const PARAMS: &str = include_str!("../../../shaders/params.wgsl");
@@ -377,6 +426,25 @@ impl Kernels {
             layout: &self.pipelines[kernel as usize].0,
             entries: &entries,
         })
+    }
+
+    /// `bind` for a family's typed buffer set: `names` must be the entry's binding names, in
+    /// its order (checked, so a buffer set cannot bind a kernel it does not describe).
+    ///
+    /// # Panics
+    /// When `names` are not `kernel`'s bindings (a programming error).
+    fn bind_named(
+        &self,
+        device: &wgpu::Device,
+        kernel: Kernel,
+        params: &wgpu::Buffer,
+        names: &[&str],
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let entry = entry(kernel);
+        let declared: Vec<&str> = entry.bindings.iter().map(|b| b.name).collect();
+        assert_eq!(names, declared, "{}'s bindings", entry.entry_point);
+        self.bind(device, kernel, params, buffers)
     }
 
     /// Records one dispatch of `kernel` with params slot at byte `offset`.

@@ -32,3 +32,18 @@ pub(super) const FAMILY: Family = Family {
         },
     ],
 };
+
+buffers! {
+    /// Buffers of `mala_proposal`.
+    MalaProposalBuffers => Kernel::MalaProposal, { x, gradient, z }
+}
+
+buffers! {
+    /// Buffers of `leapfrog_drift`.
+    LeapfrogDriftBuffers => Kernel::LeapfrogDrift, { gradient, z, momentum }
+}
+
+buffers! {
+    /// Buffers of `leapfrog_kick`.
+    LeapfrogKickBuffers => Kernel::LeapfrogKick, { gradient, momentum }
+}

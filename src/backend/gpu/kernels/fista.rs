@@ -47,3 +47,23 @@ pub(super) const FAMILY: Family = Family {
         },
     ],
 };
+
+buffers! {
+    /// Buffers of `fista_residual`.
+    FistaResidualBuffers => Kernel::FistaResidual, { left, right, result }
+}
+
+buffers! {
+    /// Buffers of `fista_prox`.
+    FistaProxBuffers => Kernel::FistaProx, { left, right, result }
+}
+
+buffers! {
+    /// Buffers of `fista_objective`.
+    FistaObjectiveBuffers => Kernel::FistaObjective, { left, right, candidate, objective, improved }
+}
+
+buffers! {
+    /// Buffers of `fista_update`.
+    FistaUpdateBuffers => Kernel::FistaUpdate, { left, candidate, improved, code, extrapolated, code_image, extrapolated_image }
+}

@@ -21,3 +21,8 @@ pub(super) const FAMILY: Family = Family {
         bindings: &[read(1, "data"), write(2, "ybar"), read(3, "chain_rows")],
     }],
 };
+
+buffers! {
+    /// Buffers of `gather`.
+    GatherBuffers => Kernel::Gather, { data, ybar, chain_rows }
+}

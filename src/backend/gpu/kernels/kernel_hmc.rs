@@ -80,3 +80,28 @@ pub(super) const FAMILY: Family = Family {
         },
     ],
 };
+
+buffers! {
+    /// Buffers of `kernel_step`.
+    KernelStepBuffers => Kernel::KernelStep, { data, chain_info, position, momentum, picks, weights }
+}
+
+buffers! {
+    /// Buffers of `kernel_energy`.
+    KernelEnergyBuffers => Kernel::KernelEnergy, { data, chain_info, at, energy, gradient }
+}
+
+buffers! {
+    /// Buffers of `kernel_mh_terms`.
+    KernelMhTermsBuffers => Kernel::KernelMhTerms, { x, z, gradient_x, gradient_z, energy_x, energy_z, terms }
+}
+
+buffers! {
+    /// Buffers of `kernel_select`.
+    KernelSelectBuffers => Kernel::KernelSelect, { accepted, z, x_out, gradient_z, gradient_x_out, energy_z, energy_x_out }
+}
+
+buffers! {
+    /// Buffers of `mixture_residual`.
+    MixtureResidualBuffers => Kernel::MixtureResidual, { data, chain_info, picks, weights, step_image }
+}

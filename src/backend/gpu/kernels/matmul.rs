@@ -123,3 +123,28 @@ impl Kernel {
         }
     }
 }
+
+buffers! {
+    /// Buffers of `residual_product`.
+    shaped ResidualProductBuffers => Kernel::ResidualProduct, { dict, lhs, y, out }
+}
+
+buffers! {
+    /// Buffers of `transpose_product`.
+    shaped TransposeProductBuffers => Kernel::TransposeProduct, { dict, lhs, out }
+}
+
+buffers! {
+    /// Buffers of `draw_momentum`.
+    DrawMomentumBuffers => Kernel::DrawMomentum, { momentum }
+}
+
+buffers! {
+    /// Buffers of `gradient_step`.
+    shaped GradientStepBuffers => Kernel::GradientStep, { dict, lhs, position, momentum }
+}
+
+buffers! {
+    /// Buffers of `full_gradient`.
+    shaped FullGradientBuffers => Kernel::FullGradient, { dict, lhs, out, position }
+}

@@ -48,3 +48,13 @@ pub(super) const FAMILY: Family = Family {
         },
     ],
 };
+
+buffers! {
+    /// Buffers of `mh_terms`.
+    MhTermsBuffers => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum }
+}
+
+buffers! {
+    /// Buffers of `mh_terms_mixture`.
+    MhTermsMixtureBuffers => Kernel::MhTermsMixture, { x, z, gradient_x, gradient_z, terms, momentum, energy_x, energy_z }
+}

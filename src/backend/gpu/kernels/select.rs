@@ -24,3 +24,8 @@ pub(super) const FAMILY: Family = Family {
         ],
     }],
 };
+
+buffers! {
+    /// Buffers of `select_accepted`.
+    SelectBuffers => Kernel::Select, { accepted, z, x, gradient_z, gradient_x, residual_z, residual_x }
+}

@@ -39,3 +39,13 @@ pub(super) const FAMILY: Family = Family {
         },
     ],
 };
+
+buffers! {
+    /// Buffers of `tangent_energy`.
+    TangentEnergyBuffers => Kernel::TangentEnergy, { basis, gamma, tangent, residual, energy, scaled }
+}
+
+buffers! {
+    /// Buffers of `tangent_step`.
+    TangentStepBuffers => Kernel::TangentStep, { basis, gamma, tangent, step_residual }
+}
