@@ -178,7 +178,7 @@ pub(crate) mod gather;
 pub(crate) mod kernel_hmc;
 pub(crate) mod matmul;
 pub(crate) mod mh_terms;
-mod philox_probe;
+pub(crate) mod philox_probe;
 pub(crate) mod select;
 pub(crate) mod tangent;
 
@@ -389,6 +389,9 @@ impl Kernels {
 
     /// A bind group for `kernel`: the params buffer (one slot visible, chosen by dynamic offset)
     /// and `buffers` for its storage bindings in the order its family declares them.
+    ///
+    /// The positional form, for measuring one exact kernel (the benches); the backend binds
+    /// through its families' typed buffer sets, which name every binding.
     ///
     /// # Panics
     /// When `buffers` does not have one buffer per declared binding (a programming error).

@@ -20,3 +20,8 @@ pub(super) const FAMILY: Family = Family {
         bindings: &[read(1, "cases"), write(2, "draws")],
     }],
 };
+
+buffers! {
+    /// Buffers of `philox_probe`.
+    PhiloxProbeBuffers => Kernel::PhiloxProbe, { cases, draws }
+}
