@@ -464,3 +464,45 @@ impl Kernels {
         pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every family's declared layout matches its WGSL: each entry point exists, and each
+    /// binding is declared in the module's sources with that number, name and access.
+    #[test]
+    fn declared_layouts_match_the_wgsl() {
+        for family in FAMILIES {
+            let source: String = family
+                .sources
+                .iter()
+                .map(|part| match part {
+                    Source::File(text) => text,
+                    Source::Prior => "",
+                })
+                .collect();
+            for entry in family.entries {
+                let function = format!("fn {}(", entry.entry_point);
+                assert!(source.contains(&function), "{}: {function}", family.module);
+                for binding in entry.bindings {
+                    let access = if binding.read_only {
+                        "read"
+                    } else {
+                        "read_write"
+                    };
+                    let declaration = format!(
+                        "@group(0) @binding({}) var<storage, {access}> {}:",
+                        binding.number, binding.name
+                    );
+                    assert!(
+                        source.contains(&declaration),
+                        "{} {}: {declaration}",
+                        family.module,
+                        entry.entry_point
+                    );
+                }
+            }
+        }
+    }
+}
