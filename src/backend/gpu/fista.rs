@@ -4,7 +4,7 @@
 // group of rows go into one submission, one params slot each.
 
 use super::buffers::{self, storage, upload, ParamSlots};
-use super::kernels::{Kernel, Params};
+use super::kernels::{fista, matmul, Kernel, Params};
 use super::{group_size, GpuBackend};
 use crate::{Error, Result};
 
@@ -100,49 +100,68 @@ fn encode_group(
         params.write(context, &with_rows);
         let k = &context.kernels;
         let (dev, s, dict) = (&context.device, &params.buffer, &backend.shared.dict);
-        let (transpose_product, residual_product) = (
-            Kernel::TransposeProduct.for_shape(d, p),
-            Kernel::ResidualProduct.for_shape(d, p),
-        );
+        let shape = (d, p);
+        let with = |(kernel, bind), groups| (kernel, bind, groups);
         let stages = [
-            (
-                Kernel::FistaResidual,
-                k.bind(dev, Kernel::FistaResidual, s, &[&ay, &x, &residual]),
+            with(
+                fista::FistaResidualBuffers {
+                    left: &ay,
+                    right: &x,
+                    result: &residual,
+                }
+                .bind(k, dev, s),
                 [d, rows],
             ),
-            (
-                transpose_product,
-                k.bind(dev, transpose_product, s, &[dict, &residual, &grad]),
+            with(
+                matmul::TransposeProductBuffers {
+                    dict,
+                    lhs: &residual,
+                    out: &grad,
+                }
+                .bind(k, dev, s, shape),
                 [p, rows.div_ceil(64)],
             ),
-            (
-                Kernel::FistaProx,
-                k.bind(dev, Kernel::FistaProx, s, &[&y, &grad, &u]),
+            with(
+                fista::FistaProxBuffers {
+                    left: &y,
+                    right: &grad,
+                    result: &u,
+                }
+                .bind(k, dev, s),
                 [p, rows],
             ),
-            (
-                residual_product,
-                k.bind(dev, residual_product, s, &[dict, &u, &zeros, &au]),
+            with(
+                matmul::ResidualProductBuffers {
+                    dict,
+                    lhs: &u,
+                    y: &zeros,
+                    out: &au,
+                }
+                .bind(k, dev, s, shape),
                 [d, rows.div_ceil(64)],
             ),
-            (
-                Kernel::FistaObjective,
-                k.bind(
-                    dev,
-                    Kernel::FistaObjective,
-                    s,
-                    &[&au, &x, &u, &objective, &improved],
-                ),
+            with(
+                fista::FistaObjectiveBuffers {
+                    left: &au,
+                    right: &x,
+                    candidate: &u,
+                    objective: &objective,
+                    improved: &improved,
+                }
+                .bind(k, dev, s),
                 [64, rows],
             ),
-            (
-                Kernel::FistaUpdate,
-                k.bind(
-                    dev,
-                    Kernel::FistaUpdate,
-                    s,
-                    &[&au, &u, &improved, &z, &y, &az, &ay],
-                ),
+            with(
+                fista::FistaUpdateBuffers {
+                    left: &au,
+                    candidate: &u,
+                    improved: &improved,
+                    code: &z,
+                    extrapolated: &y,
+                    code_image: &az,
+                    extrapolated_image: &ay,
+                }
+                .bind(k, dev, s),
                 [d.max(p), rows],
             ),
         ];

@@ -4,7 +4,9 @@ use super::buffers::{storage, ParamSlots};
 use super::context::GpuContext;
 use std::sync::Arc;
 
-use super::kernels::{Kernel, Kernels, Params};
+use super::kernels::{
+    exact, gather, kernel_hmc, matmul, mh_terms, select, tangent, Kernel, Kernels, Params,
+};
 use crate::backend::kernel_hmc::ChainInfo;
 use crate::methods::ChainOp;
 use crate::{Error, Result};
@@ -126,10 +128,8 @@ impl ChainGroup {
         let k = &shared.kernels;
         let dev = &context.device;
         let s = &slots.buffer;
-        // The products' vec4-load twins when the shapes allow (identical results).
-        let residual_product = Kernel::ResidualProduct.for_shape(d, p);
-        let gradient_step = Kernel::GradientStep.for_shape(d, p);
-        let full_gradient = Kernel::FullGradient.for_shape(d, p);
+        // The products bind their vec4-load twins when the shapes allow (identical results).
+        let shape = (d, p);
         // The cached energies and scaled residuals (the full gradients read these).
         let energies = cached.as_ref().map(|_| {
             (
@@ -143,15 +143,16 @@ impl ChainGroup {
         };
         let mixture_binds = match (&cached, &energies) {
             (Some(cached), Some(((ex, ez), (sx, sz)))) => {
-                let select = (
-                    Kernel::KernelSelect,
-                    k.bind(
-                        dev,
-                        Kernel::KernelSelect,
-                        s,
-                        &[&mask, &rz, &rx, sz, sx, ez, ex],
-                    ),
-                );
+                let select = kernel_hmc::KernelSelectBuffers {
+                    accepted: &mask,
+                    z: &rz,
+                    x_out: &rx,
+                    gradient_z: sz,
+                    gradient_x_out: sx,
+                    energy_z: ez,
+                    energy_x_out: ex,
+                }
+                .bind(k, dev, s);
                 Some(match cached {
                     CachedEnergy::Mixture(info, batch) => {
                         let batch = *batch as usize;
@@ -162,22 +163,24 @@ impl ChainGroup {
                         );
                         let (picks, weights) = (rows("picks", batch), rows("weights", batch));
                         let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
-                            let kernel = Kernel::KernelEnergy;
-                            (
-                                kernel,
-                                k.bind(dev, kernel, s, &[&shared.data, &info, at, e, out]),
-                            )
+                            kernel_hmc::KernelEnergyBuffers {
+                                data: &shared.data,
+                                chain_info: &info,
+                                at,
+                                energy: e,
+                                gradient: out,
+                            }
+                            .bind(k, dev, s)
                         };
                         vec![
-                            (
-                                Kernel::MixtureResidual,
-                                k.bind(
-                                    dev,
-                                    Kernel::MixtureResidual,
-                                    s,
-                                    &[&shared.data, &info, &picks, &weights, &step_residual],
-                                ),
-                            ),
+                            kernel_hmc::MixtureResidualBuffers {
+                                data: &shared.data,
+                                chain_info: &info,
+                                picks: &picks,
+                                weights: &weights,
+                                step_image: &step_residual,
+                            }
+                            .bind(k, dev, s),
                             energy(&rz, ez, sz),
                             energy(&rx, ex, sx),
                             select,
@@ -198,22 +201,24 @@ impl ChainGroup {
                             bytemuck::cast_slice(&[*directions, inv_sigma2.to_bits()]),
                         );
                         let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
-                            let kernel = Kernel::TangentEnergy;
-                            (
-                                kernel,
-                                k.bind(dev, kernel, s, &[&basis, &gamma, &info, at, e, out]),
-                            )
+                            tangent::TangentEnergyBuffers {
+                                basis: &basis,
+                                gamma: &gamma,
+                                tangent: &info,
+                                residual: at,
+                                energy: e,
+                                scaled: out,
+                            }
+                            .bind(k, dev, s)
                         };
                         vec![
-                            (
-                                Kernel::TangentStep,
-                                k.bind(
-                                    dev,
-                                    Kernel::TangentStep,
-                                    s,
-                                    &[&basis, &gamma, &info, &step_residual],
-                                ),
-                            ),
+                            tangent::TangentStepBuffers {
+                                basis: &basis,
+                                gamma: &gamma,
+                                tangent: &info,
+                                step_residual: &step_residual,
+                            }
+                            .bind(k, dev, s),
                             energy(&rz, ez, sz),
                             energy(&rx, ex, sx),
                             select,
@@ -229,100 +234,110 @@ impl ChainGroup {
             _ => &ybar,
         };
         let mh = match &energies {
-            Some(((ex, ez), _)) => (
-                Kernel::MhTermsMixture,
-                k.bind(
-                    dev,
-                    Kernel::MhTermsMixture,
-                    s,
-                    &[&x, &z, &gx, &gz, &terms, &momentum, ex, ez],
-                ),
-            ),
-            None => (
-                Kernel::MhTerms,
-                k.bind(
-                    dev,
-                    Kernel::MhTerms,
-                    s,
-                    &[&x, &z, &rx, &rz, &gx, &gz, &terms, &momentum],
-                ),
-            ),
+            Some(((ex, ez), _)) => mh_terms::MhTermsMixtureBuffers {
+                x: &x,
+                z: &z,
+                gradient_x: &gx,
+                gradient_z: &gz,
+                terms: &terms,
+                momentum: &momentum,
+                energy_x: ex,
+                energy_z: ez,
+            }
+            .bind(k, dev, s),
+            None => mh_terms::MhTermsBuffers {
+                x: &x,
+                z: &z,
+                residual_x: &rx,
+                residual_z: &rz,
+                gradient_x: &gx,
+                gradient_z: &gz,
+                terms: &terms,
+                momentum: &momentum,
+            }
+            .bind(k, dev, s),
         };
         let binds = vec![
-            (
-                Kernel::Gather,
-                k.bind(
-                    dev,
-                    Kernel::Gather,
-                    s,
-                    &[&shared.data, &ybar, &shared.chain_rows],
-                ),
-            ),
-            (
-                residual_product,
-                k.bind(
-                    dev,
-                    residual_product,
-                    s,
-                    &[&shared.dict, &z, step_y, &step_residual],
-                ),
-            ),
-            (
-                Kernel::DrawMomentum,
-                k.bind(dev, Kernel::DrawMomentum, s, &[&momentum]),
-            ),
-            (
-                gradient_step,
-                k.bind(
-                    dev,
-                    gradient_step,
-                    s,
-                    &[&shared.dict, &step_residual, &z, &momentum],
-                ),
-            ),
-            (
-                residual_product,
-                k.bind(dev, residual_product, s, &[&shared.dict, &z, &xbar, &rz]),
-            ),
-            (
-                full_gradient,
-                k.bind(
-                    dev,
-                    full_gradient,
-                    s,
-                    &[&shared.dict, gradient_in_z, &gz, &z],
-                ),
-            ),
-            (
-                residual_product,
-                k.bind(dev, residual_product, s, &[&shared.dict, &x, &xbar, &rx]),
-            ),
-            (
-                full_gradient,
-                k.bind(
-                    dev,
-                    full_gradient,
-                    s,
-                    &[&shared.dict, gradient_in_x, &gx, &x],
-                ),
-            ),
+            gather::GatherBuffers {
+                data: &shared.data,
+                ybar: &ybar,
+                chain_rows: &shared.chain_rows,
+            }
+            .bind(k, dev, s),
+            matmul::ResidualProductBuffers {
+                dict: &shared.dict,
+                lhs: &z,
+                y: step_y,
+                out: &step_residual,
+            }
+            .bind(k, dev, s, shape),
+            matmul::DrawMomentumBuffers {
+                momentum: &momentum,
+            }
+            .bind(k, dev, s),
+            matmul::GradientStepBuffers {
+                dict: &shared.dict,
+                lhs: &step_residual,
+                position: &z,
+                momentum: &momentum,
+            }
+            .bind(k, dev, s, shape),
+            matmul::ResidualProductBuffers {
+                dict: &shared.dict,
+                lhs: &z,
+                y: &xbar,
+                out: &rz,
+            }
+            .bind(k, dev, s, shape),
+            matmul::FullGradientBuffers {
+                dict: &shared.dict,
+                lhs: gradient_in_z,
+                out: &gz,
+                position: &z,
+            }
+            .bind(k, dev, s, shape),
+            matmul::ResidualProductBuffers {
+                dict: &shared.dict,
+                lhs: &x,
+                y: &xbar,
+                out: &rx,
+            }
+            .bind(k, dev, s, shape),
+            matmul::FullGradientBuffers {
+                dict: &shared.dict,
+                lhs: gradient_in_x,
+                out: &gx,
+                position: &x,
+            }
+            .bind(k, dev, s, shape),
             mh,
-            (
-                Kernel::Select,
-                k.bind(dev, Kernel::Select, s, &[&mask, &z, &x, &gz, &gx, &rz, &rx]),
-            ),
-            (
-                Kernel::MalaProposal,
-                k.bind(dev, Kernel::MalaProposal, s, &[&x, &gx, &z]),
-            ),
-            (
-                Kernel::LeapfrogDrift,
-                k.bind(dev, Kernel::LeapfrogDrift, s, &[&gz, &z, &momentum]),
-            ),
-            (
-                Kernel::LeapfrogKick,
-                k.bind(dev, Kernel::LeapfrogKick, s, &[&gz, &momentum]),
-            ),
+            select::SelectBuffers {
+                accepted: &mask,
+                z: &z,
+                x: &x,
+                gradient_z: &gz,
+                gradient_x: &gx,
+                residual_z: &rz,
+                residual_x: &rx,
+            }
+            .bind(k, dev, s),
+            exact::MalaProposalBuffers {
+                x: &x,
+                gradient: &gx,
+                z: &z,
+            }
+            .bind(k, dev, s),
+            exact::LeapfrogDriftBuffers {
+                gradient: &gz,
+                z: &z,
+                momentum: &momentum,
+            }
+            .bind(k, dev, s),
+            exact::LeapfrogKickBuffers {
+                gradient: &gz,
+                momentum: &momentum,
+            }
+            .bind(k, dev, s),
         ];
         ChainGroup {
             offset,

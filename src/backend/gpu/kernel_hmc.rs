@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::buffers::{self, storage, ParamSlots};
 use super::context::GpuContext;
-use super::kernels::{Kernel, Params};
+use super::kernels::{kernel_hmc, matmul, Kernel, Params};
 use super::{gather_params, upload_observations};
 use crate::backend::kernel_hmc::cpu::{check_settings, no_codes};
 use crate::backend::kernel_hmc::KernelTarget;
@@ -95,28 +95,57 @@ impl KernelHmcGpu {
         let slots = ParamSlots::new(&context, settings.steps as usize + 1);
         let binds = context.checked("binding the kernel-hmc buffers", || {
             let (k, dev, s) = (&context.kernels, &context.device, &slots.buffer);
+            let energy = |at, energy, gradient| {
+                kernel_hmc::KernelEnergyBuffers {
+                    data: &data,
+                    chain_info: &info,
+                    at,
+                    energy,
+                    gradient,
+                }
+                .bind(k, dev, s)
+                .1
+            };
             Binds {
-                momentum: k.bind(dev, Kernel::DrawMomentum, s, &[&momentum]),
-                step: k.bind(
-                    dev,
-                    Kernel::KernelStep,
-                    s,
-                    &[&data, &info, &z, &momentum, &picks, &weights],
-                ),
-                energy_x: k.bind(dev, Kernel::KernelEnergy, s, &[&data, &info, &x, &ex, &gx]),
-                energy_z: k.bind(dev, Kernel::KernelEnergy, s, &[&data, &info, &z, &ez, &gz]),
-                mh: k.bind(
-                    dev,
-                    Kernel::KernelMhTerms,
-                    s,
-                    &[&x, &z, &gx, &gz, &ex, &ez, &terms],
-                ),
-                select: k.bind(
-                    dev,
-                    Kernel::KernelSelect,
-                    s,
-                    &[&mask, &z, &x, &gz, &gx, &ez, &ex],
-                ),
+                momentum: matmul::DrawMomentumBuffers {
+                    momentum: &momentum,
+                }
+                .bind(k, dev, s)
+                .1,
+                step: kernel_hmc::KernelStepBuffers {
+                    data: &data,
+                    chain_info: &info,
+                    position: &z,
+                    momentum: &momentum,
+                    picks: &picks,
+                    weights: &weights,
+                }
+                .bind(k, dev, s)
+                .1,
+                energy_x: energy(&x, &ex, &gx),
+                energy_z: energy(&z, &ez, &gz),
+                mh: kernel_hmc::KernelMhTermsBuffers {
+                    x: &x,
+                    z: &z,
+                    gradient_x: &gx,
+                    gradient_z: &gz,
+                    energy_x: &ex,
+                    energy_z: &ez,
+                    terms: &terms,
+                }
+                .bind(k, dev, s)
+                .1,
+                select: kernel_hmc::KernelSelectBuffers {
+                    accepted: &mask,
+                    z: &z,
+                    x_out: &x,
+                    gradient_z: &gz,
+                    gradient_x_out: &gx,
+                    energy_z: &ez,
+                    energy_x_out: &ex,
+                }
+                .bind(k, dev, s)
+                .1,
             }
         })?;
         Ok(KernelHmcGpu {

@@ -1,8 +1,14 @@
-//! The WGSL kernels: sources (listed once, here), the shared `Params` block, pipelines and layouts.
+//! The WGSL kernels' shared pieces: the `Params` block, the kernel handles, pipeline compilation and caching.
+//!
+//! Each kernel family (its WGSL sources, entry points and bind-group layouts) is declared in its
+//! own launcher module under `kernels/`, named after the WGSL file it runs.
 
 use bytemuck::{Pod, Zeroable};
 
 /// Mirrors `struct Params` in `shaders/params.wgsl` field by field (a uniform; 96 bytes).
+///
+/// One layout shared by every kernel (one slot per step, chosen by dynamic offset); each family's
+/// launcher module lists the fields its WGSL reads.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct Params {
@@ -55,44 +61,6 @@ pub struct Params {
     /// 1: `mh_terms` adds HMC's kinetic difference (the program's `ChainOp::MhTerms`).
     pub kinetic: u32,
 }
-
-const PARAMS: &str = include_str!("../../../shaders/params.wgsl");
-const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
-const PHILOX_PROBE: &str = include_str!("../../../shaders/philox_probe.wgsl");
-const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
-const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
-const MATMUL_SCALAR: &str = include_str!("../../../shaders/matmul_scalar.wgsl");
-const MATMUL_VEC4: &str = include_str!("../../../shaders/matmul_vec4.wgsl");
-const GRADIENT_STEP: &str = include_str!("../../../shaders/gradient_step.wgsl");
-const MH_TERMS: &str = include_str!("../../../shaders/mh_terms.wgsl");
-const SELECT: &str = include_str!("../../../shaders/select.wgsl");
-const FISTA: &str = include_str!("../../../shaders/fista.wgsl");
-const EXACT: &str = include_str!("../../../shaders/exact.wgsl");
-const KERNEL_HMC: &str = include_str!("../../../shaders/kernel_hmc.wgsl");
-const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
-const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
-/// Where a module takes the prior's WGSL (`Prior::wgsl`): the gradient-step and MH-term modules.
-const PRIOR: &str = "";
-
-/// The shader modules: WGSL has no includes, so a module is its files concatenated.
-const MODULES: [(&str, &[&str]); 10] = [
-    ("philox_probe", &[PARAMS, PHILOX, PHILOX_PROBE]),
-    ("gather", &[PARAMS, PHILOX, GATHER]),
-    (
-        "matmul",
-        &[PARAMS, PHILOX, MATMUL_SCALAR, MATMUL, PRIOR, GRADIENT_STEP],
-    ),
-    ("mh_terms", &[PARAMS, PHILOX, PRIOR, MH_TERMS]),
-    ("select", &[PARAMS, SELECT]),
-    ("fista", &[PARAMS, FISTA]),
-    ("exact", &[PARAMS, PHILOX, EXACT]),
-    (
-        "matmul_vec4",
-        &[PARAMS, PHILOX, MATMUL_VEC4, MATMUL, PRIOR, GRADIENT_STEP],
-    ),
-    ("kernel_hmc", &[PARAMS, PHILOX, WORKGROUP_SUM, KERNEL_HMC]),
-    ("tangent", &[PARAMS, WORKGROUP_SUM, TANGENT]),
-];
 
 /// Every entry point the backend dispatches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,262 +123,224 @@ pub enum Kernel {
     TangentStep,
 }
 
-impl Kernel {
-    /// The product kernels' vec4-load twins where every row of A and of the chain blocks starts
-    /// on a 16-byte boundary (d and p multiples of 4); the results are identical.
-    pub fn for_shape(self, d: usize, p: usize) -> Kernel {
-        if !d.is_multiple_of(4) || !p.is_multiple_of(4) {
-            return self;
+/// Declares a family's typed buffer set for one entry point: a field per storage binding, named
+/// and ordered as the entry declares them, and `bind` (the kernel and its bind group). `shaped`
+/// entries take (d, p) and bind the vec4-load twin where the shape allows (`Kernel::for_shape`).
+macro_rules! buffers {
+    ($(#[$doc:meta])* $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        pub(crate) struct $name<'a> {
+            $(pub(crate) $field: &'a wgpu::Buffer,)+
         }
-        match self {
-            Kernel::ResidualProduct => Kernel::ResidualProductVec4,
-            Kernel::TransposeProduct => Kernel::TransposeProductVec4,
-            Kernel::GradientStep => Kernel::GradientStepVec4,
-            Kernel::FullGradient => Kernel::FullGradientVec4,
-            other => other,
+
+        impl $name<'_> {
+            /// The kernel and a bind group for it with these buffers and the params slots.
+            pub(crate) fn bind(
+                &self,
+                kernels: &super::Kernels,
+                device: &wgpu::Device,
+                params: &wgpu::Buffer,
+            ) -> (super::Kernel, wgpu::BindGroup) {
+                let names = [$(stringify!($field)),+];
+                let buffers = [$(self.$field),+];
+                ($kernel, kernels.bind_named(device, $kernel, params, &names, &buffers))
+            }
         }
+    };
+    ($(#[$doc:meta])* shaped $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        pub(crate) struct $name<'a> {
+            $(pub(crate) $field: &'a wgpu::Buffer,)+
+        }
+
+        impl $name<'_> {
+            /// The kernel for a d × p shape (its vec4 twin where allowed) and a bind group for it
+            /// with these buffers and the params slots.
+            pub(crate) fn bind(
+                &self,
+                kernels: &super::Kernels,
+                device: &wgpu::Device,
+                params: &wgpu::Buffer,
+                (d, p): (usize, usize),
+            ) -> (super::Kernel, wgpu::BindGroup) {
+                let kernel = $kernel.for_shape(d, p);
+                let names = [$(stringify!($field)),+];
+                let buffers = [$(self.$field),+];
+                (kernel, kernels.bind_named(device, kernel, params, &names, &buffers))
+            }
+        }
+    };
+}
+
+pub(crate) mod exact;
+pub(crate) mod fista;
+pub(crate) mod gather;
+pub(crate) mod kernel_hmc;
+pub(crate) mod matmul;
+pub(crate) mod mh_terms;
+pub(crate) mod philox_probe;
+pub(crate) mod select;
+pub(crate) mod tangent;
+
+/// `struct Params` and its binding 0, which every module starts with.
+const PARAMS: &str = include_str!("../../../shaders/params.wgsl");
+/// The counter-based generator, shared by every module that draws.
+const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
+/// The workgroup reduction, shared by the kernel-HMC and tangent modules.
+const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
+
+/// One piece of a shader module: WGSL has no includes, so a module is its pieces concatenated.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// A WGSL file's text.
+    File(&'static str),
+    /// The prior's WGSL (`Prior::wgsl`), supplied when the pipelines are built.
+    Prior,
+}
+
+/// A storage binding of an entry point: its number, its name in the WGSL, and its access.
+#[derive(Clone, Copy, Debug)]
+struct Binding {
+    number: u32,
+    name: &'static str,
+    read_only: bool,
+}
+
+/// A read-only storage binding (`var<storage, read>`).
+const fn read(number: u32, name: &'static str) -> Binding {
+    Binding {
+        number,
+        name,
+        read_only: true,
     }
 }
 
-const R: bool = true;
-const W: bool = false;
+/// A read-write storage binding (`var<storage, read_write>`).
+const fn write(number: u32, name: &'static str) -> Binding {
+    Binding {
+        number,
+        name,
+        read_only: false,
+    }
+}
 
-/// A kernel's row: module index, entry point, storage bindings (number, read-only).
-type Row = (Kernel, usize, &'static str, &'static [(u32, bool)]);
+/// An entry point of a family's module: the kernel it is, its WGSL name, and its storage
+/// bindings in the order `Kernels::bind` takes buffers (binding 0 is always the params uniform).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    kernel: Kernel,
+    entry_point: &'static str,
+    bindings: &'static [Binding],
+}
 
-/// Per kernel: module, entry point, and its storage bindings (number, read-only) in the order
-/// `Kernels::bind` takes buffers. Binding 0 is always the params uniform.
-const TABLE: [Row; 28] = [
-    (Kernel::PhiloxProbe, 0, "philox_probe", &[(1, R), (2, W)]),
-    (Kernel::Gather, 1, "gather", &[(1, R), (2, W), (3, R)]),
-    (
-        Kernel::ResidualProduct,
-        2,
-        "residual_product",
-        &[(1, R), (2, R), (3, R), (4, W)],
-    ),
-    (
-        Kernel::TransposeProduct,
-        2,
-        "transpose_product",
-        &[(1, R), (2, R), (4, W)],
-    ),
-    (Kernel::DrawMomentum, 2, "draw_momentum", &[(6, W)]),
-    (
-        Kernel::GradientStep,
-        2,
-        "gradient_step",
-        &[(1, R), (2, R), (5, W), (6, W)],
-    ),
-    (
-        Kernel::FullGradient,
-        2,
-        "full_gradient",
-        &[(1, R), (2, R), (4, W), (5, W)],
-    ),
-    (
-        Kernel::MhTerms,
-        3,
-        "mh_terms",
-        &[
-            (1, R),
-            (2, R),
-            (3, R),
-            (4, R),
-            (5, R),
-            (6, R),
-            (7, W),
-            (8, R),
-        ],
-    ),
-    (
-        Kernel::Select,
-        4,
-        "select_accepted",
-        &[(1, R), (2, R), (3, W), (4, R), (5, W), (6, R), (7, W)],
-    ),
-    (
-        Kernel::FistaResidual,
-        5,
-        "fista_residual",
-        &[(1, R), (2, R), (3, W)],
-    ),
-    (
-        Kernel::FistaProx,
-        5,
-        "fista_prox",
-        &[(1, R), (2, R), (3, W)],
-    ),
-    (
-        Kernel::FistaObjective,
-        5,
-        "fista_objective",
-        &[(1, R), (2, R), (4, R), (5, W), (6, W)],
-    ),
-    (
-        Kernel::FistaUpdate,
-        5,
-        "fista_update",
-        &[(1, R), (4, R), (6, W), (7, W), (8, W), (9, W), (10, W)],
-    ),
-    (
-        Kernel::MalaProposal,
-        6,
-        "mala_proposal",
-        &[(1, R), (2, R), (3, W)],
-    ),
-    (
-        Kernel::LeapfrogDrift,
-        6,
-        "leapfrog_drift",
-        &[(2, R), (3, W), (4, W)],
-    ),
-    (Kernel::LeapfrogKick, 6, "leapfrog_kick", &[(2, R), (4, W)]),
-    (
-        Kernel::ResidualProductVec4,
-        7,
-        "residual_product",
-        &[(1, R), (2, R), (3, R), (4, W)],
-    ),
-    (
-        Kernel::TransposeProductVec4,
-        7,
-        "transpose_product",
-        &[(1, R), (2, R), (4, W)],
-    ),
-    (
-        Kernel::GradientStepVec4,
-        7,
-        "gradient_step",
-        &[(1, R), (2, R), (5, W), (6, W)],
-    ),
-    (
-        Kernel::FullGradientVec4,
-        7,
-        "full_gradient",
-        &[(1, R), (2, R), (4, W), (5, W)],
-    ),
-    (
-        Kernel::KernelStep,
-        8,
-        "kernel_step",
-        &[(1, R), (2, R), (3, W), (4, W), (5, W), (6, W)],
-    ),
-    (
-        Kernel::KernelEnergy,
-        8,
-        "kernel_energy",
-        &[(1, R), (2, R), (7, R), (8, W), (9, W)],
-    ),
-    (
-        Kernel::KernelMhTerms,
-        8,
-        "kernel_mh_terms",
-        &[
-            (10, R),
-            (11, R),
-            (12, R),
-            (13, R),
-            (14, R),
-            (15, R),
-            (16, W),
-        ],
-    ),
-    (
-        Kernel::KernelSelect,
-        8,
-        "kernel_select",
-        &[
-            (17, R),
-            (11, R),
-            (18, W),
-            (13, R),
-            (19, W),
-            (15, R),
-            (20, W),
-        ],
-    ),
-    (
-        Kernel::MixtureResidual,
-        8,
-        "mixture_residual",
-        &[(1, R), (2, R), (5, W), (6, W), (21, W)],
-    ),
-    (
-        Kernel::MhTermsMixture,
-        3,
-        "mh_terms_mixture",
-        &[
-            (1, R),
-            (2, R),
-            (5, R),
-            (6, R),
-            (7, W),
-            (8, R),
-            (9, R),
-            (10, R),
-        ],
-    ),
-    (
-        Kernel::TangentEnergy,
-        9,
-        "tangent_energy",
-        &[(1, R), (2, R), (3, R), (4, R), (5, W), (6, W)],
-    ),
-    (
-        Kernel::TangentStep,
-        9,
-        "tangent_step",
-        &[(1, R), (2, R), (3, R), (7, W)],
-    ),
+/// A kernel family: one shader module (its sources, concatenated) and the entry points it offers.
+#[derive(Clone, Copy, Debug)]
+struct Family {
+    module: &'static str,
+    sources: &'static [Source],
+    entries: &'static [Entry],
+}
+
+/// Every family, in the order their modules are compiled.
+const FAMILIES: [&Family; 10] = [
+    &philox_probe::FAMILY,
+    &gather::FAMILY,
+    &matmul::SCALAR,
+    &mh_terms::FAMILY,
+    &select::FAMILY,
+    &fista::FAMILY,
+    &exact::FAMILY,
+    &matmul::VEC4,
+    &kernel_hmc::FAMILY,
+    &tangent::FAMILY,
 ];
 
-// Every kernel has exactly one row, at the index of its discriminant: a kernel added to `Kernel`
-// without its row (or rows out of order) fails to compile.
-const _: () = {
-    assert!(TABLE.len() == Kernel::TangentStep as usize + 1);
-    let mut i = 0;
-    while i < TABLE.len() {
-        assert!(
-            TABLE[i].0 as usize == i,
-            "TABLE rows must follow Kernel's order"
-        );
-        i += 1;
+/// How many kernels `Kernel` names.
+const KERNELS: usize = Kernel::TangentStep as usize + 1;
+
+/// Per kernel (by discriminant): its family's index in `FAMILIES` and its entry's index there.
+/// Built at compile time: a kernel no family declares, or one declared twice, fails to compile,
+/// so no lookup can miss or fall back to another kernel.
+const LOCATION: [(usize, usize); KERNELS] = {
+    let mut location = [(usize::MAX, 0); KERNELS];
+    let mut f = 0;
+    while f < FAMILIES.len() {
+        let entries = FAMILIES[f].entries;
+        let mut e = 0;
+        while e < entries.len() {
+            let kernel = entries[e].kernel as usize;
+            assert!(
+                location[kernel].0 == usize::MAX,
+                "a kernel is declared by two entries"
+            );
+            location[kernel] = (f, e);
+            let bindings = entries[e].bindings;
+            let mut b = 0;
+            while b < bindings.len() {
+                assert!(bindings[b].number != 0, "binding 0 is the params uniform");
+                let mut c = b + 1;
+                while c < bindings.len() {
+                    assert!(
+                        bindings[b].number != bindings[c].number,
+                        "an entry binds one number twice"
+                    );
+                    c += 1;
+                }
+                b += 1;
+            }
+            e += 1;
+        }
+        f += 1;
     }
+    let mut k = 0;
+    while k < KERNELS {
+        assert!(location[k].0 != usize::MAX, "a kernel no family declares");
+        k += 1;
+    }
+    location
 };
 
-/// Compiled pipelines with their explicit bind group layouts, indexed like `TABLE`.
+/// The entry a kernel runs (resolved at compile time through `LOCATION`).
+fn entry(kernel: Kernel) -> &'static Entry {
+    let (family, entry) = LOCATION[kernel as usize];
+    &FAMILIES[family].entries[entry]
+}
+
+/// Compiled pipelines with their explicit bind group layouts, indexed by `Kernel`'s discriminant.
 pub struct Kernels {
     pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
 }
 
 impl Kernels {
-    /// Compiles every module, with `prior_wgsl` (a `Prior::wgsl()`) where a module takes the
-    /// prior, and builds every pipeline (once per device and prior).
+    /// Compiles every family's module, with `prior_wgsl` (a `Prior::wgsl()`) where a family
+    /// takes the prior, and builds every pipeline (once per device and prior).
     pub fn new(device: &wgpu::Device, prior_wgsl: &str) -> Kernels {
-        let modules: Vec<wgpu::ShaderModule> = MODULES
+        let modules: Vec<wgpu::ShaderModule> = FAMILIES
             .iter()
-            .map(|(name, parts)| {
-                let source: String = parts
+            .map(|family| {
+                let source: String = family
+                    .sources
                     .iter()
-                    .map(|&part| {
-                        if std::ptr::eq(part, PRIOR) {
-                            prior_wgsl
-                        } else {
-                            part
-                        }
+                    .map(|part| match part {
+                        Source::File(text) => text,
+                        Source::Prior => prior_wgsl,
                     })
                     .collect();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(name),
+                    label: Some(family.module),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
                 })
             })
             .collect();
         let params_size = std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64);
-        let pipelines = TABLE
+        let pipelines = LOCATION
             .iter()
-            .map(|(_, module, entry, storage)| {
+            .map(|&(family, entry)| {
+                let Entry {
+                    entry_point,
+                    bindings,
+                    ..
+                } = FAMILIES[family].entries[entry];
                 let mut entries = vec![wgpu::BindGroupLayoutEntry {
                     binding: 0,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -421,33 +351,33 @@ impl Kernels {
                     },
                     count: None,
                 }];
-                entries.extend(storage.iter().map(|&(binding, read_only)| {
-                    wgpu::BindGroupLayoutEntry {
-                        binding,
-                        visibility: wgpu::ShaderStages::COMPUTE,
-                        ty: wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Storage { read_only },
-                            has_dynamic_offset: false,
-                            min_binding_size: None,
+                entries.extend(bindings.iter().map(|binding| wgpu::BindGroupLayoutEntry {
+                    binding: binding.number,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage {
+                            read_only: binding.read_only,
                         },
-                        count: None,
-                    }
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
                 }));
                 let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some(entry),
+                    label: Some(entry_point),
                     entries: &entries,
                 });
                 let pipeline_layout =
                     device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                        label: Some(entry),
+                        label: Some(entry_point),
                         bind_group_layouts: &[Some(&layout)],
                         immediate_size: 0,
                     });
                 let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
+                    label: Some(entry_point),
                     layout: Some(&pipeline_layout),
-                    module: &modules[*module],
-                    entry_point: Some(entry),
+                    module: &modules[family],
+                    entry_point: Some(entry_point),
                     compilation_options: Default::default(),
                     cache: None,
                 });
@@ -457,14 +387,14 @@ impl Kernels {
         Kernels { pipelines }
     }
 
-    /// The kernel's row of `TABLE`: its discriminant, which the check below `TABLE` proves is
-    /// its row at compile time (no lookup can miss or fall back to another kernel).
-    fn index(kernel: Kernel) -> usize {
-        kernel as usize
-    }
-
     /// A bind group for `kernel`: the params buffer (one slot visible, chosen by dynamic offset)
-    /// and `buffers` for its storage bindings in table order.
+    /// and `buffers` for its storage bindings in the order its family declares them.
+    ///
+    /// The positional form, for measuring one exact kernel (the benches); the backend binds
+    /// through its families' typed buffer sets, which name every binding.
+    ///
+    /// # Panics
+    /// When `buffers` does not have one buffer per declared binding (a programming error).
     pub fn bind(
         &self,
         device: &wgpu::Device,
@@ -472,7 +402,14 @@ impl Kernels {
         params: &wgpu::Buffer,
         buffers: &[&wgpu::Buffer],
     ) -> wgpu::BindGroup {
-        let index = Self::index(kernel);
+        let entry = entry(kernel);
+        assert_eq!(
+            buffers.len(),
+            entry.bindings.len(),
+            "{} binds {:?}",
+            entry.entry_point,
+            entry.bindings.iter().map(|b| b.name).collect::<Vec<_>>()
+        );
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -481,21 +418,36 @@ impl Kernels {
                 size: std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64),
             }),
         }];
-        entries.extend(
-            TABLE[index]
-                .3
-                .iter()
-                .zip(buffers)
-                .map(|(&(binding, _), buffer)| wgpu::BindGroupEntry {
-                    binding,
-                    resource: buffer.as_entire_binding(),
-                }),
-        );
+        entries.extend(entry.bindings.iter().zip(buffers).map(|(binding, buffer)| {
+            wgpu::BindGroupEntry {
+                binding: binding.number,
+                resource: buffer.as_entire_binding(),
+            }
+        }));
         device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(TABLE[index].2),
-            layout: &self.pipelines[index].0,
+            label: Some(entry.entry_point),
+            layout: &self.pipelines[kernel as usize].0,
             entries: &entries,
         })
+    }
+
+    /// `bind` for a family's typed buffer set: `names` must be the entry's binding names, in
+    /// its order (checked, so a buffer set cannot bind a kernel it does not describe).
+    ///
+    /// # Panics
+    /// When `names` are not `kernel`'s bindings (a programming error).
+    fn bind_named(
+        &self,
+        device: &wgpu::Device,
+        kernel: Kernel,
+        params: &wgpu::Buffer,
+        names: &[&str],
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let entry = entry(kernel);
+        let declared: Vec<&str> = entry.bindings.iter().map(|b| b.name).collect();
+        assert_eq!(names, declared, "{}'s bindings", entry.entry_point);
+        self.bind(device, kernel, params, buffers)
     }
 
     /// Records one dispatch of `kernel` with params slot at byte `offset`.
@@ -507,8 +459,50 @@ impl Kernels {
         offset: u32,
         workgroups: [u32; 3],
     ) {
-        pass.set_pipeline(&self.pipelines[Self::index(kernel)].1);
+        pass.set_pipeline(&self.pipelines[kernel as usize].1);
         pass.set_bind_group(0, group, &[offset]);
         pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every family's declared layout matches its WGSL: each entry point exists, and each
+    /// binding is declared in the module's sources with that number, name and access.
+    #[test]
+    fn declared_layouts_match_the_wgsl() {
+        for family in FAMILIES {
+            let source: String = family
+                .sources
+                .iter()
+                .map(|part| match part {
+                    Source::File(text) => text,
+                    Source::Prior => "",
+                })
+                .collect();
+            for entry in family.entries {
+                let function = format!("fn {}(", entry.entry_point);
+                assert!(source.contains(&function), "{}: {function}", family.module);
+                for binding in entry.bindings {
+                    let access = if binding.read_only {
+                        "read"
+                    } else {
+                        "read_write"
+                    };
+                    let declaration = format!(
+                        "@group(0) @binding({}) var<storage, {access}> {}:",
+                        binding.number, binding.name
+                    );
+                    assert!(
+                        source.contains(&declaration),
+                        "{} {}: {declaration}",
+                        family.module,
+                        entry.entry_point
+                    );
+                }
+            }
+        }
     }
 }

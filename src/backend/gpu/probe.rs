@@ -2,27 +2,31 @@
 
 use super::buffers::{read_f32, storage, upload, ParamSlots};
 use super::context::GpuContext;
-use super::kernels::{Kernel, Params};
+use super::kernels::{gather, matmul, philox_probe, Kernel, Kernels, Params};
 use crate::model::Observations;
 use crate::Result;
 
 /// Output words per probe case: 4 raw, 4 indices, 4 normals (f32 bits).
 pub const PROBE_WORDS: usize = 12;
 
+/// Runs the kernel `bind` chooses (given the kernels, the device, the params slot and the shape
+/// d × p) once, with `params` in its one slot.
 fn run(
     context: &GpuContext,
-    kernel: Kernel,
     params: Params,
-    buffers: &[&wgpu::Buffer],
+    bind: impl FnOnce(
+        &Kernels,
+        &wgpu::Device,
+        &wgpu::Buffer,
+        (usize, usize),
+    ) -> (Kernel, wgpu::BindGroup),
     workgroups: [u32; 3],
 ) -> Result<()> {
-    let kernel = kernel.for_shape(params.d as usize, params.p as usize);
+    let shape = (params.d as usize, params.p as usize);
     context.checked("running a kernel", || {
         let slots = ParamSlots::new(context, 1);
         slots.write(context, &[params]);
-        let group = context
-            .kernels
-            .bind(&context.device, kernel, &slots.buffer, buffers);
+        let (kernel, group) = bind(&context.kernels, &context.device, &slots.buffer, shape);
         let mut encoder = context
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
@@ -63,9 +67,14 @@ pub fn philox(context: &GpuContext, cases: &[([u32; 4], [u32; 2], u32)]) -> Resu
     let groups = (cases.len() as u32).div_ceil(64);
     run(
         context,
-        Kernel::PhiloxProbe,
         params,
-        &[&input, &output],
+        |k, dev, s, _| {
+            philox_probe::PhiloxProbeBuffers {
+                cases: &input,
+                draws: &output,
+            }
+            .bind(k, dev, s)
+        },
         [groups, 1, 1],
     )?;
     let values = read_f32(context, &output, cases.len() * PROBE_WORDS)?;
@@ -105,9 +114,16 @@ pub fn residual_product(
     let groups = [(d as u32).div_ceil(64), (chains as u32).div_ceil(64), 1];
     run(
         context,
-        Kernel::ResidualProduct,
         params,
-        &[&dict, &lhs, &y_buffer, &out],
+        |k, dev, s, shape| {
+            matmul::ResidualProductBuffers {
+                dict: &dict,
+                lhs: &lhs,
+                y: &y_buffer,
+                out: &out,
+            }
+            .bind(k, dev, s, shape)
+        },
         groups,
     )?;
     read_f32(context, &out, chains * d)
@@ -134,9 +150,15 @@ pub fn transpose_product(
     let groups = [(p as u32).div_ceil(64), (chains as u32).div_ceil(64), 1];
     run(
         context,
-        Kernel::TransposeProduct,
         params,
-        &[&dict, &lhs, &out],
+        |k, dev, s, shape| {
+            matmul::TransposeProductBuffers {
+                dict: &dict,
+                lhs: &lhs,
+                out: &out,
+            }
+            .bind(k, dev, s, shape)
+        },
         groups,
     )?;
     read_f32(context, &out, chains * p)
@@ -167,9 +189,15 @@ pub fn gather(
     let groups = [(d as u32).div_ceil(64), chains as u32, 1];
     run(
         context,
-        Kernel::Gather,
         params,
-        &[&data, &out, &rows],
+        |k, dev, s, _| {
+            gather::GatherBuffers {
+                data: &data,
+                ybar: &out,
+                chain_rows: &rows,
+            }
+            .bind(k, dev, s)
+        },
         groups,
     )?;
     read_f32(context, &out, chains * d)

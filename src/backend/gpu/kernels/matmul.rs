@@ -1,0 +1,150 @@
+//! Launcher for `matmul.wgsl` and `gradient_step.wgsl`: the products, the fused gradient step
+//! and the momentum draw, in a scalar-load and a vec4-load module with identical results.
+//!
+//! `Params` fields its WGSL reads: chains, d, p, y_stride; the gradient step also chain_offset,
+//! outer, step, eta, noise, noise_scale, inv_sigma2, seed_lo, seed_hi, and the prior's lam.
+
+use super::{read, write, Binding, Entry, Family, Kernel, Source, PARAMS, PHILOX};
+
+const MATMUL: &str = include_str!("../../../../shaders/matmul.wgsl");
+const MATMUL_SCALAR: &str = include_str!("../../../../shaders/matmul_scalar.wgsl");
+const MATMUL_VEC4: &str = include_str!("../../../../shaders/matmul_vec4.wgsl");
+const GRADIENT_STEP: &str = include_str!("../../../../shaders/gradient_step.wgsl");
+
+const RESIDUAL_PRODUCT: &[Binding] = &[
+    read(1, "dict"),
+    read(2, "lhs"),
+    read(3, "y"),
+    write(4, "out"),
+];
+const TRANSPOSE_PRODUCT: &[Binding] = &[read(1, "dict"), read(2, "lhs"), write(4, "out")];
+const DRAW_MOMENTUM: &[Binding] = &[write(6, "momentum")];
+const GRADIENT_STEP_BINDINGS: &[Binding] = &[
+    read(1, "dict"),
+    read(2, "lhs"),
+    write(5, "position"),
+    write(6, "momentum"),
+];
+const FULL_GRADIENT: &[Binding] = &[
+    read(1, "dict"),
+    read(2, "lhs"),
+    write(4, "out"),
+    write(5, "position"),
+];
+
+/// The scalar-load module (any shape); takes the prior's WGSL.
+pub(super) const SCALAR: Family = Family {
+    module: "matmul",
+    sources: &[
+        Source::File(PARAMS),
+        Source::File(PHILOX),
+        Source::File(MATMUL_SCALAR),
+        Source::File(MATMUL),
+        Source::Prior,
+        Source::File(GRADIENT_STEP),
+    ],
+    entries: &[
+        Entry {
+            kernel: Kernel::ResidualProduct,
+            entry_point: "residual_product",
+            bindings: RESIDUAL_PRODUCT,
+        },
+        Entry {
+            kernel: Kernel::TransposeProduct,
+            entry_point: "transpose_product",
+            bindings: TRANSPOSE_PRODUCT,
+        },
+        Entry {
+            kernel: Kernel::DrawMomentum,
+            entry_point: "draw_momentum",
+            bindings: DRAW_MOMENTUM,
+        },
+        Entry {
+            kernel: Kernel::GradientStep,
+            entry_point: "gradient_step",
+            bindings: GRADIENT_STEP_BINDINGS,
+        },
+        Entry {
+            kernel: Kernel::FullGradient,
+            entry_point: "full_gradient",
+            bindings: FULL_GRADIENT,
+        },
+    ],
+};
+
+/// The vec4-load module (d and p multiples of 4); takes the prior's WGSL.
+pub(super) const VEC4: Family = Family {
+    module: "matmul_vec4",
+    sources: &[
+        Source::File(PARAMS),
+        Source::File(PHILOX),
+        Source::File(MATMUL_VEC4),
+        Source::File(MATMUL),
+        Source::Prior,
+        Source::File(GRADIENT_STEP),
+    ],
+    entries: &[
+        Entry {
+            kernel: Kernel::ResidualProductVec4,
+            entry_point: "residual_product",
+            bindings: RESIDUAL_PRODUCT,
+        },
+        Entry {
+            kernel: Kernel::TransposeProductVec4,
+            entry_point: "transpose_product",
+            bindings: TRANSPOSE_PRODUCT,
+        },
+        Entry {
+            kernel: Kernel::GradientStepVec4,
+            entry_point: "gradient_step",
+            bindings: GRADIENT_STEP_BINDINGS,
+        },
+        Entry {
+            kernel: Kernel::FullGradientVec4,
+            entry_point: "full_gradient",
+            bindings: FULL_GRADIENT,
+        },
+    ],
+};
+
+impl Kernel {
+    /// The product kernels' vec4-load twins where every row of A and of the chain blocks starts
+    /// on a 16-byte boundary (d and p multiples of 4); the results are identical.
+    pub fn for_shape(self, d: usize, p: usize) -> Kernel {
+        if !d.is_multiple_of(4) || !p.is_multiple_of(4) {
+            return self;
+        }
+        match self {
+            Kernel::ResidualProduct => Kernel::ResidualProductVec4,
+            Kernel::TransposeProduct => Kernel::TransposeProductVec4,
+            Kernel::GradientStep => Kernel::GradientStepVec4,
+            Kernel::FullGradient => Kernel::FullGradientVec4,
+            other => other,
+        }
+    }
+}
+
+buffers! {
+    /// Buffers of `residual_product`.
+    shaped ResidualProductBuffers => Kernel::ResidualProduct, { dict, lhs, y, out }
+}
+
+buffers! {
+    /// Buffers of `transpose_product`.
+    shaped TransposeProductBuffers => Kernel::TransposeProduct, { dict, lhs, out }
+}
+
+buffers! {
+    /// Buffers of `draw_momentum`.
+    DrawMomentumBuffers => Kernel::DrawMomentum, { momentum }
+}
+
+buffers! {
+    /// Buffers of `gradient_step`.
+    shaped GradientStepBuffers => Kernel::GradientStep, { dict, lhs, position, momentum }
+}
+
+buffers! {
+    /// Buffers of `full_gradient`.
+    shaped FullGradientBuffers => Kernel::FullGradient, { dict, lhs, out, position }
+}

@@ -1,0 +1,51 @@
+//! Launcher for `tangent.wgsl`: the tangent likelihood's energy, scaled residual and step residual.
+//!
+//! `Params` fields its WGSL reads: d (its own `TangentInfo` binding carries k and 1/sigma²).
+
+use super::{read, write, Entry, Family, Kernel, Source, PARAMS, WORKGROUP_SUM};
+
+const TANGENT: &str = include_str!("../../../../shaders/tangent.wgsl");
+
+/// The tangent module and its two entry points.
+pub(super) const FAMILY: Family = Family {
+    module: "tangent",
+    sources: &[
+        Source::File(PARAMS),
+        Source::File(WORKGROUP_SUM),
+        Source::File(TANGENT),
+    ],
+    entries: &[
+        Entry {
+            kernel: Kernel::TangentEnergy,
+            entry_point: "tangent_energy",
+            bindings: &[
+                read(1, "basis"),
+                read(2, "gamma"),
+                read(3, "tangent"),
+                read(4, "residual"),
+                write(5, "energy"),
+                write(6, "scaled"),
+            ],
+        },
+        Entry {
+            kernel: Kernel::TangentStep,
+            entry_point: "tangent_step",
+            bindings: &[
+                read(1, "basis"),
+                read(2, "gamma"),
+                read(3, "tangent"),
+                write(7, "step_residual"),
+            ],
+        },
+    ],
+};
+
+buffers! {
+    /// Buffers of `tangent_energy`.
+    TangentEnergyBuffers => Kernel::TangentEnergy, { basis, gamma, tangent, residual, energy, scaled }
+}
+
+buffers! {
+    /// Buffers of `tangent_step`.
+    TangentStepBuffers => Kernel::TangentStep, { basis, gamma, tangent, step_residual }
+}
