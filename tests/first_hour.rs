@@ -293,3 +293,54 @@ fn a_report_says_when_mh_accepted_everything_and_so_changed_nothing() {
     let note = report["mh_note"].as_str().expect("an mh_note");
     assert!(note.contains("changed nothing"), "{note}");
 }
+
+#[test]
+fn encode_uses_the_names_augment_uses_and_keeps_the_old_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, (limit, iterations)) in [
+        ("--limit", "--lasso-iterations"),
+        ("--count", "--iterations"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = tmp.path().join(format!("enc{i}"));
+        let run = rmld(&[
+            "encode",
+            limit,
+            "7",
+            iterations,
+            "10",
+            "--backend",
+            "cpu",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["encoded"], 7);
+        assert_eq!(report["iterations"], 10);
+    }
+    let help = rmld(&["encode", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--limit") && help.contains("--lasso-iterations"),
+        "{help}"
+    );
+    assert!(
+        !help.contains("  --count") && !help.contains("  --iterations"),
+        "{help}"
+    );
+    let bad = rmld(&["encode", "--lasso-iterations", "0", "--backend", "cpu"]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("invalid setting --lasso-iterations"),
+        "{stderr}"
+    );
+}

@@ -143,13 +143,13 @@ fn settings_errors_name_the_setting_and_write_nothing() {
         Err(Error::Usage { field: "limit", .. })
     ));
     let encode = EncodeSettings {
-        iterations: 0,
+        lasso_iterations: 0,
         ..Default::default()
     };
     assert!(matches!(
         encode.validate(),
         Err(Error::Usage {
-            field: "iterations",
+            field: "lasso_iterations",
             ..
         })
     ));
@@ -218,8 +218,8 @@ fn compression_augments_and_encode_encodes_without_the_command_line() {
     assert!(labels.iter().all(|&l| l == 1 || l == 2));
 
     let mut encode = EncodeSettings {
-        count: Some(10),
-        iterations: 20,
+        limit: Some(10),
+        lasso_iterations: 20,
         ..Default::default()
     };
     encode.problem.backend = BackendChoice::Cpu;

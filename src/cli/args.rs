@@ -355,13 +355,13 @@ pub struct EncodeArgs {
     #[command(flatten)]
     pub problem: ProblemArgs,
 
-    /// Encode only the first N observations (default: all).
-    #[arg(long, value_name = "N")]
-    pub count: Option<usize>,
+    /// Encode only the first N observations (default: all). (`--count` is its old name.)
+    #[arg(long, value_name = "N", alias = "count")]
+    pub limit: Option<usize>,
 
-    /// FISTA iterations.
-    #[arg(long, value_name = "N", default_value_t = 200)]
-    pub iterations: u32,
+    /// FISTA iterations. (`--iterations` is its old name.)
+    #[arg(long, value_name = "N", default_value_t = 200, alias = "iterations")]
+    pub lasso_iterations: u32,
 }
 
 #[derive(Args, Debug)]
@@ -532,8 +532,8 @@ impl EncodeArgs {
     pub fn settings(&self) -> EncodeSettings {
         EncodeSettings {
             problem: self.problem.settings(),
-            count: self.count,
-            iterations: self.iterations,
+            limit: self.limit,
+            lasso_iterations: self.lasso_iterations,
         }
     }
 }

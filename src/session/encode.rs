@@ -55,7 +55,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let problem = load_problem(&args.problem)?;
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());
-    let n = match args.count {
+    let n = match args.limit {
         Some(c) => c.min(problem.dataset.n),
         None => problem.dataset.n,
     };
@@ -90,7 +90,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         let images: Vec<f32> = (start..start + rows)
             .flat_map(|i| target.observations.row(i))
             .collect();
-        codes.extend(backend.encode(&images, target.lam, args.iterations)?);
+        codes.extend(backend.encode(&images, target.lam, args.lasso_iterations)?);
         originals.extend(images);
         observer.phase_advance((start + rows) as u64);
     }
@@ -127,7 +127,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "command": "encode",
         "rmld_version": env!("CARGO_PKG_VERSION"),
         "lambda": target.lam,
-        "iterations": args.iterations,
+        "iterations": args.lasso_iterations,
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
         "encoded": n,

@@ -497,18 +497,20 @@ impl AugmentSettings {
 pub struct EncodeSettings {
     /// Data, dictionary, model scale, seed, backend and output folder.
     pub problem: ProblemSettings,
-    /// Encode only the first N observations; `None`: all.
-    pub count: Option<usize>,
-    /// FISTA iterations.
-    pub iterations: u32,
+    /// Encode only the first N observations; `None`: all (the name `augment` uses for the same idea).
+    #[serde(alias = "count")]
+    pub limit: Option<usize>,
+    /// FISTA iterations (as `lasso_iterations` everywhere else).
+    #[serde(alias = "iterations")]
+    pub lasso_iterations: u32,
 }
 
 impl Default for EncodeSettings {
     fn default() -> Self {
         EncodeSettings {
             problem: ProblemSettings::default(),
-            count: None,
-            iterations: 200,
+            limit: None,
+            lasso_iterations: 200,
         }
     }
 }
@@ -517,11 +519,11 @@ impl EncodeSettings {
     /// Checks the settings that do not need the data.
     pub fn validate(&self) -> Result<()> {
         self.problem.validate()?;
-        if self.count == Some(0) {
-            return Err(Error::usage("count", "must be at least 1"));
+        if self.limit == Some(0) {
+            return Err(Error::usage("limit", "must be at least 1"));
         }
-        if self.iterations == 0 {
-            return Err(Error::usage("iterations", "must be at least 1"));
+        if self.lasso_iterations == 0 {
+            return Err(Error::usage("lasso_iterations", "must be at least 1"));
         }
         Ok(())
     }
