@@ -13,6 +13,7 @@ use super::{gather_params, upload_observations};
 use crate::backend::kernel_hmc::cpu::{check_settings, no_codes};
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use crate::methods::ChainOp;
 use crate::{Error, Result};
 
 /// MH terms per chain in the `terms` buffer, as `KERNEL_TERMS` in the WGSL.
@@ -325,18 +326,53 @@ impl Backend for KernelHmcGpu {
         let chains = self.chains() as u32;
         let d = self.target.d() as u32;
         self.write_params(outer);
+        // RMLD's program (the only method Kernel HMC runs): its leading copy into the encoder,
+        // the rest into one pass.
+        let program = self.settings.method.program(&self.settings);
+        let (copies, pass_ops) = program.split_at(
+            program
+                .iter()
+                .take_while(|&&op| op == ChainOp::CopyPosition)
+                .count(),
+        );
+        if let Some(op) = pass_ops.iter().find(|&&op| {
+            !matches!(
+                op,
+                ChainOp::DrawMomentum
+                    | ChainOp::MinibatchStep(_)
+                    | ChainOp::ProposalState
+                    | ChainOp::MhTerms { .. }
+            )
+        }) {
+            return Err(Error::Internal(format!(
+                "Kernel HMC runs RMLD's dynamics only, not {op:?}"
+            )));
+        }
         let encoder = self.record(
             "one kernel-hmc outer iteration",
-            |encoder| encoder.copy_buffer_to_buffer(&self.x, 0, &self.z, 0, self.x.size()),
+            |encoder| {
+                for _ in copies {
+                    encoder.copy_buffer_to_buffer(&self.x, 0, &self.z, 0, self.x.size());
+                }
+            },
             |pass| {
                 let b = &self.binds;
                 let momentum_groups = [d.div_ceil(4).div_ceil(64), chains, 1];
-                self.run(pass, Kernel::DrawMomentum, &b.momentum, 0, momentum_groups);
-                for step in 1..=self.settings.steps as usize {
-                    self.run(pass, Kernel::KernelStep, &b.step, step, [chains, 1, 1]);
+                for &op in pass_ops {
+                    match op {
+                        ChainOp::DrawMomentum => {
+                            self.run(pass, Kernel::DrawMomentum, &b.momentum, 0, momentum_groups)
+                        }
+                        ChainOp::MinibatchStep(step) => {
+                            let slot = step as usize;
+                            self.run(pass, Kernel::KernelStep, &b.step, slot, [chains, 1, 1])
+                        }
+                        ChainOp::ProposalState => {
+                            self.run(pass, Kernel::KernelEnergy, &b.energy_z, 0, [chains, 1, 1])
+                        }
+                        _ => self.run(pass, Kernel::KernelMhTerms, &b.mh, 0, [chains, 1, 1]),
+                    }
                 }
-                self.run(pass, Kernel::KernelEnergy, &b.energy_z, 0, [chains, 1, 1]);
-                self.run(pass, Kernel::KernelMhTerms, &b.mh, 0, [chains, 1, 1]);
             },
         )?;
         let bytes = self.context.checked("reading the MH terms", || {
