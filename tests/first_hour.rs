@@ -344,3 +344,56 @@ fn encode_uses_the_names_augment_uses_and_keeps_the_old_ones() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_interrupted_bench_writes_the_rows_it_finished() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("bench");
+    let chains: Vec<String> = (1..=400).map(|c| c.to_string()).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rmld"))
+        .args([
+            "bench",
+            "--backend",
+            "cpu",
+            "--dim",
+            "64",
+            "--images",
+            "200",
+            "--ceiling-size",
+            "64",
+            "--outer",
+            "1",
+            "--chains",
+            &chains.join(","),
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The progress notices go to stderr.
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    // Stop once the first row is measured.
+    for line in lines.by_ref() {
+        if line.unwrap().contains("cpu C = 1:") {
+            break;
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    for _ in lines {}
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "a SIGTERM'd bench exits 128 + 15");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(report["interrupted"], true, "{report}");
+    let rows = report["rows"].as_array().unwrap();
+    assert!(!rows.is_empty() && rows.len() < 400, "{} rows", rows.len());
+    assert!(out.join("bench.csv").is_file());
+}

@@ -11,7 +11,8 @@ use rmld::{Error, Result};
 use super::args::BenchArgs;
 use super::terminal::Terminal;
 
-pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<()> {
+/// Runs the bench; true when a signal stopped it (the rows finished are written).
+pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
     let settings = BenchSettings {
         backend: args.backend,
         chains: parse_chains(&args.chains)?,
@@ -43,7 +44,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<()> {
         );
     }
     println!("wrote {}", out.display());
-    Ok(())
+    Ok(outcome.interrupted)
 }
 
 fn parse_chains(list: &str) -> Result<Vec<usize>> {

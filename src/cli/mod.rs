@@ -69,7 +69,17 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
             let outcome = Augmenter::new(args.settings()).run(&terminal)?;
             Ok(finish(&terminal, &outcome))
         }
-        Command::Bench(args) => bench::bench(args, &terminal(None)).map(|()| Finished::Complete),
+        Command::Bench(args) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let interrupted = bench::bench(args, &terminal)?;
+            Ok(if interrupted {
+                Finished::Interrupted {
+                    status: terminal.exit_status(),
+                }
+            } else {
+                Finished::Complete
+            })
+        }
         Command::Quality(args) => {
             let terminal = terminal(Some(StopRequest::install()));
             let outcome = judge_images(&args.settings(), &terminal)?;

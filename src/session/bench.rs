@@ -266,6 +266,8 @@ pub struct BenchOutcome {
     pub notes: Vec<String>,
     /// GPU over CPU chain-steps/s per chain count where both ran.
     pub ratios: Vec<(usize, f64)>,
+    /// The observer asked to stop: the rows are those finished before (written all the same).
+    pub interrupted: bool,
     /// bench.json's content.
     pub report: Value,
 }
@@ -550,6 +552,9 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         });
         let bytes = 4 * (5 * p + 5 * d);
         for &c in chain_counts {
+            if observer.stop_requested() {
+                break;
+            }
             if let Some(note) = memory_note(c, bytes, d, p) {
                 rows.push(Row::skipped("cpu", "", c, note));
                 continue;
@@ -571,7 +576,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         }
         ceilings.push(ceiling);
     }
-    if want_gpu {
+    if want_gpu && !observer.stop_requested() {
         match gpu::run(args, &target, &dynamics, chain_counts, &mut rows, observer) {
             Ok(ceiling) => ceilings.push(ceiling),
             Err(e) if args.backend == BenchBackends::All => {
@@ -581,6 +586,10 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         }
     }
 
+    let interrupted = observer.stop_requested();
+    if interrupted {
+        notes.push("interrupted: the rows below are those measured before the stop".into());
+    }
     let ratios = ratios(&rows);
     let out = &args.out;
     let report = json!({
@@ -595,6 +604,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         "gpu_over_cpu": ratios.iter().map(|(c, r)| json!({ "chains": c, "ratio": r })).collect::<Vec<_>>(),
         "cpu_phases": phases,
         "notes": notes,
+        "interrupted": interrupted,
     });
     io::write_json_atomic(&out.join("bench.json"), &report)?;
     let csv = csv(&rows);
@@ -607,6 +617,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         ceilings,
         notes,
         ratios,
+        interrupted,
         report,
     })
 }
@@ -933,6 +944,9 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         let (d, p) = (target.d(), target.p());
         let bytes = 4 * (5 * p + 4 * d + 5);
         for &c in chain_counts {
+            if observer.stop_requested() {
+                break;
+            }
             // Software adapters hold device memory in host memory; for a real GPU the backend's
             // allocation errors tell instead.
             if let Some(note) = software.then(|| memory_note(c, bytes, d, p)).flatten() {
