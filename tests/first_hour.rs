@@ -397,3 +397,19 @@ fn an_interrupted_bench_writes_the_rows_it_finished() {
     assert!(!rows.is_empty() && rows.len() < 400, "{} rows", rows.len());
     assert!(out.join("bench.csv").is_file());
 }
+
+#[test]
+fn augment_help_shows_what_the_default_preset_sets() {
+    let help = rmld(&["augment", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for shown in [
+        "[quality preset: 1]",
+        "[quality preset: tangent]",
+        "[quality preset: hmc]",
+        "[quality preset: 0.007]",
+    ] {
+        assert!(help.contains(shown), "augment --help lacks {shown}: {help}");
+    }
+    let sample = rmld(&["sample", "--help"]);
+    assert!(!String::from_utf8_lossy(&sample.stdout).contains("quality preset:"));
+}

@@ -25,8 +25,8 @@ pub enum Finished {
 
 /// Parses the command line and resolves `rmld augment`'s preset against the options given.
 pub fn parse() -> Cli {
-    use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().get_matches();
+    use clap::FromArgMatches;
+    let matches = command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let (Command::Augment(args), Some(("augment", sub))) =
         (&mut cli.command, matches.subcommand())
@@ -108,6 +108,44 @@ fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
     } else {
         Finished::Complete
     }
+}
+
+/// The command line, with `augment --help` showing what the default `quality` preset sets beside
+/// each option it changes (the `[default: …]` clap prints is the `paper` preset's).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let quality = rmld::AugmentSettings::quality();
+    let name = |value: &dyn std::fmt::Debug| format!("{value:?}").to_lowercase();
+    let overrides = [
+        ("method", quality.method.name().to_string()),
+        ("target", name(&quality.problem.target)),
+        ("pixel_max", quality.problem.pixel_max.to_string()),
+        ("lambda", quality.problem.lambda.to_string()),
+        ("sigma2", quality.problem.sigma2.to_string()),
+        ("tangent_k", quality.problem.tangent_k.to_string()),
+        ("tangent_scale", quality.problem.tangent_scale.to_string()),
+        ("eta", quality.dynamics.eta.to_string()),
+        (
+            "leapfrog_steps",
+            quality.dynamics.leapfrog_steps.to_string(),
+        ),
+        ("burn_in", quality.burn_in.to_string()),
+        ("reencode", quality.reencode.to_string()),
+    ];
+    Cli::command().mut_subcommand("augment", |augment| {
+        overrides.iter().fold(augment, |augment, (id, value)| {
+            augment.mut_arg(*id, |arg| {
+                let note = format!(" [quality preset: {value}]");
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                let long = arg.get_long_help().map(|h| format!("{h}{note}"));
+                let arg = arg.help(format!("{help}{note}"));
+                match long {
+                    Some(long) => arg.long_help(long),
+                    None => arg,
+                }
+            })
+        })
+    })
 }
 
 /// The error as the command line prints it: a setting's name as its option (`--batch`), for
