@@ -413,3 +413,24 @@ fn augment_help_shows_what_the_default_preset_sets() {
     let sample = rmld(&["sample", "--help"]);
     assert!(!String::from_utf8_lossy(&sample.stdout).contains("quality preset:"));
 }
+
+#[test]
+fn encode_help_lists_only_what_encode_uses() {
+    let help = rmld(&["encode", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for unused in ["--target", "--sigma2", "--tangent-k", "--tangent-scale"] {
+        assert!(
+            !help.contains(unused),
+            "encode --help lists {unused}: {help}"
+        );
+    }
+    for used in [
+        "--data",
+        "--dictionary",
+        "--lambda",
+        "--pixel-max",
+        "--limit",
+    ] {
+        assert!(help.contains(used), "encode --help lacks {used}");
+    }
+}

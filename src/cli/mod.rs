@@ -111,7 +111,8 @@ fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
 }
 
 /// The command line, with `augment --help` showing what the default `quality` preset sets beside
-/// each option it changes (the `[default: …]` clap prints is the `paper` preset's).
+/// each option it changes (the `[default: …]` clap prints is the `paper` preset's), and
+/// `encode --help` listing only the options encode uses.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let quality = rmld::AugmentSettings::quality();
@@ -132,20 +133,28 @@ pub fn command() -> clap::Command {
         ("burn_in", quality.burn_in.to_string()),
         ("reencode", quality.reencode.to_string()),
     ];
-    Cli::command().mut_subcommand("augment", |augment| {
-        overrides.iter().fold(augment, |augment, (id, value)| {
-            augment.mut_arg(*id, |arg| {
-                let note = format!(" [quality preset: {value}]");
-                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-                let long = arg.get_long_help().map(|h| format!("{h}{note}"));
-                let arg = arg.help(format!("{help}{note}"));
-                match long {
-                    Some(long) => arg.long_help(long),
-                    None => arg,
-                }
+    // encode shares the problem's options but uses neither the target nor its noise: hidden there.
+    let encode_ignores = ["target", "sigma2", "tangent_k", "tangent_scale"];
+    Cli::command()
+        .mut_subcommand("encode", |encode| {
+            encode_ignores.iter().fold(encode, |encode, id| {
+                encode.mut_arg(*id, |arg| arg.hide(true))
             })
         })
-    })
+        .mut_subcommand("augment", |augment| {
+            overrides.iter().fold(augment, |augment, (id, value)| {
+                augment.mut_arg(*id, |arg| {
+                    let note = format!(" [quality preset: {value}]");
+                    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                    let long = arg.get_long_help().map(|h| format!("{h}{note}"));
+                    let arg = arg.help(format!("{help}{note}"));
+                    match long {
+                        Some(long) => arg.long_help(long),
+                        None => arg,
+                    }
+                })
+            })
+        })
 }
 
 /// The error as the command line prints it: a setting's name as its option (`--batch`), for
