@@ -1,42 +1,20 @@
 //! What a new user reads: summaries in the words they type, and errors named for what they are.
 
+mod cli_common;
 mod gpu_common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn rmld(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rmld"))
-        .args(args)
-        .output()
-        .expect("the rmld binary runs")
-}
+use cli_common::{json, rmld, small_augment, stderr, stdout};
 
 #[test]
 fn the_augment_summary_names_the_method_as_the_user_typed_it() {
     let tmp = tempfile::tempdir().unwrap();
     for (method, debug) in [("kernel-hmc", "KernelHmc"), ("hmc", "Hmc")] {
         let out = tmp.path().join(method);
-        let run = rmld(&[
-            "augment",
-            "--method",
-            method,
-            "--limit",
-            "150",
-            "--batch",
-            "8",
-            "--no-quality",
-            "--no-original-codes",
-            "--backend",
-            "cpu",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        let stdout = String::from_utf8_lossy(&run.stdout);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        let run = small_augment(&out, &["--method", method, "--batch", "8"]);
+        let stdout = stdout(&run);
+        assert!(run.status.success(), "{}", stderr(&run));
         assert!(
             stdout.contains(&format!("rmld augment ({method})")),
             "summary: {stdout}"
@@ -61,13 +39,8 @@ fn encode_reports_the_mean_squared_error_per_pixel() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: serde_json::Value = json(&out, "report.json");
     let d = report["dictionary"]["d"].as_f64().unwrap();
     let per_pixel = report["mean_squared_error_per_pixel"].as_f64().unwrap();
     let per_image = report["squared_error_per_image"].as_f64().unwrap();
@@ -76,7 +49,7 @@ fn encode_reports_the_mean_squared_error_per_pixel() {
         (per_pixel * d - per_image).abs() <= 1e-9 * per_image,
         "per pixel {per_pixel} × d {d} should be the per-image sum {per_image}"
     );
-    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stdout = stdout(&run);
     assert!(
         stdout.contains("mean squared error per pixel"),
         "summary: {stdout}"
@@ -88,42 +61,23 @@ fn a_default_minibatch_fits_small_classes_and_an_explicit_one_is_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str]| {
         let out = tmp.path().join(name);
-        let mut args = vec![
-            "augment",
-            "--preset",
-            "paper",
-            "--limit",
-            "150",
-            "--no-quality",
-            "--no-original-codes",
-            "--backend",
-            "cpu",
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        (rmld(&args), out)
+        (small_augment(&out, extra), out)
     };
     // The first 150 digits hold about 15 of each class, fewer than the default minibatch of 64.
     let (fitted, out) = run("default", &[]);
-    assert!(
-        fitted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fitted.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&fitted.stdout);
+    assert!(fitted.status.success(), "{}", stderr(&fitted));
+    let stdout = stdout(&fitted);
     assert!(
         stdout.contains("minibatch was lowered from 64 to"),
         "{stdout}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value = json(&out, "report.json");
     let used = report["batch_fitted_to_classes"]["used"].as_u64().unwrap();
     assert!(used > 0 && used < 64, "{report}");
     // Asked for on the command line, a minibatch larger than a class is refused.
     let (refused, _) = run("explicit", &["--batch", "64"]);
     assert_eq!(refused.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let stderr = stderr(&refused);
     assert!(
         stderr.contains("--batch") && stderr.contains("fewer than the minibatch"),
         "{stderr}"
@@ -149,14 +103,10 @@ fn resume_after_the_output_was_deleted_says_what_happened() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert!(run.status.success(), "{}", stderr(&run));
     std::fs::remove_file(out.join("codes.npy")).unwrap();
     let resumed = rmld(&["resume", out.to_str().unwrap()]);
-    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    let stderr = stderr(&resumed);
     assert_eq!(resumed.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("codes.npy")
@@ -187,7 +137,7 @@ fn sizes_that_cannot_fit_are_refused_before_anything_is_allocated_or_created() {
         let mut all = args.to_vec();
         all.extend_from_slice(&["--backend", "cpu", "--out", out.to_str().unwrap()]);
         let run = rmld(&all);
-        let stderr = String::from_utf8_lossy(&run.stderr);
+        let stderr = stderr(&run);
         assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains(setting) && stderr.contains("available") && stderr.contains("needs"),
@@ -226,13 +176,9 @@ fn bench_measures_a_software_renderer_only_when_asked_and_labels_it() {
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        assert!(run.status.success(), "{}", stderr(&run));
         (
-            String::from_utf8_lossy(&run.stdout).into_owned(),
+            stdout(&run),
             std::fs::read_to_string(out.join("bench.csv")).unwrap(),
             std::fs::read_to_string(out.join("bench.json")).unwrap(),
         )
@@ -254,7 +200,7 @@ fn graphics_driver_noise_stays_out_of_the_terminal() {
         .env_remove("XDG_RUNTIME_DIR")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stderr = stderr(&run);
     assert!(run.status.success(), "{stderr}");
     assert!(
         !stderr.contains("XDG_RUNTIME_DIR"),
@@ -278,13 +224,8 @@ fn a_report_says_when_mh_accepted_everything_and_so_changed_nothing() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: serde_json::Value = json(&out, "report.json");
     assert_eq!(
         report["acceptance"]["overall"].as_f64(),
         Some(1.0),
@@ -316,19 +257,13 @@ fn encode_uses_the_names_augment_uses_and_keeps_the_old_ones() {
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
-                .unwrap();
+        assert!(run.status.success(), "{}", stderr(&run));
+        let report: serde_json::Value = json(&out, "report.json");
         assert_eq!(report["encoded"], 7);
         assert_eq!(report["iterations"], 10);
     }
     let help = rmld(&["encode", "--help"]);
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = stdout(&help);
     assert!(
         help.contains("--limit") && help.contains("--lasso-iterations"),
         "{help}"
@@ -338,7 +273,7 @@ fn encode_uses_the_names_augment_uses_and_keeps_the_old_ones() {
         "{help}"
     );
     let bad = rmld(&["encode", "--lasso-iterations", "0", "--backend", "cpu"]);
-    let stderr = String::from_utf8_lossy(&bad.stderr);
+    let stderr = stderr(&bad);
     assert!(
         stderr.contains("invalid setting --lasso-iterations"),
         "{stderr}"
@@ -390,8 +325,7 @@ fn an_interrupted_bench_writes_the_rows_it_finished() {
     for _ in lines {}
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "a SIGTERM'd bench exits 128 + 15");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    let report: serde_json::Value = json(&out, "bench.json");
     assert_eq!(report["interrupted"], true, "{report}");
     let rows = report["rows"].as_array().unwrap();
     assert!(!rows.is_empty() && rows.len() < 400, "{} rows", rows.len());
@@ -401,7 +335,7 @@ fn an_interrupted_bench_writes_the_rows_it_finished() {
 #[test]
 fn augment_help_shows_what_the_default_preset_sets() {
     let help = rmld(&["augment", "--help"]);
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = stdout(&help);
     for shown in [
         "[quality preset: 1]",
         "[quality preset: tangent]",
@@ -411,13 +345,13 @@ fn augment_help_shows_what_the_default_preset_sets() {
         assert!(help.contains(shown), "augment --help lacks {shown}: {help}");
     }
     let sample = rmld(&["sample", "--help"]);
-    assert!(!String::from_utf8_lossy(&sample.stdout).contains("quality preset:"));
+    assert!(!stdout(&sample).contains("quality preset:"));
 }
 
 #[test]
 fn encode_help_lists_only_what_encode_uses() {
     let help = rmld(&["encode", "--help"]);
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = stdout(&help);
     for unused in ["--target", "--sigma2", "--tangent-k", "--tangent-scale"] {
         assert!(
             !help.contains(unused),

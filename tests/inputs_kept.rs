@@ -2,20 +2,13 @@
 //! (exit 2, nothing written), and `augment`, `encode` and `bench --out` take the run lock that
 //! `sample` takes.
 
+mod cli_common;
+
 use std::fs::File;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn rmld(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rmld"))
-        .args(args)
-        .output()
-        .expect("the rmld binary runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use cli_common::{rmld, small_augment, stderr};
 
 /// Every file of `dir` with its bytes, to show that nothing changed.
 fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -45,21 +38,7 @@ fn assert_refused(out: &Output, words: &[&str]) {
 
 /// A small labelled MNIST-style folder, made by `rmld augment` itself from the embedded digits.
 fn dataset_folder(dir: &Path) {
-    let made = rmld(&[
-        "augment",
-        "--preset",
-        "paper",
-        "--limit",
-        "150",
-        "--batch",
-        "8",
-        "--no-quality",
-        "--no-original-codes",
-        "--backend",
-        "cpu",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let made = small_augment(dir, &["--batch", "8"]);
     assert!(made.status.success(), "{}", stderr(&made));
     assert!(dir.join("train-images-idx3-ubyte.gz").is_file());
 }

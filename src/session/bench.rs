@@ -732,15 +732,7 @@ mod gpu {
         adapter_available()
     }
 
-    /// The adapter's name when the only adapter is a software renderer (lavapipe/llvmpipe).
-    pub fn software_adapter() -> Option<String> {
-        if !adapter_available() {
-            return None;
-        }
-        let context = GpuContext::shared().ok()?;
-        let info = context.adapter.get_info();
-        (info.device_type == wgpu::DeviceType::Cpu).then_some(info.name)
-    }
+    pub use crate::backend::gpu::software_adapter;
 
     fn wait(context: &GpuContext) -> Result<()> {
         context

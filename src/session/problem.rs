@@ -210,15 +210,9 @@ fn kernel_gpu_backend(
 /// backend beats it, so `Auto` takes the CPU (with a notice); `BackendChoice::Gpu` still uses it.
 #[cfg(feature = "gpu")]
 fn software_adapter(observer: &dyn Observer) -> Option<String> {
-    let context = crate::backend::gpu::GpuContext::shared().ok()?;
-    let info = context.adapter.get_info();
-    if info.device_type != wgpu::DeviceType::Cpu {
-        return None;
-    }
-    observer.notice(&Notice::SoftwareAdapter {
-        name: info.name.clone(),
-    });
-    Some(info.name)
+    let name = crate::backend::gpu::software_adapter()?;
+    observer.notice(&Notice::SoftwareAdapter { name: name.clone() });
+    Some(name)
 }
 
 #[cfg(not(feature = "gpu"))]

@@ -118,21 +118,23 @@ impl CpuBackend {
         };
         // Each chain's residual subtracts its mean, nothing (the mixture keeps A X), or its anchor.
         let likelihood = target.likelihood(chains)?;
-        let xbar_rows = likelihood.residual_offsets(chains, d);
         let caches_energy = likelihood.caches_energy();
-        // The step residual's start: a gathered minibatch mean for the Gaussian, zero for the
-        // mixture (A Z), the anchors for the tangent target (A Z − a).
-        let mut ybar = vec![0.0; chains * d];
-        let mixture = match likelihood {
-            Likelihood::Gaussian { .. } => None,
-            Likelihood::Mixture { info } => Some(cached(EnergyKernel::Mixture(info))),
+        // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
+        // a gathered minibatch mean for the Gaussian, zero for the mixture (A Z), the anchors for
+        // the tangent target (A Z − a).
+        let zeros = || vec![0.0; chains * d];
+        let (xbar_rows, ybar, mixture) = match likelihood {
+            Likelihood::Gaussian { means } => (means, zeros(), None),
+            Likelihood::Mixture { info } => {
+                (zeros(), zeros(), Some(cached(EnergyKernel::Mixture(info))))
+            }
             Likelihood::Tangent {
                 anchors,
                 basis,
                 inv_sigma2,
             } => {
-                ybar = anchors;
-                Some(cached(EnergyKernel::Tangent(basis, inv_sigma2)))
+                let kernel = EnergyKernel::Tangent(basis, inv_sigma2);
+                (anchors.clone(), anchors, Some(cached(kernel)))
             }
         };
         Ok(CpuBackend {

@@ -152,6 +152,16 @@ fn scoped<T>(device: &wgpu::Device, what: &str, f: impl FnOnce() -> T) -> Result
     }
 }
 
+/// The adapter's name when the process's adapter is a software renderer (lavapipe/llvmpipe),
+/// which the CPU backend outruns; None for a real GPU or when there is no adapter.
+pub fn software_adapter() -> Option<String> {
+    if !adapter_available() {
+        return None;
+    }
+    let info = GpuContext::shared().ok()?.adapter.get_info();
+    (info.device_type == wgpu::DeviceType::Cpu).then_some(info.name)
+}
+
 /// True when wgpu finds an adapter (without opening a device).
 pub fn adapter_available() -> bool {
     let instance =

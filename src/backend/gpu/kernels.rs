@@ -127,11 +127,29 @@ pub enum Kernel {
 /// and ordered as the entry declares them, and `bind` (the kernel and its bind group). `shaped`
 /// entries take (d, p) and bind the vec4-load twin where the shape allows (`Kernel::for_shape`).
 macro_rules! buffers {
-    ($(#[$doc:meta])* $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+    (@set $(#[$doc:meta])* $name:ident { $($field:ident),+ }) => {
         $(#[$doc])*
         pub(crate) struct $name<'a> {
             $(pub(crate) $field: &'a wgpu::Buffer,)+
         }
+
+        impl $name<'_> {
+            /// A bind group for `kernel` with these buffers, checked against its layout by name.
+            fn bind_as(
+                &self,
+                kernels: &super::Kernels,
+                device: &wgpu::Device,
+                params: &wgpu::Buffer,
+                kernel: super::Kernel,
+            ) -> wgpu::BindGroup {
+                let names = [$(stringify!($field)),+];
+                let buffers = [$(self.$field),+];
+                kernels.bind_named(device, kernel, params, &names, &buffers)
+            }
+        }
+    };
+    ($(#[$doc:meta])* $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        buffers!(@set $(#[$doc])* $name { $($field),+ });
 
         impl $name<'_> {
             /// The kernel and a bind group for it with these buffers and the params slots.
@@ -141,17 +159,12 @@ macro_rules! buffers {
                 device: &wgpu::Device,
                 params: &wgpu::Buffer,
             ) -> (super::Kernel, wgpu::BindGroup) {
-                let names = [$(stringify!($field)),+];
-                let buffers = [$(self.$field),+];
-                ($kernel, kernels.bind_named(device, $kernel, params, &names, &buffers))
+                ($kernel, self.bind_as(kernels, device, params, $kernel))
             }
         }
     };
     ($(#[$doc:meta])* shaped $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
-        $(#[$doc])*
-        pub(crate) struct $name<'a> {
-            $(pub(crate) $field: &'a wgpu::Buffer,)+
-        }
+        buffers!(@set $(#[$doc])* $name { $($field),+ });
 
         impl $name<'_> {
             /// The kernel for a d × p shape (its vec4 twin where allowed) and a bind group for it
@@ -164,9 +177,7 @@ macro_rules! buffers {
                 (d, p): (usize, usize),
             ) -> (super::Kernel, wgpu::BindGroup) {
                 let kernel = $kernel.for_shape(d, p);
-                let names = [$(stringify!($field)),+];
-                let buffers = [$(self.$field),+];
-                (kernel, kernels.bind_named(device, kernel, params, &names, &buffers))
+                (kernel, self.bind_as(kernels, device, params, kernel))
             }
         }
     };

@@ -13,7 +13,7 @@ pub mod kernels;
 pub mod probe;
 pub mod timer;
 
-pub use context::{adapter_available, GpuContext};
+pub use context::{adapter_available, software_adapter, GpuContext};
 pub use dataset::{gather_params, upload_observations};
 
 use std::sync::Arc;
@@ -107,14 +107,15 @@ impl GpuBackend {
         // The likelihood as data: what each chain's residual subtracts (its mean, nothing for
         // the mixture, whose residual buffers hold A X, or its anchor) and its cached energy.
         let likelihood = target.likelihood(chains)?;
-        let xbar_rows = likelihood.residual_offsets(chains, d);
         let caches_energy = likelihood.caches_energy();
-        let (tangent, mixture_info) = match likelihood {
-            Likelihood::Gaussian { .. } => (None, Vec::new()),
-            Likelihood::Mixture { info } => (None, info),
+        let (xbar_rows, tangent, mixture_info) = match likelihood {
+            Likelihood::Gaussian { means } => (means, None, Vec::new()),
+            Likelihood::Mixture { info } => (vec![0.0; chains * d], None, info),
             Likelihood::Tangent {
-                basis, inv_sigma2, ..
-            } => (Some((basis, inv_sigma2)), Vec::new()),
+                anchors,
+                basis,
+                inv_sigma2,
+            } => (anchors, Some((basis, inv_sigma2)), Vec::new()),
         };
         // Bytes per chain the cached energy adds: the mixture its scaled residuals (2d),
         // energies (2), picks and weights (2m); the tangent target its scaled residuals,

@@ -170,16 +170,6 @@ pub enum Likelihood {
 }
 
 impl Likelihood {
-    /// Per chain the row its residual subtracts (C × d, for `chains` chains of dimension d):
-    /// the means, zero for the mixture (its residual is A X), the anchors.
-    pub fn residual_offsets(&self, chains: usize, d: usize) -> Vec<f32> {
-        match self {
-            Likelihood::Gaussian { means } => means.clone(),
-            Likelihood::Mixture { .. } => vec![0.0; chains * d],
-            Likelihood::Tangent { anchors, .. } => anchors.clone(),
-        }
-    }
-
     /// Whether the energy is kept per chain and the gradient products read residuals already
     /// scaled (by the mixture's weights or the inverse covariance): then they are not divided
     /// by σ² again.
