@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use rmld::backend::gpu::buffers::{storage, upload, ParamSlots};
-use rmld::backend::gpu::kernels::{Kernel, Params};
-use rmld::backend::gpu::{gather_params, upload_observations, GpuBackend, GpuContext, GpuOptions};
+use rmld::backend::gpu::testing::{gather_params, upload_observations};
+use rmld::backend::gpu::testing::{storage, upload, ParamSlots};
+use rmld::backend::gpu::testing::{Kernel, Params};
+use rmld::backend::gpu::{GpuBackend, GpuContext, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::io::Pixels;
 use rmld::methods::MhRule;
@@ -98,7 +99,7 @@ fn kernels(c: &mut Criterion) {
         &[&a, &residual, &gradient],
     );
     let rows = vec![[0u32, target.observations.n as u32]; CHAINS];
-    let rows = rmld::backend::gpu::buffers::upload(&context, "rows", bytemuck::cast_slice(&rows));
+    let rows = rmld::backend::gpu::testing::upload(&context, "rows", bytemuck::cast_slice(&rows));
     let gather_slot = slots.offset(1);
     let gather_group = k.bind(
         &context.device,

@@ -23,21 +23,38 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+//! # The public API
+//!
+//! The layers are namespaces whose files are private, each re-exporting what it offers
+//! (`pub use`), as nuts-rs and candle do: [`model`] (observations, dictionary, prior,
+//! likelihood, target), [`methods`] (RMLD, MALA, HMC as programs of chain operations),
+//! [`backend`] (the CPU and GPU backends; [`backend::cpu`] also publishes the CPU kernels, the
+//! reference twins of the WGSL kernels), [`orchestrator`] (the sampling loop, checkpoints),
+//! [`session`] (whole runs: sample, augment, encode, bench), and the leaves [`io`],
+//! [`diagnostics`] and [`rng`]. The items most runs need are re-exported here at the root.
+
 #![warn(missing_docs)]
 
-pub mod error;
-pub mod io;
-pub mod rng;
+mod error;
 
-pub use error::{Error, Result};
 pub mod backend;
 pub mod diagnostics;
+#[doc(hidden)]
 pub mod fuzzing;
+pub mod io;
 pub mod methods;
 pub mod model;
 pub mod orchestrator;
+pub mod rng;
 pub mod session;
 
+pub use backend::{Backend, CpuBackend};
+#[cfg(feature = "gpu")]
+pub use backend::{GpuBackend, GpuContext, GpuOptions};
+pub use error::{Error, Result};
+pub use methods::{DynamicsSettings, Method, MhRule};
+pub use model::{Dictionary, Observations, Prior, Target, TargetKind};
+pub use orchestrator::{Init, SamplerSettings};
 pub use session::{
     AugmentMethod, AugmentSettings, Augmenter, BackendChoice, Bench, BenchSettings,
     DynamicsOptions, EncodeSettings, Encoder, Notice, Observer, Outcome, Phase, Preset,

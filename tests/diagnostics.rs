@@ -2,7 +2,7 @@
 //! closed-form Gaussian × Laplace CDF and the KS p-value.
 
 use rmld::diagnostics::reference::{erfc, ks_p_value, ks_statistic, normal_cdf, LaplaceGaussian};
-use rmld::diagnostics::{convergence::normal_quantile, ess_bulk, ess_tail, geweke_z, split_rhat};
+use rmld::diagnostics::{ess_bulk, ess_tail, geweke_z, normal_quantile, split_rhat};
 use rmld::rng::{Purpose, Stream};
 
 /// `chains` chains of `n` standard normals from fixed streams.

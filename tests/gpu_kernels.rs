@@ -5,10 +5,10 @@ mod gpu_common;
 
 use gpu_common::{assert_none, context, mismatches, rng, uniform};
 use rand::Rng;
-use rmld::backend::gpu::probe;
+use rmld::backend::gpu::testing as probe;
 use rmld::io::Pixels;
 use rmld::model::Observations;
-use rmld::rng::philox::{index_from_word, normals_from_block, philox4x32_10};
+use rmld::rng::{index_from_word, normals_from_block, philox4x32_10};
 
 #[test]
 fn philox_stream_matches_rust_bit_for_bit() {

@@ -227,7 +227,7 @@ fn bomb_reading_stops_at_the_limit() {
     let member = gz(&vec![0u8; 1 << 20]);
     (0..64).for_each(|_| bytes.extend_from_slice(&member));
     let path = put(dir.path(), "members-idx3-ubyte.gz", &bytes);
-    let mut input = rmld::io::input::Input::open(&path, 1 << 20).unwrap();
+    let mut input = rmld::io::Input::open(&path, 1 << 20).unwrap();
     let mut header = [0u8; 16];
     assert_eq!(input.read_up_to(&mut header).unwrap(), 16);
     assert_fails(input.read_payload(64 << 20, "64 images"), &path, &["limit"]);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rmld::backend::kernel_hmc::cpu::{kernel_energy, KernelHmcCpu, CHUNK};
+use rmld::backend::kernel_hmc::{kernel_energy, KernelHmcCpu, CHUNK};
 use rmld::backend::kernel_hmc::{median_bandwidth2, KernelTarget, MAX_BANDWIDTH_PAIRS};
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::io::Pixels;
@@ -99,12 +99,12 @@ impl KernelBackend for KernelHmcCpu {
 }
 
 #[cfg(feature = "gpu")]
-impl KernelBackend for rmld::backend::gpu::kernel_hmc::KernelHmcGpu {
+impl KernelBackend for rmld::backend::gpu::KernelHmcGpu {
     fn energies(&mut self) -> Result<Vec<f32>> {
-        rmld::backend::gpu::kernel_hmc::KernelHmcGpu::energies(self)
+        rmld::backend::gpu::KernelHmcGpu::energies(self)
     }
     fn gradients(&mut self) -> Result<Vec<f32>> {
-        rmld::backend::gpu::kernel_hmc::KernelHmcGpu::gradients(self)
+        rmld::backend::gpu::KernelHmcGpu::gradients(self)
     }
 }
 
@@ -157,7 +157,7 @@ fn compare(what: &str, gpu: &[f32], cpu: &[f32], tol: f64, floor: f64) -> Vec<St
 #[cfg(feature = "gpu")]
 fn compare_state(
     when: &str,
-    gpu: &mut rmld::backend::gpu::kernel_hmc::KernelHmcGpu,
+    gpu: &mut rmld::backend::gpu::KernelHmcGpu,
     cpu: &mut KernelHmcCpu,
 ) -> Vec<String> {
     let pairs = [
@@ -211,7 +211,7 @@ fn gpu_matches_cpu(
     chains: usize,
     s: DynamicsSettings,
 ) {
-    use rmld::backend::gpu::kernel_hmc::KernelHmcGpu;
+    use rmld::backend::gpu::KernelHmcGpu;
     let Some(ctx) = gpu_common::context(label) else {
         return;
     };
@@ -412,8 +412,7 @@ fn cached_energy_and_gradient_equal_fresh_evaluations() {
     #[cfg(feature = "gpu")]
     if let Some(ctx) = gpu_common::context(label) {
         let mut gpu =
-            rmld::backend::gpu::kernel_hmc::KernelHmcGpu::with_context(ctx, target.clone(), s)
-                .unwrap();
+            rmld::backend::gpu::KernelHmcGpu::with_context(ctx, target.clone(), s).unwrap();
         cache_is_fresh(&mut gpu, &target, &x0, "gpu");
     }
 }
@@ -512,7 +511,7 @@ fn single_image_class_is_gaussian_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn single_image_class_is_gaussian_gpu() {
-    use rmld::backend::gpu::kernel_hmc::KernelHmcGpu;
+    use rmld::backend::gpu::KernelHmcGpu;
     let Some(ctx) = gpu_common::context("single_image_class_is_gaussian_gpu") else {
         return;
     };
@@ -669,7 +668,7 @@ fn backend_contract_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn backend_contract_gpu() {
-    use rmld::backend::gpu::kernel_hmc::KernelHmcGpu;
+    use rmld::backend::gpu::KernelHmcGpu;
     let Some(ctx) = gpu_common::context("backend_contract_gpu") else {
         return;
     };

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use rmld::backend::cpu::{gradient_step, matmul, CpuBackend};
-use rmld::backend::kernel_hmc::cpu::kernel_energy;
+use rmld::backend::kernel_hmc::kernel_energy;
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::methods::Method;
 use rmld::model::{start_rows, ChainClasses, Target, TargetKind};

@@ -190,7 +190,7 @@ fn presets_hold_the_documented_values() {
     let back: SampleSettings = serde_json::from_value(json).unwrap();
     assert_eq!(back, sample);
     let mut stretch = AugmentSettings::quality();
-    stretch.rescale = rmld::io::postprocess::Rescale::Stretch;
+    stretch.rescale = rmld::io::Rescale::Stretch;
     let json = serde_json::to_value(&stretch).unwrap();
     assert_eq!(json["rescale"], "stretch");
     let back: AugmentSettings = serde_json::from_value(json).unwrap();

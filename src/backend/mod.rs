@@ -13,6 +13,12 @@ pub mod kernel_hmc;
 use serde::Serialize;
 
 pub use crate::methods::{DynamicsSettings, MhTerms};
+pub use cpu::{CpuBackend, CpuPhase};
+#[cfg(feature = "gpu")]
+pub use gpu::{
+    adapter_available, software_adapter, GpuBackend, GpuContext, GpuOptions, KernelHmcGpu,
+};
+pub use kernel_hmc::KernelHmcCpu;
 
 use crate::Result;
 

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use rmld::io::postprocess::Rescale;
+use rmld::io::Rescale;
 use rmld::methods::Method;
 use rmld::model::TargetKind;
-use rmld::orchestrator::augment::parse_ratio;
+use rmld::orchestrator::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
-use rmld::session::bench::BenchBackends;
+use rmld::session::BenchBackends;
 use rmld::session::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     ProblemSettings, QualitySettings, SampleSettings,

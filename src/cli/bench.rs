@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use rmld::session::bench::{Bench, BenchOutcome, BenchSettings, Row};
+use rmld::session::{Bench, BenchOutcome, BenchSettings, Row};
 use rmld::{Error, Result};
 
 use super::args::BenchArgs;
@@ -110,7 +110,7 @@ mod plot {
 
     use plotters::prelude::*;
 
-    use rmld::session::bench::Row;
+    use rmld::session::Row;
     use rmld::{io, Error, Result};
 
     const SIZE: (u32, u32) = (800, 500);

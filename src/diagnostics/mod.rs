@@ -4,13 +4,13 @@
 //! projections of X), never from the stored samples. [`quality`] judges the generated images
 //! themselves (label preservation, novelty, diversity) against real ones.
 
-pub mod convergence;
+pub(crate) mod convergence;
 pub mod quality;
 pub mod reference;
 
 use serde::Serialize;
 
-pub use convergence::{ess_basic, ess_bulk, ess_tail, geweke_z, split_rhat};
+pub use convergence::{ess_basic, ess_bulk, ess_tail, geweke_z, normal_quantile, split_rhat};
 
 /// The convergence diagnostics of one traced quantity across chains.
 #[derive(Clone, Debug, Serialize)]

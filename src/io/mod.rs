@@ -2,18 +2,18 @@
 
 use std::path::PathBuf;
 
-pub mod atomic;
-pub mod csv;
-pub mod dataset;
-pub mod discover;
-pub mod idx;
-pub mod input;
-pub mod npy;
-pub mod npy_header;
-pub mod npy_stream;
-pub mod npy_write;
-pub mod png;
-pub mod postprocess;
+pub(crate) mod atomic;
+pub(crate) mod csv;
+pub(crate) mod dataset;
+pub(crate) mod discover;
+pub(crate) mod idx;
+pub(crate) mod input;
+pub(crate) mod npy;
+pub(crate) mod npy_header;
+pub(crate) mod npy_stream;
+pub(crate) mod npy_write;
+pub(crate) mod png;
+pub(crate) mod postprocess;
 
 pub use atomic::{prepare_output_dir, write_atomic, write_json_atomic};
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
@@ -22,11 +22,12 @@ pub use idx::{
     read_idx_images, read_idx_images_with_limit, read_idx_labels, read_idx_labels_with_limit,
     write_idx_images, write_idx_labels, IdxImages,
 };
-pub use input::{input_limit, Format, MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES_ENV};
+pub use input::{input_limit, Format, Input, MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES_ENV};
 pub use npy::{read_npy, read_npy_labels, read_npy_matrix_f32, read_npy_with_limit, NpyArray};
 pub use npy_stream::{partial_path, NpyStream};
 pub use npy_write::{write_npy_f32, write_npy_i64, write_npy_u32, write_npy_u8};
 pub use png::write_png_grid;
+pub use postprocess::Rescale;
 
 /// Raw pixel values as stored by the source: 8-bit data stays 8-bit (it is uploaded as such).
 #[derive(Clone, Debug, PartialEq)]

@@ -55,7 +55,7 @@ impl PostProcess {
     /// Images (rows of height × width, model units where `full_scale` is a full-intensity pixel)
     /// as 8-bit pixels.
     pub fn to_pixels(
-        &self,
+        self,
         images: &[f32],
         height: usize,
         width: usize,

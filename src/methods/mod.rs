@@ -2,13 +2,13 @@
 //! as a sequence of chain operations (`ops::ChainOp`) that every backend runs, their settings, and
 //! the Metropolis-Hastings rule of Algorithm 3 decided on the host.
 
-pub mod hmc;
-pub mod mala;
-pub mod method;
-pub mod mh;
-pub mod ops;
-pub mod rmld;
-pub mod settings;
+pub(crate) mod hmc;
+pub(crate) mod mala;
+pub(crate) mod method;
+pub(crate) mod mh;
+pub(crate) mod ops;
+pub(crate) mod rmld;
+pub(crate) mod settings;
 
 pub use method::Method;
 pub use mh::{MhDecision, MhRule, MhTerms};

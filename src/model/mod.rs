@@ -8,11 +8,11 @@
 //! `tangent`, and the `kernel_density` behind Kernel HMC) each sit in a file of their own, with their
 //! WGSL in `shaders/` under the same name.
 
-pub mod classes;
-pub mod dictionary;
-pub mod likelihood;
-pub mod posterior;
-pub mod prior;
+pub(crate) mod classes;
+pub(crate) mod dictionary;
+pub(crate) mod likelihood;
+pub(crate) mod posterior;
+pub(crate) mod prior;
 
 pub use classes::ChainClasses;
 pub use dictionary::Dictionary;

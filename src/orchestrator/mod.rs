@@ -1,14 +1,15 @@
 //! The orchestrator: initialises chains, runs K outer iterations on a backend, decides MH on the
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
-pub mod augment;
-pub mod checkpoint;
-pub mod settings;
+pub(crate) mod augment;
+pub(crate) mod checkpoint;
+pub(crate) mod settings;
 
 use std::time::Instant;
 
 use serde::Serialize;
 
+pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
 

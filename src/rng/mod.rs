@@ -1,5 +1,8 @@
 //! Randomness: the counter-based Philox generator and the streams rmld draws from it.
 
-pub mod philox;
+pub(crate) mod philox;
 
-pub use philox::{chain_key, philox4x32_10, Purpose, Stream, SHARED_CHAIN};
+pub use philox::{
+    chain_key, index_from_word, normals_from_block, philox4x32_10, uniform_from_word,
+    uniform_open_from_word, Purpose, Stream, SHARED_CHAIN,
+};

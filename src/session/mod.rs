@@ -20,19 +20,19 @@
 //! ```
 
 mod augment;
-pub mod bench;
+pub(crate) mod bench;
 mod encode;
 mod memory;
 mod observer;
 mod outputs;
 mod problem;
-pub mod quality;
-pub mod report;
+pub(crate) mod quality;
+pub(crate) mod report;
 mod sample;
 mod settings;
 
 pub use augment::Augmenter;
-pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings};
+pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
 pub use encode::Encoder;
 pub use observer::{Notice, Observer, Phase, Silent};
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};

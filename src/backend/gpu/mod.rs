@@ -3,18 +3,29 @@
 // Only the MH scalars are read back per outer iteration; chains split into groups of buffers
 // when a per-chain buffer would pass the binding limit (see `group_size`).
 
-pub mod buffers;
-pub mod context;
+pub(crate) mod buffers;
+pub(crate) mod context;
 mod dataset;
 mod fista;
 mod group;
-pub mod kernel_hmc;
-pub mod kernels;
-pub mod probe;
-pub mod timer;
+pub(crate) mod kernel_hmc;
+pub(crate) mod kernels;
+pub(crate) mod probe;
+pub(crate) mod timer;
 
 pub use context::{adapter_available, software_adapter, GpuContext};
-pub use dataset::{gather_params, upload_observations};
+use dataset::{gather_params, upload_observations};
+pub use kernel_hmc::KernelHmcGpu;
+
+/// The device-side pieces the GPU twin tests and kernel benchmarks drive directly (kernel
+/// handles, the params block, buffer helpers, the Philox probe). Not a stable API.
+#[doc(hidden)]
+pub mod testing {
+    pub use super::buffers::{storage, upload, ParamSlots};
+    pub use super::dataset::{gather_params, upload_observations};
+    pub use super::kernels::{Kernel, Params};
+    pub use super::probe::*;
+}
 
 use std::sync::Arc;
 

@@ -19,8 +19,8 @@
 //!   the same among the class's training images (at most [`MAX_DIVERSITY_IMAGES`] per side, a
 //!   seeded subsample); a collapse onto one image scores 0, the reference images about 1.
 
-pub mod classifier;
-pub mod distances;
+pub(crate) mod classifier;
+pub(crate) mod distances;
 
 use std::time::Instant;
 

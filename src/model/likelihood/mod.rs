@@ -2,10 +2,10 @@
 //! mean or one image, a mixture over the class's images, a Gaussian along the span of one image's
 //! nearest neighbours), each in its own file, and the kernel density behind Kernel HMC.
 
-pub mod gaussian;
-pub mod kernel_density;
-pub mod mixture;
-pub mod tangent;
+pub(crate) mod gaussian;
+pub(crate) mod kernel_density;
+pub(crate) mod mixture;
+pub(crate) mod tangent;
 
 use serde::{Deserialize, Serialize};
 

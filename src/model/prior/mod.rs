@@ -5,7 +5,7 @@
 //! reduce `element` per chain (as one sum of per-element differences for U(Z) − U(X)) and add
 //! `gradient` to the likelihood's gradient element by element, on the CPU and in WGSL alike.
 
-pub mod laplace;
+pub(crate) mod laplace;
 
 use serde::{Deserialize, Serialize};
 
