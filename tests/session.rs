@@ -228,3 +228,47 @@ fn compression_augments_and_encode_encodes_without_the_command_line() {
     assert_eq!(outcome.report["encoded"], 10);
     assert!(dir.path().join("enc/codes.npy").exists());
 }
+
+/// Data given in memory (as the Python package gives its arrays) samples exactly as the same data
+/// read from disk: same draws, byte for byte; an array whose shape does not fit its values, or
+/// whose labels do not match, is refused naming the problem.
+#[test]
+fn data_in_memory_samples_as_data_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = io::Dataset::embedded();
+    let from_disk = small_sample(&dir.path().join("disk"));
+    let mut in_memory = small_sample(&dir.path().join("memory"));
+    let rows = 300;
+    let d = embedded.d;
+    let io::Pixels::U8(pixels) = &embedded.pixels else {
+        panic!("the embedded digits are 8-bit")
+    };
+    let head = pixels[..rows * d].to_vec();
+    let labels = embedded.labels.clone().map(|l| l[..rows].to_vec());
+    // The same 300 rows on disk, as an NPY file, and in memory.
+    let npy = dir.path().join("digits.npy");
+    io::write_npy_u8(&npy, &[rows, 8, 8], &head).unwrap();
+    let mut from_disk = from_disk;
+    from_disk.problem.data = Some(npy.clone());
+    let shape = [rows, 8, 8];
+    let dataset =
+        io::Dataset::from_array(&npy, &shape, io::Pixels::U8(head.clone()), labels.clone())
+            .unwrap();
+    in_memory.problem.dataset = Some(std::sync::Arc::new(dataset));
+    Sampler::new(from_disk).run(&Silent).unwrap();
+    Sampler::new(in_memory).run(&Silent).unwrap();
+    for file in ["codes.npy", "images.npy", "dictionary.npy"] {
+        let a = std::fs::read(dir.path().join("disk").join(file)).unwrap();
+        let b = std::fs::read(dir.path().join("memory").join(file)).unwrap();
+        assert!(a == b, "{file} differs between data on disk and in memory");
+    }
+
+    let bad_shape =
+        io::Dataset::from_array(&npy, &[rows, 8, 7], io::Pixels::U8(head.clone()), None);
+    let message = bad_shape.unwrap_err().to_string();
+    assert!(message.contains("does not fit"), "{message}");
+    let bad_labels =
+        io::Dataset::from_array(&npy, &shape, io::Pixels::U8(head), Some(vec![0; rows - 1]));
+    let message = bad_labels.unwrap_err().to_string();
+    assert!(message.contains("299 labels for 300"), "{message}");
+}

@@ -463,6 +463,7 @@ impl ProblemArgs {
             seed: self.seed,
             backend: self.backend,
             out: self.out.clone(),
+            dataset: None,
         }
     }
 }

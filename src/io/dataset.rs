@@ -267,39 +267,62 @@ impl Dataset {
 
     fn from_npy(path: &Path) -> Result<Dataset> {
         let array = read_npy(path)?;
-        let (n, height, width) = match array.shape[..] {
+        Self::from_array(path, &array.shape, array.data, None)
+    }
+
+    /// A dataset from values already in memory (NPY files, the Python package's arrays): shape
+    /// (N, d) or (N, h, w), 8-bit or float values (a full-intensity pixel: 255 for 8-bit, 1 for
+    /// floats within [.., 1], else their maximum), and optionally one label per observation.
+    /// `source` names the data in messages and reports.
+    pub fn from_array(
+        source: &Path,
+        shape: &[usize],
+        pixels: Pixels,
+        labels: Option<Vec<u32>>,
+    ) -> Result<Dataset> {
+        let (n, height, width) = match shape[..] {
             [n, d] => {
                 let (h, w) = geometry(d);
                 (n, h, w)
             }
             [n, h, w] => (n, h, w),
             _ => {
-                let msg = format!(
-                    "expected shape (N, d) or (N, h, w), found {:?}",
-                    array.shape
-                );
-                return Err(Error::input(path, msg));
+                let msg = format!("expected shape (N, d) or (N, h, w), found {shape:?}");
+                return Err(Error::input(source, msg));
             }
         };
-        if n == 0 || height * width == 0 {
-            let msg = format!("the array holds no data (shape {:?})", array.shape);
-            return Err(Error::input(path, msg));
+        if n == 0 || height == 0 || width == 0 {
+            let msg = format!("the array holds no data (shape {shape:?})");
+            return Err(Error::input(source, msg));
         }
-        let full_scale = match &array.data {
+        let values = match &pixels {
+            Pixels::U8(v) => v.len(),
+            Pixels::F32(v) => v.len(),
+        };
+        let needed = height.checked_mul(width).and_then(|d| d.checked_mul(n));
+        if needed != Some(values) {
+            let msg = format!("holds {values} values, which its shape {shape:?} does not fit");
+            return Err(Error::input(source, msg));
+        }
+        if let Some(labels) = &labels {
+            if labels.len() != n {
+                let msg = format!("has {} labels for {n} observations", labels.len());
+                return Err(Error::input(source, msg));
+            }
+        }
+        let full_scale = match &pixels {
             Pixels::U8(_) => 255.0,
             Pixels::F32(v) => float_full_scale(v),
         };
-        let source = path.to_path_buf();
-        let (d, pixels) = (height * width, array.data);
         Ok(Dataset {
-            source,
+            source: source.to_path_buf(),
             n,
-            d,
+            d: height * width,
             height,
             width,
             pixels,
             full_scale,
-            labels: None,
+            labels,
         })
     }
 

@@ -39,7 +39,7 @@ pub enum Pixels {
 }
 
 /// A dataset of `n` observations of dimension `d = height * width`, row-major.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {
     /// Where it came from (a path, or "embedded optdigits").
     pub source: PathBuf,

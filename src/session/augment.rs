@@ -448,7 +448,7 @@ fn fit_batch(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option
 }
 
 fn load_labelled(args: &AugmentSettings) -> Result<Dataset> {
-    let mut dataset = Dataset::load_or_embedded(args.problem.data.as_deref())?;
+    let mut dataset = args.problem.load_dataset()?;
     if let Some(path) = &args.labels {
         dataset = dataset.with_labels_file(path)?;
     }

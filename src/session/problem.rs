@@ -25,7 +25,7 @@ pub struct Problem {
 
 /// Loads the data and the dictionary and checks that they fit together.
 pub fn load_problem(args: &ProblemSettings) -> Result<Problem> {
-    build_problem(args, Dataset::load_or_embedded(args.data.as_deref())?)
+    build_problem(args, args.load_dataset()?)
 }
 
 /// The problem of `args` on an already loaded (and possibly subset or reordered) `dataset`.

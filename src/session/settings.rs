@@ -1,10 +1,12 @@
 //! Settings of the runs a user starts (sample, augment, encode): plain structs with documented defaults, presets and one validation each.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::io::postprocess::{PostProcess, Rescale};
+use crate::io::Dataset;
 use crate::methods::DynamicsSettings;
 use crate::methods::Method;
 use crate::model::{TangentSettings, TargetKind};
@@ -57,6 +59,11 @@ pub struct ProblemSettings {
     pub backend: BackendChoice,
     /// Output folder (created if missing; files are written atomically).
     pub out: PathBuf,
+    /// A dataset already in memory (the Python package's arrays), used instead of `data`. Not
+    /// serialised: a checkpoint of such a run records the data's hash, and `resume` refuses
+    /// other data.
+    #[serde(skip)]
+    pub dataset: Option<Arc<Dataset>>,
 }
 
 /// `tangent_k`'s default, for settings written before the setting existed.
@@ -84,11 +91,21 @@ impl Default for ProblemSettings {
             seed: 0,
             backend: BackendChoice::Auto,
             out: PathBuf::from("rmld-out"),
+            dataset: None,
         }
     }
 }
 
 impl ProblemSettings {
+    /// The dataset: the one given in memory, else the file or folder `data`, else the embedded
+    /// digits.
+    pub fn load_dataset(&self) -> Result<Dataset> {
+        match &self.dataset {
+            Some(dataset) => Ok(Dataset::clone(dataset)),
+            None => Dataset::load_or_embedded(self.data.as_deref()),
+        }
+    }
+
     /// Checks the settings that do not need the data.
     pub fn validate(&self) -> Result<()> {
         if !(self.pixel_max.is_finite() && self.pixel_max > 0.0) {
