@@ -30,5 +30,13 @@ export RMLD_TABLE2_PYTHON
 "$RMLD_TABLE2_PYTHON" -m unittest discover -s scripts/table2 -p 'test_*.py' -q
 
 cargo fmt --all -- --check
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --locked "$@"
+
+# The Python package (python/): maturin builds it into its own venv, pytest runs its tests
+# (against the library and, for the same-settings check, the binary cargo test just built).
+py="$(bash scripts/venv.sh python/requirements-test.txt target/python-venv \
+  "maturin numpy arviz sklearn imblearn pytest")"
+venv="$(dirname "$(dirname "$py")")"
+VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --locked --quiet -m python/Cargo.toml
+RMLD_BIN="$(pwd)/target/debug/rmld" "$py" -m pytest -q -p no:cacheprovider python/tests

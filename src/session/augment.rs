@@ -365,6 +365,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         interrupted: !finished,
         report,
         summary,
+        draw_stats: None,
     })
 }
 

@@ -153,6 +153,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         interrupted: false,
         report,
         summary,
+        draw_stats: None,
     })
 }
 

@@ -53,4 +53,22 @@ pub struct Outcome {
     pub report: serde_json::Value,
     /// A line or two summing the run up (what `rmld` prints on stdout).
     pub summary: Vec<String>,
+    /// A sampling run's per-iteration MH statistics (`None` for other runs).
+    pub draw_stats: Option<DrawStats>,
+}
+
+/// Per outer iteration and chain, the statistics of a sampling run's Metropolis-Hastings
+/// decisions (for per-draw diagnostics, e.g. ArviZ's `sample_stats`). Row `i` (of `chains`
+/// values) is outer iteration `(i + 1) * stride`: every iteration while the run is short, every
+/// `stride`-th once it passes twice `orchestrator::TRACE_CAP` iterations.
+#[derive(Clone, Debug, Default)]
+pub struct DrawStats {
+    /// Chains per row.
+    pub chains: usize,
+    /// Outer iterations between rows (1: every iteration).
+    pub stride: u32,
+    /// log α of each MH decision (0 where MH is off).
+    pub log_alpha: Vec<f64>,
+    /// U(X) − const of each chain entering the iteration.
+    pub energy: Vec<f32>,
 }

@@ -94,6 +94,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
             interrupted: true,
             report: serde_json::Value::Null,
             summary: Vec::new(),
+            draw_stats: None,
         });
     };
     let document = json!({
@@ -129,6 +130,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
         interrupted: false,
         report: document,
         summary,
+        draw_stats: None,
     })
 }
 

@@ -22,7 +22,7 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{load_problem, make_backend, Problem};
 use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
-use super::{memory, outputs, Outcome};
+use super::{memory, outputs, DrawStats, Outcome};
 
 /// The checkpoint's file name inside the output folder.
 pub const CHECKPOINT: &str = "checkpoint.rmld";
@@ -359,10 +359,17 @@ fn drive(
             out: out.clone(),
         });
     }
+    let draw_stats = DrawStats {
+        chains: settings.chains,
+        stride: run.trace_stride,
+        log_alpha: run.log_alpha,
+        energy: run.energies,
+    };
     Ok(Outcome {
         interrupted: run.interrupted,
         report,
         summary,
+        draw_stats: Some(draw_stats),
     })
 }
 

@@ -1,0 +1,360 @@
+"""rmld: Randomized Measurement Langevin Dynamics (RMLD / SpHMC) from Python.
+
+Sparse codes of images sampled by thousands of Markov chains on the GPU (wgpu) or the CPU,
+through the same library the ``rmld`` command line runs: the same settings, defaults, presets
+and validation.
+
+>>> import numpy as np, rmld
+>>> images, labels = rmld.load_digits()          # the embedded 8x8 digits, in [0, 1]
+>>> result = rmld.sample(images[:200], chains=8, samples=20, backend="cpu")
+>>> result.codes.shape                           # (chain, draw, atom), ArviZ's order
+(8, 20, 256)
+>>> idata = result.to_inference_data()           # needs arviz
+
+Settings are keyword arguments named as the library names them (``chains``, ``samples``,
+``method``, ``eta``, ``batch``, ``pixel_max``, ``lam`` for the prior's lambda, ...); an unknown
+name raises ``ValueError`` listing the known ones. Runs release the GIL; Ctrl-C stops a run
+after its current iteration and raises ``KeyboardInterrupt`` whose ``result`` attribute holds
+the partial result.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _rmld
+
+__version__: str = _rmld.__version__
+
+__all__ = [
+    "AugmentResult",
+    "EncodeResult",
+    "SampleResult",
+    "augment",
+    "encode",
+    "load_digits",
+    "sample",
+]
+
+Progress = Callable[[str, int, Optional[int]], None]
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _as_pixels(images: Any, name: str = "images") -> np.ndarray:
+    """uint8 stays uint8; other integers in 0..255 become uint8; anything else float32."""
+    array = np.asarray(images)
+    if array.ndim not in (2, 3):
+        raise ValueError(f"{name} must have shape (N, d) or (N, h, w), got {array.shape}")
+    if array.dtype == np.uint8:
+        return np.ascontiguousarray(array)
+    if np.issubdtype(array.dtype, np.integer):
+        if array.size and (array.min() < 0 or array.max() > 255):
+            raise ValueError(f"{name}: integer pixels must lie in 0..255")
+        return np.ascontiguousarray(array, dtype=np.uint8)
+    if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.bool_):
+        return np.ascontiguousarray(array, dtype=np.float32)
+    raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
+
+
+def _as_labels(labels: Any, n: int) -> np.ndarray:
+    array = np.asarray(labels)
+    if array.ndim != 1 or len(array) != n:
+        raise ValueError(f"labels must be one per image: shape ({n},), got {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        rounded = np.round(array)
+        if not np.all(rounded == array):
+            raise ValueError("labels must be integers (class numbers from 0)")
+        array = rounded
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _settings_json(settings: Dict[str, Any]) -> str:
+    renamed = {}
+    for key, value in settings.items():
+        if key == "lam":
+            key = "lambda"
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if isinstance(value, np.generic):
+            value = value.item()
+        renamed[key] = value
+    return json.dumps(renamed)
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    dims = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims))
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape).copy()
+
+
+class _Run:
+    """Runs one command into `out` (a temporary folder when None) and keeps its outputs."""
+
+    def __init__(self, out: Optional[PathLike]):
+        self._temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="rmld-")
+        self.out = Path(out) if out is not None else Path(self._temporary.name) / "run"
+
+    def __call__(self, command, settings, preset=None, data=None, labels=None, progress=None):
+        settings = dict(settings)
+        settings.setdefault("out", os.fspath(self.out))
+        raw = _rmld.run(
+            command, _settings_json(settings), preset, data, labels, progress
+        )
+        raw["report"] = json.loads(raw["report"]) if raw["report"] else {}
+        return raw
+
+    def close(self) -> None:
+        if self._temporary is not None:
+            self._temporary.cleanup()
+
+
+def _finish(run: _Run, raw: Dict[str, Any], result: Any) -> Any:
+    run.close()
+    if raw["keyboard_interrupt"]:
+        error = KeyboardInterrupt("rmld: stopped by Ctrl-C; the partial result is in .result")
+        error.result = result  # type: ignore[attr-defined]
+        raise error
+    return result
+
+
+@dataclass
+class SampleResult:
+    """Draws of a sampling run, in ArviZ's (chain, draw, ...) order.
+
+    ``codes``: (chain, draw, p) sparse codes; ``images``: (chain, draw, h, w) images A x in the
+    model's units; ``report``: report.json as a dict (settings, acceptance, R-hat, ESS, timings);
+    ``log_alpha``/``energy``: (chain, draw) MH log-ratio of the proposal that produced each draw
+    and U(x) entering that iteration, where the run traced every iteration (else None).
+    """
+
+    codes: np.ndarray
+    images: np.ndarray
+    report: Dict[str, Any]
+    log_alpha: Optional[np.ndarray] = None
+    energy: Optional[np.ndarray] = None
+    notices: List[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    def to_inference_data(self, images: bool = False):
+        """An ``arviz.InferenceData``: ``posterior`` with ``codes`` (chain, draw, coefficient)
+        (and ``images`` when asked), ``sample_stats`` (acceptance_rate, energy, lp, step_size,
+        diverging) where the per-draw statistics exist, and the run's settings as attributes."""
+        import arviz as az
+
+        posterior = {"codes": self.codes}
+        dims = {"codes": ["coefficient"]}
+        if images:
+            posterior["images"] = self.images
+            dims["images"] = ["row", "column"]
+        sample_stats = None
+        if self.log_alpha is not None and self.energy is not None:
+            settings = self.report.get("settings", {})
+            step = settings.get("dynamics", {}).get("eta", float("nan"))
+            with np.errstate(over="ignore", invalid="ignore"):
+                acceptance = np.minimum(1.0, np.exp(self.log_alpha))
+            sample_stats = {
+                "acceptance_rate": acceptance,
+                "energy": self.energy.astype(np.float64),
+                "lp": -self.energy.astype(np.float64),
+                "step_size": np.full(self.energy.shape, step, dtype=np.float64),
+                "diverging": ~np.isfinite(self.log_alpha) | ~np.isfinite(self.energy),
+            }
+        attrs = {
+            "inference_library": "rmld",
+            "inference_library_version": __version__,
+            "settings": json.dumps(self.report.get("settings", {})),
+        }
+        return az.from_dict(posterior=posterior, sample_stats=sample_stats, dims=dims, attrs=attrs)
+
+
+@dataclass
+class AugmentResult:
+    """A class-conditional augmentation: ``images``/``labels``/``codes`` of the generated samples,
+    ``augmented_images``/``augmented_labels`` the originals and the generated ones together (the
+    set written as IDX), ``report`` the run's report.json (quality metrics included)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    codes: np.ndarray
+    augmented_images: np.ndarray
+    augmented_labels: np.ndarray
+    report: Dict[str, Any]
+    notices: List[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+@dataclass
+class EncodeResult:
+    """LASSO codes (N, p), their reconstructions A z (N, d), the dictionary (d, p) and the report."""
+
+    codes: np.ndarray
+    reconstructions: np.ndarray
+    dictionary: np.ndarray
+    report: Dict[str, Any]
+    notices: List[str] = field(default_factory=list)
+
+
+def _split_data(data, labels, settings=None):
+    """The arrays to hand over; a path (str or PathLike) is passed as the `data` setting."""
+    if data is None:
+        return None, None
+    if isinstance(data, (str, os.PathLike)):
+        settings["data"] = os.fspath(data)
+        if labels is not None:
+            if not isinstance(labels, (str, os.PathLike)):
+                raise ValueError("with the data given as a path, give the labels as a path too")
+            settings["labels"] = os.fspath(labels)
+        return None, None
+    pixels = _as_pixels(data)
+    return pixels, (None if labels is None else _as_labels(labels, len(pixels)))
+
+
+def sample(
+    data: Any = None,
+    *,
+    out: Optional[PathLike] = None,
+    progress: Optional[Progress] = None,
+    **settings: Any,
+) -> SampleResult:
+    """Samples sparse codes of ``data`` (images (N, h, w) or rows (N, d), uint8 or float; a path
+    to a dataset file or folder, as ``rmld sample --data`` reads; None: the embedded 8x8 digits).
+
+    Keyword settings are the library's (``rmld sample``'s, with underscores): ``chains``,
+    ``samples``, ``method`` ("rmld", "mala", "hmc"), ``eta``, ``steps``, ``batch``, ``burn_in``,
+    ``keep``, ``init``, ``pixel_max``, ``sigma2``, ``lam``, ``target``, ``seed``, ``backend``
+    ("auto", "cpu", "gpu"), ... ``out`` keeps the run's folder (codes.npy, report.json, ...);
+    ``progress(phase, done, total)`` is called as the run advances.
+    """
+    pixels, _ = _split_data(data, None, settings)
+    run = _Run(out)
+    try:
+        raw = run("sample", settings, data=pixels, progress=progress)
+        codes = np.load(run.out / "codes.npy")
+        images = np.load(run.out / "images.npy")
+    except BaseException:
+        run.close()
+        raise
+    report = raw["report"]
+    height, width = _geometry(report, images.shape[-1])
+    codes = np.ascontiguousarray(codes.transpose(1, 0, 2))
+    images = np.ascontiguousarray(images.transpose(1, 0, 2)).reshape(
+        images.shape[1], images.shape[0], height, width
+    )
+    log_alpha, energy = _per_draw_stats(raw, report, codes.shape[1])
+    result = SampleResult(
+        codes=codes,
+        images=images,
+        report=report,
+        log_alpha=log_alpha,
+        energy=energy,
+        notices=raw["notices"],
+        interrupted=raw["interrupted"],
+    )
+    return _finish(run, raw, result)
+
+
+def _geometry(report: Dict[str, Any], d: int) -> Tuple[int, int]:
+    dataset = report.get("dataset", {})
+    height, width = dataset.get("height"), dataset.get("width")
+    if isinstance(height, int) and isinstance(width, int) and height * width == d:
+        return height, width
+    return 1, d
+
+
+def _per_draw_stats(raw, report, draws):
+    """(chain, draw) statistics of the kept draws, where every iteration was traced and every
+    iteration after burn-in was kept (``keep="all"``); else (None, None)."""
+    if "log_alpha" not in raw or raw.get("stats_stride") != 1 or report.get("keep") != "all":
+        return None, None
+    burn_in = int(report.get("burn_in", 0))
+    log_alpha = raw["log_alpha"][burn_in : burn_in + draws]
+    energy = raw["energy"][burn_in : burn_in + draws]
+    if log_alpha.shape[0] != draws:
+        return None, None
+    return np.ascontiguousarray(log_alpha.T), np.ascontiguousarray(energy.T)
+
+
+def augment(
+    images: Any = None,
+    labels: Any = None,
+    *,
+    preset: str = "quality",
+    out: Optional[PathLike] = None,
+    progress: Optional[Progress] = None,
+    **settings: Any,
+) -> AugmentResult:
+    """Generates new images per class (one per ``ratio`` originals) from ``images`` (N, h, w)
+    and their integer ``labels`` (None: the embedded 8x8 digits), with the library's presets
+    ("quality", the default, or "paper") and settings (``ratio``, ``method``, ``samples``,
+    ``burn_in``, ``limit``, ``classes``, ``no_quality``, ``backend``, ``seed``, ...)."""
+    if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
+        raise ValueError("give both images and labels, or neither (the embedded digits)")
+    pixels, label_array = _split_data(images, labels, settings)
+    run = _Run(out)
+    try:
+        raw = run("augment", settings, preset=preset, data=pixels, labels=label_array, progress=progress)
+        if raw["interrupted"] and not (run.out / "generated-codes.npy").exists():
+            result = AugmentResult(*(np.empty(0),) * 5, report=raw["report"], notices=raw["notices"], interrupted=True)
+            return _finish(run, raw, result)
+        result = AugmentResult(
+            images=_read_idx(run.out / "generated-images-idx3-ubyte.gz"),
+            labels=np.load(run.out / "generated-labels.npy").astype(np.int64),
+            codes=np.load(run.out / "generated-codes.npy"),
+            augmented_images=_read_idx_if(run.out / "train-images-idx3-ubyte.gz"),
+            augmented_labels=_read_idx_if(run.out / "train-labels-idx1-ubyte.gz").astype(np.int64),
+            report=raw["report"],
+            notices=raw["notices"],
+            interrupted=raw["interrupted"],
+        )
+    except BaseException:
+        run.close()
+        raise
+    return _finish(run, raw, result)
+
+
+def _read_idx_if(path: Path) -> np.ndarray:
+    return _read_idx(path) if path.exists() else np.empty(0, dtype=np.uint8)
+
+
+def encode(
+    images: Any = None,
+    *,
+    out: Optional[PathLike] = None,
+    progress: Optional[Progress] = None,
+    **settings: Any,
+) -> EncodeResult:
+    """LASSO codes (FISTA) of ``images`` under the run's dictionary (``dictionary`` names a (d, p)
+    float NPY file; default: Gaussian from ``seed``), with ``lam``, ``lasso_iterations``,
+    ``limit``, ``backend``, ..."""
+    pixels, _ = _split_data(images, None, settings)
+    run = _Run(out)
+    try:
+        raw = run("encode", settings, data=pixels, progress=progress)
+        result = EncodeResult(
+            codes=np.load(run.out / "codes.npy"),
+            reconstructions=np.load(run.out / "reconstructions.npy"),
+            dictionary=np.load(run.out / "dictionary.npy"),
+            report=raw["report"],
+            notices=raw["notices"],
+        )
+    except BaseException:
+        run.close()
+        raise
+    return _finish(run, raw, result)
+
+
+def load_digits() -> Tuple[np.ndarray, np.ndarray]:
+    """The embedded dataset, the one rmld runs on when given no data (optdigits: 1797 images of
+    8x8, labels 0..9): (images float32 (N, 8, 8) in [0, 1], labels int64 (N,))."""
+    return _rmld.embedded_digits()

@@ -1,0 +1,17 @@
+"""Type stubs of the native module (the Rust extension built by maturin)."""
+
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+__version__: str
+
+def run(
+    command: str,
+    settings: str,
+    preset: Optional[str] = None,
+    data: Optional[np.ndarray] = None,
+    labels: Optional[np.ndarray] = None,
+    progress: Optional[Callable[[str, int, Optional[int]], Any]] = None,
+) -> Dict[str, Any]: ...
+def embedded_digits() -> Tuple[np.ndarray, np.ndarray]: ...

@@ -1,0 +1,339 @@
+//! rmld's Python extension module (`rmld._rmld`): runs the library's sessions on numpy arrays.
+//!
+//! The Python package (`python/rmld/`) wraps this one function: it passes the settings as JSON
+//! (the library's own setting names, merged onto the library's defaults or preset), the data as
+//! a numpy array, and reads the outputs back from the run's folder. The settings, their defaults,
+//! presets and validation are the library's: nothing here restates them.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use numpy::{
+    PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use rmld::io::{Dataset, Pixels};
+use rmld::session::{DrawStats, Notice, Observer, Outcome, Phase};
+use rmld::{AugmentSettings, Augmenter, EncodeSettings, Encoder, Error, SampleSettings, Sampler};
+
+/// The name the data given as an array goes by in messages and reports.
+const ARRAY_SOURCE: &str = "<numpy array>";
+
+/// A library error as the Python exception its kind calls for: settings and data →
+/// `ValueError`, files → `OSError`, the rest → `RuntimeError`; the library's message either way.
+fn to_py(error: Error) -> PyErr {
+    let message = error.to_string();
+    match &error {
+        Error::Usage { .. } => PyValueError::new_err(message),
+        Error::Input { path, .. } if path == Path::new(ARRAY_SOURCE) => {
+            PyValueError::new_err(message)
+        }
+        Error::Input { .. } | Error::Output { .. } => PyOSError::new_err(message),
+        _ => PyRuntimeError::new_err(message),
+    }
+}
+
+/// Forwards phases and progress to an optional Python callable `progress(phase, done, total)`,
+/// collects notices, and turns Ctrl-C (or an exception in the callable) into a stop request.
+struct PyObserver {
+    progress: Option<Py<PyAny>>,
+    phase: Mutex<Option<Phase>>,
+    notices: Mutex<Vec<String>>,
+    keyboard_interrupt: AtomicBool,
+    callback_error: Mutex<Option<PyErr>>,
+}
+
+impl PyObserver {
+    fn new(progress: Option<Py<PyAny>>) -> Self {
+        PyObserver {
+            progress,
+            phase: Mutex::new(None),
+            notices: Mutex::new(Vec::new()),
+            keyboard_interrupt: AtomicBool::new(false),
+            callback_error: Mutex::new(None),
+        }
+    }
+
+    fn report(&self, done: u64) {
+        let Some(callback) = &self.progress else {
+            return;
+        };
+        let Some(phase) = *self.phase.lock().unwrap_or_else(|e| e.into_inner()) else {
+            return;
+        };
+        Python::attach(|py| {
+            if let Err(e) = callback.call1(py, (phase.name, done, phase.len)) {
+                let mut slot = self
+                    .callback_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                slot.get_or_insert(e);
+            }
+        });
+    }
+}
+
+impl Observer for PyObserver {
+    fn phase_start(&self, phase: &Phase) {
+        *self.phase.lock().unwrap_or_else(|e| e.into_inner()) = Some(*phase);
+        self.report(0);
+    }
+
+    fn phase_advance(&self, position: u64) {
+        self.report(position);
+    }
+
+    fn notice(&self, notice: &Notice) {
+        let text = notice.to_string();
+        self.notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
+
+    fn stop_requested(&self) -> bool {
+        if self.keyboard_interrupt.load(Ordering::Relaxed) {
+            return true;
+        }
+        let failed = self
+            .callback_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        // Python runs signal handlers on its main thread only; elsewhere this finds nothing.
+        let interrupted = Python::attach(|py| py.check_signals().is_err());
+        if interrupted {
+            self.keyboard_interrupt.store(true, Ordering::Relaxed);
+        }
+        interrupted || failed
+    }
+}
+
+/// `defaults` with each of `overrides` put where the setting lives: at the top level or in one
+/// nested group (`problem`, `dynamics`). An unknown name is an error that lists the known ones.
+fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> {
+    let Value::Object(top) = &mut defaults else {
+        return Err(PyRuntimeError::new_err(
+            "settings do not serialise to an object",
+        ));
+    };
+    for (name, value) in overrides {
+        if top.contains_key(&name) {
+            top.insert(name, value);
+            continue;
+        }
+        let group = top
+            .values_mut()
+            .filter_map(Value::as_object_mut)
+            .find(|group| group.contains_key(&name));
+        match group {
+            Some(group) => {
+                group.insert(name, value);
+            }
+            None => {
+                let mut known: Vec<&str> = Vec::new();
+                for (key, value) in top.iter() {
+                    match value.as_object() {
+                        Some(group) => known.extend(group.keys().map(String::as_str)),
+                        None => known.push(key),
+                    }
+                }
+                known.sort_unstable();
+                return Err(PyValueError::new_err(format!(
+                    "unknown setting `{name}`; the settings are: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(defaults)
+}
+
+/// Settings of type `T`: `base` with the overrides given as a JSON object.
+fn settings<T: Serialize + DeserializeOwned>(base: &T, overrides: &str) -> PyResult<T> {
+    let overrides: Map<String, Value> = serde_json::from_str(overrides)
+        .map_err(|e| PyValueError::new_err(format!("settings are not a JSON object: {e}")))?;
+    let defaults =
+        serde_json::to_value(base).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let merged = merge(defaults, overrides)?;
+    serde_json::from_value(merged)
+        .map_err(|e| PyValueError::new_err(format!("invalid setting: {e}")))
+}
+
+/// The data array (uint8 or float32, shape (N, d) or (N, h, w)) and optional integer labels
+/// as a dataset.
+fn dataset(
+    pixels: &Bound<'_, PyAny>,
+    labels: Option<PyReadonlyArray1<'_, i64>>,
+) -> PyResult<Dataset> {
+    let (shape, values) = if let Ok(array) = pixels.extract::<PyReadonlyArrayDyn<'_, u8>>() {
+        let shape = array.shape().to_vec();
+        (
+            shape,
+            Pixels::U8(array.as_array().iter().copied().collect()),
+        )
+    } else if let Ok(array) = pixels.extract::<PyReadonlyArrayDyn<'_, f32>>() {
+        let shape = array.shape().to_vec();
+        (
+            shape,
+            Pixels::F32(array.as_array().iter().copied().collect()),
+        )
+    } else {
+        return Err(PyValueError::new_err(
+            "the data must be a numpy array of uint8 or float32 values, shape (N, d) or (N, h, w)",
+        ));
+    };
+    let labels = match labels {
+        None => None,
+        Some(labels) => {
+            let mut out = Vec::with_capacity(labels.len());
+            for (i, &label) in labels.as_array().iter().enumerate() {
+                let label = u32::try_from(label).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "labels[{i}] is {label}: labels are class numbers from 0"
+                    ))
+                })?;
+                out.push(label);
+            }
+            Some(out)
+        }
+    };
+    Dataset::from_array(Path::new(ARRAY_SOURCE), &shape, values, labels).map_err(to_py)
+}
+
+/// Per-iteration MH statistics as (iterations, chains) arrays.
+fn stats_dict<'py>(py: Python<'py>, stats: &DrawStats, out: &Bound<'py, PyDict>) -> PyResult<()> {
+    let chains = stats.chains.max(1);
+    let rows = stats.energy.len() / chains;
+    let log_alpha: Vec<Vec<f64>> = stats
+        .log_alpha
+        .chunks(chains)
+        .map(<[f64]>::to_vec)
+        .collect();
+    let energy: Vec<Vec<f32>> = stats.energy.chunks(chains).map(<[f32]>::to_vec).collect();
+    if rows > 0 {
+        out.set_item("log_alpha", PyArray2::from_vec2(py, &log_alpha)?)?;
+        out.set_item("energy", PyArray2::from_vec2(py, &energy)?)?;
+    }
+    out.set_item("stats_stride", stats.stride)?;
+    Ok(())
+}
+
+/// Runs `command` ("sample", "augment" or "encode") with the library's settings (`preset`, then
+/// the JSON object `settings` of setting names and values) on `data` (a numpy array; `None`: the
+/// settings' `data` path or the embedded digits), writing into the settings' `out` folder.
+/// Returns a dict: `report` (report.json's text), `summary`, `notices`, `interrupted`,
+/// `keyboard_interrupt`, and for sampling `log_alpha`/`energy` per iteration and chain.
+/// The GIL is released while the run works.
+#[pyfunction]
+#[pyo3(signature = (command, settings, preset=None, data=None, labels=None, progress=None))]
+fn run<'py>(
+    py: Python<'py>,
+    command: &str,
+    settings: &str,
+    preset: Option<&str>,
+    data: Option<&Bound<'py, PyAny>>,
+    labels: Option<PyReadonlyArray1<'py, i64>>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dataset = match data {
+        Some(array) => Some(Arc::new(dataset(array, labels)?)),
+        None => None,
+    };
+    let observer = PyObserver::new(progress);
+    let outcome: rmld::Result<Outcome> = match command {
+        "sample" => {
+            let mut s: SampleSettings = self::settings(&SampleSettings::default(), settings)?;
+            s.problem.dataset = dataset;
+            py.detach(|| Sampler::new(s).run(&observer))
+        }
+        "augment" => {
+            let base = match preset {
+                None | Some("quality") => AugmentSettings::quality(),
+                Some("paper") => AugmentSettings::paper(),
+                Some(other) => {
+                    return Err(PyValueError::new_err(format!(
+                        "unknown preset `{other}`: the presets are `quality` and `paper`"
+                    )))
+                }
+            };
+            let mut s: AugmentSettings = self::settings(&base, settings)?;
+            s.problem.dataset = dataset;
+            py.detach(|| Augmenter::new(s).run(&observer))
+        }
+        "encode" => {
+            let mut s: EncodeSettings = self::settings(&EncodeSettings::default(), settings)?;
+            s.problem.dataset = dataset;
+            py.detach(|| Encoder::new(s).run(&observer))
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown command `{other}`: sample, augment or encode"
+            )))
+        }
+    };
+    if let Some(e) = observer
+        .callback_error
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        return Err(e);
+    }
+    let outcome = outcome.map_err(to_py)?;
+    let out = PyDict::new(py);
+    out.set_item("report", outcome.report.to_string())?;
+    out.set_item("summary", outcome.summary)?;
+    let notices = std::mem::take(&mut *observer.notices.lock().unwrap_or_else(|e| e.into_inner()));
+    out.set_item("notices", notices)?;
+    out.set_item("interrupted", outcome.interrupted)?;
+    out.set_item(
+        "keyboard_interrupt",
+        observer.keyboard_interrupt.load(Ordering::Relaxed),
+    )?;
+    if let Some(stats) = &outcome.draw_stats {
+        stats_dict(py, stats, &out)?;
+    }
+    Ok(out)
+}
+
+/// Images (N, h, w) and their labels, as numpy arrays.
+type ImagesAndLabels<'py> = (Bound<'py, PyArray3<f32>>, Bound<'py, PyArray1<i64>>);
+
+/// The embedded digits (the data of a run given none): images float32 (N, h, w) in [0, 1]
+/// (the raw values over their full scale), labels int64 (N,).
+#[pyfunction]
+fn embedded_digits(py: Python<'_>) -> PyResult<ImagesAndLabels<'_>> {
+    let dataset = Dataset::embedded();
+    let scale = dataset.full_scale;
+    let values: Vec<f32> = match dataset.pixels {
+        Pixels::U8(values) => values.into_iter().map(|v| f32::from(v) / scale).collect(),
+        Pixels::F32(values) => values.into_iter().map(|v| v / scale).collect(),
+    };
+    let shape = [dataset.n, dataset.height, dataset.width];
+    let images = PyArray1::from_vec(py, values).reshape(shape)?;
+    let labels: Vec<i64> = dataset
+        .labels
+        .unwrap_or_default()
+        .into_iter()
+        .map(i64::from)
+        .collect();
+    Ok((images, PyArray1::from_vec(py, labels)))
+}
+
+/// The native part of the `rmld` Python package.
+#[pymodule]
+fn _rmld(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(run, module)?)?;
+    module.add_function(wrap_pyfunction!(embedded_digits, module)?)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,179 @@
+"""The Python package: arrays in and out, the library's defaults and errors, ArviZ,
+imbalanced-learn, progress, the GIL and Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rmld
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def rmld_binary():
+    path = Path(os.environ.get("RMLD_BIN", ROOT / "target" / "debug" / "rmld"))
+    if not path.exists():
+        pytest.fail(f"the rmld binary is not at {path} (build it, or set RMLD_BIN)")
+    return path
+
+
+def test_load_digits_is_the_embedded_dataset():
+    images, labels = rmld.load_digits()
+    assert images.shape == (1797, 8, 8) and images.dtype == np.float32
+    assert labels.shape == (1797,) and set(np.unique(labels)) == set(range(10))
+    assert 0.0 <= images.min() and images.max() == 1.0
+
+
+def test_sample_equals_the_command_line_with_the_same_settings(tmp_path):
+    """No data, the same settings: the package and `rmld sample` give the same draws (the
+    package's codes are the command line's codes.npy with chain and draw swapped)."""
+    settings = dict(chains=5, samples=4, seed=11, method="mala", eta=0.002, backend="cpu")
+    result = rmld.sample(**settings)
+    out = tmp_path / "cli"
+    subprocess.run(
+        [rmld_binary(), "sample", "--chains", "5", "--samples", "4", "--seed", "11",
+         "--method", "mala", "--eta", "0.002", "--backend", "cpu", "--out", out],
+        check=True, capture_output=True,
+    )
+    codes = np.load(out / "codes.npy")
+    assert result.codes.shape == (5, 4, codes.shape[2])
+    np.testing.assert_array_equal(result.codes, codes.transpose(1, 0, 2))
+    images = np.load(out / "images.npy")
+    np.testing.assert_array_equal(result.images.reshape(5, 4, -1), images.transpose(1, 0, 2))
+    assert result.report["settings"]["dynamics"]["method"] == "mala"
+
+
+def test_arrays_in_any_layout_sample_alike():
+    images, _ = rmld.load_digits()
+    square = rmld.sample(images[:200], chains=3, samples=3, seed=2, backend="cpu")
+    rows = rmld.sample(images[:200].reshape(200, 64), chains=3, samples=3, seed=2, backend="cpu")
+    np.testing.assert_array_equal(square.codes, rows.codes)
+    assert square.images.shape == (3, 3, 8, 8)
+
+
+def test_out_keeps_the_run_folder(tmp_path):
+    rmld.sample(chains=2, samples=2, backend="cpu", out=tmp_path / "run")
+    assert (tmp_path / "run" / "codes.npy").exists()
+    assert (tmp_path / "run" / "report.json").exists()
+
+
+def test_errors_are_python_exceptions_with_the_library_message(tmp_path):
+    images, _ = rmld.load_digits()
+    with pytest.raises(ValueError, match="unknown setting `chainz`"):
+        rmld.sample(images[:50], chainz=3)
+    with pytest.raises(ValueError, match="chains"):
+        rmld.sample(images[:50], chains=0, backend="cpu")
+    with pytest.raises(ValueError, match="shape"):
+        rmld.sample(np.zeros((4, 2, 2, 2), dtype=np.uint8))
+    with pytest.raises(ValueError, match="0..255"):
+        rmld.sample(np.full((4, 4), 300))
+    with pytest.raises(ValueError, match="unknown preset"):
+        rmld.augment(images[:50], np.zeros(50, dtype=int), preset="fast")
+    with pytest.raises(ValueError, match="labels"):
+        rmld.augment(images[:50], -np.ones(50, dtype=int), backend="cpu")
+    with pytest.raises(OSError, match="missing.npy"):
+        rmld.sample(data=str(tmp_path / "missing.npy"), backend="cpu")
+
+
+def test_inference_data_has_arviz_groups_and_dims():
+    import arviz as az
+    result = rmld.sample(chains=4, samples=120, method="hmc", seed=5, backend="cpu")
+    idata = result.to_inference_data()
+    codes = idata.posterior["codes"]
+    assert codes.dims == ("chain", "draw", "coefficient")
+    assert codes.shape == result.codes.shape
+    stats = idata.sample_stats
+    for name in ("acceptance_rate", "energy", "lp", "step_size", "diverging"):
+        assert stats[name].shape == (4, 120), name
+    # The realised acceptance is a Bernoulli draw per proposal with probability min(1, alpha):
+    # over 480 proposals it lies within 4 standard errors (4 * 0.5 / sqrt(480) < 0.1).
+    accepted = result.report["acceptance"]["overall"]
+    assert abs(float(stats["acceptance_rate"].mean()) - accepted) < 0.1
+    # ArviZ's R-hat and ESS of the energy are those rmld reports (its ESS truncates the
+    # autocorrelation sum a little differently: within 10%).
+    reported = {q["name"]: q for q in result.report["diagnostics"]["quantities"]}["energy"]
+    energy = stats["energy"].values
+    assert abs(float(az.rhat(energy)) - reported["rhat"]) < 1e-9 * reported["rhat"]
+    for method in ("bulk", "tail"):
+        ours = reported[f"ess_{method}"]
+        assert abs(float(az.ess(energy, method=method)) - ours) < 0.1 * ours, method
+    summary = az.summary(idata, var_names=["codes"])
+    assert {"r_hat", "ess_bulk", "ess_tail", "mcse_mean"} <= set(summary.columns)
+    assert len(summary) == result.codes.shape[2]
+
+
+def test_augment_returns_the_generated_and_the_augmented_set():
+    images, labels = rmld.load_digits()
+    result = rmld.augment(images[:300], labels[:300], ratio=10, method="compression",
+                          no_quality=True, backend="cpu", seed=1)
+    generated = len(result.images)
+    assert generated > 0 and result.images.shape[1:] == (8, 8)
+    assert result.labels.shape == (generated,) and set(result.labels) <= set(range(10))
+    assert result.codes.shape[0] == generated
+    assert len(result.augmented_images) == 300 + generated
+    assert result.report["generated_count"] == generated
+
+
+def test_imblearn_pipeline_uses_the_augmenter():
+    import imblearn.pipeline as pipeline
+    from sklearn.linear_model import LogisticRegression
+
+    from rmld.sklearn import RMLDAugmenter
+
+    images, labels = rmld.load_digits()
+    X, y = images[:300].reshape(300, 64), labels[:300]
+    augmenter = RMLDAugmenter(ratio=10, backend="cpu",
+                              settings=dict(method="compression", no_quality=True))
+    X_res, y_res = augmenter.fit_resample(X, y)
+    assert X_res.shape[1] == 64 and X_res.dtype == X.dtype and len(X_res) > 300
+    np.testing.assert_array_equal(X_res[:300], X)
+    assert 0.0 <= X_res.min() and X_res.max() <= 1.0
+    model = pipeline.Pipeline([("augment", augmenter), ("classify", LogisticRegression(max_iter=200))])
+    model.fit(X, y)
+    assert model.score(X, y) > 0.8
+
+
+def test_progress_reaches_the_callback():
+    calls = []
+    rmld.sample(chains=2, samples=5, backend="cpu", progress=lambda *a: calls.append(a))
+    phases = {name for name, _, _ in calls}
+    assert "sampling" in phases, phases
+    done = [d for name, d, total in calls if name == "sampling"]
+    assert max(done) == 5
+
+
+def test_runs_release_the_gil():
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    started = time.time()
+    rmld.sample(chains=64, samples=40, backend="cpu")
+    elapsed = time.time() - started
+    stop.set()
+    counter.join()
+    # With the GIL held for the whole run the counter would not tick at all meanwhile.
+    assert len(ticks) > 0.2 * elapsed / 0.001 * 0.1, (len(ticks), elapsed)
+
+
+def test_ctrl_c_raises_keyboard_interrupt_with_the_partial_result():
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        rmld.sample(chains=64, samples=1_000_000, backend="cpu")
+    timer.cancel()
+    partial = caught.value.result
+    assert partial.interrupted
+    assert 0 < partial.codes.shape[1] < 1_000_000
