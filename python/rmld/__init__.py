@@ -39,6 +39,7 @@ __all__ = [
     "EncodeResult",
     "SampleResult",
     "augment",
+    "augment_dataset",
     "encode",
     "load_digits",
     "sample",
@@ -60,7 +61,11 @@ def _as_pixels(images: Any, name: str = "images") -> np.ndarray:
             raise ValueError(f"{name}: integer pixels must lie in 0..255")
         return np.ascontiguousarray(array, dtype=np.uint8)
     if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.bool_):
-        return np.ascontiguousarray(array, dtype=np.float32)
+        pixels = np.ascontiguousarray(array, dtype=np.float32)
+        if not np.all(np.isfinite(pixels)):
+            bad = np.argwhere(~np.isfinite(pixels))[0]
+            raise ValueError(f"{name} hold a non-finite value (NaN or infinity) at index {tuple(int(i) for i in bad)}")
+        return pixels
     raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
 
 
@@ -352,6 +357,37 @@ def encode(
         run.close()
         raise
     return _finish(run, raw, result)
+
+
+def augment_dataset(
+    images: Any,
+    labels: Any,
+    out: PathLike,
+    *,
+    preset: str = "quality",
+    progress: Optional[Progress] = None,
+    **settings: Any,
+) -> AugmentResult:
+    """Augments and writes the augmented set (originals, then generated samples) to ``out``:
+    the MNIST IDX files and the rest of ``rmld augment``'s outputs, and ``out/imagefolder/``
+    with one folder per class of PNGs (``original-00000.png``, ``generated-00000.png``, ...),
+    the layout ``torchvision.datasets.ImageFolder`` reads. Needs Pillow."""
+    from PIL import Image
+
+    out = Path(out)
+    result = augment(images, labels, preset=preset, out=out, progress=progress, **settings)
+    folder = out / "imagefolder"
+    generated_from = len(result.augmented_images) - len(result.images)
+    counters: Dict[Tuple[int, str], int] = {}
+    for index, (image, label) in enumerate(zip(result.augmented_images, result.augmented_labels)):
+        kind = "original" if index < generated_from else "generated"
+        key = (int(label), kind)
+        number = counters.get(key, 0)
+        counters[key] = number + 1
+        target = folder / str(int(label)) / f"{kind}-{number:05d}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(target)
+    return result
 
 
 def load_digits() -> Tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ use numpy::{
     PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::de::DeserializeOwned;
@@ -71,6 +71,11 @@ impl PyObserver {
         };
         Python::attach(|py| {
             if let Err(e) = callback.call1(py, (phase.name, done, phase.len)) {
+                // Ctrl-C lands in whichever Python code runs: in the callback it is still Ctrl-C.
+                if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                    self.keyboard_interrupt.store(true, Ordering::Relaxed);
+                    return;
+                }
                 let mut slot = self
                     .callback_error
                     .lock()

@@ -57,12 +57,15 @@ pub fn ess_basic(chains: &[Vec<f64>]) -> Option<f64> {
         return None;
     }
     let rho = |t: usize| 1.0 - (within - acov(t)) / var_plus;
-    let mut rho_hat = vec![0.0; n + 2];
+    // ArviZ's `_ess` (arviz.stats.diagnostics) step for step, so that `arviz.summary` of the
+    // same draws gives the same ESS: Geyer's initial positive sequence over lag pairs while
+    // t < n − 3, the last pair's even term added when positive, then the monotone sequence.
+    let mut rho_hat = vec![0.0; n];
     rho_hat[0] = 1.0;
     let (mut even, mut odd) = (1.0, rho(1));
     rho_hat[1] = odd;
     let mut t = 1;
-    while t + 2 < n.saturating_sub(3) && even + odd > 0.0 {
+    while t + 3 < n && even + odd > 0.0 {
         even = rho(t + 1);
         odd = rho(t + 2);
         if even + odd >= 0.0 {
@@ -71,13 +74,14 @@ pub fn ess_basic(chains: &[Vec<f64>]) -> Option<f64> {
         }
         t += 2;
     }
-    let max_t = t;
+    // max_t = t − 2, which is −1 when the loop never ran (n = 4).
+    let max_t = t as isize - 2;
+    let last = (max_t + 1) as usize;
     if even > 0.0 {
-        rho_hat[max_t + 1] = even;
+        rho_hat[last] = even;
     }
-    // Initial monotone sequence: pair sums may not increase.
     let mut t = 1;
-    while t + 4 <= max_t {
+    while (t as isize) <= max_t - 2 {
         let previous = rho_hat[t - 1] + rho_hat[t];
         if rho_hat[t + 1] + rho_hat[t + 2] > previous {
             rho_hat[t + 1] = previous / 2.0;
@@ -86,8 +90,8 @@ pub fn ess_basic(chains: &[Vec<f64>]) -> Option<f64> {
         t += 2;
     }
     let draws = (m * n) as f64;
-    let tau = (-1.0 + 2.0 * rho_hat[..=max_t].iter().sum::<f64>() + rho_hat[max_t + 1])
-        .max(1.0 / draws.log10());
+    let tau =
+        (-1.0 + 2.0 * rho_hat[..last].iter().sum::<f64>() + rho_hat[last]).max(1.0 / draws.log10());
     Some(draws / tau)
 }
 
@@ -219,23 +223,28 @@ pub fn ess_bulk(chains: &[Vec<f64>]) -> Option<f64> {
     ess_basic(&rank_normalise(&split_chains(chains)))
 }
 
-/// Tail ESS: the smaller ESS of the indicators x ≤ q5% and x ≤ q95% on the split chains.
+/// Tail ESS: the smaller ESS of the indicators x ≤ q5% and x ≤ q95% on the split chains, the
+/// quantiles of all draws interpolated linearly (R's type 7, as ArviZ computes them).
 pub fn ess_tail(chains: &[Vec<f64>]) -> Option<f64> {
-    let split = split_chains(chains);
-    let mut pooled: Vec<f64> = split.iter().flatten().copied().collect();
+    let mut pooled: Vec<f64> = chains.iter().flatten().copied().collect();
     pooled.sort_by(f64::total_cmp);
     if pooled.is_empty() {
         return None;
     }
-    let quantile = |q: f64| pooled[((q * (pooled.len() - 1) as f64).round()) as usize];
+    let quantile = |q: f64| {
+        let h = q * (pooled.len() - 1) as f64;
+        let low = h.floor() as usize;
+        let high = (low + 1).min(pooled.len() - 1);
+        pooled[low] + (h - low as f64) * (pooled[high] - pooled[low])
+    };
     [quantile(0.05), quantile(0.95)]
         .iter()
         .filter_map(|&cut| {
-            let indicators: Vec<Vec<f64>> = split
+            let indicators: Vec<Vec<f64>> = chains
                 .iter()
                 .map(|c| c.iter().map(|&v| (v <= cut) as u8 as f64).collect())
                 .collect();
-            ess_basic(&indicators)
+            ess_basic(&split_chains(&indicators))
         })
         .min_by(f64::total_cmp)
 }
