@@ -104,11 +104,15 @@ pub fn read_f32(context: &GpuContext, buffer: &wgpu::Buffer, len: usize) -> Resu
 pub struct ParamSlots {
     /// The uniform buffer.
     pub buffer: wgpu::Buffer,
+    id: u64,
     size: u64,
 }
 
 /// The sections of a `ParamSlots` buffer, laid out before it is created.
 pub struct SlotLayout {
+    /// A number of its own, which its sections carry (binding a section of another buffer is
+    /// refused).
+    id: u64,
     align: u64,
     size: u64,
 }
@@ -116,7 +120,9 @@ pub struct SlotLayout {
 impl SlotLayout {
     /// No sections yet, at `context`'s uniform offset alignment.
     pub fn new(context: &GpuContext) -> SlotLayout {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         SlotLayout {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             align: u64::from(context.limits.min_uniform_buffer_offset_alignment).max(16),
             size: 0,
         }
@@ -126,6 +132,7 @@ impl SlotLayout {
         let stride = (std::mem::size_of::<P>() as u64).div_ceil(self.align) * self.align;
         let count = count.max(1);
         let slots = Slots {
+            buffer: self.id,
             first: self.size,
             stride,
             count,
@@ -156,11 +163,20 @@ impl SlotLayout {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        ParamSlots { buffer, size }
+        ParamSlots {
+            buffer,
+            id: self.id,
+            size,
+        }
     }
 }
 
 impl ParamSlots {
+    /// Its layout's number, which its sections carry.
+    pub(super) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// A buffer of one section: one slot of `P` (the probes and benches).
     pub fn one<P: WgslStruct>(context: &GpuContext) -> (ParamSlots, Slots<P>) {
         let mut layout = SlotLayout::new(context);
@@ -187,8 +203,14 @@ impl SlotWriter<'_> {
     /// Slot `slot` of the section `slots` holds `params`.
     ///
     /// # Panics
-    /// When the section has no slot `slot` (a programming error).
+    /// When the section has no slot `slot` or lies in another buffer (programming errors).
     pub fn set<P: WgslStruct>(&mut self, slots: Slots<P>, slot: usize, params: P) -> &mut Self {
+        assert_eq!(
+            slots.buffer,
+            self.slots.id,
+            "{}: params slots of another buffer",
+            P::LAYOUT.name
+        );
         assert!(
             slot < slots.count,
             "slot {slot} outside the {} slots of {}",

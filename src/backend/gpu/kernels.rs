@@ -130,10 +130,13 @@ impl Stream {
     }
 }
 
-/// Where one family's params slots lie in a `ParamSlots` buffer (`buffers::SlotLayout::add`):
-/// `count` slots of `P`, `stride` bytes apart from byte `first`. Per step: slot s holds step s
-/// (dispatches name their step); once: one slot, whatever the step (the family's WGSL reads none).
+/// Where one family's params slots lie in a `ParamSlots` buffer (`buffers::SlotLayout::per_step`
+/// and `once`): `count` slots of `P`, `stride` bytes apart from byte `first`. Per step: slot s
+/// holds step s (dispatches name their step); once: one slot, whatever the step (the family's
+/// WGSL reads none).
 pub struct Slots<P> {
+    /// The `ParamSlots` buffer it lies in (`SlotLayout`'s number).
+    pub(super) buffer: u64,
     pub(super) first: u64,
     pub(super) stride: u64,
     pub(super) count: usize,
@@ -595,6 +598,12 @@ impl Kernels {
             layout.name
         );
         assert_eq!(
+            slots.buffer,
+            params.id(),
+            "{}: params slots of another buffer",
+            entry.entry_point
+        );
+        assert_eq!(
             buffers.len(),
             entry.bindings.len(),
             "{} binds {:?}",
@@ -624,6 +633,7 @@ impl Kernels {
             kernel,
             group,
             slots: Slots {
+                buffer: slots.buffer,
                 first: slots.first,
                 stride: slots.stride,
                 count: slots.count,
@@ -800,6 +810,34 @@ mod tests {
         }
         out.extend(differences(&module, params.ty, layout, family.module));
         out
+    }
+
+    fn slots(per_step: bool) -> Slots<GatherParams> {
+        Slots {
+            buffer: 0,
+            first: 64,
+            stride: 32,
+            count: if per_step { 3 } else { 1 },
+            per_step,
+            params: PhantomData,
+        }
+    }
+
+    /// A dispatch at step s reads slot s of a per-step section, the one slot of the others.
+    #[test]
+    fn slots_give_each_step_its_own_offset() {
+        let per_step = slots(true);
+        let offsets: Vec<u32> = (0..3).map(|s| per_step.offset(s)).collect();
+        assert_eq!(offsets, [64, 96, 128]);
+        let once = slots(false);
+        assert_eq!((once.offset(0), once.offset(7)), (64, 64));
+    }
+
+    /// A step past a per-step section is refused, never another slot.
+    #[test]
+    #[should_panic(expected = "step 3 outside the 3 params slots")]
+    fn slots_refuse_a_step_past_the_section() {
+        slots(true).offset(3);
     }
 
     /// Every family's params struct in Rust matches its WGSL struct: name, size, and each
