@@ -6,8 +6,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use rmld::backend::gpu::testing::{gather_params, upload_observations};
-use rmld::backend::gpu::testing::{storage, upload, ParamSlots};
-use rmld::backend::gpu::testing::{Kernel, Params};
+use rmld::backend::gpu::testing::{storage, upload, SlotLayout};
+use rmld::backend::gpu::testing::{Kernel, Launch, MatmulParams};
 use rmld::backend::gpu::{GpuBackend, GpuContext, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::io::Pixels;
@@ -37,16 +37,14 @@ fn target() -> Arc<Target> {
     ))
 }
 
-/// Submits one dispatch of `kernel` and waits for the device.
-fn dispatch(context: &GpuContext, kernel: Kernel, group: &wgpu::BindGroup, workgroups: [u32; 3]) {
+/// Submits one dispatch of `launch` and waits for the device.
+fn dispatch(context: &GpuContext, launch: &Launch, workgroups: [u32; 3]) {
     let mut encoder = context
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        context
-            .kernels
-            .dispatch(&mut pass, kernel, group, 0, workgroups);
+        context.kernels.dispatch(&mut pass, launch, 0, workgroups);
     }
     context.queue.submit([encoder.finish()]);
     context
@@ -75,36 +73,44 @@ fn kernels(c: &mut Criterion) {
     let gradient = storage(&context, "G", (4 * CHAINS * P) as u64);
     let data = upload_observations(&context, &target.observations).expect("uploading the data");
     let ybar = storage(&context, "Ybar", (4 * CHAINS * D) as u64);
-    let params = Params {
+    let params = MatmulParams {
         chains: CHAINS as u32,
         d: D as u32,
         p: P as u32,
         y_stride: D as u32,
         ..Default::default()
     };
-    let slots = ParamSlots::new(&context, 3);
-    let gather = gather_params(&target.observations, 0, 1, 1, 64, CHAINS);
-    slots.write(&context, &[params, gather]);
+    let mut layout = SlotLayout::new(&context);
+    let (product_slots, gather_slots) = (layout.once(), layout.once());
+    let slots = layout.build(&context);
+    let gather = gather_params(&target.observations, 0, 1, 1, 64);
+    slots
+        .writer()
+        .set(product_slots, 0, params)
+        .set(gather_slots, 0, gather)
+        .finish(&context);
     let k = &context.kernels;
     let residual_group = k.bind(
         &context.device,
         Kernel::ResidualProduct,
-        &slots.buffer,
+        &slots,
+        product_slots,
         &[&a, &z, &y, &residual],
     );
     let transpose_group = k.bind(
         &context.device,
         Kernel::TransposeProduct,
-        &slots.buffer,
+        &slots,
+        product_slots,
         &[&a, &residual, &gradient],
     );
     let rows = vec![[0u32, target.observations.n as u32]; CHAINS];
     let rows = rmld::backend::gpu::testing::upload(&context, "rows", bytemuck::cast_slice(&rows));
-    let gather_slot = slots.offset(1);
     let gather_group = k.bind(
         &context.device,
         Kernel::Gather,
-        &slots.buffer,
+        &slots,
+        gather_slots,
         &[&data, &ybar, &rows],
     );
 
@@ -118,7 +124,6 @@ fn kernels(c: &mut Criterion) {
         b.iter(|| {
             dispatch(
                 &context,
-                Kernel::ResidualProduct,
                 &residual_group,
                 [(D as u32).div_ceil(64), chains, 1],
             )
@@ -128,7 +133,6 @@ fn kernels(c: &mut Criterion) {
         b.iter(|| {
             dispatch(
                 &context,
-                Kernel::TransposeProduct,
                 &transpose_group,
                 [(P as u32).div_ceil(64), chains, 1],
             )
@@ -143,9 +147,8 @@ fn kernels(c: &mut Criterion) {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
                 k.dispatch(
                     &mut pass,
-                    Kernel::Gather,
                     &gather_group,
-                    gather_slot,
+                    0,
                     [(D as u32).div_ceil(64), CHAINS as u32, 1],
                 );
             }

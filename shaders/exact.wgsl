@@ -2,6 +2,17 @@
 // from the cached full gradient, and the two halves of a leapfrog step around the full gradient
 // (which the matmul module's full_gradient computes at the new position).
 
+// Mirrored by `ExactParams` in src/backend/gpu/kernels/exact.rs.
+struct ExactParams {
+    stream: Stream,
+    p: u32,
+    eta: f32,         // h (MALA), epsilon (leapfrog)
+    noise_scale: f32, // sqrt(2 h), rounded on the host like the CPU
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: ExactParams;
+
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> gradient: array<f32>;
 @group(0) @binding(3) var<storage, read_write> z: array<f32>;
@@ -16,8 +27,8 @@ fn mala_proposal(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (block * 4u >= params.p) {
         return;
     }
-    let counter = vec4<u32>(block, 0u, params.outer, PURPOSE_MALA_NOISE);
-    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.chain_offset + chain)));
+    let counter = vec4<u32>(block, 0u, params.stream.outer, PURPOSE_MALA_NOISE);
+    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.stream, chain)));
     for (var q = 0u; q < 4u; q++) {
         let j = block * 4u + q;
         if (j < params.p) {

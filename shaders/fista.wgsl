@@ -1,6 +1,20 @@
 // Twin of src/backend/cpu/fista.rs: the element-wise and per-row kernels of monotone FISTA; the
 // two products per iteration are matmul.wgsl's. Objectives are f32 here (WGSL has no f64).
 
+// Mirrored by `FistaParams` in src/backend/gpu/kernels/fista.rs; one slot per iteration.
+struct FistaParams {
+    d: u32,
+    p: u32,
+    lam: f32,
+    step_size: f32, // 1/L
+    tau: f32,       // lam/L
+    c_u: f32,       // t/t'
+    c_prev: f32,    // (t-1)/t'
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: FistaParams;
+
 @group(0) @binding(1) var<storage, read> left: array<f32>;
 @group(0) @binding(2) var<storage, read> right: array<f32>;
 @group(0) @binding(3) var<storage, read_write> result: array<f32>;

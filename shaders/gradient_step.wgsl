@@ -14,8 +14,8 @@ fn draw_momentum(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (block * 4u >= params.p) {
         return;
     }
-    let counter = vec4<u32>(block, 0u, params.outer, PURPOSE_MOMENTUM);
-    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.chain_offset + chain)));
+    let counter = vec4<u32>(block, 0u, params.stream.outer, PURPOSE_MOMENTUM);
+    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.stream, chain)));
     for (var q = 0u; q < 4u; q++) {
         let j = block * 4u + q;
         if (j < params.p) {
@@ -26,8 +26,8 @@ fn draw_momentum(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // Element j of the SGHMC noise stream (seed, chain, outer, step, SghmcNoise).
 fn noise_normal(chain: u32, j: u32) -> f32 {
-    let counter = vec4<u32>(j / 4u, params.step, params.outer, PURPOSE_SGHMC_NOISE);
-    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.chain_offset + chain)));
+    let counter = vec4<u32>(j / 4u, params.step, params.stream.outer, PURPOSE_SGHMC_NOISE);
+    let normals = normals_from_block(philox4x32_10(counter, chain_key(params.stream, chain)));
     return normals[j % 4u];
 }
 

@@ -1,8 +1,23 @@
-// Twin of src/backend/kernel_hmc/cpu.rs (compiled after params.wgsl, philox.wgsl and workgroup_sum.wgsl): kernel HMC
+// Twin of src/backend/kernel_hmc/cpu.rs (compiled after philox.wgsl and workgroup_sum.wgsl): kernel HMC
 // in image space (p = d) on the Gaussian kernel density of each chain's class. One 64-wide
 // workgroup per chain (workgroup_id.x). Per-element sums run in the CPU's order; the reductions
 // over the workgroup (maxima exactly, sums by a tree) round unlike the CPU's sequential sums,
 // within f32 rounding. Every binding number is used by one variable only.
+
+// Mirrored by `KernelHmcParams` in src/backend/gpu/kernels/kernel_hmc.rs; one slot per step.
+struct KernelHmcParams {
+    stream: Stream,
+    d: u32,
+    batch: u32,       // minibatch size m
+    step: u32,        // the step within the outer iteration, a counter word
+    u8_data: u32,     // 1: data packed 4 bytes per word; 0: f32 bits
+    noise: u32,       // 1: inject SGHMC noise in kernel_step
+    eta: f32,
+    noise_scale: f32, // sqrt(2 eta), rounded on the host like the CPU
+    delta: f32,       // eta T, the MH proposal norms' scale
+}
+
+@group(0) @binding(0) var<uniform> params: KernelHmcParams;
 
 struct ChainInfo {
     start: u32,  // first row of the class
@@ -103,8 +118,8 @@ fn exponent_image(info: ChainInfo, i: u32, offset: u32) -> f32 {
 // Row `b` of chain c's minibatch at step params.step: the stream (seed, chain, outer, step,
 // Minibatch), uniform over the chain's class.
 fn minibatch_pick(c: u32, b: u32, info: ChainInfo) -> u32 {
-    let counter = vec4<u32>(b / 4u, params.step, params.outer, PURPOSE_MINIBATCH);
-    let word = philox4x32_10(counter, chain_key(params.chain_offset + c))[b % 4u];
+    let counter = vec4<u32>(b / 4u, params.step, params.stream.outer, PURPOSE_MINIBATCH);
+    let word = philox4x32_10(counter, chain_key(params.stream, c))[b % 4u];
     return info.start + index_from_word(word, info.count);
 }
 
@@ -138,8 +153,8 @@ fn minibatch_weighted_sum(c: u32, j: u32, info: ChainInfo) -> f32 {
 
 // Element j of the SGHMC noise stream (seed, chain, outer, step, SghmcNoise).
 fn sghmc_normal(chain: u32, j: u32) -> f32 {
-    let counter = vec4<u32>(j / 4u, params.step, params.outer, PURPOSE_SGHMC_NOISE);
-    return normals_from_block(philox4x32_10(counter, chain_key(params.chain_offset + chain)))[j % 4u];
+    let counter = vec4<u32>(j / 4u, params.step, params.stream.outer, PURPOSE_SGHMC_NOISE);
+    return normals_from_block(philox4x32_10(counter, chain_key(params.stream, chain)))[j % 4u];
 }
 
 // One momentum step of Algorithm 1 on the minibatch kernel gradient (params.step): m rows from

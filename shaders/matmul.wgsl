@@ -8,6 +8,26 @@
 // the sums are identical: each output is one f32 sum in increasing k either way.
 // gradient_step.wgsl reuses `product_nn` with fused epilogues.
 
+// Mirrored by `MatmulParams` in src/backend/gpu/kernels/matmul.rs: the products read the shape
+// and y_stride; gradient_step.wgsl (and the prior's file, shaders/prior/*.wgsl, through lam) the rest.
+struct MatmulParams {
+    stream: Stream,
+    chains: u32,      // rows in this group of buffers
+    d: u32,
+    p: u32,
+    y_stride: u32,    // row stride of y in residual_product (0 broadcasts one row)
+    step: u32,        // the step within the outer iteration, a counter word
+    noise: u32,       // 1: inject SGHMC noise in gradient_step
+    eta: f32,
+    noise_scale: f32, // sqrt(2 eta), rounded on the host like the CPU
+    inv_sigma2: f32,  // 1 / sigma^2, the likelihood's precision
+    lam: f32,         // the prior's scalar (`Prior::gpu_scalar`)
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: MatmulParams;
+
 const TILE_M: u32 = 64u;
 const TILE_N: u32 = 64u;
 const TILE_K: u32 = 16u;

@@ -18,6 +18,21 @@
 
 const TERMS: u32 = 5u;
 
+// Mirrored by `MhTermsParams` in src/backend/gpu/kernels/mh_terms.rs.
+struct MhTermsParams {
+    stream: Stream,
+    d: u32,
+    p: u32,
+    kinetic: u32,    // 1: add HMC's kinetic difference (the program's MhTerms op)
+    delta: f32,      // eta T (RMLD), h (MALA)
+    inv_sigma2: f32, // 1 / sigma^2, the likelihood's precision
+    lam: f32,        // the prior's scalar (`Prior::gpu_scalar`)
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: MhTermsParams;
+
 var<workgroup> sums_a: array<vec4<f32>, 256>; // fit, fit difference, prior, prior difference
 var<workgroup> sums_b: array<vec4<f32>, 256>; // forward, reverse, kinetic difference, unused
 
@@ -68,9 +83,9 @@ fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
         b += vec4<f32>(f * f, r * r, 0.0, 0.0);
     }
     if (params.kinetic != 0u) {
-        let key = chain_key(params.chain_offset + c);
+        let key = chain_key(params.stream, c);
         for (var j = t; j < params.p; j += 256u) {
-            let counter = vec4<u32>(j / 4u, 0u, params.outer, PURPOSE_MOMENTUM);
+            let counter = vec4<u32>(j / 4u, 0u, params.stream.outer, PURPOSE_MOMENTUM);
             let r0 = normals_from_block(philox4x32_10(counter, key))[j % 4u];
             let rl = momentum[c * params.p + j];
             b.z += (rl - r0) * (rl + r0);

@@ -41,9 +41,18 @@ fn philox4x32_10(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
     return c;
 }
 
-// key = [seed_lo, seed_hi ^ chain], as `chain_key`.
-fn chain_key(chain: u32) -> vec2<u32> {
-    return vec2<u32>(params.seed_lo, params.seed_hi ^ chain);
+// Where a drawing kernel's streams start, mirrored by `Stream` in src/backend/gpu/kernels.rs: the
+// first member of the params of every family that draws.
+struct Stream {
+    seed_lo: u32,
+    seed_hi: u32,
+    chain_offset: u32, // global index of the group's first chain
+    outer: u32,        // the outer iteration, a counter word
+}
+
+// The key of the group's chain `chain`: [seed_lo, seed_hi ^ global chain], as `chain_key`.
+fn chain_key(stream: Stream, chain: u32) -> vec2<u32> {
+    return vec2<u32>(stream.seed_lo, stream.seed_hi ^ (stream.chain_offset + chain));
 }
 
 // Uniform on 0..n: the high word of word * n.

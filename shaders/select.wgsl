@@ -1,5 +1,15 @@
 // Twin of src/backend/cpu/select.rs: X <- Z, with its gradient and residual, for accepted chains.
 
+// Mirrored by `SelectParams` in src/backend/gpu/kernels/select.rs.
+struct SelectParams {
+    d: u32,
+    p: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: SelectParams;
+
 @group(0) @binding(1) var<storage, read> accepted: array<u32>; // one word per chain, 0 = reject
 @group(0) @binding(2) var<storage, read> z: array<f32>;
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;

@@ -1,9 +1,20 @@
-// Twin of src/backend/cpu/tangent.rs (compiled after params.wgsl and workgroup_sum.wgsl): the tangent target's
+// Twin of src/backend/cpu/tangent.rs (compiled after workgroup_sum.wgsl): the tangent target's
 // residual r = A x - a times C^-1 = (I - Q diag(gamma) Q^T) / sigma^2, and its energy
 // 1/2 (||r||^2 - sum_j gamma_j (q_j^T r)^2) / sigma^2. One 64-wide workgroup per chain
 // (workgroup_id.x); every invocation reads and writes only its own strided coordinates, so the
 // in-place step variant needs no barrier beyond the reductions'. Sums over the workgroup run by a
 // tree and round unlike the CPU's sequential sums, within f32 rounding.
+
+// Mirrored by `TangentParams` in src/backend/gpu/kernels/tangent.rs (k and 1/sigma^2 are per
+// group, in the `tangent` binding).
+struct TangentParams {
+    d: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: TangentParams;
 
 struct TangentInfo {
     k: u32,          // directions per chain (at most 64, `MAX_TANGENT_K` on the host: `dots`)

@@ -718,7 +718,7 @@ mod gpu {
     use std::time::Instant;
 
     use crate::backend::gpu::buffers::{read_back_after, storage, upload, ParamSlots};
-    use crate::backend::gpu::kernels::{Kernel, Params};
+    use crate::backend::gpu::kernels::{Kernel, MatmulParams};
     use crate::backend::gpu::timer::PassTimer;
     use crate::backend::gpu::{adapter_available, GpuBackend, GpuContext, GpuOptions};
     use crate::{Error, Result};
@@ -802,17 +802,21 @@ mod gpu {
             upload(context, "Y", bytes),
         );
         let out = storage(context, "out", (4 * n * n) as u64);
-        let slots = ParamSlots::new(context, 1);
-        slots.write(
-            context,
-            &[Params {
-                chains: n as u32,
-                d: n as u32,
-                p: n as u32,
-                y_stride: n as u32,
-                ..Default::default()
-            }],
-        );
+        let (params, slots) = ParamSlots::one::<MatmulParams>(context);
+        params
+            .writer()
+            .set(
+                slots,
+                0,
+                MatmulParams {
+                    chains: n as u32,
+                    d: n as u32,
+                    p: n as u32,
+                    y_stride: n as u32,
+                    ..Default::default()
+                },
+            )
+            .finish(context);
         let kernels = &context.kernels;
         let groups = [(n as u32).div_ceil(64), (n as u32).div_ceil(64), 1];
         let flop = 2.0 * (n as f64).powi(3);
@@ -821,9 +825,9 @@ mod gpu {
             (Kernel::ResidualProduct, vec![&a, &z, &y, &out]),
             (Kernel::TransposeProduct, vec![&a, &z, &out]),
         ] {
-            let group = kernels.bind(&context.device, kernel, &slots.buffer, &buffers);
+            let launch = kernels.bind(&context.device, kernel, &params, slots, &buffers);
             let seconds = time_dispatches(context, 0.3, &|pass| {
-                kernels.dispatch(pass, kernel, &group, 0, groups)
+                kernels.dispatch(pass, &launch, 0, groups)
             })?;
             rates.push(flop / seconds / 1e9);
         }

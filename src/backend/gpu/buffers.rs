@@ -1,7 +1,9 @@
 //! Buffer helpers: storage buffers, uploads, read-backs, and the params slots of one group.
 
+use std::marker::PhantomData;
+
 use super::context::GpuContext;
-use super::kernels::Params;
+use super::kernels::{Slots, WgslStruct};
 use crate::{Error, Result};
 
 /// A storage buffer of `bytes` (rounded up to 4, at least 4) that can be copied in and out.
@@ -97,50 +99,143 @@ pub fn read_f32(context: &GpuContext, buffer: &wgpu::Buffer, len: usize) -> Resu
     Ok(bytemuck::pod_collect_to_vec(&bytes))
 }
 
-/// A uniform buffer of params slots, one per dispatch stage, at the device's offset alignment.
+/// A uniform buffer of params slots: each family's slots in a section of their own (`Slots`),
+/// every slot at the device's offset alignment, all written in one queue write.
 pub struct ParamSlots {
     /// The uniform buffer.
     pub buffer: wgpu::Buffer,
-    stride: u64,
-    slots: u64,
+    id: u64,
+    size: u64,
 }
 
-impl ParamSlots {
-    /// Room for `slots` params blocks.
-    pub fn new(context: &GpuContext, slots: usize) -> ParamSlots {
-        let align = u64::from(context.limits.min_uniform_buffer_offset_alignment).max(16);
-        let stride = (std::mem::size_of::<Params>() as u64).div_ceil(align) * align;
-        let slots = slots.max(1) as u64;
+/// The sections of a `ParamSlots` buffer, laid out before it is created.
+pub struct SlotLayout {
+    /// A number of its own, which its sections carry (binding a section of another buffer is
+    /// refused).
+    id: u64,
+    align: u64,
+    size: u64,
+}
+
+impl SlotLayout {
+    /// No sections yet, at `context`'s uniform offset alignment.
+    pub fn new(context: &GpuContext) -> SlotLayout {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        SlotLayout {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            align: u64::from(context.limits.min_uniform_buffer_offset_alignment).max(16),
+            size: 0,
+        }
+    }
+
+    fn add<P: WgslStruct>(&mut self, count: usize, per_step: bool) -> Slots<P> {
+        let stride = (std::mem::size_of::<P>() as u64).div_ceil(self.align) * self.align;
+        let count = count.max(1);
+        let slots = Slots {
+            buffer: self.id,
+            first: self.size,
+            stride,
+            count,
+            per_step,
+            params: PhantomData,
+        };
+        self.size += stride * count as u64;
+        slots
+    }
+
+    /// A section of `steps` slots of `P`, slot s for step s (a family whose WGSL reads the step,
+    /// or FISTA's iterations).
+    pub fn per_step<P: WgslStruct>(&mut self, steps: usize) -> Slots<P> {
+        self.add(steps, true)
+    }
+
+    /// A section of one slot of `P`, whatever the step of a dispatch.
+    pub fn once<P: WgslStruct>(&mut self) -> Slots<P> {
+        self.add(1, false)
+    }
+
+    /// The buffer, zeroed.
+    pub fn build(self, context: &GpuContext) -> ParamSlots {
+        let size = self.size.max(16);
         let buffer = context.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),
-            size: stride * slots,
+            size,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         ParamSlots {
             buffer,
-            stride,
-            slots,
+            id: self.id,
+            size,
         }
     }
+}
 
-    /// Number of slots.
-    pub fn slots(&self) -> usize {
-        self.slots as usize
+impl ParamSlots {
+    /// Its layout's number, which its sections carry.
+    pub(super) fn id(&self) -> u64 {
+        self.id
     }
 
-    /// The dynamic offset of slot `slot`.
-    pub fn offset(&self, slot: usize) -> u32 {
-        (slot as u64 * self.stride) as u32
+    /// A buffer of one section: one slot of `P` (the probes and benches).
+    pub fn one<P: WgslStruct>(context: &GpuContext) -> (ParamSlots, Slots<P>) {
+        let mut layout = SlotLayout::new(context);
+        let slots = layout.once();
+        (layout.build(context), slots)
     }
 
-    /// Writes `params` into consecutive slots from 0 (they take effect at the next submission).
-    pub fn write(&self, context: &GpuContext, params: &[Params]) {
-        let mut bytes = vec![0u8; (self.stride as usize) * params.len()];
-        for (slot, p) in params.iter().enumerate() {
-            let at = slot * self.stride as usize;
-            bytes[at..at + std::mem::size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(p));
+    /// Stages a write of every slot (slots not set are written as zeros).
+    pub fn writer(&self) -> SlotWriter<'_> {
+        SlotWriter {
+            slots: self,
+            bytes: vec![0; self.size as usize],
         }
-        write(context, &self.buffer, 0, &bytes);
+    }
+}
+
+/// The staged contents of a `ParamSlots` buffer; `finish` queues them in one write.
+pub struct SlotWriter<'a> {
+    slots: &'a ParamSlots,
+    bytes: Vec<u8>,
+}
+
+impl SlotWriter<'_> {
+    /// Slot `slot` of the section `slots` holds `params`.
+    ///
+    /// # Panics
+    /// When the section has no slot `slot` or lies in another buffer (programming errors).
+    pub fn set<P: WgslStruct>(&mut self, slots: Slots<P>, slot: usize, params: P) -> &mut Self {
+        assert_eq!(
+            slots.buffer,
+            self.slots.id,
+            "{}: params slots of another buffer",
+            P::LAYOUT.name
+        );
+        assert!(
+            slot < slots.count,
+            "slot {slot} outside the {} slots of {}",
+            slots.count,
+            P::LAYOUT.name
+        );
+        let at = (slots.first + slot as u64 * slots.stride) as usize;
+        self.bytes[at..at + std::mem::size_of::<P>()].copy_from_slice(bytemuck::bytes_of(&params));
+        self
+    }
+
+    /// Every slot of the section `slots` holds `params(slot)`.
+    pub fn set_all<P: WgslStruct>(
+        &mut self,
+        slots: Slots<P>,
+        params: impl Fn(usize) -> P,
+    ) -> &mut Self {
+        for slot in 0..slots.count {
+            self.set(slots, slot, params(slot));
+        }
+        self
+    }
+
+    /// Queues the write (it takes effect at the next submission).
+    pub fn finish(&self, context: &GpuContext) {
+        write(context, &self.slots.buffer, 0, &self.bytes);
     }
 }

@@ -2,7 +2,7 @@
 
 use super::buffers;
 use super::context::GpuContext;
-use super::kernels::Params;
+use super::kernels::{GatherParams, Stream};
 use crate::io::Pixels;
 use crate::model::Observations;
 use crate::{Error, Result};
@@ -28,27 +28,28 @@ pub fn upload_observations(
     })
 }
 
-/// The params of the gather kernel for chains starting at 0 (callers set `chain_offset`).
+/// The params of the gather kernel for chains starting at 0 (callers set
+/// `stream.chain_offset`).
 pub fn gather_params(
     observations: &Observations,
     seed: u64,
     outer: u32,
     step: u32,
     batch: u32,
-    chains: usize,
-) -> Params {
-    Params {
-        chains: chains as u32,
+) -> GatherParams {
+    GatherParams {
+        stream: Stream::new(seed, 0, outer),
         d: observations.d as u32,
-        n: observations.n as u32,
         batch,
-        seed_lo: seed as u32,
-        seed_hi: (seed >> 32) as u32,
-        outer,
         step,
-        u8_data: matches!(observations.pixels, Pixels::U8(_)) as u32,
+        u8_data: u8_data(observations),
         // The CPU's factor, rounded alike: scale / m in f32.
         gather_factor: observations.scale / batch as f32,
         ..Default::default()
     }
+}
+
+/// 1 when the dataset is packed 8-bit data (4 bytes per word), 0 for f32 bits.
+pub(super) fn u8_data(observations: &Observations) -> u32 {
+    matches!(observations.pixels, Pixels::U8(_)) as u32
 }

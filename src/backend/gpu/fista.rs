@@ -1,10 +1,11 @@
 //! Batched monotone FISTA on the device, the twin of `cpu/fista.rs`.
 
 // Per iteration: transpose product, prox, A u, per-row objective and update; all iterations of a
-// group of rows go into one submission, one params slot each.
+// group of rows go into one submission, one `FistaParams` slot each (the products' one
+// `MatmulParams` slot serves every iteration).
 
-use super::buffers::{self, storage, upload, ParamSlots};
-use super::kernels::{fista, matmul, Kernel, Params};
+use super::buffers::{self, storage, upload, SlotLayout};
+use super::kernels::{fista, matmul, FistaParams, Kernel, MatmulParams};
 use super::{group_size, GpuBackend};
 use crate::{Error, Result};
 
@@ -31,10 +32,10 @@ pub fn encode(
     // The CPU's scalars, rounded alike: step 1/L, tau = lam/L, and the t sequence in f32.
     let step = 1.0 / lipschitz;
     let mut t = 1f32;
-    let slots: Vec<Params> = (0..iterations)
+    let slots: Vec<FistaParams> = (0..iterations)
         .map(|_| {
             let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
-            let params = Params {
+            let params = FistaParams {
                 d: d as u32,
                 p: p as u32,
                 lam,
@@ -62,7 +63,7 @@ fn encode_group(
     backend: &GpuBackend,
     images: &[f32],
     rows: usize,
-    slots: &[Params],
+    slots: &[FistaParams],
 ) -> Result<Vec<f32>> {
     let context = &backend.context;
     let (d, p) = (backend.target.d(), backend.target.p());
@@ -88,20 +89,28 @@ fn encode_group(
         let zeros = buffer("zeros", d);
         let objective = upload(context, "objective", bytemuck::cast_slice(&objective));
         let improved = buffer("improved", 1);
-        let params = ParamSlots::new(context, slots.len());
+        let mut layout = SlotLayout::new(context);
+        let (iteration, product) = (layout.per_step(slots.len()), layout.once());
+        let params = layout.build(context);
         let rows32 = rows as u32;
-        let with_rows: Vec<Params> = slots
-            .iter()
-            .map(|s| Params {
-                chains: rows32,
-                ..*s
-            })
-            .collect();
-        params.write(context, &with_rows);
+        params
+            .writer()
+            .set_all(iteration, |i| slots[i])
+            .set(
+                product,
+                0,
+                MatmulParams {
+                    chains: rows32,
+                    d: d as u32,
+                    p: p as u32,
+                    ..Default::default()
+                },
+            )
+            .finish(context);
         let k = &context.kernels;
-        let (dev, s, dict) = (&context.device, &params.buffer, &backend.shared.dict);
+        let (dev, s, dict) = (&context.device, &params, &backend.shared.dict);
         let shape = (d, p);
-        let with = |(kernel, bind), groups| (kernel, bind, groups);
+        let with = |launch, groups| (launch, groups);
         let stages = [
             with(
                 fista::FistaResidualBuffers {
@@ -109,7 +118,7 @@ fn encode_group(
                     right: &x,
                     result: &residual,
                 }
-                .bind(k, dev, s),
+                .bind(k, dev, s, iteration),
                 [d, rows],
             ),
             with(
@@ -118,7 +127,7 @@ fn encode_group(
                     lhs: &residual,
                     out: &grad,
                 }
-                .bind(k, dev, s, shape),
+                .bind(k, dev, s, product, shape),
                 [p, rows.div_ceil(64)],
             ),
             with(
@@ -127,7 +136,7 @@ fn encode_group(
                     right: &grad,
                     result: &u,
                 }
-                .bind(k, dev, s),
+                .bind(k, dev, s, iteration),
                 [p, rows],
             ),
             with(
@@ -137,7 +146,7 @@ fn encode_group(
                     y: &zeros,
                     out: &au,
                 }
-                .bind(k, dev, s, shape),
+                .bind(k, dev, s, product, shape),
                 [d, rows.div_ceil(64)],
             ),
             with(
@@ -148,7 +157,7 @@ fn encode_group(
                     objective: &objective,
                     improved: &improved,
                 }
-                .bind(k, dev, s),
+                .bind(k, dev, s, iteration),
                 [64, rows],
             ),
             with(
@@ -161,7 +170,7 @@ fn encode_group(
                     code_image: &az,
                     extrapolated_image: &ay,
                 }
-                .bind(k, dev, s),
+                .bind(k, dev, s, iteration),
                 [d.max(p), rows],
             ),
         ];
@@ -170,15 +179,15 @@ fn encode_group(
         });
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            for slot in 0..slots.len() {
-                for (kernel, bind, [width, height]) in &stages {
+            for iteration in 0..slots.len() {
+                for (launch, [width, height]) in &stages {
                     // Widths are in elements, 64 per workgroup; the objective is one workgroup per row.
-                    let groups = if *kernel == Kernel::FistaObjective {
+                    let groups = if launch.kernel() == Kernel::FistaObjective {
                         [rows32, 1, 1]
                     } else {
                         [(*width as u32).div_ceil(64), *height as u32, 1]
                     };
-                    k.dispatch(&mut pass, *kernel, bind, params.offset(slot), groups);
+                    k.dispatch(&mut pass, launch, iteration, groups);
                 }
             }
         }

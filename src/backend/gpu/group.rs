@@ -1,11 +1,13 @@
 //! One group of chains: its device buffers, bind groups built once, and its recorded phases.
 
-use super::buffers::{storage, ParamSlots};
+use super::buffers::{storage, ParamSlots, SlotLayout};
 use super::context::GpuContext;
 use std::sync::Arc;
 
 use super::kernels::{
-    exact, gather, kernel_hmc, matmul, mh_terms, select, tangent, Kernel, Kernels, Params,
+    exact, gather, kernel_hmc, matmul, mh_terms, select, tangent, ExactParams, GatherParams,
+    KernelHmcParams, Kernels, Launch, MatmulParams, MhTermsParams, SelectParams, Slots, Stream,
+    TangentParams,
 };
 use crate::backend::kernel_hmc::ChainInfo;
 use crate::methods::ChainOp;
@@ -43,11 +45,60 @@ pub struct ChainGroup {
     z: wgpu::Buffer,
     gradient_x: wgpu::Buffer,
     gradient_z: wgpu::Buffer,
+    /// Minibatch steps per outer iteration (T).
+    steps: usize,
     slots: ParamSlots,
+    sections: Sections,
     kernels: Arc<Kernels>,
-    binds: Vec<(Kernel, wgpu::BindGroup)>,
+    binds: Vec<Launch>,
     /// The mixture's or the tangent target's extra passes, indexed by `MixtureRole`.
-    mixture: Option<Vec<(Kernel, wgpu::BindGroup)>>,
+    mixture: Option<Vec<Launch>>,
+}
+
+/// The values the dynamics' kernels read that the backend fixes for a run; each family's params
+/// take their part (`ChainGroup::write_params`).
+#[derive(Clone, Copy, Debug)]
+pub struct Constants {
+    /// The run's seed.
+    pub seed: u64,
+    /// Observation dimension d.
+    pub d: u32,
+    /// Code dimension p.
+    pub p: u32,
+    /// Minibatch size m.
+    pub batch: u32,
+    /// 1: data packed 4 bytes per word; 0: f32 bits.
+    pub u8_data: u32,
+    /// scale / m, rounded on the host like the CPU.
+    pub gather_factor: f32,
+    /// The prior's scalar (`Prior::gpu_scalar`).
+    pub lam: f32,
+    /// Step size eta (epsilon for HMC, h for MALA).
+    pub eta: f32,
+    /// 1: inject SGHMC noise.
+    pub noise: u32,
+    /// sqrt(2 eta), rounded on the host like the CPU.
+    pub noise_scale: f32,
+    /// Delta of the MH proposal norms.
+    pub delta: f32,
+    /// 1/σ² (1 where the residuals arrive scaled: mixture, tangent).
+    pub inv_sigma2: f32,
+    /// 1: the MH terms add HMC's kinetic difference.
+    pub kinetic: u32,
+}
+
+/// The group's params slots by family: per step (slot s for step s, 0..=T) for the families
+/// whose WGSL reads the step, one slot for the others.
+struct Sections {
+    gather: Slots<GatherParams>,
+    matmul: Slots<MatmulParams>,
+    mh: Slots<MhTermsParams>,
+    select: Slots<SelectParams>,
+    exact: Slots<ExactParams>,
+    /// The cached-energy targets' kernel-HMC passes: per step for the mixture (its step
+    /// residual), one slot for the tangent target (only its select).
+    kernel_hmc: Option<Slots<KernelHmcParams>>,
+    tangent: Option<Slots<TangentParams>>,
 }
 
 /// What a cached-energy target's group uploads: the mixture's chain info and minibatch size, or
@@ -92,7 +143,7 @@ enum Role {
 }
 
 impl ChainGroup {
-    /// Allocates the group's buffers and bind groups; `steps` fixes the params slots, and
+    /// Allocates the group's buffers and bind groups; `steps` (T) fixes the params slots, and
     /// `xbar_rows` holds the mean of each of the group's chains (its class's, or xbar; zero for
     /// the mixture target, whose residual buffers hold A X; the anchors for the tangent target,
     /// whose step residuals are A Z − a, never gathered). `cached` is given for those two.
@@ -124,10 +175,29 @@ impl ChainGroup {
         );
         let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
         let xbar = super::buffers::upload(context, "xbar rows", bytemuck::cast_slice(xbar_rows));
-        let slots = ParamSlots::new(context, steps as usize + 2);
+        let per_step = steps as usize + 1;
+        let mut layout = SlotLayout::new(context);
+        let sections = Sections {
+            gather: layout.per_step(per_step),
+            matmul: layout.per_step(per_step),
+            mh: layout.once(),
+            select: layout.once(),
+            exact: layout.once(),
+            kernel_hmc: match &cached {
+                Some(CachedEnergy::Mixture(..)) => Some(layout.per_step(per_step)),
+                Some(CachedEnergy::Tangent { .. }) => Some(layout.once()),
+                None => None,
+            },
+            tangent: match &cached {
+                Some(CachedEnergy::Tangent { .. }) => Some(layout.once()),
+                _ => None,
+            },
+        };
+        let slots = layout.build(context);
         let k = &shared.kernels;
         let dev = &context.device;
-        let s = &slots.buffer;
+        let s = &slots;
+        let sc = &sections;
         // The products bind their vec4-load twins when the shapes allow (identical results).
         let shape = (d, p);
         // The cached energies and scaled residuals (the full gradients read these).
@@ -141,8 +211,8 @@ impl ChainGroup {
             Some((_, (sx, sz))) => (sx, sz),
             None => (&rx, &rz),
         };
-        let mixture_binds = match (&cached, &energies) {
-            (Some(cached), Some(((ex, ez), (sx, sz)))) => {
+        let mixture_binds = match (&cached, &energies, sc.kernel_hmc) {
+            (Some(cached), Some(((ex, ez), (sx, sz))), Some(hmc)) => {
                 let select = kernel_hmc::KernelSelectBuffers {
                     accepted: &mask,
                     z: &rz,
@@ -152,7 +222,7 @@ impl ChainGroup {
                     energy_z: ez,
                     energy_x_out: ex,
                 }
-                .bind(k, dev, s);
+                .bind(k, dev, s, hmc);
                 Some(match cached {
                     CachedEnergy::Mixture(info, batch) => {
                         let batch = *batch as usize;
@@ -170,7 +240,7 @@ impl ChainGroup {
                                 energy: e,
                                 gradient: out,
                             }
-                            .bind(k, dev, s)
+                            .bind(k, dev, s, hmc)
                         };
                         vec![
                             kernel_hmc::MixtureResidualBuffers {
@@ -180,7 +250,7 @@ impl ChainGroup {
                                 weights: &weights,
                                 step_image: &step_residual,
                             }
-                            .bind(k, dev, s),
+                            .bind(k, dev, s, hmc),
                             energy(&rz, ez, sz),
                             energy(&rx, ex, sx),
                             select,
@@ -192,6 +262,8 @@ impl ChainGroup {
                         k: directions,
                         inv_sigma2,
                     } => {
+                        // Laid out above for this target: never None here.
+                        let t = sc.tangent.expect("the tangent target's params slots");
                         let upload =
                             |label, data: &[u8]| super::buffers::upload(context, label, data);
                         let basis = upload("tangent basis", bytemuck::cast_slice(basis));
@@ -209,7 +281,7 @@ impl ChainGroup {
                                 energy: e,
                                 scaled: out,
                             }
-                            .bind(k, dev, s)
+                            .bind(k, dev, s, t)
                         };
                         vec![
                             tangent::TangentStepBuffers {
@@ -218,7 +290,7 @@ impl ChainGroup {
                                 tangent: &info,
                                 step_residual: &step_residual,
                             }
-                            .bind(k, dev, s),
+                            .bind(k, dev, s, t),
                             energy(&rz, ez, sz),
                             energy(&rx, ex, sx),
                             select,
@@ -244,7 +316,7 @@ impl ChainGroup {
                 energy_x: ex,
                 energy_z: ez,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.mh),
             None => mh_terms::MhTermsBuffers {
                 x: &x,
                 z: &z,
@@ -255,7 +327,7 @@ impl ChainGroup {
                 terms: &terms,
                 momentum: &momentum,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.mh),
         };
         let binds = vec![
             gather::GatherBuffers {
@@ -263,53 +335,53 @@ impl ChainGroup {
                 ybar: &ybar,
                 chain_rows: &shared.chain_rows,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.gather),
             matmul::ResidualProductBuffers {
                 dict: &shared.dict,
                 lhs: &z,
                 y: step_y,
                 out: &step_residual,
             }
-            .bind(k, dev, s, shape),
+            .bind(k, dev, s, sc.matmul, shape),
             matmul::DrawMomentumBuffers {
                 momentum: &momentum,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.matmul),
             matmul::GradientStepBuffers {
                 dict: &shared.dict,
                 lhs: &step_residual,
                 position: &z,
                 momentum: &momentum,
             }
-            .bind(k, dev, s, shape),
+            .bind(k, dev, s, sc.matmul, shape),
             matmul::ResidualProductBuffers {
                 dict: &shared.dict,
                 lhs: &z,
                 y: &xbar,
                 out: &rz,
             }
-            .bind(k, dev, s, shape),
+            .bind(k, dev, s, sc.matmul, shape),
             matmul::FullGradientBuffers {
                 dict: &shared.dict,
                 lhs: gradient_in_z,
                 out: &gz,
                 position: &z,
             }
-            .bind(k, dev, s, shape),
+            .bind(k, dev, s, sc.matmul, shape),
             matmul::ResidualProductBuffers {
                 dict: &shared.dict,
                 lhs: &x,
                 y: &xbar,
                 out: &rx,
             }
-            .bind(k, dev, s, shape),
+            .bind(k, dev, s, sc.matmul, shape),
             matmul::FullGradientBuffers {
                 dict: &shared.dict,
                 lhs: gradient_in_x,
                 out: &gx,
                 position: &x,
             }
-            .bind(k, dev, s, shape),
+            .bind(k, dev, s, sc.matmul, shape),
             mh,
             select::SelectBuffers {
                 accepted: &mask,
@@ -320,24 +392,24 @@ impl ChainGroup {
                 residual_z: &rz,
                 residual_x: &rx,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.select),
             exact::MalaProposalBuffers {
                 x: &x,
                 gradient: &gx,
                 z: &z,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.exact),
             exact::LeapfrogDriftBuffers {
                 gradient: &gz,
                 z: &z,
                 momentum: &momentum,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.exact),
             exact::LeapfrogKickBuffers {
                 gradient: &gz,
                 momentum: &momentum,
             }
-            .bind(k, dev, s),
+            .bind(k, dev, s, sc.exact),
         ];
         ChainGroup {
             offset,
@@ -349,45 +421,108 @@ impl ChainGroup {
             z,
             gradient_x: gx,
             gradient_z: gz,
+            steps: steps as usize,
             slots,
+            sections,
             kernels: shared.kernels.clone(),
             binds,
             mixture: mixture_binds,
         }
     }
 
-    /// Writes the params slots: slot s (0..=T) for step s, slot T + 1 for the xbar products.
-    pub fn write_params(&self, context: &GpuContext, base: Params, outer: u32) {
-        let steps = self.slots.slots() - 2;
-        let mut all: Vec<Params> = (0..=steps as u32)
-            .map(|step| Params {
-                step,
-                outer,
-                y_stride: base.d,
-                ..self.with_group(base)
+    /// Writes every family's params slots for outer iteration `outer`, in one queue write.
+    pub fn write_params(&self, context: &GpuContext, c: &Constants, outer: u32) {
+        let stream = Stream::new(c.seed, self.offset as u32, outer);
+        let s = &self.sections;
+        let mut writer = self.slots.writer();
+        writer
+            .set_all(s.gather, |step| GatherParams {
+                stream,
+                d: c.d,
+                batch: c.batch,
+                step: step as u32,
+                u8_data: c.u8_data,
+                gather_factor: c.gather_factor,
+                ..Default::default()
             })
-            .collect();
-        // One xbar row per chain: its class's mean, or xbar repeated.
-        all.push(Params {
-            outer,
-            y_stride: base.d,
-            ..self.with_group(base)
-        });
-        self.slots.write(context, &all);
-    }
-
-    fn with_group(&self, base: Params) -> Params {
-        Params {
-            chains: self.chains as u32,
-            chain_offset: self.offset as u32,
-            ..base
+            .set_all(s.matmul, |step| MatmulParams {
+                stream,
+                chains: self.chains as u32,
+                d: c.d,
+                p: c.p,
+                // One xbar row per chain (its class's mean, or xbar repeated), and one Ybar row.
+                y_stride: c.d,
+                step: step as u32,
+                noise: c.noise,
+                eta: c.eta,
+                noise_scale: c.noise_scale,
+                inv_sigma2: c.inv_sigma2,
+                lam: c.lam,
+                ..Default::default()
+            })
+            .set(
+                s.mh,
+                0,
+                MhTermsParams {
+                    stream,
+                    d: c.d,
+                    p: c.p,
+                    kinetic: c.kinetic,
+                    delta: c.delta,
+                    inv_sigma2: c.inv_sigma2,
+                    lam: c.lam,
+                    ..Default::default()
+                },
+            )
+            .set(
+                s.select,
+                0,
+                SelectParams {
+                    d: c.d,
+                    p: c.p,
+                    ..Default::default()
+                },
+            )
+            .set(
+                s.exact,
+                0,
+                ExactParams {
+                    stream,
+                    p: c.p,
+                    eta: c.eta,
+                    noise_scale: c.noise_scale,
+                    ..Default::default()
+                },
+            );
+        if let Some(hmc) = s.kernel_hmc {
+            writer.set_all(hmc, |step| KernelHmcParams {
+                stream,
+                d: c.d,
+                batch: c.batch,
+                step: step as u32,
+                u8_data: c.u8_data,
+                noise: c.noise,
+                eta: c.eta,
+                noise_scale: c.noise_scale,
+                delta: c.delta,
+            });
         }
+        if let Some(tangent) = s.tangent {
+            writer.set(
+                tangent,
+                0,
+                TangentParams {
+                    d: c.d,
+                    ..Default::default()
+                },
+            );
+        }
+        writer.finish(context);
     }
 
-    fn run(&self, pass: &mut wgpu::ComputePass, role: Role, slot: usize, groups: [u32; 3]) {
-        let (kernel, bind) = &self.binds[role as usize];
+    fn run(&self, pass: &mut wgpu::ComputePass, role: Role, step: usize, groups: [u32; 3]) {
         self.kernels
-            .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
+            .dispatch(pass, &self.binds[role as usize], step, groups);
     }
 
     /// Runs a mixture pass; nothing for the paper's target.
@@ -395,13 +530,12 @@ impl ChainGroup {
         &self,
         pass: &mut wgpu::ComputePass,
         role: MixtureRole,
-        slot: usize,
+        step: usize,
         groups: [u32; 3],
     ) {
         if let Some(binds) = &self.mixture {
-            let (kernel, bind) = &binds[role as usize];
             self.kernels
-                .dispatch(pass, *kernel, bind, self.slots.offset(slot), groups);
+                .dispatch(pass, &binds[role as usize], step, groups);
         }
     }
 
@@ -421,15 +555,10 @@ impl ChainGroup {
     ) {
         let chains = self.chains as u32;
         let c = chains.div_ceil(64);
-        let slot = self.xbar_slot();
         let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
-        self.run(pass, residual, slot, [dg, c, 1]);
-        self.run_mixture(pass, energy, slot, [chains, 1, 1]);
-        self.run(pass, gradient, slot, [pg, c, 1]);
-    }
-
-    fn xbar_slot(&self) -> usize {
-        self.slots.slots() - 1
+        self.run(pass, residual, 0, [dg, c, 1]);
+        self.run_mixture(pass, energy, 0, [chains, 1, 1]);
+        self.run(pass, gradient, 0, [pg, c, 1]);
     }
 
     /// Residual and full gradient at X (after positions were written).
@@ -452,8 +581,8 @@ impl ChainGroup {
 
     /// Records one pass op of a method's program (every `ChainOp` but the copies).
     ///
-    /// Fails (`Error::Internal`) for a copy, or a minibatch step past the params slots (the T the
-    /// group was built for).
+    /// Fails (`Error::Internal`) for a copy, or a minibatch step outside 1..=T (the T the group
+    /// was built for: its params slots).
     pub fn record_op(
         &self,
         pass: &mut wgpu::ComputePass,
@@ -465,15 +594,14 @@ impl ChainGroup {
         let c = chains.div_ceil(64);
         let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
         let blocks = [(p as u32).div_ceil(4).div_ceil(64), chains, 1];
-        let slot = self.xbar_slot();
         match op {
             ChainOp::DrawMomentum => self.run(pass, Role::Momentum, 0, blocks),
             ChainOp::MinibatchStep(step) => {
                 let step = step as usize;
-                if step == 0 || step >= slot {
+                if step == 0 || step > self.steps {
                     return Err(Error::Internal(format!(
                         "minibatch step {step} outside the {} steps the chain group was built for",
-                        slot - 1
+                        self.steps
                     )));
                 }
                 // The mixture's Ybar stays zero (never gathered): its step residual starts as
@@ -486,10 +614,10 @@ impl ChainGroup {
                 self.run(pass, Role::Step, step, [pg, c, 1]);
             }
             ChainOp::LangevinProposal => self.run(pass, Role::Mala, 0, blocks),
-            ChainOp::LeapfrogDrift => self.run(pass, Role::Drift, slot, [pg, chains, 1]),
-            ChainOp::LeapfrogKick => self.run(pass, Role::Kick, slot, [pg, chains, 1]),
+            ChainOp::LeapfrogDrift => self.run(pass, Role::Drift, 0, [pg, chains, 1]),
+            ChainOp::LeapfrogKick => self.run(pass, Role::Kick, 0, [pg, chains, 1]),
             ChainOp::ProposalState => self.record_state_z(pass, d, p),
-            // The kinetic difference follows params.kinetic, set by the caller from this op.
+            // The kinetic difference follows `Constants::kinetic`, set by the caller from this op.
             ChainOp::MhTerms { .. } => self.run(pass, Role::Mh, 0, [chains, 1, 1]),
             ChainOp::CopyPosition | ChainOp::CopyGradient => {
                 return Err(Error::Internal(format!(

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use super::buffers::{self, storage, ParamSlots};
+use super::buffers::{self, storage, ParamSlots, SlotLayout};
 use super::context::GpuContext;
-use super::kernels::{kernel_hmc, matmul, Kernel, Params};
-use super::{gather_params, upload_observations};
+use super::kernels::{kernel_hmc, matmul, KernelHmcParams, Launch, MatmulParams, Slots, Stream};
+use super::upload_observations;
 use crate::backend::kernel_hmc::cpu::{check_settings, no_codes};
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
@@ -19,14 +19,21 @@ use crate::{Error, Result};
 /// MH terms per chain in the `terms` buffer, as `KERNEL_TERMS` in the WGSL.
 const TERMS: usize = MhTerms::WORDS;
 
-/// Bind groups by role, built once.
+/// Kernels bound by role, built once.
 struct Binds {
-    momentum: wgpu::BindGroup,
-    step: wgpu::BindGroup,
-    energy_x: wgpu::BindGroup,
-    energy_z: wgpu::BindGroup,
-    mh: wgpu::BindGroup,
-    select: wgpu::BindGroup,
+    momentum: Launch,
+    step: Launch,
+    energy_x: Launch,
+    energy_z: Launch,
+    mh: Launch,
+    select: Launch,
+}
+
+/// The params slots: the kernel-HMC family's per step (slot t for step t, 0..=T), the momentum
+/// draw's (the matmul family's) one.
+struct Sections {
+    kernel_hmc: Slots<KernelHmcParams>,
+    momentum: Slots<MatmulParams>,
 }
 
 /// C chains of kernel HMC on the GPU: X, Z, both gradients, r (C × d each), both energies (C),
@@ -36,6 +43,7 @@ pub struct KernelHmcGpu {
     target: Arc<KernelTarget>,
     settings: DynamicsSettings,
     slots: ParamSlots,
+    sections: Sections,
     x: wgpu::Buffer,
     z: wgpu::Buffer,
     gradient_x: wgpu::Buffer,
@@ -93,9 +101,19 @@ impl KernelHmcGpu {
         })?;
         let data = upload_observations(&context, &target.observations)?;
         let (info, [x, z, gx, gz, momentum, ex, ez, picks, weights, terms, mask]) = buffers;
-        let slots = ParamSlots::new(&context, settings.steps as usize + 1);
+        let mut layout = SlotLayout::new(&context);
+        let sections = Sections {
+            kernel_hmc: layout.per_step(settings.steps as usize + 1),
+            momentum: layout.once(),
+        };
+        let slots = layout.build(&context);
         let binds = context.checked("binding the kernel-hmc buffers", || {
-            let (k, dev, s) = (&context.kernels, &context.device, &slots.buffer);
+            let (k, dev, s, hmc) = (
+                &context.kernels,
+                &context.device,
+                &slots,
+                sections.kernel_hmc,
+            );
             let energy = |at, energy, gradient| {
                 kernel_hmc::KernelEnergyBuffers {
                     data: &data,
@@ -104,15 +122,13 @@ impl KernelHmcGpu {
                     energy,
                     gradient,
                 }
-                .bind(k, dev, s)
-                .1
+                .bind(k, dev, s, hmc)
             };
             Binds {
                 momentum: matmul::DrawMomentumBuffers {
                     momentum: &momentum,
                 }
-                .bind(k, dev, s)
-                .1,
+                .bind(k, dev, s, sections.momentum),
                 step: kernel_hmc::KernelStepBuffers {
                     data: &data,
                     chain_info: &info,
@@ -121,8 +137,7 @@ impl KernelHmcGpu {
                     picks: &picks,
                     weights: &weights,
                 }
-                .bind(k, dev, s)
-                .1,
+                .bind(k, dev, s, hmc),
                 energy_x: energy(&x, &ex, &gx),
                 energy_z: energy(&z, &ez, &gz),
                 mh: kernel_hmc::KernelMhTermsBuffers {
@@ -134,8 +149,7 @@ impl KernelHmcGpu {
                     energy_z: &ez,
                     terms: &terms,
                 }
-                .bind(k, dev, s)
-                .1,
+                .bind(k, dev, s, hmc),
                 select: kernel_hmc::KernelSelectBuffers {
                     accepted: &mask,
                     z: &z,
@@ -145,8 +159,7 @@ impl KernelHmcGpu {
                     energy_z: &ez,
                     energy_x_out: &ex,
                 }
-                .bind(k, dev, s)
-                .1,
+                .bind(k, dev, s, hmc),
             }
         })?;
         Ok(KernelHmcGpu {
@@ -154,6 +167,7 @@ impl KernelHmcGpu {
             target,
             settings,
             slots,
+            sections,
             x,
             z,
             gradient_x: gx,
@@ -183,29 +197,39 @@ impl KernelHmcGpu {
         buffers::read_f32(&self.context, buffer, len)
     }
 
-    /// Slot 0 for everything but the steps, slot t for step t, all of outer iteration `outer`.
+    /// Every slot for outer iteration `outer`, in one queue write.
     fn write_params(&self, outer: u32) {
         let s = &self.settings;
-        let d = self.target.d();
-        let chains = self.chains();
-        let all: Vec<Params> = (0..=s.steps)
-            .map(|step| Params {
-                p: d as u32,
-                eta: s.eta,
+        let observations = &self.target.observations;
+        let d = observations.d as u32;
+        let stream = Stream::new(s.seed, 0, outer);
+        let noise_scale = (2.0 * s.eta).sqrt();
+        self.slots
+            .writer()
+            .set_all(self.sections.kernel_hmc, |step| KernelHmcParams {
+                stream,
+                d,
+                batch: s.batch,
+                step: step as u32,
+                u8_data: super::dataset::u8_data(observations),
                 noise: s.sghmc_noise as u32,
-                noise_scale: (2.0 * s.eta).sqrt(),
+                eta: s.eta,
+                noise_scale,
                 delta: s.delta(),
-                ..gather_params(
-                    &self.target.observations,
-                    s.seed,
-                    outer,
-                    step,
-                    s.batch,
-                    chains,
-                )
             })
-            .collect();
-        self.slots.write(&self.context, &all);
+            .set(
+                self.sections.momentum,
+                0,
+                // The momentum is drawn in image space: p = d.
+                MatmulParams {
+                    stream,
+                    chains: self.chains() as u32,
+                    d,
+                    p: d,
+                    ..Default::default()
+                },
+            )
+            .finish(&self.context);
     }
 
     /// Records `record` into one compute pass after `copies`.
@@ -236,17 +260,8 @@ impl KernelHmcGpu {
         })
     }
 
-    fn run(
-        &self,
-        pass: &mut wgpu::ComputePass,
-        kernel: Kernel,
-        bind: &wgpu::BindGroup,
-        slot: usize,
-        groups: [u32; 3],
-    ) {
-        self.context
-            .kernels
-            .dispatch(pass, kernel, bind, self.slots.offset(slot), groups);
+    fn run(&self, pass: &mut wgpu::ComputePass, launch: &Launch, step: usize, groups: [u32; 3]) {
+        self.context.kernels.dispatch(pass, launch, step, groups);
     }
 }
 
@@ -309,15 +324,7 @@ impl Backend for KernelHmcGpu {
         let encoder = self.record(
             "loading positions",
             |_| {},
-            |pass| {
-                self.run(
-                    pass,
-                    Kernel::KernelEnergy,
-                    &self.binds.energy_x,
-                    0,
-                    [chains, 1, 1],
-                )
-            },
+            |pass| self.run(pass, &self.binds.energy_x, 0, [chains, 1, 1]),
         )?;
         self.submit(encoder)
     }
@@ -348,6 +355,15 @@ impl Backend for KernelHmcGpu {
                 "Kernel HMC runs RMLD's dynamics only, not {op:?}"
             )));
         }
+        let steps = self.settings.steps;
+        if let Some(op) = pass_ops
+            .iter()
+            .find(|&&op| matches!(op, ChainOp::MinibatchStep(s) if s == 0 || s > steps))
+        {
+            return Err(Error::Internal(format!(
+                "{op:?} outside the {steps} steps the backend was built for"
+            )));
+        }
         let encoder = self.record(
             "one kernel-hmc outer iteration",
             |encoder| {
@@ -360,17 +376,12 @@ impl Backend for KernelHmcGpu {
                 let momentum_groups = [d.div_ceil(4).div_ceil(64), chains, 1];
                 for &op in pass_ops {
                     match op {
-                        ChainOp::DrawMomentum => {
-                            self.run(pass, Kernel::DrawMomentum, &b.momentum, 0, momentum_groups)
-                        }
+                        ChainOp::DrawMomentum => self.run(pass, &b.momentum, 0, momentum_groups),
                         ChainOp::MinibatchStep(step) => {
-                            let slot = step as usize;
-                            self.run(pass, Kernel::KernelStep, &b.step, slot, [chains, 1, 1])
+                            self.run(pass, &b.step, step as usize, [chains, 1, 1])
                         }
-                        ChainOp::ProposalState => {
-                            self.run(pass, Kernel::KernelEnergy, &b.energy_z, 0, [chains, 1, 1])
-                        }
-                        _ => self.run(pass, Kernel::KernelMhTerms, &b.mh, 0, [chains, 1, 1]),
+                        ChainOp::ProposalState => self.run(pass, &b.energy_z, 0, [chains, 1, 1]),
+                        _ => self.run(pass, &b.mh, 0, [chains, 1, 1]),
                     }
                 }
             },
@@ -400,7 +411,7 @@ impl Backend for KernelHmcGpu {
         let encoder = self.record(
             "accepting proposals",
             |_| {},
-            |pass| self.run(pass, Kernel::KernelSelect, &self.binds.select, 0, groups),
+            |pass| self.run(pass, &self.binds.select, 0, groups),
         )?;
         self.submit(encoder)
     }

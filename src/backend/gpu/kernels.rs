@@ -1,65 +1,197 @@
-//! The WGSL kernels' shared pieces: the `Params` block, the kernel handles, pipeline compilation and caching.
+//! The WGSL kernels' shared pieces: the typed params blocks, the kernel handles, pipeline
+//! compilation and caching.
 //!
-//! Each kernel family (its WGSL sources, entry points and bind-group layouts) is declared in its
-//! own launcher module under `kernels/`, named after the WGSL file it runs.
+//! Each kernel family (its WGSL sources, entry points, bind-group layouts and its params block, a
+//! `#[repr(C)]` struct mirrored by a WGSL struct of the same name in its shader file) is declared
+//! in its own launcher module under `kernels/`, named after the WGSL file it runs.
 
-use bytemuck::{Pod, Zeroable};
+use std::marker::PhantomData;
 
-/// Mirrors `struct Params` in `shaders/params.wgsl` field by field (a uniform; 96 bytes).
-///
-/// One layout shared by every kernel (one slot per step, chosen by dynamic offset); each family's
-/// launcher module lists the fields its WGSL reads.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub struct Params {
-    /// Rows in this group of buffers.
-    pub chains: u32,
-    /// Global index of the group's first chain: keys the generator.
-    pub chain_offset: u32,
-    /// Observation dimension d.
-    pub d: u32,
-    /// Code dimension p.
-    pub p: u32,
-    /// Observations in the dataset.
-    pub n: u32,
-    /// Minibatch size m.
-    pub batch: u32,
-    /// Low word of the seed.
-    pub seed_lo: u32,
-    /// High word of the seed.
-    pub seed_hi: u32,
-    /// Outer iteration (the generator counter).
-    pub outer: u32,
-    /// Step within the outer iteration (the generator counter).
-    pub step: u32,
-    /// 1: inject SGHMC noise in `gradient_step`.
-    pub noise: u32,
-    /// 1: data packed 4 bytes per word; 0: f32 bits.
-    pub u8_data: u32,
-    /// Row stride of y in `residual_product` (0 broadcasts one row).
-    pub y_stride: u32,
-    /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), or FISTA's lam.
-    pub lam: f32,
-    /// Step size eta (epsilon for HMC, h for MALA).
-    pub eta: f32,
-    /// sqrt(2 eta), rounded on the host like the CPU (SGHMC and MALA).
-    pub noise_scale: f32,
-    /// scale / m, rounded on the host like the CPU.
-    pub gather_factor: f32,
-    /// Delta of the MH proposal norms: eta T (RMLD), h (MALA).
-    pub delta: f32,
-    /// FISTA 1/L.
-    pub step_size: f32,
-    /// FISTA lam/L.
-    pub tau: f32,
-    /// FISTA t/t'.
-    pub c_u: f32,
-    /// FISTA (t-1)/t'.
-    pub c_prev: f32,
-    /// 1/sigma², the likelihood's precision.
-    pub inv_sigma2: f32,
-    /// 1: `mh_terms` adds HMC's kinetic difference (the program's `ChainOp::MhTerms`).
-    pub kinetic: u32,
+use bytemuck::Pod;
+
+use super::buffers::ParamSlots;
+
+/// One member of a params struct as Rust lays it out: its name, its WGSL type, its byte offset,
+/// and the layout of the struct it holds (None for a scalar).
+#[derive(Clone, Copy, Debug)]
+pub struct Member {
+    /// The field's name (the WGSL member's).
+    pub name: &'static str,
+    /// The WGSL type it mirrors (`u32`, `f32`, or a struct's name).
+    pub ty: &'static str,
+    /// Its byte offset (`offset_of!`).
+    pub offset: usize,
+    /// The nested struct's layout, for a struct member.
+    pub nested: Option<&'static Layout>,
+}
+
+/// A params struct's layout on the Rust side: the WGSL struct's name, its size and its members
+/// in order (checked against the WGSL by `tests::params_match_the_wgsl`).
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// The struct's name, the same in Rust and WGSL.
+    pub name: &'static str,
+    /// `size_of` the struct.
+    pub size: usize,
+    /// Its fields, in order.
+    pub members: &'static [Member],
+}
+
+/// A Rust struct mirroring a WGSL struct of the params uniform, member by member.
+pub trait WgslStruct: Pod {
+    /// Its layout, for the bind-group layouts and the layout test.
+    const LAYOUT: Layout;
+}
+
+/// What a params member is: a 32-bit scalar, or a nested `WgslStruct`.
+pub trait WgslMember {
+    /// The WGSL type it mirrors.
+    const WGSL_TYPE: &'static str;
+    /// The nested struct's layout; None for a scalar.
+    const NESTED: Option<&'static Layout>;
+}
+
+impl WgslMember for u32 {
+    const WGSL_TYPE: &'static str = "u32";
+    const NESTED: Option<&'static Layout> = None;
+}
+
+impl WgslMember for f32 {
+    const WGSL_TYPE: &'static str = "f32";
+    const NESTED: Option<&'static Layout> = None;
+}
+
+/// Declares a params struct mirrored by the WGSL struct of the same name: `#[repr(C)]`, `Pod`,
+/// every field public and documented, its `Layout` built from `offset_of!`. The WGSL side pads
+/// with the same `_padN` members, so both sizes are multiples of 16 (a uniform's).
+macro_rules! wgsl_struct {
+    ($(#[$doc:meta])* pub struct $name:ident {
+        $($(#[$field_doc:meta])* $field:ident: $ty:ty,)+
+    }) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+        pub struct $name {
+            $($(#[$field_doc])* pub $field: $ty,)+
+        }
+
+        impl $crate::backend::gpu::kernels::WgslStruct for $name {
+            const LAYOUT: $crate::backend::gpu::kernels::Layout =
+                $crate::backend::gpu::kernels::Layout {
+                    name: stringify!($name),
+                    size: ::std::mem::size_of::<$name>(),
+                    members: &[$($crate::backend::gpu::kernels::Member {
+                        name: stringify!($field),
+                        ty: <$ty as $crate::backend::gpu::kernels::WgslMember>::WGSL_TYPE,
+                        offset: ::std::mem::offset_of!($name, $field),
+                        nested: <$ty as $crate::backend::gpu::kernels::WgslMember>::NESTED,
+                    }),+],
+                };
+        }
+
+        impl $crate::backend::gpu::kernels::WgslMember for $name {
+            const WGSL_TYPE: &'static str = stringify!($name);
+            const NESTED: Option<&'static $crate::backend::gpu::kernels::Layout> =
+                Some(&<$name as $crate::backend::gpu::kernels::WgslStruct>::LAYOUT);
+        }
+
+        const _: () = assert!(
+            ::std::mem::size_of::<$name>() % 16 == 0,
+            "a params struct's size is a multiple of 16 bytes"
+        );
+    };
+}
+
+wgsl_struct! {
+    /// `struct Stream` in `shaders/philox.wgsl`: where a drawing kernel's Philox streams start
+    /// (the key of chain c is [seed_lo, seed_hi ^ (chain_offset + c)], `outer` a counter word).
+    /// The first member of every family's params that draws.
+    pub struct Stream {
+        /// Low word of the seed.
+        seed_lo: u32,
+        /// High word of the seed.
+        seed_hi: u32,
+        /// Global index of the group's first chain.
+        chain_offset: u32,
+        /// The outer iteration.
+        outer: u32,
+    }
+}
+
+impl Stream {
+    /// The streams of chains from `chain_offset` on, at outer iteration `outer`.
+    pub fn new(seed: u64, chain_offset: u32, outer: u32) -> Stream {
+        Stream {
+            seed_lo: seed as u32,
+            seed_hi: (seed >> 32) as u32,
+            chain_offset,
+            outer,
+        }
+    }
+}
+
+/// Where one family's params slots lie in a `ParamSlots` buffer (`buffers::SlotLayout::per_step`
+/// and `once`): `count` slots of `P`, `stride` bytes apart from byte `first`. Per step: slot s
+/// holds step s (dispatches name their step); once: one slot, whatever the step (the family's
+/// WGSL reads none).
+pub struct Slots<P> {
+    /// The `ParamSlots` buffer it lies in (`SlotLayout`'s number).
+    pub(super) buffer: u64,
+    pub(super) first: u64,
+    pub(super) stride: u64,
+    pub(super) count: usize,
+    pub(super) per_step: bool,
+    pub(super) params: PhantomData<fn() -> P>,
+}
+
+impl<P> Clone for Slots<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Slots<P> {}
+
+impl<P> Slots<P> {
+    /// Number of slots.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The slot a dispatch at `step` reads: `step` per step, else the one slot.
+    ///
+    /// # Panics
+    /// When a per-step family has no slot `step` (a programming error; never another slot).
+    fn slot(&self, step: usize) -> usize {
+        if !self.per_step {
+            return 0;
+        }
+        assert!(
+            step < self.count,
+            "step {step} outside the {} params slots",
+            self.count
+        );
+        step
+    }
+
+    /// The dynamic offset of the slot a dispatch at `step` reads.
+    pub fn offset(&self, step: usize) -> u32 {
+        (self.first + self.slot(step) as u64 * self.stride) as u32
+    }
+}
+
+/// A kernel bound to its buffers and to its family's params slots: dispatched at a step.
+pub struct Launch {
+    kernel: Kernel,
+    group: wgpu::BindGroup,
+    slots: Slots<()>,
+}
+
+impl Launch {
+    /// The kernel it runs.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
 }
 
 /// Every entry point the backend dispatches.
@@ -124,60 +256,69 @@ pub enum Kernel {
 }
 
 /// Declares a family's typed buffer set for one entry point: a field per storage binding, named
-/// and ordered as the entry declares them, and `bind` (the kernel and its bind group). `shaped`
-/// entries take (d, p) and bind the vec4-load twin where the shape allows (`Kernel::for_shape`).
+/// and ordered as the entry declares them, and `bind` (the kernel bound to these buffers and to
+/// slots of its family's params struct, the type in parentheses, checked at compile time against
+/// the family that declares the kernel). `shaped` entries take (d, p) and bind the vec4-load twin
+/// where the shape allows (`Kernel::for_shape`).
 macro_rules! buffers {
-    (@set $(#[$doc:meta])* $name:ident { $($field:ident),+ }) => {
+    (@set $(#[$doc:meta])* $name:ident($params:ty) => $kernel:expr, { $($field:ident),+ }) => {
         $(#[$doc])*
         pub(crate) struct $name<'a> {
             $(pub(crate) $field: &'a wgpu::Buffer,)+
         }
 
+        const _: () = assert!(
+            super::reads($kernel, &<$params as super::WgslStruct>::LAYOUT),
+            concat!(stringify!($kernel), "'s family reads another params struct")
+        );
+
         impl $name<'_> {
-            /// A bind group for `kernel` with these buffers, checked against its layout by name.
+            /// `kernel` bound to these buffers (checked against its layout by name) and `slots`.
             fn bind_as(
                 &self,
                 kernels: &super::Kernels,
                 device: &wgpu::Device,
-                params: &wgpu::Buffer,
+                params: &$crate::backend::gpu::buffers::ParamSlots,
+                slots: super::Slots<$params>,
                 kernel: super::Kernel,
-            ) -> wgpu::BindGroup {
+            ) -> super::Launch {
                 let names = [$(stringify!($field)),+];
                 let buffers = [$(self.$field),+];
-                kernels.bind_named(device, kernel, params, &names, &buffers)
+                kernels.bind_named(device, kernel, params, slots, &names, &buffers)
             }
         }
     };
-    ($(#[$doc:meta])* $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
-        buffers!(@set $(#[$doc])* $name { $($field),+ });
+    ($(#[$doc:meta])* $name:ident($params:ty) => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        buffers!(@set $(#[$doc])* $name($params) => $kernel, { $($field),+ });
 
         impl $name<'_> {
-            /// The kernel and a bind group for it with these buffers and the params slots.
+            /// The kernel bound to these buffers and to `slots` of `params`.
             pub(crate) fn bind(
                 &self,
                 kernels: &super::Kernels,
                 device: &wgpu::Device,
-                params: &wgpu::Buffer,
-            ) -> (super::Kernel, wgpu::BindGroup) {
-                ($kernel, self.bind_as(kernels, device, params, $kernel))
+                params: &$crate::backend::gpu::buffers::ParamSlots,
+                slots: super::Slots<$params>,
+            ) -> super::Launch {
+                self.bind_as(kernels, device, params, slots, $kernel)
             }
         }
     };
-    ($(#[$doc:meta])* shaped $name:ident => $kernel:expr, { $($field:ident),+ $(,)? }) => {
-        buffers!(@set $(#[$doc])* $name { $($field),+ });
+    ($(#[$doc:meta])* shaped $name:ident($params:ty) => $kernel:expr, { $($field:ident),+ $(,)? }) => {
+        buffers!(@set $(#[$doc])* $name($params) => $kernel, { $($field),+ });
 
         impl $name<'_> {
-            /// The kernel for a d × p shape (its vec4 twin where allowed) and a bind group for it
-            /// with these buffers and the params slots.
+            /// The kernel for a d × p shape (its vec4 twin where allowed) bound to these buffers
+            /// and to `slots` of `params`.
             pub(crate) fn bind(
                 &self,
                 kernels: &super::Kernels,
                 device: &wgpu::Device,
-                params: &wgpu::Buffer,
+                params: &$crate::backend::gpu::buffers::ParamSlots,
+                slots: super::Slots<$params>,
                 (d, p): (usize, usize),
-            ) -> (super::Kernel, wgpu::BindGroup) {
-                let kernel = $kernel.for_shape(d, p);
-                (kernel, self.bind_as(kernels, device, params, kernel))
+            ) -> super::Launch {
+                self.bind_as(kernels, device, params, slots, $kernel.for_shape(d, p))
             }
         }
     };
@@ -193,9 +334,17 @@ pub(crate) mod philox_probe;
 pub(crate) mod select;
 pub(crate) mod tangent;
 
-/// `struct Params` and its binding 0, which every module starts with.
-const PARAMS: &str = include_str!("../../../shaders/params.wgsl");
-/// The counter-based generator, shared by every module that draws.
+pub use exact::ExactParams;
+pub use fista::FistaParams;
+pub use gather::GatherParams;
+pub use kernel_hmc::KernelHmcParams;
+pub use matmul::MatmulParams;
+pub use mh_terms::MhTermsParams;
+pub use philox_probe::PhiloxProbeParams;
+pub use select::SelectParams;
+pub use tangent::TangentParams;
+
+/// The counter-based generator and its `struct Stream`, shared by every module that draws.
 const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
 /// The workgroup reduction, shared by the kernel-HMC and tangent modules.
 const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
@@ -236,7 +385,8 @@ const fn write(number: u32, name: &'static str) -> Binding {
 }
 
 /// An entry point of a family's module: the kernel it is, its WGSL name, and its storage
-/// bindings in the order `Kernels::bind` takes buffers (binding 0 is always the params uniform).
+/// bindings in the order `Kernels::bind` takes buffers (binding 0 is always the family's params
+/// uniform).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     kernel: Kernel,
@@ -244,11 +394,13 @@ struct Entry {
     bindings: &'static [Binding],
 }
 
-/// A kernel family: one shader module (its sources, concatenated) and the entry points it offers.
+/// A kernel family: one shader module (its sources, concatenated, one of which declares the
+/// params struct and `var<uniform> params`), its params struct, and the entry points it offers.
 #[derive(Clone, Copy, Debug)]
 struct Family {
     module: &'static str,
     sources: &'static [Source],
+    params: &'static Layout,
     entries: &'static [Entry],
 }
 
@@ -317,6 +469,27 @@ fn entry(kernel: Kernel) -> &'static Entry {
     &FAMILIES[family].entries[entry]
 }
 
+/// The params struct a kernel's family reads.
+const fn params_of(kernel: Kernel) -> &'static Layout {
+    FAMILIES[LOCATION[kernel as usize].0].params
+}
+
+/// Whether `kernel`'s family reads the params struct `layout` (by name; compile-time checks).
+const fn reads(kernel: Kernel, layout: &Layout) -> bool {
+    let (a, b) = (params_of(kernel).name.as_bytes(), layout.name.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Compiled pipelines with their explicit bind group layouts, indexed by `Kernel`'s discriminant.
 pub struct Kernels {
     pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
@@ -343,7 +516,6 @@ impl Kernels {
                 })
             })
             .collect();
-        let params_size = std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64);
         let pipelines = LOCATION
             .iter()
             .map(|&(family, entry)| {
@@ -352,6 +524,7 @@ impl Kernels {
                     bindings,
                     ..
                 } = FAMILIES[family].entries[entry];
+                let params_size = std::num::NonZeroU64::new(FAMILIES[family].params.size as u64);
                 let mut entries = vec![wgpu::BindGroupLayoutEntry {
                     binding: 0,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -398,22 +571,38 @@ impl Kernels {
         Kernels { pipelines }
     }
 
-    /// A bind group for `kernel`: the params buffer (one slot visible, chosen by dynamic offset)
-    /// and `buffers` for its storage bindings in the order its family declares them.
+    /// `kernel` bound to `buffers` for its storage bindings, in the order its family declares
+    /// them, and to `slots` of `params` (one slot visible, chosen by dynamic offset).
     ///
     /// The positional form, for measuring one exact kernel (the benches); the backend binds
     /// through its families' typed buffer sets, which name every binding.
     ///
     /// # Panics
-    /// When `buffers` does not have one buffer per declared binding (a programming error).
-    pub fn bind(
+    /// When `P` is not the params struct of `kernel`'s family, or `buffers` does not have one
+    /// buffer per declared binding (programming errors).
+    pub fn bind<P: WgslStruct>(
         &self,
         device: &wgpu::Device,
         kernel: Kernel,
-        params: &wgpu::Buffer,
+        params: &ParamSlots,
+        slots: Slots<P>,
         buffers: &[&wgpu::Buffer],
-    ) -> wgpu::BindGroup {
+    ) -> Launch {
         let entry = entry(kernel);
+        let layout = params_of(kernel);
+        assert_eq!(
+            P::LAYOUT.name,
+            layout.name,
+            "{} reads {}",
+            entry.entry_point,
+            layout.name
+        );
+        assert_eq!(
+            slots.buffer,
+            params.id(),
+            "{}: params slots of another buffer",
+            entry.entry_point
+        );
         assert_eq!(
             buffers.len(),
             entry.bindings.len(),
@@ -424,9 +613,9 @@ impl Kernels {
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: params,
+                buffer: &params.buffer,
                 offset: 0,
-                size: std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64),
+                size: std::num::NonZeroU64::new(layout.size as u64),
             }),
         }];
         entries.extend(entry.bindings.iter().zip(buffers).map(|(binding, buffer)| {
@@ -435,11 +624,23 @@ impl Kernels {
                 resource: buffer.as_entire_binding(),
             }
         }));
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(entry.entry_point),
             layout: &self.pipelines[kernel as usize].0,
             entries: &entries,
-        })
+        });
+        Launch {
+            kernel,
+            group,
+            slots: Slots {
+                buffer: slots.buffer,
+                first: slots.first,
+                stride: slots.stride,
+                count: slots.count,
+                per_step: slots.per_step,
+                params: PhantomData,
+            },
+        }
     }
 
     /// `bind` for a family's typed buffer set: `names` must be the entry's binding names, in
@@ -447,31 +648,35 @@ impl Kernels {
     ///
     /// # Panics
     /// When `names` are not `kernel`'s bindings (a programming error).
-    fn bind_named(
+    fn bind_named<P: WgslStruct>(
         &self,
         device: &wgpu::Device,
         kernel: Kernel,
-        params: &wgpu::Buffer,
+        params: &ParamSlots,
+        slots: Slots<P>,
         names: &[&str],
         buffers: &[&wgpu::Buffer],
-    ) -> wgpu::BindGroup {
+    ) -> Launch {
         let entry = entry(kernel);
         let declared: Vec<&str> = entry.bindings.iter().map(|b| b.name).collect();
         assert_eq!(names, declared, "{}'s bindings", entry.entry_point);
-        self.bind(device, kernel, params, buffers)
+        self.bind(device, kernel, params, slots, buffers)
     }
 
-    /// Records one dispatch of `kernel` with params slot at byte `offset`.
+    /// Records one dispatch of `launch` at `step`: its family's slot for that step (per-step
+    /// families), or its one slot.
+    ///
+    /// # Panics
+    /// When a per-step family has no slot for `step` (a programming error).
     pub fn dispatch(
         &self,
         pass: &mut wgpu::ComputePass,
-        kernel: Kernel,
-        group: &wgpu::BindGroup,
-        offset: u32,
+        launch: &Launch,
+        step: usize,
         workgroups: [u32; 3],
     ) {
-        pass.set_pipeline(&self.pipelines[kernel as usize].1);
-        pass.set_bind_group(0, group, &[offset]);
+        pass.set_pipeline(&self.pipelines[launch.kernel as usize].1);
+        pass.set_bind_group(0, &launch.group, &[launch.slots.offset(step)]);
         pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
     }
 }
@@ -479,6 +684,207 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Laplace, Prior};
+    use wgpu::naga;
+
+    /// A family's module source as `Kernels::new` concatenates it, with the Laplace prior.
+    fn source(family: &Family) -> String {
+        let prior = Prior::Laplace(Laplace { lam: 0.0 }).wgsl();
+        family
+            .sources
+            .iter()
+            .map(|part| match part {
+                Source::File(text) => text,
+                Source::Prior => prior,
+            })
+            .collect()
+    }
+
+    /// The WGSL name of a naga type: `u32`, `f32`, a struct's name, or its debug form.
+    fn wgsl_type(module: &naga::Module, ty: naga::Handle<naga::Type>) -> String {
+        let t = &module.types[ty];
+        match &t.inner {
+            naga::TypeInner::Scalar(naga::Scalar {
+                kind: naga::ScalarKind::Uint,
+                width: 4,
+            }) => "u32".into(),
+            naga::TypeInner::Scalar(naga::Scalar {
+                kind: naga::ScalarKind::Float,
+                width: 4,
+            }) => "f32".into(),
+            naga::TypeInner::Struct { .. } => t.name.clone().unwrap_or_default(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// Every difference between the WGSL struct `ty` of `module` and the Rust `layout`: name,
+    /// size, and each member's name, type and offset (nested structs member by member), each
+    /// named by its path with both values.
+    fn differences(
+        module: &naga::Module,
+        ty: naga::Handle<naga::Type>,
+        layout: &Layout,
+        path: &str,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        let t = &module.types[ty];
+        let name = t.name.as_deref().unwrap_or("?");
+        if name != layout.name {
+            out.push(format!(
+                "{path}: struct {name} in the WGSL, {} in Rust",
+                layout.name
+            ));
+        }
+        let naga::TypeInner::Struct { members, span } = &t.inner else {
+            out.push(format!("{path}: not a struct in the WGSL ({:?})", t.inner));
+            return out;
+        };
+        if *span as usize != layout.size {
+            out.push(format!(
+                "{path}: size {span} in the WGSL, {} in Rust",
+                layout.size
+            ));
+        }
+        for i in 0..members.len().max(layout.members.len()) {
+            match (members.get(i), layout.members.get(i)) {
+                (Some(w), Some(r)) => {
+                    let wname = w.name.as_deref().unwrap_or("?");
+                    let at = format!("{path}.{}", r.name);
+                    if wname != r.name {
+                        out.push(format!(
+                            "{path}: member {i} is {wname} in the WGSL, {} in Rust",
+                            r.name
+                        ));
+                    }
+                    let wty = wgsl_type(module, w.ty);
+                    if wty != r.ty {
+                        out.push(format!("{at}: type {wty} in the WGSL, {} in Rust", r.ty));
+                    }
+                    if w.offset as usize != r.offset {
+                        out.push(format!(
+                            "{at}: offset {} in the WGSL, {} in Rust",
+                            w.offset, r.offset
+                        ));
+                    }
+                    if let Some(nested) = r.nested {
+                        out.extend(differences(module, w.ty, nested, &at));
+                    }
+                }
+                (Some(w), None) => out.push(format!(
+                    "{path}.{}: at offset {} in the WGSL only",
+                    w.name.as_deref().unwrap_or("?"),
+                    w.offset
+                )),
+                (None, Some(r)) => out.push(format!(
+                    "{path}.{}: at offset {} in Rust only",
+                    r.name, r.offset
+                )),
+                (None, None) => {}
+            }
+        }
+        out
+    }
+
+    /// The differences between a family's WGSL (its `var<uniform> params` at binding 0 and that
+    /// variable's struct) and the Rust `layout`.
+    fn family_differences(family: &Family, layout: &Layout) -> Vec<String> {
+        let module = match naga::front::wgsl::parse_str(&source(family)) {
+            Ok(module) => module,
+            Err(e) => return vec![format!("{}: {}", family.module, e.emit_to_string(""))],
+        };
+        let params = module
+            .global_variables
+            .iter()
+            .map(|(_, v)| v)
+            .find(|v| v.name.as_deref() == Some("params"));
+        let Some(params) = params else {
+            return vec![format!("{}: no `params` variable", family.module)];
+        };
+        let mut out = Vec::new();
+        let binding = params.binding.as_ref().map(|b| (b.group, b.binding));
+        if params.space != naga::AddressSpace::Uniform || binding != Some((0, 0)) {
+            out.push(format!(
+                "{}: params is {:?} at {binding:?}, not a uniform at (0, 0)",
+                family.module, params.space
+            ));
+        }
+        out.extend(differences(&module, params.ty, layout, family.module));
+        out
+    }
+
+    fn slots(per_step: bool) -> Slots<GatherParams> {
+        Slots {
+            buffer: 0,
+            first: 64,
+            stride: 32,
+            count: if per_step { 3 } else { 1 },
+            per_step,
+            params: PhantomData,
+        }
+    }
+
+    /// A dispatch at step s reads slot s of a per-step section, the one slot of the others.
+    #[test]
+    fn slots_give_each_step_its_own_offset() {
+        let per_step = slots(true);
+        let offsets: Vec<u32> = (0..3).map(|s| per_step.offset(s)).collect();
+        assert_eq!(offsets, [64, 96, 128]);
+        let once = slots(false);
+        assert_eq!((once.offset(0), once.offset(7)), (64, 64));
+    }
+
+    /// A step past a per-step section is refused, never another slot.
+    #[test]
+    #[should_panic(expected = "step 3 outside the 3 params slots")]
+    fn slots_refuse_a_step_past_the_section() {
+        slots(true).offset(3);
+    }
+
+    /// Every family's params struct in Rust matches its WGSL struct: name, size, and each
+    /// member's name, type and offset (parsed by naga, the front end wgpu compiles with).
+    #[test]
+    fn params_match_the_wgsl() {
+        let mut all = Vec::new();
+        for family in FAMILIES {
+            all.extend(family_differences(family, family.params));
+        }
+        assert!(
+            all.is_empty(),
+            "{} differences:\n{}",
+            all.len(),
+            all.join("\n")
+        );
+    }
+
+    /// The comparison reports a wrong layout member by member (so the test above can fail).
+    #[test]
+    fn params_check_reports_each_difference() {
+        let found = family_differences(&select::FAMILY, &<FistaParams as WgslStruct>::LAYOUT);
+        for expected in [
+            "select: struct SelectParams in the WGSL, FistaParams in Rust",
+            "select: size 16 in the WGSL, 32 in Rust",
+            "select: member 2 is _pad0 in the WGSL, lam in Rust",
+            "select.lam: type u32 in the WGSL, f32 in Rust",
+            "select.tau: at offset 16 in Rust only",
+        ] {
+            assert!(
+                found.iter().any(|f| f == expected),
+                "missing {expected:?} in {found:#?}"
+            );
+        }
+        let found = family_differences(&gather::FAMILY, &<TangentParams as WgslStruct>::LAYOUT);
+        for expected in [
+            "gather: member 0 is stream in the WGSL, d in Rust",
+            "gather.d: type Stream in the WGSL, u32 in Rust",
+            "gather._pad0: offset 16 in the WGSL, 4 in Rust",
+            "gather.gather_factor: at offset 32 in the WGSL only",
+        ] {
+            assert!(
+                found.iter().any(|f| f == expected),
+                "missing {expected:?} in {found:#?}"
+            );
+        }
+    }
 
     /// Every family's declared layout matches its WGSL: each entry point exists, and each
     /// binding is declared in the module's sources with that number, name and access.

@@ -21,9 +21,9 @@ pub use kernel_hmc::KernelHmcGpu;
 /// handles, the params block, buffer helpers, the Philox probe). Not a stable API.
 #[doc(hidden)]
 pub mod testing {
-    pub use super::buffers::{storage, upload, ParamSlots};
+    pub use super::buffers::{storage, upload, ParamSlots, SlotLayout};
     pub use super::dataset::{gather_params, upload_observations};
-    pub use super::kernels::{Kernel, Params};
+    pub use super::kernels::*;
     pub use super::probe::*;
 }
 
@@ -34,8 +34,7 @@ use crate::methods::ChainOp;
 use crate::model::Likelihood;
 use crate::model::Target;
 use crate::{Error, Result};
-use group::{CachedEnergy, ChainGroup, Shared, TERMS};
-use kernels::Params;
+use group::{CachedEnergy, ChainGroup, Constants, Shared, TERMS};
 use timer::PassTimer;
 
 /// Options of the GPU backend.
@@ -227,12 +226,19 @@ impl GpuBackend {
         &self.context
     }
 
-    /// The params every kernel of the dynamics shares (groups fill in their own rows).
-    fn base_params(&self) -> Params {
+    /// The values the dynamics' kernels read (groups fill in their chains, each family's params
+    /// its part); the MH terms' kinetic difference off.
+    fn constants(&self) -> Constants {
         let s = &self.settings;
         let t = &self.target;
-        Params {
+        let gather = gather_params(&t.observations, s.seed, 0, 0, s.batch);
+        Constants {
+            seed: s.seed,
+            d: gather.d,
             p: t.p() as u32,
+            batch: s.batch,
+            u8_data: gather.u8_data,
+            gather_factor: gather.gather_factor,
             lam: t.prior.gpu_scalar(),
             eta: s.eta,
             noise: s.sghmc_noise as u32,
@@ -245,7 +251,6 @@ impl GpuBackend {
                 t.inv_sigma2()
             },
             kinetic: 0,
-            ..gather_params(&t.observations, s.seed, 0, 0, s.batch, 0)
         }
     }
 
@@ -338,11 +343,11 @@ impl Backend for GpuBackend {
                 self.chains
             )));
         }
-        let base = self.base_params();
+        let constants = self.constants();
         for g in &self.groups {
             let rows = &positions[g.offset * p..(g.offset + g.chains) * p];
             buffers::write(&self.context, &g.x, 0, bytemuck::cast_slice(rows));
-            g.write_params(&self.context, base, 0);
+            g.write_params(&self.context, &constants, 0);
         }
         let encoder = self.submit(
             "loading positions",
@@ -374,12 +379,12 @@ impl Backend for GpuBackend {
                 s.method
             )));
         };
-        let base = Params {
+        let constants = Constants {
             kinetic: kinetic as u32,
-            ..self.base_params()
+            ..self.constants()
         };
         for g in &self.groups {
-            g.write_params(&self.context, base, outer);
+            g.write_params(&self.context, &constants, outer);
         }
         let recorded = std::cell::Cell::new(Ok(()));
         let encoder = self.submit(

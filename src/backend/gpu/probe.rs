@@ -2,39 +2,34 @@
 
 use super::buffers::{read_f32, storage, upload, ParamSlots};
 use super::context::GpuContext;
-use super::kernels::{gather, matmul, philox_probe, Kernel, Kernels, Params};
+use super::kernels::{
+    gather, matmul, philox_probe, Kernels, Launch, MatmulParams, PhiloxProbeParams, Slots,
+    WgslStruct,
+};
 use crate::model::Observations;
 use crate::Result;
 
 /// Output words per probe case: 4 raw, 4 indices, 4 normals (f32 bits).
 pub const PROBE_WORDS: usize = 12;
 
-/// Runs the kernel `bind` chooses (given the kernels, the device, the params slot and the shape
-/// d × p) once, with `params` in its one slot.
-fn run(
+/// Runs the kernel `bind` binds (given the kernels, the device and the params slot) once, with
+/// `params` in its one slot.
+fn run<P: WgslStruct>(
     context: &GpuContext,
-    params: Params,
-    bind: impl FnOnce(
-        &Kernels,
-        &wgpu::Device,
-        &wgpu::Buffer,
-        (usize, usize),
-    ) -> (Kernel, wgpu::BindGroup),
+    params: P,
+    bind: impl FnOnce(&Kernels, &wgpu::Device, &ParamSlots, Slots<P>) -> Launch,
     workgroups: [u32; 3],
 ) -> Result<()> {
-    let shape = (params.d as usize, params.p as usize);
     context.checked("running a kernel", || {
-        let slots = ParamSlots::new(context, 1);
-        slots.write(context, &[params]);
-        let (kernel, group) = bind(&context.kernels, &context.device, &slots.buffer, shape);
+        let (buffer, slots) = ParamSlots::one::<P>(context);
+        buffer.writer().set(slots, 0, params).finish(context);
+        let launch = bind(&context.kernels, &context.device, &buffer, slots);
         let mut encoder = context
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            context
-                .kernels
-                .dispatch(&mut pass, kernel, &group, 0, workgroups);
+            context.kernels.dispatch(&mut pass, &launch, 0, workgroups);
         }
         context.queue.submit([encoder.finish()]);
     })
@@ -60,20 +55,20 @@ pub fn philox(context: &GpuContext, cases: &[([u32; 4], [u32; 2], u32)]) -> Resu
         "probe draws",
         (cases.len() * PROBE_WORDS * 4) as u64,
     );
-    let params = Params {
-        chains: cases.len() as u32,
+    let params = PhiloxProbeParams {
+        cases: cases.len() as u32,
         ..Default::default()
     };
     let groups = (cases.len() as u32).div_ceil(64);
     run(
         context,
         params,
-        |k, dev, s, _| {
+        |k, dev, buffer, slots| {
             philox_probe::PhiloxProbeBuffers {
                 cases: &input,
                 draws: &output,
             }
-            .bind(k, dev, s)
+            .bind(k, dev, buffer, slots)
         },
         [groups, 1, 1],
     )?;
@@ -104,7 +99,7 @@ pub fn residual_product(
     let lhs = upload(context, "Z", bytemuck::cast_slice(z));
     let y_buffer = upload(context, "Y", bytemuck::cast_slice(y));
     let out = poisoned(context, chains * d);
-    let params = Params {
+    let params = MatmulParams {
         chains: chains as u32,
         d: d as u32,
         p: p as u32,
@@ -115,14 +110,14 @@ pub fn residual_product(
     run(
         context,
         params,
-        |k, dev, s, shape| {
+        |k, dev, buffer, slots| {
             matmul::ResidualProductBuffers {
                 dict: &dict,
                 lhs: &lhs,
                 y: &y_buffer,
                 out: &out,
             }
-            .bind(k, dev, s, shape)
+            .bind(k, dev, buffer, slots, (d, p))
         },
         groups,
     )?;
@@ -141,7 +136,7 @@ pub fn transpose_product(
     let dict = upload(context, "A", bytemuck::cast_slice(a));
     let lhs = upload(context, "R", bytemuck::cast_slice(r));
     let out = poisoned(context, chains * p);
-    let params = Params {
+    let params = MatmulParams {
         chains: chains as u32,
         d: d as u32,
         p: p as u32,
@@ -151,13 +146,13 @@ pub fn transpose_product(
     run(
         context,
         params,
-        |k, dev, s, shape| {
+        |k, dev, buffer, slots| {
             matmul::TransposeProductBuffers {
                 dict: &dict,
                 lhs: &lhs,
                 out: &out,
             }
-            .bind(k, dev, s, shape)
+            .bind(k, dev, buffer, slots, (d, p))
         },
         groups,
     )?;
@@ -182,21 +177,19 @@ pub fn gather(
     let data = super::upload_observations(context, observations)?;
     let rows = super::buffers::upload(context, "chain rows", bytemuck::cast_slice(rows));
     let out = poisoned(context, chains * d);
-    let params = Params {
-        chain_offset,
-        ..super::gather_params(observations, seed, outer, step, batch, chains)
-    };
+    let mut params = super::gather_params(observations, seed, outer, step, batch);
+    params.stream.chain_offset = chain_offset;
     let groups = [(d as u32).div_ceil(64), chains as u32, 1];
     run(
         context,
         params,
-        |k, dev, s, _| {
+        |k, dev, buffer, slots| {
             gather::GatherBuffers {
                 data: &data,
                 ybar: &out,
                 chain_rows: &rows,
             }
-            .bind(k, dev, s)
+            .bind(k, dev, buffer, slots)
         },
         groups,
     )?;

@@ -1,19 +1,32 @@
 //! Launcher for `exact.wgsl`: the exact-gradient proposals (MALA's, and leapfrog's drift and kick).
 //!
-//! `Params` fields its WGSL reads: p, chain_offset, outer, eta, noise_scale, seed_lo, seed_hi.
+//! Its params: `ExactParams`, mirrored in `shaders/exact.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS, PHILOX};
+use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
 
 const EXACT: &str = include_str!("../../../../shaders/exact.wgsl");
+
+wgsl_struct! {
+    /// `struct ExactParams` in `shaders/exact.wgsl` (a uniform, one slot per outer iteration).
+    pub struct ExactParams {
+        /// The MALA noise's streams.
+        stream: Stream,
+        /// Code dimension p.
+        p: u32,
+        /// Step size h (MALA) or epsilon (leapfrog).
+        eta: f32,
+        /// sqrt(2 h), rounded on the host like the CPU.
+        noise_scale: f32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+    }
+}
 
 /// The exact module and its three entry points.
 pub(super) const FAMILY: Family = Family {
     module: "exact",
-    sources: &[
-        Source::File(PARAMS),
-        Source::File(PHILOX),
-        Source::File(EXACT),
-    ],
+    sources: &[Source::File(PHILOX), Source::File(EXACT)],
+    params: &ExactParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::MalaProposal,
@@ -35,15 +48,15 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `mala_proposal`.
-    MalaProposalBuffers => Kernel::MalaProposal, { x, gradient, z }
+    MalaProposalBuffers(ExactParams) => Kernel::MalaProposal, { x, gradient, z }
 }
 
 buffers! {
     /// Buffers of `leapfrog_drift`.
-    LeapfrogDriftBuffers => Kernel::LeapfrogDrift, { gradient, z, momentum }
+    LeapfrogDriftBuffers(ExactParams) => Kernel::LeapfrogDrift, { gradient, z, momentum }
 }
 
 buffers! {
     /// Buffers of `leapfrog_kick`.
-    LeapfrogKickBuffers => Kernel::LeapfrogKick, { gradient, momentum }
+    LeapfrogKickBuffers(ExactParams) => Kernel::LeapfrogKick, { gradient, momentum }
 }

@@ -1,15 +1,38 @@
 //! Launcher for `fista.wgsl`: FISTA's residual, proximal step, objective and monotone update.
 //!
-//! `Params` fields its WGSL reads: d, p, lam, step_size, tau, c_u, c_prev.
+//! Its params: `FistaParams`, mirrored in `shaders/fista.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS};
+use super::{read, write, Entry, Family, Kernel, Source, WgslStruct};
 
 const FISTA: &str = include_str!("../../../../shaders/fista.wgsl");
+
+wgsl_struct! {
+    /// `struct FistaParams` in `shaders/fista.wgsl` (a uniform, one slot per iteration).
+    pub struct FistaParams {
+        /// Image dimension d.
+        d: u32,
+        /// Code dimension p.
+        p: u32,
+        /// The LASSO weight lam.
+        lam: f32,
+        /// 1/L.
+        step_size: f32,
+        /// lam/L.
+        tau: f32,
+        /// t/t'.
+        c_u: f32,
+        /// (t-1)/t'.
+        c_prev: f32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+    }
+}
 
 /// The FISTA module and its four entry points.
 pub(super) const FAMILY: Family = Family {
     module: "fista",
-    sources: &[Source::File(PARAMS), Source::File(FISTA)],
+    sources: &[Source::File(FISTA)],
+    params: &FistaParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::FistaResidual,
@@ -50,20 +73,20 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `fista_residual`.
-    FistaResidualBuffers => Kernel::FistaResidual, { left, right, result }
+    FistaResidualBuffers(FistaParams) => Kernel::FistaResidual, { left, right, result }
 }
 
 buffers! {
     /// Buffers of `fista_prox`.
-    FistaProxBuffers => Kernel::FistaProx, { left, right, result }
+    FistaProxBuffers(FistaParams) => Kernel::FistaProx, { left, right, result }
 }
 
 buffers! {
     /// Buffers of `fista_objective`.
-    FistaObjectiveBuffers => Kernel::FistaObjective, { left, right, candidate, objective, improved }
+    FistaObjectiveBuffers(FistaParams) => Kernel::FistaObjective, { left, right, candidate, objective, improved }
 }
 
 buffers! {
     /// Buffers of `fista_update`.
-    FistaUpdateBuffers => Kernel::FistaUpdate, { left, candidate, improved, code, extrapolated, code_image, extrapolated_image }
+    FistaUpdateBuffers(FistaParams) => Kernel::FistaUpdate, { left, candidate, improved, code, extrapolated, code_image, extrapolated_image }
 }

@@ -1,20 +1,40 @@
 //! Launcher for `gather.wgsl`: per-chain minibatch means of the observations.
 //!
-//! `Params` fields its WGSL reads: d, batch, chain_offset, outer, step, u8_data, gather_factor,
-//! seed_lo, seed_hi.
+//! Its params: `GatherParams`, mirrored in `shaders/gather.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS, PHILOX};
+use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
 
 const GATHER: &str = include_str!("../../../../shaders/gather.wgsl");
+
+wgsl_struct! {
+    /// `struct GatherParams` in `shaders/gather.wgsl` (a uniform, one slot per step).
+    pub struct GatherParams {
+        /// The minibatch picks' streams.
+        stream: Stream,
+        /// Observation dimension d.
+        d: u32,
+        /// Minibatch size m.
+        batch: u32,
+        /// Step within the outer iteration (a counter word).
+        step: u32,
+        /// 1: data packed 4 bytes per word; 0: f32 bits.
+        u8_data: u32,
+        /// scale / m, rounded on the host like the CPU.
+        gather_factor: f32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
+        _pad1: u32,
+        /// Padding to 16 bytes.
+        _pad2: u32,
+    }
+}
 
 /// The gather module and its one entry point.
 pub(super) const FAMILY: Family = Family {
     module: "gather",
-    sources: &[
-        Source::File(PARAMS),
-        Source::File(PHILOX),
-        Source::File(GATHER),
-    ],
+    sources: &[Source::File(PHILOX), Source::File(GATHER)],
+    params: &GatherParams::LAYOUT,
     entries: &[Entry {
         kernel: Kernel::Gather,
         entry_point: "gather",
@@ -24,5 +44,5 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `gather`.
-    GatherBuffers => Kernel::Gather, { data, ybar, chain_rows }
+    GatherBuffers(GatherParams) => Kernel::Gather, { data, ybar, chain_rows }
 }

@@ -1,22 +1,47 @@
 //! Launcher for `kernel_hmc.wgsl`: Kernel HMC's steps, energies, MH terms and accept, and the
 //! mixture target's minibatch step residual.
 //!
-//! `Params` fields its WGSL reads: d, batch, chain_offset, outer, step, u8_data, eta, noise,
-//! noise_scale, delta, seed_lo, seed_hi.
+//! Its params: `KernelHmcParams`, mirrored in `shaders/kernel_hmc.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS, PHILOX, WORKGROUP_SUM};
+use super::{
+    read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX, WORKGROUP_SUM,
+};
 
 const KERNEL_HMC: &str = include_str!("../../../../shaders/kernel_hmc.wgsl");
+
+wgsl_struct! {
+    /// `struct KernelHmcParams` in `shaders/kernel_hmc.wgsl` (a uniform, one slot per step).
+    pub struct KernelHmcParams {
+        /// The minibatch picks' and the SGHMC noise's streams.
+        stream: Stream,
+        /// Image dimension d.
+        d: u32,
+        /// Minibatch size m.
+        batch: u32,
+        /// Step within the outer iteration (a counter word).
+        step: u32,
+        /// 1: data packed 4 bytes per word; 0: f32 bits.
+        u8_data: u32,
+        /// 1: inject SGHMC noise in `kernel_step`.
+        noise: u32,
+        /// Step size eta.
+        eta: f32,
+        /// sqrt(2 eta), rounded on the host like the CPU.
+        noise_scale: f32,
+        /// eta T, the MH proposal norms' scale.
+        delta: f32,
+    }
+}
 
 /// The kernel-HMC module and its five entry points.
 pub(super) const FAMILY: Family = Family {
     module: "kernel_hmc",
     sources: &[
-        Source::File(PARAMS),
         Source::File(PHILOX),
         Source::File(WORKGROUP_SUM),
         Source::File(KERNEL_HMC),
     ],
+    params: &KernelHmcParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::KernelStep,
@@ -83,25 +108,25 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `kernel_step`.
-    KernelStepBuffers => Kernel::KernelStep, { data, chain_info, position, momentum, picks, weights }
+    KernelStepBuffers(KernelHmcParams) => Kernel::KernelStep, { data, chain_info, position, momentum, picks, weights }
 }
 
 buffers! {
     /// Buffers of `kernel_energy`.
-    KernelEnergyBuffers => Kernel::KernelEnergy, { data, chain_info, at, energy, gradient }
+    KernelEnergyBuffers(KernelHmcParams) => Kernel::KernelEnergy, { data, chain_info, at, energy, gradient }
 }
 
 buffers! {
     /// Buffers of `kernel_mh_terms`.
-    KernelMhTermsBuffers => Kernel::KernelMhTerms, { x, z, gradient_x, gradient_z, energy_x, energy_z, terms }
+    KernelMhTermsBuffers(KernelHmcParams) => Kernel::KernelMhTerms, { x, z, gradient_x, gradient_z, energy_x, energy_z, terms }
 }
 
 buffers! {
     /// Buffers of `kernel_select`.
-    KernelSelectBuffers => Kernel::KernelSelect, { accepted, z, x_out, gradient_z, gradient_x_out, energy_z, energy_x_out }
+    KernelSelectBuffers(KernelHmcParams) => Kernel::KernelSelect, { accepted, z, x_out, gradient_z, gradient_x_out, energy_z, energy_x_out }
 }
 
 buffers! {
     /// Buffers of `mixture_residual`.
-    MixtureResidualBuffers => Kernel::MixtureResidual, { data, chain_info, picks, weights, step_image }
+    MixtureResidualBuffers(KernelHmcParams) => Kernel::MixtureResidual, { data, chain_info, picks, weights, step_image }
 }

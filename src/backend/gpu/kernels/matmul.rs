@@ -1,15 +1,47 @@
 //! Launcher for `matmul.wgsl` and `gradient_step.wgsl`: the products, the fused gradient step
 //! and the momentum draw, in a scalar-load and a vec4-load module with identical results.
 //!
-//! `Params` fields its WGSL reads: chains, d, p, y_stride; the gradient step also chain_offset,
-//! outer, step, eta, noise, noise_scale, inv_sigma2, seed_lo, seed_hi, and the prior's lam.
+//! Its params: `MatmulParams`, mirrored in `shaders/matmul.wgsl`.
 
-use super::{read, write, Binding, Entry, Family, Kernel, Source, PARAMS, PHILOX};
+use super::{read, write, Binding, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
 
 const MATMUL: &str = include_str!("../../../../shaders/matmul.wgsl");
 const MATMUL_SCALAR: &str = include_str!("../../../../shaders/matmul_scalar.wgsl");
 const MATMUL_VEC4: &str = include_str!("../../../../shaders/matmul_vec4.wgsl");
 const GRADIENT_STEP: &str = include_str!("../../../../shaders/gradient_step.wgsl");
+
+wgsl_struct! {
+    /// `struct MatmulParams` in `shaders/matmul.wgsl` (a uniform, one slot per step). The
+    /// products read the shape and `y_stride`; the gradient step and the momentum draw the rest.
+    pub struct MatmulParams {
+        /// The momentum's and the SGHMC noise's streams.
+        stream: Stream,
+        /// Rows in this group of buffers.
+        chains: u32,
+        /// Observation dimension d.
+        d: u32,
+        /// Code dimension p.
+        p: u32,
+        /// Row stride of y in `residual_product` (0 broadcasts one row).
+        y_stride: u32,
+        /// Step within the outer iteration (a counter word).
+        step: u32,
+        /// 1: inject SGHMC noise in `gradient_step`.
+        noise: u32,
+        /// Step size eta.
+        eta: f32,
+        /// sqrt(2 eta), rounded on the host like the CPU.
+        noise_scale: f32,
+        /// 1/sigma², the likelihood's precision.
+        inv_sigma2: f32,
+        /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), read by its WGSL.
+        lam: f32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
+        _pad1: u32,
+    }
+}
 
 const RESIDUAL_PRODUCT: &[Binding] = &[
     read(1, "dict"),
@@ -36,13 +68,13 @@ const FULL_GRADIENT: &[Binding] = &[
 pub(super) const SCALAR: Family = Family {
     module: "matmul",
     sources: &[
-        Source::File(PARAMS),
         Source::File(PHILOX),
         Source::File(MATMUL_SCALAR),
         Source::File(MATMUL),
         Source::Prior,
         Source::File(GRADIENT_STEP),
     ],
+    params: &MatmulParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::ResidualProduct,
@@ -76,13 +108,13 @@ pub(super) const SCALAR: Family = Family {
 pub(super) const VEC4: Family = Family {
     module: "matmul_vec4",
     sources: &[
-        Source::File(PARAMS),
         Source::File(PHILOX),
         Source::File(MATMUL_VEC4),
         Source::File(MATMUL),
         Source::Prior,
         Source::File(GRADIENT_STEP),
     ],
+    params: &MatmulParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::ResidualProductVec4,
@@ -126,25 +158,25 @@ impl Kernel {
 
 buffers! {
     /// Buffers of `residual_product`.
-    shaped ResidualProductBuffers => Kernel::ResidualProduct, { dict, lhs, y, out }
+    shaped ResidualProductBuffers(MatmulParams) => Kernel::ResidualProduct, { dict, lhs, y, out }
 }
 
 buffers! {
     /// Buffers of `transpose_product`.
-    shaped TransposeProductBuffers => Kernel::TransposeProduct, { dict, lhs, out }
+    shaped TransposeProductBuffers(MatmulParams) => Kernel::TransposeProduct, { dict, lhs, out }
 }
 
 buffers! {
     /// Buffers of `draw_momentum`.
-    DrawMomentumBuffers => Kernel::DrawMomentum, { momentum }
+    DrawMomentumBuffers(MatmulParams) => Kernel::DrawMomentum, { momentum }
 }
 
 buffers! {
     /// Buffers of `gradient_step`.
-    shaped GradientStepBuffers => Kernel::GradientStep, { dict, lhs, position, momentum }
+    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum }
 }
 
 buffers! {
     /// Buffers of `full_gradient`.
-    shaped FullGradientBuffers => Kernel::FullGradient, { dict, lhs, out, position }
+    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position }
 }

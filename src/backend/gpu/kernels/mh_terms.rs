@@ -1,22 +1,42 @@
 //! Launcher for `mh_terms.wgsl`: the MH terms per chain, from the residuals or from the mixture's
 //! cached energies.
 //!
-//! `Params` fields its WGSL reads: d, p, chain_offset, outer, delta, inv_sigma2, kinetic,
-//! seed_lo, seed_hi, and the prior's lam.
+//! Its params: `MhTermsParams`, mirrored in `shaders/mh_terms.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS, PHILOX};
+use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
 
 const MH_TERMS: &str = include_str!("../../../../shaders/mh_terms.wgsl");
+
+wgsl_struct! {
+    /// `struct MhTermsParams` in `shaders/mh_terms.wgsl` (a uniform, one slot per outer
+    /// iteration).
+    pub struct MhTermsParams {
+        /// The momentum's streams (HMC's kinetic difference draws r_0 again).
+        stream: Stream,
+        /// Observation dimension d.
+        d: u32,
+        /// Code dimension p.
+        p: u32,
+        /// 1: add HMC's kinetic difference (the program's `ChainOp::MhTerms`).
+        kinetic: u32,
+        /// Delta of the MH proposal norms: eta T (RMLD), h (MALA).
+        delta: f32,
+        /// 1/sigma², the likelihood's precision.
+        inv_sigma2: f32,
+        /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), read by its WGSL.
+        lam: f32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
+        _pad1: u32,
+    }
+}
 
 /// The MH-terms module (takes the prior's WGSL) and its two entry points.
 pub(super) const FAMILY: Family = Family {
     module: "mh_terms",
-    sources: &[
-        Source::File(PARAMS),
-        Source::File(PHILOX),
-        Source::Prior,
-        Source::File(MH_TERMS),
-    ],
+    sources: &[Source::File(PHILOX), Source::Prior, Source::File(MH_TERMS)],
+    params: &MhTermsParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::MhTerms,
@@ -51,10 +71,10 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `mh_terms`.
-    MhTermsBuffers => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum }
+    MhTermsBuffers(MhTermsParams) => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum }
 }
 
 buffers! {
     /// Buffers of `mh_terms_mixture`.
-    MhTermsMixtureBuffers => Kernel::MhTermsMixture, { x, z, gradient_x, gradient_z, terms, momentum, energy_x, energy_z }
+    MhTermsMixtureBuffers(MhTermsParams) => Kernel::MhTermsMixture, { x, z, gradient_x, gradient_z, terms, momentum, energy_x, energy_z }
 }

@@ -1,19 +1,31 @@
 //! Launcher for `philox_probe.wgsl`: raw Philox blocks, for the generator's parity tests.
 //!
-//! `Params` fields its WGSL reads: chains (the number of cases); the key comes with each case.
+//! Its params: `PhiloxProbeParams`, mirrored in `shaders/philox_probe.wgsl` (the key comes with
+//! each case).
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS, PHILOX};
+use super::{read, write, Entry, Family, Kernel, Source, WgslStruct, PHILOX};
 
 const PHILOX_PROBE: &str = include_str!("../../../../shaders/philox_probe.wgsl");
+
+wgsl_struct! {
+    /// `struct PhiloxProbeParams` in `shaders/philox_probe.wgsl` (a uniform).
+    pub struct PhiloxProbeParams {
+        /// Number of cases.
+        cases: u32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
+        _pad1: u32,
+        /// Padding to 16 bytes.
+        _pad2: u32,
+    }
+}
 
 /// The probe module and its one entry point.
 pub(super) const FAMILY: Family = Family {
     module: "philox_probe",
-    sources: &[
-        Source::File(PARAMS),
-        Source::File(PHILOX),
-        Source::File(PHILOX_PROBE),
-    ],
+    sources: &[Source::File(PHILOX), Source::File(PHILOX_PROBE)],
+    params: &PhiloxProbeParams::LAYOUT,
     entries: &[Entry {
         kernel: Kernel::PhiloxProbe,
         entry_point: "philox_probe",
@@ -23,5 +35,5 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `philox_probe`.
-    PhiloxProbeBuffers => Kernel::PhiloxProbe, { cases, draws }
+    PhiloxProbeBuffers(PhiloxProbeParams) => Kernel::PhiloxProbe, { cases, draws }
 }

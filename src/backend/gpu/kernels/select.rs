@@ -1,15 +1,30 @@
 //! Launcher for `select.wgsl`: X ← Z (with its gradient and residual) where accepted.
 //!
-//! `Params` fields its WGSL reads: d, p.
+//! Its params: `SelectParams`, mirrored in `shaders/select.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS};
+use super::{read, write, Entry, Family, Kernel, Source, WgslStruct};
 
 const SELECT: &str = include_str!("../../../../shaders/select.wgsl");
+
+wgsl_struct! {
+    /// `struct SelectParams` in `shaders/select.wgsl` (a uniform, one slot per outer iteration).
+    pub struct SelectParams {
+        /// Observation dimension d.
+        d: u32,
+        /// Code dimension p.
+        p: u32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
+        _pad1: u32,
+    }
+}
 
 /// The select module and its one entry point.
 pub(super) const FAMILY: Family = Family {
     module: "select",
-    sources: &[Source::File(PARAMS), Source::File(SELECT)],
+    sources: &[Source::File(SELECT)],
+    params: &SelectParams::LAYOUT,
     entries: &[Entry {
         kernel: Kernel::Select,
         entry_point: "select_accepted",
@@ -27,5 +42,5 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `select_accepted`.
-    SelectBuffers => Kernel::Select, { accepted, z, x, gradient_z, gradient_x, residual_z, residual_x }
+    SelectBuffers(SelectParams) => Kernel::Select, { accepted, z, x, gradient_z, gradient_x, residual_z, residual_x }
 }

@@ -1,19 +1,31 @@
 //! Launcher for `tangent.wgsl`: the tangent likelihood's energy, scaled residual and step residual.
 //!
-//! `Params` fields its WGSL reads: d (its own `TangentInfo` binding carries k and 1/sigma²).
+//! Its params: `TangentParams`, mirrored in `shaders/tangent.wgsl` (its own `TangentInfo` binding
+//! carries k and 1/sigma²).
 
-use super::{read, write, Entry, Family, Kernel, Source, PARAMS, WORKGROUP_SUM};
+use super::{read, write, Entry, Family, Kernel, Source, WgslStruct, WORKGROUP_SUM};
 
 const TANGENT: &str = include_str!("../../../../shaders/tangent.wgsl");
+
+wgsl_struct! {
+    /// `struct TangentParams` in `shaders/tangent.wgsl` (a uniform, one slot per outer iteration).
+    pub struct TangentParams {
+        /// Observation dimension d.
+        d: u32,
+        /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
+        _pad1: u32,
+        /// Padding to 16 bytes.
+        _pad2: u32,
+    }
+}
 
 /// The tangent module and its two entry points.
 pub(super) const FAMILY: Family = Family {
     module: "tangent",
-    sources: &[
-        Source::File(PARAMS),
-        Source::File(WORKGROUP_SUM),
-        Source::File(TANGENT),
-    ],
+    sources: &[Source::File(WORKGROUP_SUM), Source::File(TANGENT)],
+    params: &TangentParams::LAYOUT,
     entries: &[
         Entry {
             kernel: Kernel::TangentEnergy,
@@ -42,10 +54,10 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `tangent_energy`.
-    TangentEnergyBuffers => Kernel::TangentEnergy, { basis, gamma, tangent, residual, energy, scaled }
+    TangentEnergyBuffers(TangentParams) => Kernel::TangentEnergy, { basis, gamma, tangent, residual, energy, scaled }
 }
 
 buffers! {
     /// Buffers of `tangent_step`.
-    TangentStepBuffers => Kernel::TangentStep, { basis, gamma, tangent, step_residual }
+    TangentStepBuffers(TangentParams) => Kernel::TangentStep, { basis, gamma, tangent, step_residual }
 }
