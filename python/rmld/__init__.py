@@ -42,6 +42,7 @@ __all__ = [
     "augment_dataset",
     "encode",
     "load_digits",
+    "read_idx",
     "sample",
 ]
 
@@ -50,23 +51,15 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _as_pixels(images: Any, name: str = "images") -> np.ndarray:
-    """uint8 stays uint8; other integers in 0..255 become uint8; anything else float32."""
+    """The array as given (no copy): the native module converts it to the library's layout in
+    the one pass that copies it (uint8 as is, integers checked to lie in 0..255, floats and
+    booleans to float32, checked finite)."""
     array = np.asarray(images)
     if array.ndim not in (2, 3):
         raise ValueError(f"{name} must have shape (N, d) or (N, h, w), got {array.shape}")
-    if array.dtype == np.uint8:
-        return np.ascontiguousarray(array)
-    if np.issubdtype(array.dtype, np.integer):
-        if array.size and (array.min() < 0 or array.max() > 255):
-            raise ValueError(f"{name}: integer pixels must lie in 0..255")
-        return np.ascontiguousarray(array, dtype=np.uint8)
-    if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.bool_):
-        pixels = np.ascontiguousarray(array, dtype=np.float32)
-        if not np.all(np.isfinite(pixels)):
-            bad = np.argwhere(~np.isfinite(pixels))[0]
-            raise ValueError(f"{name} hold a non-finite value (NaN or infinity) at index {tuple(int(i) for i in bad)}")
-        return pixels
-    raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
+    if array.dtype.kind not in "uifb":
+        raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
+    return array
 
 
 def _as_labels(labels: Any, n: int) -> np.ndarray:
@@ -92,6 +85,12 @@ def _settings_json(settings: Dict[str, Any]) -> str:
             value = value.item()
         renamed[key] = value
     return json.dumps(renamed)
+
+
+def read_idx(path: PathLike) -> np.ndarray:
+    """An IDX file (MNIST's format, gzip-compressed or not) as a uint8 array: the files
+    ``rmld augment`` writes, and the MNIST-style datasets it reads."""
+    return _read_idx(Path(path))
 
 
 def _read_idx(path: Path) -> np.ndarray:
@@ -150,6 +149,7 @@ class SampleResult:
     energy: Optional[np.ndarray] = None
     notices: List[str] = field(default_factory=list)
     interrupted: bool = False
+    summary: List[str] = field(default_factory=list)
 
     def to_inference_data(self, images: bool = False):
         """An ``arviz.InferenceData``: ``posterior`` with ``codes`` (chain, draw, coefficient)
@@ -197,6 +197,7 @@ class AugmentResult:
     report: Dict[str, Any]
     notices: List[str] = field(default_factory=list)
     interrupted: bool = False
+    summary: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -208,6 +209,7 @@ class EncodeResult:
     dictionary: np.ndarray
     report: Dict[str, Any]
     notices: List[str] = field(default_factory=list)
+    summary: List[str] = field(default_factory=list)
 
 
 def _split_data(data, labels, settings=None):
@@ -265,6 +267,7 @@ def sample(
         energy=energy,
         notices=raw["notices"],
         interrupted=raw["interrupted"],
+        summary=raw["summary"],
     )
     return _finish(run, raw, result)
 
@@ -310,7 +313,8 @@ def augment(
     try:
         raw = run("augment", settings, preset=preset, data=pixels, labels=label_array, progress=progress)
         if raw["interrupted"] and not (run.out / "generated-codes.npy").exists():
-            result = AugmentResult(*(np.empty(0),) * 5, report=raw["report"], notices=raw["notices"], interrupted=True)
+            result = AugmentResult(*(np.empty(0),) * 5, report=raw["report"], notices=raw["notices"],
+                                   interrupted=True, summary=raw["summary"])
             return _finish(run, raw, result)
         result = AugmentResult(
             images=_read_idx(run.out / "generated-images-idx3-ubyte.gz"),
@@ -321,6 +325,7 @@ def augment(
             report=raw["report"],
             notices=raw["notices"],
             interrupted=raw["interrupted"],
+            summary=raw["summary"],
         )
     except BaseException:
         run.close()
@@ -352,6 +357,7 @@ def encode(
             dictionary=np.load(run.out / "dictionary.npy"),
             report=raw["report"],
             notices=raw["notices"],
+            summary=raw["summary"],
         )
     except BaseException:
         run.close()

@@ -173,29 +173,74 @@ fn settings<T: Serialize + DeserializeOwned>(base: &T, overrides: &str) -> PyRes
         .map_err(|e| PyValueError::new_err(format!("invalid setting: {e}")))
 }
 
-/// The data array (uint8 or float32, shape (N, d) or (N, h, w)) and optional integer labels
-/// as a dataset.
+/// The data array's shape and values in the library's layout, converted in the one pass that
+/// copies them (any strides): uint8 as is; other integers checked to lie in 0..255; floats
+/// (and booleans as 0/1) as float32, checked finite.
+fn pixels_of(array: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, Pixels)> {
+    fn floats<T: numpy::Element + Copy>(
+        array: &Bound<'_, PyAny>,
+        cast: impl Fn(T) -> f32,
+    ) -> Option<PyResult<(Vec<usize>, Pixels)>> {
+        let array = array.extract::<PyReadonlyArrayDyn<'_, T>>().ok()?;
+        let mut values = Vec::with_capacity(array.len());
+        for (i, &v) in array.as_array().iter().enumerate() {
+            let v = cast(v);
+            if !v.is_finite() {
+                let message = format!(
+                    "the data hold a non-finite value ({v}) at flat index {i}: pixels must be finite"
+                );
+                return Some(Err(PyValueError::new_err(message)));
+            }
+            values.push(v);
+        }
+        Some(Ok((array.shape().to_vec(), Pixels::F32(values))))
+    }
+    fn bytes<T: numpy::Element + Copy + Into<i64>>(
+        array: &Bound<'_, PyAny>,
+    ) -> Option<PyResult<(Vec<usize>, Pixels)>> {
+        let array = array.extract::<PyReadonlyArrayDyn<'_, T>>().ok()?;
+        let mut values = Vec::with_capacity(array.len());
+        for (i, &v) in array.as_array().iter().enumerate() {
+            let v: i64 = v.into();
+            match u8::try_from(v) {
+                Ok(v) => values.push(v),
+                Err(_) => {
+                    let message = format!(
+                        "the data hold {v} at flat index {i}: integer pixels must lie in 0..255"
+                    );
+                    return Some(Err(PyValueError::new_err(message)));
+                }
+            }
+        }
+        Some(Ok((array.shape().to_vec(), Pixels::U8(values))))
+    }
+    if let Ok(array) = array.extract::<PyReadonlyArrayDyn<'_, u8>>() {
+        let values = array.as_array().iter().copied().collect();
+        return Ok((array.shape().to_vec(), Pixels::U8(values)));
+    }
+    floats::<f32>(array, |v| v)
+        .or_else(|| floats::<f64>(array, |v| v as f32))
+        .or_else(|| floats::<bool>(array, |v| f32::from(u8::from(v))))
+        .or_else(|| bytes::<i64>(array))
+        .or_else(|| bytes::<i32>(array))
+        .or_else(|| bytes::<i16>(array))
+        .or_else(|| bytes::<i8>(array))
+        .or_else(|| bytes::<u16>(array))
+        .or_else(|| bytes::<u32>(array))
+        .unwrap_or_else(|| {
+            Err(PyValueError::new_err(
+                "the data must be a numpy array of numbers (unsigned or signed integers in \
+                 0..255, floats or booleans), shape (N, d) or (N, h, w)",
+            ))
+        })
+}
+
+/// The data array (shape (N, d) or (N, h, w)) and optional integer labels as a dataset.
 fn dataset(
     pixels: &Bound<'_, PyAny>,
     labels: Option<PyReadonlyArray1<'_, i64>>,
 ) -> PyResult<Dataset> {
-    let (shape, values) = if let Ok(array) = pixels.extract::<PyReadonlyArrayDyn<'_, u8>>() {
-        let shape = array.shape().to_vec();
-        (
-            shape,
-            Pixels::U8(array.as_array().iter().copied().collect()),
-        )
-    } else if let Ok(array) = pixels.extract::<PyReadonlyArrayDyn<'_, f32>>() {
-        let shape = array.shape().to_vec();
-        (
-            shape,
-            Pixels::F32(array.as_array().iter().copied().collect()),
-        )
-    } else {
-        return Err(PyValueError::new_err(
-            "the data must be a numpy array of uint8 or float32 values, shape (N, d) or (N, h, w)",
-        ));
-    };
+    let (shape, values) = pixels_of(pixels)?;
     let labels = match labels {
         None => None,
         Some(labels) => {
