@@ -297,14 +297,15 @@ def augment(
     images: Any = None,
     labels: Any = None,
     *,
-    preset: str = "quality",
+    preset: Optional[str] = None,
     out: Optional[PathLike] = None,
     progress: Optional[Progress] = None,
     **settings: Any,
 ) -> AugmentResult:
     """Generates new images per class (one per ``ratio`` originals) from ``images`` (N, h, w)
     and their integer ``labels`` (None: the embedded 8x8 digits), with the library's presets
-    ("quality", the default, or "paper") and settings (``ratio``, ``method``, ``samples``,
+    ("quality" or "paper"; when None, as ``rmld augment``: "quality", or "paper" when ``method``
+    is given) and settings (``ratio``, ``method``, ``samples``,
     ``burn_in``, ``limit``, ``classes``, ``no_quality``, ``backend``, ``seed``, ...)."""
     if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
         raise ValueError("give both images and labels, or neither (the embedded digits)")
@@ -370,7 +371,7 @@ def augment_dataset(
     labels: Any,
     out: PathLike,
     *,
-    preset: str = "quality",
+    preset: Optional[str] = None,
     progress: Optional[Progress] = None,
     **settings: Any,
 ) -> AugmentResult:

@@ -30,7 +30,7 @@ class RMLDAugmenter(BaseEstimator):
     def __init__(
         self,
         ratio: float = 1.0,
-        preset: str = "quality",
+        preset: Optional[str] = None,
         backend: str = "auto",
         seed: int = 0,
         image_shape: Optional[tuple] = None,

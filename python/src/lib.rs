@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use rmld::io::{Dataset, Pixels};
-use rmld::session::{DrawStats, Notice, Observer, Outcome, Phase};
+use rmld::session::{DrawStats, Notice, Observer, Outcome, Phase, Preset};
 use rmld::{AugmentSettings, Augmenter, EncodeSettings, Encoder, Error, SampleSettings, Sampler};
 
 /// The name the data given as an array goes by in messages and reports.
@@ -162,10 +162,17 @@ fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> 
     Ok(defaults)
 }
 
-/// Settings of type `T`: `base` with the overrides given as a JSON object.
-fn settings<T: Serialize + DeserializeOwned>(base: &T, overrides: &str) -> PyResult<T> {
-    let overrides: Map<String, Value> = serde_json::from_str(overrides)
-        .map_err(|e| PyValueError::new_err(format!("settings are not a JSON object: {e}")))?;
+/// The overrides, a JSON object of setting names and values.
+fn overrides(settings: &str) -> PyResult<Map<String, Value>> {
+    serde_json::from_str(settings)
+        .map_err(|e| PyValueError::new_err(format!("settings are not a JSON object: {e}")))
+}
+
+/// Settings of type `T`: `base` with `overrides`.
+fn settings<T: Serialize + DeserializeOwned>(
+    base: &T,
+    overrides: Map<String, Value>,
+) -> PyResult<T> {
     let defaults =
         serde_json::to_value(base).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     let merged = merge(defaults, overrides)?;
@@ -299,15 +306,18 @@ fn run<'py>(
         None => None,
     };
     let observer = PyObserver::new(progress);
+    let overrides = self::overrides(settings)?;
     let outcome: rmld::Result<Outcome> = match command {
         "sample" => {
-            let mut s: SampleSettings = self::settings(&SampleSettings::default(), settings)?;
+            let mut s: SampleSettings = self::settings(&SampleSettings::default(), overrides)?;
             s.problem.dataset = dataset;
             py.detach(|| Sampler::new(s).run(&observer))
         }
         "augment" => {
+            let method_given = overrides.contains_key("method");
             let base = match preset {
-                None | Some("quality") => AugmentSettings::quality(),
+                None => AugmentSettings::preset(Preset::default_for(method_given)),
+                Some("quality") => AugmentSettings::quality(),
                 Some("paper") => AugmentSettings::paper(),
                 Some(other) => {
                     return Err(PyValueError::new_err(format!(
@@ -315,12 +325,12 @@ fn run<'py>(
                     )))
                 }
             };
-            let mut s: AugmentSettings = self::settings(&base, settings)?;
+            let mut s: AugmentSettings = self::settings(&base, overrides)?;
             s.problem.dataset = dataset;
             py.detach(|| Augmenter::new(s).run(&observer))
         }
         "encode" => {
-            let mut s: EncodeSettings = self::settings(&EncodeSettings::default(), settings)?;
+            let mut s: EncodeSettings = self::settings(&EncodeSettings::default(), overrides)?;
             s.problem.dataset = dataset;
             py.detach(|| Encoder::new(s).run(&observer))
         }

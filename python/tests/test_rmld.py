@@ -296,3 +296,21 @@ def test_augment_dataset_writes_an_image_folder(tmp_path):
                 assert image.size == (8, 8) and image.mode == "L"
         total += len(files)
     assert total == len(result.augmented_images)
+
+
+@pytest.mark.parametrize("flags, settings", [
+    (["--limit", "300", "--samples", "3", "--burn-in", "2"], dict(limit=300, samples=3, burn_in=2)),
+    (["--method", "rmld", "--limit", "150"], dict(method="rmld", limit=150)),
+])
+def test_augment_equals_the_command_line_byte_for_byte(tmp_path, flags, settings):
+    """Same settings, same seed: the package's generated images, labels and codes are the
+    command line's files (and the preset follows the same rule: quality unless a method is
+    given)."""
+    out = tmp_path / "cli"
+    subprocess.run([rmld_binary(), "augment", *flags, "--seed", "3", "--no-quality",
+                    "--backend", "cpu", "--out", out], check=True, capture_output=True)
+    result = rmld.augment(seed=3, no_quality=True, backend="cpu", **settings)
+    np.testing.assert_array_equal(result.images, rmld.read_idx(out / "generated-images-idx3-ubyte.gz"))
+    np.testing.assert_array_equal(result.labels, np.load(out / "generated-labels.npy"))
+    np.testing.assert_array_equal(result.codes, np.load(out / "generated-codes.npy"))
+    assert result.report["preset"] == ("paper" if "method" in settings else "quality")

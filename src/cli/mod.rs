@@ -32,11 +32,9 @@ pub fn parse() -> Cli {
         (&mut cli.command, matches.subcommand())
     {
         let given = |id: &str| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-        let preset = args.preset.unwrap_or(if given("method") {
-            rmld::session::Preset::Paper
-        } else {
-            rmld::session::Preset::Quality
-        });
+        let preset = args
+            .preset
+            .unwrap_or(rmld::session::Preset::default_for(given("method")));
         args.preset = Some(preset);
         args::apply_preset(preset, args, given);
         args.batch_given = given("batch");

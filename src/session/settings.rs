@@ -337,6 +337,19 @@ pub enum Preset {
     Paper,
 }
 
+impl Preset {
+    /// The preset of an augmentation that names none: `Quality`, unless the user chose the
+    /// method, whose own settings then stay the paper's (`Paper`). The command line and the
+    /// Python package both follow this rule.
+    pub fn default_for(method_given: bool) -> Preset {
+        if method_given {
+            Preset::Paper
+        } else {
+            Preset::Quality
+        }
+    }
+}
+
 /// Settings of a class-conditional augmentation (`Augmenter`): new samples per class, mixed
 /// with the originals, written to `problem.out`. `Default` is the `quality` preset, as for
 /// `rmld augment` without options.
