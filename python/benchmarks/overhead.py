@@ -17,8 +17,9 @@ from pathlib import Path
 
 import rmld
 
-SETTINGS = dict(backend="cpu", seed=1, no_quality=True, method="hmc")
-FLAGS = ["--backend", "cpu", "--seed", "1", "--no-quality", "--method", "hmc"]
+# The default (quality) preset on the embedded digits, on the CPU.
+SETTINGS = dict(backend="cpu", seed=1, no_quality=True)
+FLAGS = ["--backend", "cpu", "--seed", "1", "--no-quality"]
 
 
 def main():

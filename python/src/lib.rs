@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use numpy::{
     PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
@@ -49,7 +50,15 @@ struct PyObserver {
     notices: Mutex<Vec<String>>,
     keyboard_interrupt: AtomicBool,
     callback_error: Mutex<Option<PyErr>>,
+    /// The thread that called `run`: Python runs signal handlers on its main thread only, so
+    /// other threads' polls need not take the GIL.
+    caller: std::thread::ThreadId,
+    /// When signals were last checked: at most every `SIGNAL_POLL` (stop polls can be frequent).
+    last_check: Mutex<Option<Instant>>,
 }
+
+/// How often a stop poll looks for Ctrl-C at most.
+const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 impl PyObserver {
     fn new(progress: Option<Py<PyAny>>) -> Self {
@@ -59,6 +68,8 @@ impl PyObserver {
             notices: Mutex::new(Vec::new()),
             keyboard_interrupt: AtomicBool::new(false),
             callback_error: Mutex::new(None),
+            caller: std::thread::current().id(),
+            last_check: Mutex::new(None),
         }
     }
 
@@ -113,7 +124,16 @@ impl Observer for PyObserver {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some();
-        // Python runs signal handlers on its main thread only; elsewhere this finds nothing.
+        if std::thread::current().id() != self.caller {
+            return failed;
+        }
+        {
+            let mut last = self.last_check.lock().unwrap_or_else(|e| e.into_inner());
+            if last.is_some_and(|at| at.elapsed() < SIGNAL_POLL) {
+                return failed;
+            }
+            *last = Some(Instant::now());
+        }
         let interrupted = Python::attach(|py| py.check_signals().is_err());
         if interrupted {
             self.keyboard_interrupt.store(true, Ordering::Relaxed);
