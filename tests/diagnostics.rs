@@ -166,3 +166,37 @@ fn ks_accepts_normals_and_rejects_a_shift() {
         "shift not detected: D {d}"
     );
 }
+
+/// rmld's nested R-hat, R-hat, bulk/tail ESS and MCSE of the mean equal the reference libraries'
+/// (arviz-stats 0.8.0 `rhat_nested`, ArviZ 0.23.4) on the fixed draws of
+/// tests/data/diagnostics_reference.json, to 1e-6 (relative); the script that made the file is
+/// scripts/reference/diagnostics_reference.py.
+#[test]
+fn estimators_match_the_reference_libraries() {
+    use rmld::diagnostics::{mcse_mean, nested_rhat};
+    let text = include_str!("data/diagnostics_reference.json");
+    let reference: serde_json::Value = serde_json::from_str(text).unwrap();
+    let mut failures = Vec::new();
+    for case in reference["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let draws: Vec<Vec<f64>> = serde_json::from_value(case["draws"].clone()).unwrap();
+        let superchains: Vec<usize> = serde_json::from_value(case["superchains"].clone()).unwrap();
+        let ours = [
+            ("nested_rhat", nested_rhat(&draws, &superchains)),
+            ("rhat", split_rhat(&draws)),
+            ("ess_bulk", ess_bulk(&draws)),
+            ("ess_tail", ess_tail(&draws)),
+            ("mcse_mean", mcse_mean(&draws)),
+        ];
+        for (quantity, value) in ours {
+            let expected = case[quantity].as_f64().unwrap();
+            match value {
+                Some(v) if (v - expected).abs() <= 1e-6 * expected.abs() => {}
+                _ => failures.push(format!(
+                    "{name}: {quantity} {value:?}, reference {expected}"
+                )),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -218,6 +218,89 @@ pub fn split_rhat(chains: &[Vec<f64>]) -> Option<f64> {
     Some(bulk.max(tail))
 }
 
+/// Nested R̂ (Margossian et al. 2024) for many short chains grouped in superchains (chains
+/// started alike: from the same image, or the same class): `superchains[c]` is chain c's group,
+/// every group the same size. Rank-normalised and split like `split_rhat` (the larger of the
+/// bulk and the folded tail value), as arviz-stats' `rhat_nested` computes it; near 1 when the
+/// superchains agree. None for fewer than 2 superchains, 4 draws, or unequal groups.
+pub fn nested_rhat(chains: &[Vec<f64>], superchains: &[usize]) -> Option<f64> {
+    let n = chains.iter().map(|c| c.len()).min()?;
+    if chains.len() != superchains.len() || n < 4 || chains.iter().any(|c| c.len() != n) {
+        return None;
+    }
+    let split = split_chains(chains);
+    // Splitting doubles the chains: halves keep their chain's superchain.
+    let ids: Vec<usize> = superchains.iter().flat_map(|&k| [k, k]).collect();
+    let bulk = nested_basic(&rank_normalise(&split), &ids)?;
+    let mut pooled: Vec<f64> = split.iter().flatten().copied().collect();
+    let med = median(&mut pooled);
+    let folded: Vec<Vec<f64>> = split
+        .iter()
+        .map(|c| c.iter().map(|v| (v - med).abs()).collect())
+        .collect();
+    let tail = nested_basic(&rank_normalise(&folded), &ids).unwrap_or(bulk);
+    Some(bulk.max(tail))
+}
+
+/// Equations 4-8 of Margossian et al. (2024) on chains as they are: sqrt(1 + B̂_ν / Ŵ_ν), with
+/// Ŵ_ν the mean over superchains of (mean within-chain variance + between-chain variance).
+fn nested_basic(chains: &[Vec<f64>], ids: &[usize]) -> Option<f64> {
+    let mut groups: Vec<usize> = ids.to_vec();
+    groups.sort_unstable();
+    groups.dedup();
+    let size = ids.iter().filter(|&&k| k == groups[0]).count();
+    if groups.len() < 2
+        || groups
+            .iter()
+            .any(|&g| ids.iter().filter(|&&k| k == g).count() != size)
+    {
+        return None;
+    }
+    let n = chains[0].len();
+    let chain_mean: Vec<f64> = chains.iter().map(|c| mean(c)).collect();
+    let chain_var: Vec<f64> = chains
+        .iter()
+        .zip(&chain_mean)
+        .map(|(c, &mu)| {
+            if n > 1 {
+                c.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (n as f64 - 1.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let sample_var = |values: &[f64]| {
+        let mu = mean(values);
+        values.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (values.len() as f64 - 1.0)
+    };
+    let mut superchain_mean = Vec::with_capacity(groups.len());
+    let mut within = 0.0;
+    for &g in &groups {
+        let members: Vec<usize> = (0..chains.len()).filter(|&c| ids[c] == g).collect();
+        let means: Vec<f64> = members.iter().map(|&c| chain_mean[c]).collect();
+        superchain_mean.push(mean(&means));
+        let between_chains = if size > 1 { sample_var(&means) } else { 0.0 };
+        let within_chains = mean(&members.iter().map(|&c| chain_var[c]).collect::<Vec<_>>());
+        within += within_chains + between_chains;
+    }
+    within /= groups.len() as f64;
+    let between = sample_var(&superchain_mean);
+    (within > 0.0).then(|| (1.0 + between / within).sqrt())
+}
+
+/// Monte Carlo standard error of the mean: the draws' standard deviation over the square root
+/// of the ESS of the split chains (ArviZ's `mcse(method="mean")`).
+pub fn mcse_mean(chains: &[Vec<f64>]) -> Option<f64> {
+    let all: Vec<f64> = chains.iter().flatten().copied().collect();
+    if all.len() < 2 {
+        return None;
+    }
+    let mu = mean(&all);
+    let sd = (all.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (all.len() as f64 - 1.0)).sqrt();
+    let ess = ess_basic(&split_chains(chains))?;
+    Some(sd / ess.sqrt())
+}
+
 /// Bulk ESS: the ESS of the rank-normalised split chains.
 pub fn ess_bulk(chains: &[Vec<f64>]) -> Option<f64> {
     ess_basic(&rank_normalise(&split_chains(chains)))

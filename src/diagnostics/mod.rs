@@ -10,7 +10,9 @@ pub mod reference;
 
 use serde::Serialize;
 
-pub use convergence::{ess_basic, ess_bulk, ess_tail, geweke_z, normal_quantile, split_rhat};
+pub use convergence::{
+    ess_basic, ess_bulk, ess_tail, geweke_z, mcse_mean, nested_rhat, normal_quantile, split_rhat,
+};
 
 /// The convergence diagnostics of one traced quantity across chains.
 #[derive(Clone, Debug, Serialize)]
