@@ -30,6 +30,10 @@ pub struct QuantityDiagnostics {
     /// Fraction of chains whose Geweke |z| < 2 (first 10% against last 50%); None when the chains
     /// are too short for the test (under 40 draws).
     pub geweke_pass_fraction: Option<f64>,
+    /// Nested R̂ over the superchains (None without superchains, or fewer than two).
+    pub nested_rhat: Option<f64>,
+    /// Monte Carlo standard error of the quantity's mean.
+    pub mcse_mean: Option<f64>,
 }
 
 /// Acceptance overall and its spread over chains.
@@ -64,6 +68,31 @@ pub struct DiagnosticsReport {
     pub min_ess_tail: Option<f64>,
     /// The smallest bulk ESS per second over the quantities.
     pub min_ess_bulk_per_second: Option<f64>,
+    /// Outer iterations of warm-up left out of every figure above but acceptance.
+    pub burn_in_excluded: u32,
+    /// What the superchains of nested R̂ are (e.g. "start classes"), and how many.
+    pub superchains: Option<String>,
+    /// The largest nested R̂ over the quantities.
+    pub max_nested_rhat: Option<f64>,
+    /// One plain-language line: converged or not, by which figure and threshold.
+    pub verdict: String,
+}
+
+/// R̂ at or below this counts as converged (Vehtari et al. 2021; Margossian et al. 2024 use the
+/// same bound for nested R̂).
+pub const RHAT_THRESHOLD: f64 = 1.01;
+/// Bulk ESS at or above this is enough for stable estimates of means and quantiles (Vehtari et
+/// al. 2021 recommend 100 per chain for 4 chains).
+pub const ESS_THRESHOLD: f64 = 400.0;
+
+/// Which draws the diagnostics read, and how the chains group for nested R̂.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scope<'a> {
+    /// Outer iterations of warm-up: the draws of iterations 1..=burn_in are left out.
+    pub burn_in: u32,
+    /// Each chain's superchain (chains started alike), and what the groups are ("start
+    /// classes"). Unequal groups are cut to the smallest group's size (first chains kept).
+    pub superchains: Option<(&'a [usize], &'a str)>,
 }
 
 /// Draws per chain for `chains` chains from a K × C × `width` trace, component `component`.
@@ -90,6 +119,16 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// The diagnostics of one quantity (draws per chain) given the sampling time.
 pub fn quantity(name: &str, chains: &[Vec<f64>], seconds: f64) -> QuantityDiagnostics {
+    quantity_nested(name, chains, seconds, None)
+}
+
+/// `quantity`, with nested R̂ over `superchains` (chain indices kept and their groups).
+fn quantity_nested(
+    name: &str,
+    chains: &[Vec<f64>],
+    seconds: f64,
+    superchains: Option<&(Vec<usize>, Vec<usize>)>,
+) -> QuantityDiagnostics {
     let finite = chains.iter().all(|c| c.iter().all(|v| v.is_finite()));
     let (rhat, bulk, tail) = if finite {
         (split_rhat(chains), ess_bulk(chains), ess_tail(chains))
@@ -104,6 +143,10 @@ pub fn quantity(name: &str, chains: &[Vec<f64>], seconds: f64) -> QuantityDiagno
             .count();
         passed as f64 / chains.len().max(1) as f64
     });
+    let nested = superchains.filter(|_| finite).and_then(|(kept, ids)| {
+        let picked: Vec<Vec<f64>> = kept.iter().map(|&c| chains[c].clone()).collect();
+        nested_rhat(&picked, ids)
+    });
     QuantityDiagnostics {
         name: name.into(),
         rhat,
@@ -111,6 +154,8 @@ pub fn quantity(name: &str, chains: &[Vec<f64>], seconds: f64) -> QuantityDiagno
         ess_tail: tail,
         ess_bulk_per_second: bulk.filter(|_| seconds > 0.0).map(|e| e / seconds),
         geweke_pass_fraction: geweke,
+        nested_rhat: nested,
+        mcse_mean: if finite { mcse_mean(chains) } else { None },
     }
 }
 
@@ -131,14 +176,61 @@ pub trait ChainTrace {
     fn projections(&self) -> &[f32];
     /// Projections per chain and traced iteration.
     fn projections_per_draw(&self) -> usize;
+    /// Outer iterations between traced rows (row i is iteration (i + 1) × stride).
+    fn trace_stride(&self) -> u32 {
+        1
+    }
 }
 
-/// The diagnostics of a run that took `sampling_seconds` for its K outer iterations.
+/// The chains kept for nested R̂ (every group cut to the smallest group's size) and their
+/// groups renumbered from 0; None with fewer than two groups.
+fn balanced_superchains(ids: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
+    let mut groups: Vec<usize> = ids.to_vec();
+    groups.sort_unstable();
+    groups.dedup();
+    if groups.len() < 2 {
+        return None;
+    }
+    let size = groups
+        .iter()
+        .map(|g| ids.iter().filter(|&k| k == g).count())
+        .min()?;
+    let mut kept = Vec::new();
+    let mut renumbered = Vec::new();
+    for (new, g) in groups.iter().enumerate() {
+        let members = (0..ids.len()).filter(|&c| ids[c] == *g).take(size);
+        for c in members {
+            kept.push(c);
+            renumbered.push(new);
+        }
+    }
+    Some((kept, renumbered))
+}
+
+/// The diagnostics of a run that took `sampling_seconds` for its K outer iterations, from all
+/// its traced draws.
 pub fn summarize(run: &impl ChainTrace, sampling_seconds: f64) -> DiagnosticsReport {
+    summarize_scoped(run, sampling_seconds, Scope::default())
+}
+
+/// The diagnostics of a run from its draws after `scope.burn_in`, with nested R̂ over
+/// `scope.superchains`; acceptance and divergences count every iteration.
+pub fn summarize_scoped(
+    run: &impl ChainTrace,
+    sampling_seconds: f64,
+    scope: Scope<'_>,
+) -> DiagnosticsReport {
     let chains = run.accepted().len();
     let width = run.projections_per_draw();
-    // Traced draws per chain (thinned for long runs); acceptance counts every iteration.
-    let k = run.log_alpha().len() / chains.max(1);
+    // Traced rows (thinned for long runs) of warm-up iterations are left out.
+    let traced = run.log_alpha().len() / chains.max(1);
+    let skip = ((scope.burn_in / run.trace_stride().max(1)) as usize).min(traced);
+    let k = traced - skip;
+    let groups = scope.superchains.and_then(|(ids, _)| {
+        (ids.len() == chains)
+            .then(|| balanced_superchains(ids))
+            .flatten()
+    });
     let mut rates: Vec<f64> = run
         .accepted()
         .iter()
@@ -146,19 +238,30 @@ pub fn summarize(run: &impl ChainTrace, sampling_seconds: f64) -> DiagnosticsRep
         .collect();
     rates.sort_by(f64::total_cmp);
     let per_chain_quantiles = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0].map(|q| quantile(&rates, q));
-    let energies: Vec<f64> = run.energies().iter().map(|&v| v as f64).collect();
-    let projections: Vec<f64> = run.projections().iter().map(|&v| v as f64).collect();
-    let mut quantities = vec![quantity(
+    let energies: Vec<f64> = run.energies()[skip * chains..]
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    let projections: Vec<f64> = run
+        .projections()
+        .get(skip * chains * width..)
+        .unwrap_or(&[])
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    let mut quantities = vec![quantity_nested(
         "energy",
         &per_chain(&energies, chains, 1, 0),
         sampling_seconds,
+        groups.as_ref(),
     )];
     if chains > 0 && projections.len() == k * chains * width {
         for i in 0..width {
-            quantities.push(quantity(
+            quantities.push(quantity_nested(
                 &format!("projection {i}"),
                 &per_chain(&projections, chains, width, i),
                 sampling_seconds,
+                groups.as_ref(),
             ));
         }
     }
@@ -182,11 +285,59 @@ pub fn summarize(run: &impl ChainTrace, sampling_seconds: f64) -> DiagnosticsRep
         min_ess_bulk: fold(|q| q.ess_bulk, false),
         min_ess_tail: fold(|q| q.ess_tail, false),
         min_ess_bulk_per_second: fold(|q| q.ess_bulk_per_second, false),
+        burn_in_excluded: scope.burn_in,
+        superchains: scope
+            .superchains
+            .zip(groups.as_ref())
+            .map(|((_, what), (kept, ids))| {
+                let count = ids.iter().max().map_or(0, |m| m + 1);
+                format!(
+                    "{count} superchains ({what}) of {} chains each",
+                    kept.len() / count.max(1)
+                )
+            }),
+        max_nested_rhat: fold(|q| q.nested_rhat, true),
+        verdict: String::new(),
         quantities,
     }
+    .with_verdict()
 }
 
 impl DiagnosticsReport {
+    /// Fills `verdict`: converged when the largest (nested, else split) R̂ is at most
+    /// `RHAT_THRESHOLD`, with the bulk ESS measured against `ESS_THRESHOLD`.
+    fn with_verdict(mut self) -> Self {
+        let (rhat, which, source) = match (self.max_nested_rhat, self.max_rhat) {
+            (Some(r), _) => (Some(r), "nested R-hat", "Margossian et al. 2024"),
+            (None, r) => (r, "split R-hat", "Vehtari et al. 2021"),
+        };
+        let after = if self.burn_in_excluded > 0 {
+            format!(" after {} burn-in iterations", self.burn_in_excluded)
+        } else {
+            String::new()
+        };
+        self.verdict = match rhat {
+            None => format!(
+                "convergence not assessed: {} draws per chain{after} (at least 4, and a quantity that varies, are needed)",
+                self.draws_per_chain
+            ),
+            Some(r) if r <= RHAT_THRESHOLD => {
+                let ess = self.min_ess_bulk.unwrap_or(0.0);
+                let enough = if ess >= ESS_THRESHOLD {
+                    format!("bulk ESS {ess:.0} ≥ {ESS_THRESHOLD:.0}")
+                } else {
+                    format!("but bulk ESS {ess:.0} < {ESS_THRESHOLD:.0}: draw more samples for stable estimates")
+                };
+                format!("converged: max {which} {r:.3} ≤ {RHAT_THRESHOLD} ({source}){after}; {enough}")
+            }
+            Some(r) => format!(
+                "not converged: max {which} {r:.3} > {RHAT_THRESHOLD} ({source}){after}: the chains \
+                 disagree; run longer (more samples and a longer burn-in) before trusting the draws"
+            ),
+        };
+        self
+    }
+
     /// One line for the CLI's closing summary.
     pub fn summary_line(&self) -> String {
         let show = |v: Option<f64>, digits: usize| {
@@ -194,9 +345,11 @@ impl DiagnosticsReport {
         };
         let geweke = self.quantities.first().and_then(|q| q.geweke_pass_fraction);
         format!(
-            "diagnostics: max R-hat {}, min ESS bulk {} / tail {} ({} per s), Geweke pass (energy) {}, \
+            "diagnostics: max split R-hat {}{}, min ESS bulk {} / tail {} ({} per s), Geweke pass (energy) {}, \
              per-chain acceptance median {:.1}% [5%: {:.1}%, 95%: {:.1}%], {} divergences",
             show(self.max_rhat, 3),
+            self.max_nested_rhat
+                .map_or(String::new(), |r| format!(" (nested {r:.3})")),
             show(self.min_ess_bulk, 0),
             show(self.min_ess_tail, 0),
             show(self.min_ess_bulk_per_second, 1),

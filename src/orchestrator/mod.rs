@@ -305,6 +305,9 @@ impl crate::diagnostics::ChainTrace for SampleRun {
     fn projections_per_draw(&self) -> usize {
         PROJECTIONS
     }
+    fn trace_stride(&self) -> u32 {
+        self.trace_stride.max(1)
+    }
 }
 
 impl SampleRun {

@@ -439,7 +439,26 @@ fn write_outputs(
         .map(|&a| a as f64 / k.max(1) as f64)
         .collect();
     let moved = run.mean_distance_moved();
-    let diagnostics = crate::diagnostics::summarize(run, run.timings.sampling_seconds);
+    // Nested R-hat's superchains: chains started from images of one class (or, without labels,
+    // from one image); the figures leave out the burn-in.
+    let start_groups: Option<(Vec<usize>, &str)> =
+        run.start_indices
+            .as_ref()
+            .map(|starts| match &problem.dataset.labels {
+                Some(labels) => (
+                    starts.iter().map(|&i| labels[i] as usize).collect(),
+                    "chains started from images of one class",
+                ),
+                None => (starts.clone(), "chains started from one image"),
+            });
+    let scope = crate::diagnostics::Scope {
+        burn_in: args.burn_in,
+        superchains: start_groups
+            .as_ref()
+            .map(|(ids, what)| (ids.as_slice(), *what)),
+    };
+    let diagnostics =
+        crate::diagnostics::summarize_scoped(run, run.timings.sampling_seconds, scope);
     let report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
@@ -483,7 +502,7 @@ fn write_outputs(
             100.0 * acceptance,
             out.display()
         ),
-        diagnostics.summary_line(),
+        format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];
     Ok((report, summary))
 }
