@@ -121,6 +121,11 @@ pub struct ProblemArgs {
     /// Output folder (created if missing; files are written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-out")]
     pub out: PathBuf,
+
+    /// Replace the files in --out that this run writes when they exist already (left by another
+    /// run, or your own); without it such a folder is refused. Inputs are never replaced.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -413,6 +418,10 @@ pub struct BenchArgs {
     /// Output folder (bench.json, bench.csv, bench.png; written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-bench")]
     pub out: PathBuf,
+
+    /// Replace bench.json, bench.csv and bench.png when --out holds them already.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every
@@ -463,6 +472,7 @@ impl ProblemArgs {
             seed: self.seed,
             backend: self.backend,
             out: self.out.clone(),
+            force: self.force,
         }
     }
 }

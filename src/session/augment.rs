@@ -63,7 +63,12 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.labels.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::AUGMENT_OUTPUTS, &inputs)?;
+    outputs::check_output_folder(
+        &args.problem.out,
+        outputs::AUGMENT_OUTPUTS,
+        &inputs,
+        args.problem.force,
+    )?;
     let post = args.postprocess();
     let dataset = load_labelled(args)?;
     // Checked before any work: a missing test split must not cost a whole run.

@@ -61,6 +61,9 @@ pub struct BenchSettings {
     pub seed: u64,
     /// Output folder (bench.json, bench.csv; written atomically).
     pub out: PathBuf,
+    /// Replace bench.json, bench.csv and bench.png when `out` holds them already.
+    #[serde(default)]
+    pub force: bool,
 }
 
 impl Default for BenchSettings {
@@ -78,6 +81,7 @@ impl Default for BenchSettings {
             ceiling_size: 1536,
             seed: 0,
             out: PathBuf::from("rmld-bench"),
+            force: false,
         }
     }
 }
@@ -489,6 +493,12 @@ fn cpu_phases(target: &Arc<Target>, dynamics: &DynamicsSettings, chains: usize) 
 
 fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> {
     args.validate()?;
+    super::outputs::check_output_folder(
+        &args.out,
+        super::outputs::BENCH_OUTPUTS,
+        &[args.data.as_deref()],
+        args.force,
+    )?;
     let chain_counts = &args.chains;
     let (observations, source) = observations(args)?;
     let d = observations.d;

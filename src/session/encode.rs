@@ -51,7 +51,12 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::ENCODE_OUTPUTS, &inputs)?;
+    outputs::check_output_folder(
+        &args.problem.out,
+        outputs::ENCODE_OUTPUTS,
+        &inputs,
+        args.problem.force,
+    )?;
     let problem = load_problem(&args.problem)?;
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());

@@ -67,7 +67,12 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::SAMPLE_OUTPUTS, &inputs)?;
+    outputs::check_output_folder(
+        &args.problem.out,
+        outputs::SAMPLE_OUTPUTS,
+        &inputs,
+        args.problem.force,
+    )?;
     let problem = load_problem(&args.problem)?;
     let (d, p) = (problem.target.d(), problem.target.p());
     memory::check_fits(

@@ -57,6 +57,11 @@ pub struct ProblemSettings {
     pub backend: BackendChoice,
     /// Output folder (created if missing; files are written atomically).
     pub out: PathBuf,
+    /// Replace the files of `out` this run writes when they exist already (written by another
+    /// run, or the user's own); without it such a folder is refused before any work. Inputs are
+    /// never replaced.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `tangent_k`'s default, for settings written before the setting existed.
@@ -84,6 +89,7 @@ impl Default for ProblemSettings {
             seed: 0,
             backend: BackendChoice::Auto,
             out: PathBuf::from("rmld-out"),
+            force: false,
         }
     }
 }
