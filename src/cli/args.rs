@@ -222,7 +222,8 @@ pub struct AugmentArgs {
 
     /// Originals to generated samples, per class: "6:1" (the paper's) generates one new sample
     /// per six images of each class.
-    #[arg(long, value_name = "O:G", default_value = "6:1", value_parser = parse_ratio)]
+    #[arg(long, value_name = "O:G", default_value = "6:1", value_parser = parse_ratio,
+          allow_hyphen_values = true)]
     pub ratio: f64,
 
     /// Only these classes (comma-separated label values); default: every class in the data.

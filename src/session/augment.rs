@@ -492,6 +492,17 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
             .checked_add(args.samples)
             .ok_or_else(|| Error::usage("burn_in", "burn-in plus samples pass 4294967295"))?,
     };
+    if plan.chains() > u32::MAX as usize {
+        return Err(Error::usage(
+            "ratio",
+            format!(
+                "{} generated samples need {} chains, more than the 4294967295 a run can hold: \
+                 lower the generated part of `ratio` or raise `samples`",
+                plan.generated(),
+                plan.chains()
+            ),
+        ));
+    }
     let settings = SamplerSettings {
         chains: plan.chains(),
         samples,

@@ -53,6 +53,8 @@ pub enum Notice {
     /// An augmentation stopped early: the generated part and the report are written, the
     /// augmented set is not.
     AugmentInterrupted,
+    /// An encoding stopped early: nothing is written (it has nothing to resume).
+    EncodeInterrupted,
     /// The sample-quality metrics could not be computed (the report says why).
     QualitySkipped {
         /// What was wrong with their inputs.
@@ -133,6 +135,10 @@ impl std::fmt::Display for Notice {
             Notice::AugmentInterrupted => write!(
                 f,
                 "interrupted; the generated part and report.json are written, the augmented set is not"
+            ),
+            Notice::EncodeInterrupted => write!(
+                f,
+                "encoding interrupted; nothing written (run it again to encode)"
             ),
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
             Notice::BenchStarted {
