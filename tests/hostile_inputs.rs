@@ -202,6 +202,8 @@ const CASES: &[Case] = &[
     no("resume {d}/u8.npy", &["u8.npy"]),
     no("resume {d}/ckpt_garbage", &["checkpoint.rmld"]),
     no("resume {d}/ckpt_trunc", &["checkpoint.rmld"]),
+    no("resume {d}/augment_stopped", &["checkpoint.rmld", "cannot be resumed", "rmld augment"]),
+    no("resume {d}/mnist", &["checkpoint.rmld", "no interrupted"]),
     // ---- quality
     no("quality --generated {d}/png.npy", &["png.npy"]),
     no("quality --generated {d}/nowhere.npy", &["nowhere.npy"]),
@@ -215,14 +217,23 @@ const CASES: &[Case] = &[
     twice(S),
     twice(A),
     twice("encode --limit 20"),
+    twice("bench --chains 1 --dim 16 --images 20 --ceiling-size 32 --outer 1"),
+    // A second run into a finished run's folder, and with --force.
+    no("sample --chains 2 --out {d}/ckpt_trunc", &["--out", "already exists", "--force"]),
     // ---- signals at the start and in the middle of each command's work
     signal("sample --chains 4 --samples 1000000 --steps 1", 50),
     signal("sample --chains 4 --samples 1000000 --steps 1", 600),
     signal(A, 30),
     signal(A, 300),
-    signal("augment --preset paper --limit 600 --batch 8 --no-quality --samples 400 --steps 4", 700),
+    signal(
+        "augment --preset paper --limit 600 --batch 8 --no-quality --samples 1 --burn-in 100000 --steps 4",
+        700,
+    ),
     signal("encode --lasso-iterations 1000", 300),
-    signal("bench --chains 1,2,4,8 --dim 16 --images 50 --ceiling-size 64 --outer 50", 500),
+    signal(
+        "bench --chains 1,2,4,8,16,32,64,128 --dim 16 --images 50 --ceiling-size 64 --outer 300",
+        1000,
+    ),
 ];
 
 /// The command's options: which take `--backend` and `--out` folders.
@@ -318,6 +329,23 @@ fn run_case(case: &Case, d: &Path, out: &Path) -> Result<(), String> {
             let output = &outputs[0];
             if !matches!(output.status.code(), Some(0) | Some(130)) {
                 return Err(format!("wanted exit 0 or 130: {}", describe(output)));
+            }
+            eprintln!(
+                "signal case `{}`: exit {:?}",
+                case.args,
+                output.status.code()
+            );
+            // An interrupted augmentation (it cannot be resumed) keeps nothing but its report.
+            if args[0] == "augment" && output.status.code() == Some(130) {
+                let mut left: Vec<String> = std::fs::read_dir(out)
+                    .map_err(|e| e.to_string())?
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                left.sort();
+                if left != [".rmld.lock", "report.json"] {
+                    return Err(format!("an interrupted augment left {left:?}"));
+                }
             }
         }
         Mode::Concurrent => {
@@ -478,6 +506,13 @@ fn fixtures(d: &Path) {
     std::os::unix::fs::symlink(f("gone.npy"), f("dangling.npy")).unwrap();
     std::fs::create_dir(f("adir.npy")).unwrap();
     std::fs::create_dir(f("emptydir")).unwrap();
+    // The report an interrupted augmentation leaves.
+    std::fs::create_dir(f("augment_stopped")).unwrap();
+    std::fs::write(
+        f("augment_stopped/report.json"),
+        r#"{"command": "augment", "interrupted": true, "resumable": false}"#,
+    )
+    .unwrap();
     // Checkpoints: garbage, and a real one cut short.
     std::fs::create_dir(f("ckpt_garbage")).unwrap();
     std::fs::write(f("ckpt_garbage/checkpoint.rmld"), b"RMLD but not really").unwrap();

@@ -450,7 +450,9 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "samples_per_second": g as f64 / generation_seconds.max(1e-9),
         "estimate": estimate,
     });
-    clock.begin("quality check", None);
+    if !args.no_quality {
+        clock.begin("quality check", None);
+    }
     let quality = add_quality(
         args,
         &originals,
