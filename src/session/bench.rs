@@ -121,6 +121,7 @@ impl BenchSettings {
         )?;
         if self.data.is_none() {
             let d = self.dim.unwrap_or(784);
+            self.check_dictionary_fits(d)?;
             super::memory::check_fits(
                 "images",
                 &format!("{} synthetic 8-bit images of {d} pixels", self.images),
@@ -128,6 +129,21 @@ impl BenchSettings {
             )?;
         }
         Ok(())
+    }
+
+    /// Fails (naming `atoms`, or `dim` when the atoms follow from it) when the d × p dictionary
+    /// and one chain do not fit the memory available.
+    fn check_dictionary_fits(&self, d: usize) -> Result<()> {
+        let p = self.atoms.unwrap_or(d.saturating_mul(4));
+        let setting = match (self.atoms, &self.data) {
+            (Some(_), _) | (None, Some(_)) => "atoms",
+            (None, None) => "dim",
+        };
+        super::memory::check_fits(
+            setting,
+            &format!("a {d} × {p} float dictionary and one chain"),
+            super::memory::sampler_bytes(1, d, p),
+        )
     }
 }
 
@@ -502,6 +518,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     let chain_counts = &args.chains;
     let (observations, source) = observations(args)?;
     let d = observations.d;
+    args.check_dictionary_fits(d)?;
     let p = args.atoms.unwrap_or(4 * d);
     if p == 0 {
         return Err(Error::usage("atoms", "must be at least 1"));
