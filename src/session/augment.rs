@@ -736,10 +736,15 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
     };
     let samples = match args.method {
         AugmentMethod::Compression => 1,
-        _ => args
-            .burn_in
-            .checked_add(args.samples)
-            .ok_or_else(|| Error::usage("burn_in", "burn-in plus samples pass 4294967295"))?,
+        _ => args.burn_in.checked_add(args.samples).ok_or_else(|| {
+            Error::usage(
+                "burn_in/samples",
+                format!(
+                    "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
+                    args.burn_in, args.samples
+                ),
+            )
+        })?,
     };
     if plan.chains() > u32::MAX as usize {
         return Err(Error::usage(
