@@ -295,6 +295,11 @@ pub struct AugmentArgs {
     /// larger than a class is an error rather than lowered to fit.
     #[arg(skip)]
     pub batch_given: bool,
+
+    /// Whether --tangent-k was given on the command line (set by `cli::parse`): then a k that
+    /// a class cannot hold is an error rather than lowered to fit.
+    #[arg(skip)]
+    pub tangent_k_given: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -534,6 +539,7 @@ impl AugmentArgs {
             test_limit: self.test_limit,
             no_quality: self.no_quality,
             fit_batch_to_classes: !self.batch_given,
+            fit_tangent_k_to_classes: !self.tangent_k_given,
         }
     }
 }

@@ -40,6 +40,7 @@ pub fn parse() -> Cli {
         args.preset = Some(preset);
         args::apply_preset(preset, args, given);
         args.batch_given = given("batch");
+        args.tangent_k_given = given("tangent_k");
     }
     cli
 }

@@ -227,6 +227,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     };
     let labels = dataset.labels.clone().unwrap_or_default();
     let (fitted, batch_fitted) = fit_batch(args, &labels);
+    let (fitted, k_fitted) = fit_tangent_k(&fitted, &labels);
     let args = &fitted;
     let samples_per_chain = match args.method {
         AugmentMethod::Compression => 1,
@@ -584,6 +585,9 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         write(&path)?;
         observer.phase_advance(k as u64 + 1);
     }
+    if let Some((asked, used)) = k_fitted {
+        report["tangent_k_fitted_to_classes"] = json!({ "asked": asked, "used": used });
+    }
     if let Some((asked, used)) = batch_fitted {
         report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
@@ -608,6 +612,13 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         clock.summary(),
         started.elapsed().as_secs_f64()
     ));
+    if let Some((asked, used)) = k_fitted {
+        summary.push(format!(
+            "note: the tangent target's k was lowered from {asked} to {used}: the smallest class \
+             has {} images, the anchor and its k neighbours",
+            used + 1
+        ));
+    }
     if let Some((asked, used)) = batch_fitted {
         summary.push(format!(
             "note: the minibatch was lowered from {asked} to {used}, the size of the smallest class"
@@ -684,18 +695,40 @@ fn fit_batch(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option
     if !args.fit_batch_to_classes {
         return (fitted, None);
     }
+    match smallest_class(args, labels) {
+        Some(n) if n > 0 && (n as u64) < args.dynamics.batch as u64 => {
+            fitted.dynamics.batch = n as u32;
+            (fitted, Some((args.dynamics.batch, n as u32)))
+        }
+        _ => (fitted, None),
+    }
+}
+
+/// Images in the smallest chosen class.
+fn smallest_class(args: &AugmentSettings, labels: &[u32]) -> Option<usize> {
     let mut counts = std::collections::BTreeMap::<u32, usize>::new();
     for &label in labels {
         *counts.entry(label).or_default() += 1;
     }
-    let smallest = match args.classes.as_deref() {
+    match args.classes.as_deref() {
         Some(chosen) => chosen.iter().filter_map(|c| counts.get(c)).min().copied(),
         None => counts.values().min().copied(),
-    };
-    match smallest {
-        Some(n) if n > 0 && (n as u64) < args.dynamics.batch as u64 => {
-            fitted.dynamics.batch = n as u32;
-            (fitted, Some((args.dynamics.batch, n as u32)))
+    }
+}
+
+/// `args` with the tangent target's k lowered so that the smallest chosen class holds k + 1
+/// images (the anchor and its k neighbours), when `fit_tangent_k_to_classes` allows it, and
+/// (asked, used) when it was lowered.
+fn fit_tangent_k(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option<(u32, u32)>) {
+    let mut fitted = args.clone();
+    if !args.fit_tangent_k_to_classes || args.problem.target != TargetKind::Tangent {
+        return (fitted, None);
+    }
+    match smallest_class(args, labels) {
+        Some(n) if n >= 2 && n as u64 <= args.problem.tangent_k as u64 => {
+            let k = (n - 1) as u32;
+            fitted.problem.tangent_k = k;
+            (fitted, Some((args.problem.tangent_k, k)))
         }
         _ => (fitted, None),
     }

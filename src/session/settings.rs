@@ -374,9 +374,15 @@ pub struct AugmentSettings {
     /// `--batch` is given, so an explicit minibatch that does not fit stays an error.
     #[serde(default = "fit_batch_default")]
     pub fit_batch_to_classes: bool,
+    /// Lower the tangent target's k when the smallest chosen class has fewer than k + 1 images
+    /// (the report and the summary say so) instead of refusing the run; the command line turns
+    /// it off when `--tangent-k` is given.
+    #[serde(default = "fit_batch_default")]
+    pub fit_tangent_k_to_classes: bool,
 }
 
-/// `fit_batch_to_classes`'s default, for settings written before it existed.
+/// `fit_batch_to_classes`'s and `fit_tangent_k_to_classes`'s default, for settings written
+/// before they existed.
 fn fit_batch_default() -> bool {
     true
 }
@@ -431,6 +437,7 @@ impl AugmentSettings {
             test_limit: None,
             no_quality: false,
             fit_batch_to_classes: true,
+            fit_tangent_k_to_classes: true,
         }
     }
 
