@@ -137,6 +137,16 @@ const CASES: &[Case] = &[
     // Duplicated and overlapping paths: the data as its own dictionary, the output in a file.
     no("sample --data {d}/f32.npy --dictionary {d}/f32.npy", &["f32.npy"]),
     no("sample --out {d}/u8.npy", &["u8.npy"]),
+    no("sample --out {d}/u8.npy --force", &["u8.npy"]),
+    // --force replaces another run's files, never an input.
+    no(
+        "sample --data {d}/own/images.npy --out {d}/own --force",
+        &["--out", "images.npy", "is an input"],
+    ),
+    no(
+        "augment --data {d}/mnist --out {d}/mnist --force",
+        &["--out", "is an input"],
+    ),
     no("sample --out {d}/u8.npy/sub", &["u8.npy"]),
     no(
         "sample --data {d}/u8.npy --dictionary {d}/own/dictionary.npy --out {d}/own",
