@@ -255,6 +255,10 @@ const CASES: &[Case] = &[
     ),
     signal("encode --lasso-iterations 1000", 300),
     signal(
+        "quality --data {d}/mnist --generated {d}/u8.npy --generated-labels {d}/labels.npy",
+        20,
+    ),
+    signal(
         "bench --chains 1,2,4,8,16,32,64,128 --dim 16 --images 50 --ceiling-size 64 --outer 300",
         1000,
     ),
