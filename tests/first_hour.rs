@@ -368,3 +368,50 @@ fn encode_help_lists_only_what_encode_uses() {
         assert!(help.contains(used), "encode --help lacks {used}");
     }
 }
+
+#[test]
+fn the_default_tangent_k_fits_small_classes_and_an_explicit_one_is_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The default (quality) preset's tangent target wants k + 1 = 17 images per class; the
+    // first 150 digits hold about 15 of each.
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args = vec![
+            "augment",
+            "--limit",
+            "150",
+            "--samples",
+            "1",
+            "--burn-in",
+            "1",
+            "--no-quality",
+            "--no-original-codes",
+            "--backend",
+            "cpu",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        (rmld(&args), out)
+    };
+    let (fitted, out) = run("default", &[]);
+    assert!(fitted.status.success(), "{}", stderr(&fitted));
+    let said = stdout(&fitted);
+    assert!(
+        said.contains("tangent target's k was lowered from 16 to"),
+        "{said}"
+    );
+    let report = json(&out, "report.json");
+    let used = report["tangent_k_fitted_to_classes"]["used"]
+        .as_u64()
+        .unwrap();
+    assert!(used > 0 && used < 16, "{report}");
+    // Asked for on the command line, a k a class cannot hold is refused.
+    let (refused, _) = run("explicit", &["--tangent-k", "16"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--tangent-k"),
+        "{}",
+        stderr(&refused)
+    );
+}

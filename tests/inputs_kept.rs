@@ -159,3 +159,118 @@ fn augment_encode_and_bench_take_the_run_lock() {
     }
     drop(lock);
 }
+
+/// `rmld sample` with a few small chains into `out`, with `extra` options.
+fn small_sample(out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "sample",
+        "--backend",
+        "cpu",
+        "--chains",
+        "3",
+        "--samples",
+        "5",
+        "--steps",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    rmld(&args)
+}
+
+#[test]
+fn a_second_run_into_a_used_folder_is_refused_unless_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let first = small_sample(&out, &["--checkpoint-every", "2"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = snapshot(&out);
+    // Another run with other settings would replace the first one's samples.
+    let second = small_sample(&out, &["--seed", "5"]);
+    assert_refused(
+        &second,
+        &["--out", "codes.npy", "already exists", "--force"],
+    );
+    assert!(
+        stderr(&second).contains("rmld resume"),
+        "the checkpoint's run can be continued: {}",
+        stderr(&second)
+    );
+    assert!(snapshot(&out) == before, "a refused run changed the folder");
+    // The run's own folder is still resumed (its checkpoint after iteration 4 of 5).
+    let resumed = rmld(&["resume", out.to_str().unwrap()]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    // Asked for, the files are replaced.
+    let forced = small_sample(&out, &["--seed", "5", "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert!(snapshot(&out) != before, "--force replaced nothing");
+}
+
+#[test]
+fn a_users_own_file_is_never_replaced_without_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = |name: &str| tmp.path().join(name);
+    // One folder per command, each holding a file of the user's under a name the command writes.
+    let cases: [(&str, &str, Vec<&str>); 4] = [
+        (
+            "sample",
+            "samples.png",
+            vec!["sample", "--chains", "2", "--samples", "1"],
+        ),
+        ("encode", "report.json", vec!["encode", "--limit", "5"]),
+        (
+            "augment",
+            "generated.png",
+            vec![
+                "augment",
+                "--preset",
+                "paper",
+                "--limit",
+                "150",
+                "--batch",
+                "8",
+                "--no-quality",
+                "--no-original-codes",
+            ],
+        ),
+        (
+            "bench",
+            "bench.csv",
+            vec![
+                "bench",
+                "--chains",
+                "1",
+                "--dim",
+                "16",
+                "--images",
+                "20",
+                "--ceiling-size",
+                "32",
+                "--outer",
+                "1",
+            ],
+        ),
+    ];
+    for (command, file, args) in &cases {
+        let out = o(command);
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join(file), b"my own notes").unwrap();
+        let out_arg = out.to_str().unwrap();
+        let mut all = args.clone();
+        all.extend_from_slice(&["--backend", "cpu", "--out", out_arg]);
+        let refused = rmld(&all);
+        assert_refused(&refused, &["--out", file, "--force"]);
+        assert_eq!(
+            std::fs::read(out.join(file)).unwrap(),
+            b"my own notes",
+            "{command} replaced the user's {file}"
+        );
+        let entries = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(entries, 1, "{command}: a refused run wrote into the folder");
+        all.push("--force");
+        let forced = rmld(&all);
+        assert!(forced.status.success(), "{command}: {}", stderr(&forced));
+        assert_ne!(std::fs::read(out.join(file)).unwrap(), b"my own notes");
+    }
+}

@@ -261,7 +261,7 @@ fn a_new_run_removes_an_earlier_runs_checkpoint() {
     };
     assert!(args(&["--checkpoint-every", "2"]).status.success());
     assert!(out.join("checkpoint.rmld").exists());
-    assert!(args(&[]).status.success());
+    assert!(args(&["--force"]).status.success());
     let resumed = rmld().arg("resume").arg(&out).output().unwrap();
     assert_eq!(
         resumed.status.code(),

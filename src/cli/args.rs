@@ -121,6 +121,11 @@ pub struct ProblemArgs {
     /// Output folder (created if missing; files are written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-out")]
     pub out: PathBuf,
+
+    /// Replace the files in --out that this run writes when they exist already (left by another
+    /// run, or your own); without it such a folder is refused. Inputs are never replaced.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -217,7 +222,8 @@ pub struct AugmentArgs {
 
     /// Originals to generated samples, per class: "6:1" (the paper's) generates one new sample
     /// per six images of each class.
-    #[arg(long, value_name = "O:G", default_value = "6:1", value_parser = parse_ratio)]
+    #[arg(long, value_name = "O:G", default_value = "6:1", value_parser = parse_ratio,
+          allow_hyphen_values = true)]
     pub ratio: f64,
 
     /// Only these classes (comma-separated label values); default: every class in the data.
@@ -289,6 +295,11 @@ pub struct AugmentArgs {
     /// larger than a class is an error rather than lowered to fit.
     #[arg(skip)]
     pub batch_given: bool,
+
+    /// Whether --tangent-k was given on the command line (set by `cli::parse`): then a k that
+    /// a class cannot hold is an error rather than lowered to fit.
+    #[arg(skip)]
+    pub tangent_k_given: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -413,6 +424,10 @@ pub struct BenchArgs {
     /// Output folder (bench.json, bench.csv, bench.png; written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-bench")]
     pub out: PathBuf,
+
+    /// Replace bench.json, bench.csv and bench.png when --out holds them already.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every
@@ -464,6 +479,7 @@ impl ProblemArgs {
             backend: self.backend,
             out: self.out.clone(),
             dataset: None,
+            force: self.force,
         }
     }
 }
@@ -524,6 +540,7 @@ impl AugmentArgs {
             test_limit: self.test_limit,
             no_quality: self.no_quality,
             fit_batch_to_classes: !self.batch_given,
+            fit_tangent_k_to_classes: !self.tangent_k_given,
         }
     }
 }

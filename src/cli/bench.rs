@@ -26,6 +26,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         ceiling_size: args.ceiling_size,
         seed: args.seed,
         out: args.out.clone(),
+        force: args.force,
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     let options = super::options_named("bench");

@@ -38,6 +38,7 @@ pub fn parse() -> Cli {
         args.preset = Some(preset);
         args::apply_preset(preset, args, given);
         args.batch_given = given("batch");
+        args.tangent_k_given = given("tangent_k");
     }
     cli
 }
@@ -58,7 +59,7 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
             Ok(finish(&terminal, &outcome))
         }
         Command::Encode(args) => {
-            let terminal = terminal(None);
+            let terminal = terminal(Some(StopRequest::install()));
             let outcome = Encoder::new(args.settings()).run(&terminal)?;
             Ok(finish(&terminal, &outcome))
         }
@@ -133,7 +134,19 @@ pub fn command() -> clap::Command {
     ];
     // encode shares the problem's options but uses neither the target nor its noise: hidden there.
     let encode_ignores = ["target", "sigma2", "tangent_k", "tangent_scale"];
+    // `--eta -1` is a value to refuse by name, not an unknown option `-1`.
+    let negative_numbers = |sub: clap::Command| {
+        let ids: Vec<clap::Id> = sub
+            .get_arguments()
+            .filter(|a| a.get_action().takes_values())
+            .map(|a| a.get_id().clone())
+            .collect();
+        ids.iter().fold(sub, |sub, id| {
+            sub.mut_arg(id, |arg| arg.allow_negative_numbers(true))
+        })
+    };
     Cli::command()
+        .mut_subcommands(negative_numbers)
         .mut_subcommand("encode", |encode| {
             encode_ignores.iter().fold(encode, |encode, id| {
                 encode.mut_arg(*id, |arg| arg.hide(true))

@@ -44,6 +44,19 @@ impl Terminal {
 }
 
 impl Observer for Terminal {
+    fn stage_start(&self, name: &'static str) {
+        // A spinner named by the stage until a bar inside it replaces it.
+        self.phase_start(&Phase {
+            name,
+            len: None,
+            unit: "",
+        });
+    }
+
+    fn stage_finish(&self, _name: &'static str, _seconds: f64) {
+        self.phase_finish();
+    }
+
     fn phase_start(&self, phase: &Phase) {
         let bar = match phase.len {
             Some(len) => {
@@ -122,7 +135,13 @@ fn notice_text(notice: &Notice, options: &[String]) -> String {
             "rmld: {notice}; continue with `rmld resume {}`",
             out.display()
         ),
-        Notice::AugmentInterrupted => format!("rmld augment: {notice}"),
+        Notice::AugmentInterrupted { .. } => {
+            format!(
+                "rmld augment: {}",
+                super::with_flags(&notice.to_string(), options)
+            )
+        }
+        Notice::Estimate { .. } => format!("rmld: {notice}"),
         Notice::QualitySkipped { error } => {
             format!(
                 "rmld augment: no quality metrics: {}",

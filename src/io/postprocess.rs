@@ -28,14 +28,19 @@ pub enum Rescale {
     Stretch,
 }
 
+/// The widest Gaussian smoothing accepted, standard deviation in pixels.
+pub const MAX_SMOOTH: f32 = 1000.0;
+
 impl PostProcess {
     /// Checks the settings.
     pub fn validate(&self) -> Result<()> {
-        if !(self.smooth.is_finite() && self.smooth >= 0.0) {
+        // The kernel has 6σ + 1 taps: past a thousand pixels it is wider than any image and
+        // costs time and memory for nothing (`smooth` 1e30 asked for billions of taps).
+        if !(self.smooth.is_finite() && (0.0..=MAX_SMOOTH).contains(&self.smooth)) {
             return Err(Error::usage(
                 "smooth",
                 format!(
-                    "must be a non-negative number of pixels, got {}",
+                    "must be a number of pixels from 0 to {MAX_SMOOTH}, got {}",
                     self.smooth
                 ),
             ));

@@ -16,6 +16,7 @@ use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
 use crate::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
 use crate::{Error, Result};
 
+use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::quality::judge;
@@ -48,11 +49,157 @@ impl Augmenter {
         &self.settings
     }
 
-    /// Runs the whole pipeline. Stopped early by the observer, the generated part and
-    /// report.json are written, the augmented set is not, and `interrupted` is set.
+    /// Runs the whole pipeline, phase by phase ([`AUGMENT_PHASES`], each one's time in report.json's
+    /// `phase_seconds`), announcing a run estimated to take over a minute (`Notice::Estimate`).
+    /// An augmentation cannot be resumed: stopped early by the observer, in any phase, it keeps
+    /// no output (every data file is written in the last phase, and those already written are
+    /// removed), writes a report.json that says where it stopped, and sets `interrupted`.
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         augment(&self.settings, observer)
     }
+}
+
+/// The phases of an augmentation, in run order: each one's wall time is in report.json's
+/// `phase_seconds` (0 for a phase the settings leave out).
+pub const AUGMENT_PHASES: [&str; 9] = [
+    "dataset load",
+    "LASSO starts",
+    "burn-in",
+    "sampling",
+    "re-encoding",
+    "quality check",
+    "original codes",
+    "test codes",
+    "writing",
+];
+
+/// Wall time per phase, with a progress display through the observer for the phases that have
+/// none of their own.
+struct PhaseClock<'a> {
+    observer: &'a dyn Observer,
+    seconds: Vec<(&'static str, f64)>,
+    current: Option<(&'static str, Instant)>,
+    /// Whether the current stage opened a progress bar (`Observer::phase_start`).
+    bar: bool,
+    /// The last phase begun: where a stop happened.
+    last: &'static str,
+}
+
+impl<'a> PhaseClock<'a> {
+    fn new(observer: &'a dyn Observer) -> Self {
+        PhaseClock {
+            observer,
+            seconds: AUGMENT_PHASES.iter().map(|&name| (name, 0.0)).collect(),
+            current: None,
+            bar: false,
+            last: AUGMENT_PHASES[0],
+        }
+    }
+
+    /// Ends the current stage and begins `name` (`Observer::stage_start`); `bar` is a progress
+    /// bar of that many outer iterations inside it (burn-in, sampling).
+    fn begin(&mut self, name: &'static str, bar: Option<u64>) {
+        self.end();
+        self.observer.stage_start(name);
+        if let Some(len) = bar {
+            self.observer.phase_start(&Phase {
+                name,
+                len: Some(len),
+                unit: "outer iterations",
+            });
+        }
+        self.bar = bar.is_some();
+        self.current = Some((name, Instant::now()));
+        self.last = name;
+    }
+
+    fn end(&mut self) {
+        if let Some((name, started)) = self.current.take() {
+            let elapsed = started.elapsed().as_secs_f64();
+            if let Some(entry) = self.seconds.iter_mut().find(|(n, _)| *n == name) {
+                entry.1 += elapsed;
+            }
+            if std::mem::take(&mut self.bar) {
+                self.observer.phase_finish();
+            }
+            self.observer.stage_finish(name, elapsed);
+        }
+    }
+
+    fn json(&self) -> Value {
+        Value::Object(
+            self.seconds
+                .iter()
+                .map(|(name, s)| (name.to_string(), json!(s)))
+                .collect(),
+        )
+    }
+
+    fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .seconds
+            .iter()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(name, s)| format!("{name} {s:.1} s"))
+            .collect();
+        format!("phases: {}", parts.join(", "))
+    }
+}
+
+/// Writes one output file at the path it is given.
+type WriteOne<'a> = Box<dyn FnOnce(&Path) -> Result<()> + 'a>;
+
+/// Files written into the output folder so far, removed again when the run stops early.
+#[derive(Default)]
+struct Written {
+    files: Vec<std::path::PathBuf>,
+    streams: Vec<std::path::PathBuf>,
+}
+
+impl Written {
+    fn remove_all(&mut self) {
+        for path in self.files.drain(..) {
+            let _ = std::fs::remove_file(&path);
+        }
+        for path in self.streams.drain(..) {
+            let _ = std::fs::remove_file(io::partial_path(&path));
+        }
+    }
+}
+
+/// Ends a stopped run: removes what it wrote, writes report.json saying where it stopped and
+/// that it cannot be resumed, and tells the observer.
+fn stopped(
+    out: &Path,
+    written: &mut Written,
+    clock: &mut PhaseClock,
+    started: Instant,
+    observer: &dyn Observer,
+) -> Result<Outcome> {
+    let phase = clock.last;
+    clock.end();
+    written.remove_all();
+    let report = json!({
+        "command": "augment",
+        "rmld_version": env!("CARGO_PKG_VERSION"),
+        "interrupted": true,
+        "stopped_in": phase,
+        "resumable": false,
+        "outputs": "none: an augmentation cannot be resumed, so an interrupted one keeps no output; run it again",
+        "phase_seconds": clock.json(),
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    io::write_json_atomic(&out.join("report.json"), &report)?;
+    observer.notice(&Notice::AugmentInterrupted {
+        phase,
+        out: out.to_path_buf(),
+    });
+    Ok(Outcome {
+        interrupted: true,
+        report,
+        summary: Vec::new(),
+        draw_stats: None,
+    })
 }
 
 fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
@@ -63,7 +210,14 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.labels.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::AUGMENT_OUTPUTS, &inputs)?;
+    outputs::check_output_folder(
+        &args.problem.out,
+        outputs::AUGMENT_OUTPUTS,
+        &inputs,
+        args.problem.force,
+    )?;
+    let mut clock = PhaseClock::new(observer);
+    clock.begin("dataset load", None);
     let post = args.postprocess();
     let dataset = load_labelled(args)?;
     // Checked before any work: a missing test split must not cost a whole run.
@@ -74,6 +228,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     };
     let labels = dataset.labels.clone().unwrap_or_default();
     let (fitted, batch_fitted) = fit_batch(args, &labels);
+    let (fitted, k_fitted) = fit_tangent_k(&fitted, &labels);
     let args = &fitted;
     let samples_per_chain = match args.method {
         AugmentMethod::Compression => 1,
@@ -169,6 +324,45 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         )?
     };
     let info = backend.info();
+    clock.end();
+    let estimate = estimate_augment(
+        &AugmentWork {
+            method: args.method,
+            d,
+            p,
+            chains: settings.chains,
+            outer: if args.method == AugmentMethod::Compression {
+                0
+            } else {
+                settings.samples
+            },
+            steps: args.dynamics.steps,
+            batch: args.dynamics.batch,
+            leapfrog_steps: args.dynamics.leapfrog_steps,
+            lasso_iterations: args.dynamics.lasso_iterations,
+            class_images: originals.n / plan.classes.len().max(1),
+            generated: plan.generated(),
+            reencode: args.reencode,
+            original_codes: if args.no_original_codes || kernel {
+                0
+            } else {
+                originals.n
+            },
+            test_codes: test.as_ref().map_or(0, |t| t.n),
+        },
+        &info,
+    );
+    if estimate.worth_announcing() {
+        observer.notice(&Notice::Estimate {
+            seconds: estimate.seconds,
+            device: info.device.clone(),
+            how: estimate.how.clone(),
+        });
+    }
+    let mut written = Written::default();
+    if observer.stop_requested() {
+        return stopped(out, &mut written, &mut clock, started, observer);
+    }
     let burn_in = if args.method == AugmentMethod::Compression {
         0
     } else {
@@ -181,11 +375,13 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         &target,
         &settings,
         &mut sink,
-        observer,
+        &mut clock,
     )?;
+    if run.interrupted {
+        return stopped(out, &mut written, &mut clock, started, observer);
+    }
     let generation_seconds = started.elapsed().as_secs_f64();
 
-    // The generated part first, so an interruption later loses none of it.
     let (h, w) = (problem.dataset.height, problem.dataset.width);
     let full = problem_args.pixel_max;
     let generated_labels: Vec<u32> = plan
@@ -200,34 +396,15 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     let p = target.p();
     let g = generated_labels.len();
     let label_bytes = idx_labels(&generated_labels)?;
-    io::write_idx_images(
-        &out.join("generated-images-idx3-ubyte.gz"),
-        g,
-        h,
-        w,
-        &generated_pixels,
-    )?;
-    io::write_idx_labels(&out.join("generated-labels-idx1-ubyte.gz"), &label_bytes)?;
-    // A stop midway keeps the chains' positions as the codes, and the run counts as interrupted.
-    let mut reencoded = false;
-    if args.reencode && !run.interrupted {
+    if args.reencode {
+        clock.begin("re-encoding", None);
         let scale = full / 255.0;
         let images: Vec<f32> = generated_pixels.iter().map(|&v| v as f32 * scale).collect();
-        if let Some(codes) = encode_rows(backend.as_mut(), &target, &images, args, observer)? {
-            generated_codes = codes;
-            reencoded = true;
+        match encode_rows(backend.as_mut(), &target, &images, args, observer)? {
+            Some(codes) => generated_codes = codes,
+            None => return stopped(out, &mut written, &mut clock, started, observer),
         }
     }
-    if !kernel {
-        io::write_npy_f32(&out.join("generated-codes.npy"), &[g, p], &generated_codes)?;
-        io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
-    }
-    io::write_npy_i64(
-        &out.join("generated-labels.npy"),
-        &[g],
-        &as_i64(&generated_labels),
-    )?;
-    write_class_grid(out, &problem, &plan, &sink, &generated_pixels, h, w)?;
 
     let mut report = json!({
         "command": "augment",
@@ -241,7 +418,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "postprocess": post,
         "generated_codes": if kernel {
             "none"
-        } else if reencoded {
+        } else if args.reencode {
             "LASSO codes of the post-processed generated images (--reencode)"
         } else {
             "the chains' positions X"
@@ -260,7 +437,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "backend": info,
         "original_count": originals.n,
         "generated_count": g,
-        "interrupted": run.interrupted,
+        "interrupted": false,
         "classes": class_report(&plan, &sink, &run),
         "acceptance_rate": run.acceptance_rate(),
         "mh_note": super::report::mh_note(
@@ -273,69 +450,150 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "timings": run.timings,
         "generation_seconds": generation_seconds,
         "samples_per_second": g as f64 / generation_seconds.max(1e-9),
+        "estimate": estimate,
     });
-    io::write_json_atomic(&out.join("report.json"), &report)?;
-    let quality = if run.interrupted {
-        Quality::Skipped
-    } else {
-        add_quality(
-            args,
-            &originals,
-            &generated_pixels,
-            &generated_labels,
-            observer,
-            &mut report,
-        )?
-    };
+    if !args.no_quality {
+        clock.begin("quality check", None);
+    }
+    let quality = add_quality(
+        args,
+        &originals,
+        &generated_pixels,
+        &generated_labels,
+        observer,
+        &mut report,
+    )?;
+    if matches!(quality, Quality::Interrupted) {
+        return stopped(out, &mut written, &mut clock, started, observer);
+    }
 
-    // The augmented set: originals (dataset order) then the generated samples.
-    let mut finished = !run.interrupted
-        && !matches!(quality, Quality::Interrupted)
-        && (reencoded || !args.reencode);
-    if finished && !args.no_original_codes && !kernel {
-        finished = write_augmented_codes(
-            out,
+    // The originals' codes and the test split's, streamed into hidden partial files that the
+    // writing phase finishes (renames) with the rest.
+    let mut original_codes = None;
+    if !args.no_original_codes && !kernel {
+        clock.begin("original codes", None);
+        let path = out.join("codes.npy");
+        written.streams.push(path.clone());
+        match encode_into(
+            &path,
+            "encoding",
             backend.as_mut(),
             &problem.target,
             &originals,
-            &generated_codes,
             args,
             observer,
-        )?;
+        )? {
+            Some(stream) => original_codes = Some(stream),
+            None => return stopped(out, &mut written, &mut clock, started, observer),
+        }
     }
+    let mut test_codes = None;
+    if let Some(test) = &test {
+        clock.begin("test codes", None);
+        let path = out.join("test-codes.npy");
+        written.streams.push(path.clone());
+        match encode_into(
+            &path,
+            "encoding",
+            backend.as_mut(),
+            &problem.target,
+            test,
+            args,
+            observer,
+        )? {
+            Some(stream) => test_codes = Some((stream, test)),
+            None => return stopped(out, &mut written, &mut clock, started, observer),
+        }
+    }
+
+    // Every output at the end, so that a stop before leaves none; a stop between two files
+    // removes those written.
+    clock.begin("writing", None);
     let mut all_pixels = original_pixels(&originals);
     all_pixels.extend_from_slice(&generated_pixels);
     let mut all_labels = originals.labels.clone().unwrap_or_default();
     all_labels.extend_from_slice(&generated_labels);
-    if finished {
-        let n = all_labels.len();
-        io::write_idx_images(
-            &out.join("train-images-idx3-ubyte.gz"),
-            n,
-            h,
-            w,
-            &all_pixels,
-        )?;
-        io::write_idx_labels(
-            &out.join("train-labels-idx1-ubyte.gz"),
-            &idx_labels(&all_labels)?,
-        )?;
-        if !args.no_original_codes && !kernel {
-            io::write_npy_i64(&out.join("labels.npy"), &[n], &as_i64(&all_labels))?;
-        }
+    let n = all_labels.len();
+    let all_label_bytes = idx_labels(&all_labels)?;
+    let mut writes: Vec<(&str, WriteOne)> = vec![
+        (
+            "generated-images-idx3-ubyte.gz",
+            Box::new(|path| io::write_idx_images(path, g, h, w, &generated_pixels)),
+        ),
+        (
+            "generated-labels-idx1-ubyte.gz",
+            Box::new(|path| io::write_idx_labels(path, &label_bytes)),
+        ),
+    ];
+    if !kernel {
+        writes.push((
+            "generated-codes.npy",
+            Box::new(|path| io::write_npy_f32(path, &[g, p], &generated_codes)),
+        ));
+        writes.push((
+            "dictionary.npy",
+            Box::new(|path| io::write_npy_f32(path, &[d, p], &target.dictionary.a)),
+        ));
     }
-    if let (true, Some(test)) = (finished, &test) {
-        let count =
-            encode_test_split(out, backend.as_mut(), &problem.target, test, args, observer)?;
-        match count {
-            Some(n) => report["test_count"] = json!(n),
-            None => finished = false,
+    writes.push((
+        "generated-labels.npy",
+        Box::new(|path| io::write_npy_i64(path, &[g], &as_i64(&generated_labels))),
+    ));
+    writes.push((
+        "generated.png",
+        Box::new(|_| write_class_grid(out, &problem, &plan, &sink, &generated_pixels, h, w)),
+    ));
+    if let Some(mut stream) = original_codes {
+        writes.push((
+            "codes.npy",
+            Box::new(|_| {
+                stream.append(&generated_codes)?;
+                stream.finish()
+            }),
+        ));
+    }
+    writes.push((
+        "train-images-idx3-ubyte.gz",
+        Box::new(|path| io::write_idx_images(path, n, h, w, &all_pixels)),
+    ));
+    writes.push((
+        "train-labels-idx1-ubyte.gz",
+        Box::new(|path| io::write_idx_labels(path, &all_label_bytes)),
+    ));
+    if !args.no_original_codes && !kernel {
+        writes.push((
+            "labels.npy",
+            Box::new(|path| io::write_npy_i64(path, &[n], &as_i64(&all_labels))),
+        ));
+    }
+    if let Some((stream, test)) = test_codes {
+        writes.push(("test-codes.npy", Box::new(move |_| stream.finish())));
+        writes.push((
+            "test-labels.npy",
+            Box::new(move |path| {
+                let labels = test.labels.clone().unwrap_or_default();
+                io::write_npy_i64(path, &[test.n], &as_i64(&labels))
+            }),
+        ));
+        report["test_count"] = json!(test.n);
+    }
+    for (k, (name, write)) in writes.into_iter().enumerate() {
+        if observer.stop_requested() {
+            return stopped(out, &mut written, &mut clock, started, observer);
         }
+        let path = out.join(name);
+        written.files.push(path.clone());
+        write(&path)?;
+        observer.phase_advance(k as u64 + 1);
+    }
+    if let Some((asked, used)) = k_fitted {
+        report["tangent_k_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
     if let Some((asked, used)) = batch_fitted {
         report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
-    report["interrupted"] = json!(!finished);
+    clock.end();
+    report["phase_seconds"] = clock.json();
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let mut summary = vec![format!(
@@ -350,6 +608,18 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         originals.n,
         out.display()
     )];
+    summary.push(format!(
+        "{} (in all {:.1} s)",
+        clock.summary(),
+        started.elapsed().as_secs_f64()
+    ));
+    if let Some((asked, used)) = k_fitted {
+        summary.push(format!(
+            "note: the tangent target's k was lowered from {asked} to {used}: the smallest class \
+             has {} images, the anchor and its k neighbours",
+            used + 1
+        ));
+    }
     if let Some((asked, used)) = batch_fitted {
         summary.push(format!(
             "note: the minibatch was lowered from {asked} to {used}, the size of the smallest class"
@@ -358,11 +628,8 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     if let Quality::Line(line) = quality {
         summary.push(line);
     }
-    if !finished {
-        observer.notice(&Notice::AugmentInterrupted);
-    }
     Ok(Outcome {
-        interrupted: !finished,
+        interrupted: false,
         report,
         summary,
         draw_stats: None,
@@ -419,7 +686,6 @@ fn add_quality(
         }
         Err(e) => return Err(e),
     };
-    io::write_json_atomic(&args.problem.out.join("report.json"), report)?;
     Ok(quality)
 }
 
@@ -431,18 +697,40 @@ fn fit_batch(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option
     if !args.fit_batch_to_classes {
         return (fitted, None);
     }
+    match smallest_class(args, labels) {
+        Some(n) if n > 0 && (n as u64) < args.dynamics.batch as u64 => {
+            fitted.dynamics.batch = n as u32;
+            (fitted, Some((args.dynamics.batch, n as u32)))
+        }
+        _ => (fitted, None),
+    }
+}
+
+/// Images in the smallest chosen class.
+fn smallest_class(args: &AugmentSettings, labels: &[u32]) -> Option<usize> {
     let mut counts = std::collections::BTreeMap::<u32, usize>::new();
     for &label in labels {
         *counts.entry(label).or_default() += 1;
     }
-    let smallest = match args.classes.as_deref() {
+    match args.classes.as_deref() {
         Some(chosen) => chosen.iter().filter_map(|c| counts.get(c)).min().copied(),
         None => counts.values().min().copied(),
-    };
-    match smallest {
-        Some(n) if n > 0 && (n as u64) < args.dynamics.batch as u64 => {
-            fitted.dynamics.batch = n as u32;
-            (fitted, Some((args.dynamics.batch, n as u32)))
+    }
+}
+
+/// `args` with the tangent target's k lowered so that the smallest chosen class holds k + 1
+/// images (the anchor and its k neighbours), when `fit_tangent_k_to_classes` allows it, and
+/// (asked, used) when it was lowered.
+fn fit_tangent_k(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option<(u32, u32)>) {
+    let mut fitted = args.clone();
+    if !args.fit_tangent_k_to_classes || args.problem.target != TargetKind::Tangent {
+        return (fitted, None);
+    }
+    match smallest_class(args, labels) {
+        Some(n) if n >= 2 && n as u64 <= args.problem.tangent_k as u64 => {
+            let k = (n - 1) as u32;
+            fitted.problem.tangent_k = k;
+            (fitted, Some((args.problem.tangent_k, k)))
         }
         _ => (fitted, None),
     }
@@ -483,11 +771,27 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
     };
     let samples = match args.method {
         AugmentMethod::Compression => 1,
-        _ => args
-            .burn_in
-            .checked_add(args.samples)
-            .ok_or_else(|| Error::usage("burn_in", "burn-in plus samples pass 4294967295"))?,
+        _ => args.burn_in.checked_add(args.samples).ok_or_else(|| {
+            Error::usage(
+                "burn_in/samples",
+                format!(
+                    "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
+                    args.burn_in, args.samples
+                ),
+            )
+        })?,
     };
+    if plan.chains() > u32::MAX as usize {
+        return Err(Error::usage(
+            "ratio",
+            format!(
+                "{} generated samples need {} chains, more than the 4294967295 a run can hold: \
+                 lower the generated part of `ratio` or raise `samples`",
+                plan.generated(),
+                plan.chains()
+            ),
+        ));
+    }
     let settings = SamplerSettings {
         chains: plan.chains(),
         samples,
@@ -505,30 +809,54 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
     Ok(settings)
 }
 
-/// Runs the chains (or, for Compression, only their LASSO starts) into `sink`.
+/// Runs the chains (or, for Compression, only their LASSO starts) into `sink`: the phases
+/// "LASSO starts", "burn-in" and "sampling". A stop after the starts returns a run marked
+/// interrupted with no iteration done.
 fn generate(
     args: &AugmentSettings,
     backend: &mut dyn Backend,
     target: &Target,
     settings: &SamplerSettings,
     sink: &mut AugmentSink,
-    observer: &dyn Observer,
+    clock: &mut PhaseClock,
 ) -> Result<SampleRun> {
+    let observer = clock.observer;
+    clock.begin("LASSO starts", None);
     let state = orchestrator::start(backend, target, settings)?;
     if args.method == AugmentMethod::Compression {
         let codes = backend.positions()?;
         sink.record(1, &codes, &state.start_images)?;
+        clock.end();
         return Ok(SampleRun {
             completed: 0,
             ..state
         });
     }
-    observer.phase_start(&Phase {
-        name: "sampling",
-        len: Some(settings.samples as u64),
-        unit: "",
-    });
-    let mut progress = |outer: u32| observer.phase_advance(outer as u64);
+    if observer.stop_requested() {
+        return Ok(SampleRun {
+            interrupted: true,
+            ..state
+        });
+    }
+    let burn_in = args.burn_in.min(settings.samples);
+    let kept = settings.samples - burn_in;
+    let sampling = Some(kept as u64);
+    if burn_in > 0 {
+        clock.begin("burn-in", Some(burn_in as u64));
+    } else {
+        clock.begin("sampling", sampling);
+    }
+    let clock = std::cell::RefCell::new(clock);
+    let mut progress = |outer: u32| {
+        if outer <= burn_in {
+            observer.phase_advance(outer as u64);
+            if outer == burn_in {
+                clock.borrow_mut().begin("sampling", sampling);
+            }
+        } else {
+            observer.phase_advance((outer - burn_in) as u64);
+        }
+    };
     let stop_now = || observer.stop_requested();
     let hooks = Hooks {
         sink,
@@ -538,41 +866,15 @@ fn generate(
         checkpoint: &mut |_, _| Ok(()),
     };
     let run = orchestrator::continue_run(backend, target, settings, state, hooks)?;
-    observer.phase_finish();
     Ok(run)
-}
-
-/// Streams codes.npy: the originals' LASSO codes (encoded batch by batch) then the generated
-/// codes. Returns false (and leaves no codes.npy) when a stop was requested midway.
-fn write_augmented_codes(
-    out: &Path,
-    backend: &mut dyn Backend,
-    target: &Target,
-    originals: &Dataset,
-    generated_codes: &[f32],
-    args: &AugmentSettings,
-    observer: &dyn Observer,
-) -> Result<bool> {
-    let Some(mut stream) = encode_into(
-        &out.join("codes.npy"),
-        backend,
-        target,
-        originals,
-        args,
-        observer,
-    )?
-    else {
-        return Ok(false);
-    };
-    stream.append(generated_codes)?;
-    stream.finish()?;
-    Ok(true)
 }
 
 /// LASSO codes (--lasso-iterations) of every image of `dataset` streamed into a new NPY at
 /// `path` (not yet finished); `None`, with the partial file removed, when a stop was requested.
+#[allow(clippy::too_many_arguments)]
 fn encode_into(
     path: &Path,
+    what: &'static str,
     backend: &mut dyn Backend,
     target: &Target,
     dataset: &Dataset,
@@ -585,7 +887,7 @@ fn encode_into(
     let finished = encode_batches(
         &mut |images| backend.encode(images, target.lam, iterations),
         observations.n,
-        "encoding",
+        what,
         observer,
         |rows| rows.flat_map(|i| observations.row(i)).collect(),
         |codes| stream.append(codes),
@@ -684,31 +986,6 @@ fn load_test(args: &AugmentSettings, train: &Dataset) -> Result<Dataset> {
         Some(n) if n < test.n => test.try_subset(&(0..n).collect::<Vec<_>>()),
         _ => Ok(test),
     }
-}
-
-/// test-codes.npy and test-labels.npy; `None` when stopped.
-fn encode_test_split(
-    out: &Path,
-    backend: &mut dyn Backend,
-    target: &Target,
-    test: &Dataset,
-    args: &AugmentSettings,
-    observer: &dyn Observer,
-) -> Result<Option<usize>> {
-    match encode_into(
-        &out.join("test-codes.npy"),
-        backend,
-        target,
-        test,
-        args,
-        observer,
-    )? {
-        Some(stream) => stream.finish()?,
-        None => return Ok(None),
-    }
-    let labels = test.labels.clone().unwrap_or_default();
-    io::write_npy_i64(&out.join("test-labels.npy"), &[test.n], &as_i64(&labels))?;
-    Ok(Some(test.n))
 }
 
 /// The originals as 8-bit pixels (full scale mapped to 255).

@@ -61,6 +61,9 @@ pub struct BenchSettings {
     pub seed: u64,
     /// Output folder (bench.json, bench.csv; written atomically).
     pub out: PathBuf,
+    /// Replace bench.json, bench.csv and bench.png when `out` holds them already.
+    #[serde(default)]
+    pub force: bool,
 }
 
 impl Default for BenchSettings {
@@ -78,6 +81,7 @@ impl Default for BenchSettings {
             ceiling_size: 1536,
             seed: 0,
             out: PathBuf::from("rmld-bench"),
+            force: false,
         }
     }
 }
@@ -117,6 +121,7 @@ impl BenchSettings {
         )?;
         if self.data.is_none() {
             let d = self.dim.unwrap_or(784);
+            self.check_dictionary_fits(d)?;
             super::memory::check_fits(
                 "images",
                 &format!("{} synthetic 8-bit images of {d} pixels", self.images),
@@ -124,6 +129,21 @@ impl BenchSettings {
             )?;
         }
         Ok(())
+    }
+
+    /// Fails (naming `atoms`, or `dim` when the atoms follow from it) when the d × p dictionary
+    /// and one chain do not fit the memory available.
+    fn check_dictionary_fits(&self, d: usize) -> Result<()> {
+        let p = self.atoms.unwrap_or(d.saturating_mul(4));
+        let setting = match (self.atoms, &self.data) {
+            (Some(_), _) | (None, Some(_)) => "atoms",
+            (None, None) => "dim",
+        };
+        super::memory::check_fits(
+            setting,
+            &format!("a {d} × {p} float dictionary and one chain"),
+            super::memory::sampler_bytes(1, d, p),
+        )
     }
 }
 
@@ -489,9 +509,16 @@ fn cpu_phases(target: &Arc<Target>, dynamics: &DynamicsSettings, chains: usize) 
 
 fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> {
     args.validate()?;
+    super::outputs::check_output_folder(
+        &args.out,
+        super::outputs::BENCH_OUTPUTS,
+        &[args.data.as_deref()],
+        args.force,
+    )?;
     let chain_counts = &args.chains;
     let (observations, source) = observations(args)?;
     let d = observations.d;
+    args.check_dictionary_fits(d)?;
     let p = args.atoms.unwrap_or(4 * d);
     if p == 0 {
         return Err(Error::usage("atoms", "must be at least 1"));

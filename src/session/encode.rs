@@ -8,7 +8,7 @@ use crate::io;
 use crate::methods::DynamicsSettings;
 use crate::Result;
 
-use super::observer::{Observer, Phase};
+use super::observer::{Notice, Observer, Phase};
 use super::outputs;
 use super::problem::{load_problem, make_backend};
 use super::report::{dataset_json, picture_columns};
@@ -37,8 +37,8 @@ impl Encoder {
         &self.settings
     }
 
-    /// Encodes and writes every output (the observer's stop request is not polled: encoding
-    /// has no resumable state).
+    /// Encodes and writes every output. Stopped by the observer (polled between batches of
+    /// rows), nothing is written, as encoding has no state to resume, and `interrupted` is set.
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         encode(&self.settings, observer)
     }
@@ -51,7 +51,12 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::ENCODE_OUTPUTS, &inputs)?;
+    outputs::check_output_folder(
+        &args.problem.out,
+        outputs::ENCODE_OUTPUTS,
+        &inputs,
+        args.problem.force,
+    )?;
     let problem = load_problem(&args.problem)?;
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());
@@ -86,6 +91,16 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let mut codes = Vec::with_capacity(n * p);
     let mut originals = Vec::with_capacity(n * d);
     for start in (0..n).step_by(ENCODE_BATCH) {
+        if observer.stop_requested() {
+            observer.phase_finish();
+            observer.notice(&Notice::EncodeInterrupted);
+            return Ok(Outcome {
+                interrupted: true,
+                report: serde_json::Value::Null,
+                summary: Vec::new(),
+                draw_stats: None,
+            });
+        }
         let rows = ENCODE_BATCH.min(n - start);
         let images: Vec<f32> = (start..start + rows)
             .flat_map(|i| target.observations.row(i))

@@ -22,6 +22,7 @@
 mod augment;
 pub(crate) mod bench;
 mod encode;
+mod estimate;
 mod memory;
 mod observer;
 mod outputs;
@@ -31,9 +32,10 @@ pub(crate) mod report;
 mod sample;
 mod settings;
 
-pub use augment::Augmenter;
+pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
 pub use encode::Encoder;
+pub use estimate::{estimate_augment, AugmentWork, Estimate};
 pub use observer::{Notice, Observer, Phase, Silent};
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};

@@ -50,9 +50,26 @@ pub enum Notice {
         /// The run's output folder (to resume).
         out: PathBuf,
     },
-    /// An augmentation stopped early: the generated part and the report are written, the
-    /// augmented set is not.
-    AugmentInterrupted,
+    /// An augmentation stopped early. It cannot be resumed, so no output is kept: only
+    /// report.json, which says so (`"interrupted": true`, the phase, `"resumable": false`).
+    AugmentInterrupted {
+        /// The phase it stopped in ("sampling", ...).
+        phase: &'static str,
+        /// The run's output folder.
+        out: PathBuf,
+    },
+    /// A run expected to take longer than a minute starts: how long, where, and how that was
+    /// estimated.
+    Estimate {
+        /// Estimated seconds.
+        seconds: f64,
+        /// The device it runs on.
+        device: String,
+        /// How the estimate was made.
+        how: String,
+    },
+    /// An encoding stopped early: nothing is written (it has nothing to resume).
+    EncodeInterrupted,
     /// The sample-quality metrics could not be computed (the report says why).
     QualitySkipped {
         /// What was wrong with their inputs.
@@ -130,9 +147,25 @@ impl std::fmt::Display for Notice {
                 "interrupted after outer iteration {completed} of {samples}: outputs and {} written",
                 checkpoint.display()
             ),
-            Notice::AugmentInterrupted => write!(
+            Notice::AugmentInterrupted { phase, out } => write!(
                 f,
-                "interrupted; the generated part and report.json are written, the augmented set is not"
+                "interrupted during {phase}; an augmentation cannot be resumed, so no output is \
+                 kept in {} (report.json says where it stopped): run it again, with `force` to \
+                 reuse the folder",
+                out.display()
+            ),
+            Notice::Estimate {
+                seconds,
+                device,
+                how,
+            } => write!(
+                f,
+                "this run will take about {} on {device} (estimated from its settings: {how})",
+                duration(*seconds)
+            ),
+            Notice::EncodeInterrupted => write!(
+                f,
+                "encoding interrupted; nothing written (run it again to encode)"
             ),
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
             Notice::BenchStarted {
@@ -169,10 +202,27 @@ impl std::fmt::Display for Notice {
     }
 }
 
+/// Seconds as people say them: "40 s", "12 min", "3.5 h".
+pub fn duration(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 5400.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
 /// Receives a run's progress and notices, and tells it when to stop. Every method has a default
 /// that does nothing, so an observer implements only what it shows. Methods take `&self` (the
 /// stop request is polled from worker threads): keep state behind interior mutability.
 pub trait Observer: Sync {
+    /// A stage of a run made of several begins (augment's, `AUGMENT_PHASES`: dataset load,
+    /// LASSO starts, burn-in, sampling, ...); the phases with progress inside it follow. A stage
+    /// without one (dataset load, LASSO starts, writing) is shown by its name alone.
+    fn stage_start(&self, _name: &'static str) {}
+    /// The current stage is over after `seconds` of wall time.
+    fn stage_finish(&self, _name: &'static str, _seconds: f64) {}
     /// A phase begins (phases do not nest).
     fn phase_start(&self, _phase: &Phase) {}
     /// The current phase reached `position` of its `len` units.

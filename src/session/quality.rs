@@ -49,6 +49,32 @@ const FLOAT_SCALE_SLACK: f32 = 2.0;
 /// its summary lines. Stopped early, nothing is written and `interrupted` is set.
 pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
+    // The numbers first: a bad one is named before any file is read.
+    if let Some(s) = args
+        .generated_scale
+        .filter(|s| !(s.is_finite() && *s > 0.0))
+    {
+        return Err(Error::usage(
+            "generated_scale",
+            format!("must be a positive number, got {s}"),
+        ));
+    }
+    for (name, limit) in [("limit", args.limit), ("test_limit", args.test_limit)] {
+        if limit == Some(0) {
+            return Err(Error::usage(name, "must be at least 1"));
+        }
+    }
+    if let Some(out) = &args.out {
+        let inputs = [
+            Some(args.generated.as_path()),
+            args.generated_labels.as_deref(),
+            args.data.as_deref(),
+            args.labels.as_deref(),
+        ];
+        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let folder = out.parent().unwrap_or(std::path::Path::new("."));
+        super::outputs::refuse_overwriting_inputs(folder, &[name], &inputs)?;
+    }
     let mut train = Dataset::load_or_embedded(args.data.as_deref())?;
     if let Some(path) = &args.labels {
         train = train.with_labels_file(path)?;

@@ -67,7 +67,12 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::refuse_overwriting_inputs(&args.problem.out, outputs::SAMPLE_OUTPUTS, &inputs)?;
+    outputs::check_output_folder(
+        &args.problem.out,
+        outputs::SAMPLE_OUTPUTS,
+        &inputs,
+        args.problem.force,
+    )?;
     let problem = load_problem(&args.problem)?;
     let (d, p) = (problem.target.d(), problem.target.p());
     memory::check_fits(
@@ -115,6 +120,9 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
 fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     let path = dir.join(CHECKPOINT);
+    if !path.exists() {
+        return Err(not_resumable(dir, &path));
+    }
     let checkpoint = Checkpoint::read(&path)?;
     let mut sample_args: SampleSettings = serde_json::from_value(checkpoint.config.clone())
         .map_err(|e| {
@@ -207,6 +215,33 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         started,
         observer,
     )
+}
+
+/// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
+fn not_resumable(dir: &Path, path: &Path) -> Error {
+    let report: Option<serde_json::Value> = std::fs::read(dir.join("report.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let command = report
+        .as_ref()
+        .and_then(|r| r["command"].as_str().map(str::to_string));
+    let interrupted = report.as_ref().is_some_and(|r| r["interrupted"] == true);
+    let message = match command.as_deref() {
+        Some("sample") if !interrupted => {
+            "is missing: the run in this folder finished, there is nothing to continue".to_string()
+        }
+        Some(other @ ("augment" | "encode" | "bench")) => format!(
+            "is missing: this folder holds an `rmld {other}` run, which cannot be resumed \
+             (only `rmld sample` runs can); run `rmld {other}` again, with `force` to reuse the \
+             folder"
+        ),
+        _ => format!(
+            "is missing: {} holds no interrupted `rmld sample` run to continue (one writes its \
+             checkpoint when interrupted, or every `checkpoint_every` iterations)",
+            dir.display()
+        ),
+    };
+    Error::input(path, message)
 }
 
 /// xxh3 hashes of the data the chains sample and of the dictionary.

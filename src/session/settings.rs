@@ -59,6 +59,11 @@ pub struct ProblemSettings {
     pub backend: BackendChoice,
     /// Output folder (created if missing; files are written atomically).
     pub out: PathBuf,
+    /// Replace the files of `out` this run writes when they exist already (written by another
+    /// run, or the user's own); without it such a folder is refused before any work. Inputs are
+    /// never replaced.
+    #[serde(default)]
+    pub force: bool,
     /// A dataset already in memory (the Python package's arrays), used instead of `data`. Not
     /// serialised: a checkpoint of such a run records the data's hash, and `resume` refuses
     /// other data.
@@ -91,6 +96,7 @@ impl Default for ProblemSettings {
             seed: 0,
             backend: BackendChoice::Auto,
             out: PathBuf::from("rmld-out"),
+            force: false,
             dataset: None,
         }
     }
@@ -398,9 +404,15 @@ pub struct AugmentSettings {
     /// `--batch` is given, so an explicit minibatch that does not fit stays an error.
     #[serde(default = "fit_batch_default")]
     pub fit_batch_to_classes: bool,
+    /// Lower the tangent target's k when the smallest chosen class has fewer than k + 1 images
+    /// (the report and the summary say so) instead of refusing the run; the command line turns
+    /// it off when `--tangent-k` is given.
+    #[serde(default = "fit_batch_default")]
+    pub fit_tangent_k_to_classes: bool,
 }
 
-/// `fit_batch_to_classes`'s default, for settings written before it existed.
+/// `fit_batch_to_classes`'s and `fit_tangent_k_to_classes`'s default, for settings written
+/// before they existed.
 fn fit_batch_default() -> bool {
     true
 }
@@ -455,6 +467,7 @@ impl AugmentSettings {
             test_limit: None,
             no_quality: false,
             fit_batch_to_classes: true,
+            fit_tangent_k_to_classes: true,
         }
     }
 
