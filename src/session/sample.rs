@@ -210,7 +210,7 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
 }
 
 /// xxh3 hashes of the data the chains sample and of the dictionary.
-fn hashes(target: &Target) -> (u64, u64) {
+pub(crate) fn hashes(target: &Target) -> (u64, u64) {
     let obs = &target.observations;
     let pixels: &[u8] = match &obs.pixels {
         io::Pixels::U8(v) => v,
