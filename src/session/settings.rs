@@ -287,12 +287,12 @@ impl SampleSettings {
     pub fn validate(&self) -> Result<SamplerSettings> {
         let settings = self.sampler_settings()?;
         self.problem.validate()?;
-        self.problem.refuse_shard("sample")?;
         Ok(settings)
     }
 
     /// The orchestrator's settings, checked (without the problem's).
     pub(crate) fn sampler_settings(&self) -> Result<SamplerSettings> {
+        self.problem.refuse_shard("sample")?;
         let settings = self.dynamics.sampler(
             self.chains,
             self.samples,
