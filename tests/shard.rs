@@ -116,6 +116,17 @@ fn merged_shards_equal_the_single_run_on_lavapipe() {
     let run = merge(&merged, &dirs);
     assert!(run.status.success(), "{}", stderr(&run));
     assert_same_as_single(&single, &merged, "GPU, N = 3");
+    // A shard run on the CPU does not join shards run on the GPU (the numbers may differ).
+    let cpu = dir.path().join("cpu-shard-0");
+    encode(&cpu, "cpu", "23", &["--shard", "0/3"]);
+    // dirs holds shards 2, 1, 0.
+    let run = merge(
+        &dir.path().join("mixed"),
+        &[dirs[0].clone(), dirs[1].clone(), cpu],
+    );
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("configuration"), "{}", stderr(&run));
+    assert!(!dir.path().join("mixed").exists());
 }
 
 /// `rmld merge` refuses with exit status 2, a message holding `expect`, and no OUT folder.

@@ -285,6 +285,14 @@ fn write_shard(
     let mut config = args.clone();
     config.problem.out = PathBuf::new();
     config.problem.shard = None;
+    // The device that ran it: `auto` may pick the CPU on one node and a GPU on another, and
+    // two GPU adapters round differently; CPU results do not depend on the thread count.
+    let backend = &report["backend"];
+    let device = match backend["kind"].as_str() {
+        Some("cpu") => "cpu".to_string(),
+        _ => format!("{}: {}", backend["kind"], backend["device"]),
+    };
+    let config = (config, device);
     shard::write_manifest(
         out,
         "encode",

@@ -150,8 +150,8 @@ pub struct Manifest {
     pub command: String,
     /// The rmld version that wrote it.
     pub rmld_version: String,
-    /// xxh3-64 (hex) of the configuration: every setting but `out` and `shard`, with the data's
-    /// and the dictionary's hashes.
+    /// xxh3-64 (hex) of the configuration: every setting but `out` and `shard`, the kind of
+    /// device that ran it (and a GPU's adapter), with the data's and the dictionary's hashes.
     pub configuration: String,
     /// The seed.
     pub seed: u64,
