@@ -36,7 +36,7 @@ cargo test --locked "$@"
 # The Python package (python/): maturin builds it into its own venv, pytest runs its tests
 # (against the library and, for the same-settings check, the binary cargo test just built).
 py="$(bash scripts/venv.sh python/requirements-test.txt target/python-venv \
-  "maturin numpy arviz sklearn imblearn pytest")"
+  "maturin numpy arviz sklearn imblearn pytest ray")"
 venv="$(dirname "$(dirname "$py")")"
 VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --locked --quiet -m python/Cargo.toml
 RMLD_BIN="$(pwd)/target/debug/rmld" "$py" -m pytest -q -p no:cacheprovider python/tests

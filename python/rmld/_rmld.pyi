@@ -1,6 +1,6 @@
 """Type stubs of the native module (the Rust extension built by maturin)."""
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -15,3 +15,4 @@ def run(
     progress: Optional[Callable[[str, int, Optional[int]], Any]] = None,
 ) -> Dict[str, Any]: ...
 def embedded_digits() -> Tuple[np.ndarray, np.ndarray]: ...
+def merge_shards(out: str, shards: List[str]) -> str: ...

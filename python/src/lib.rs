@@ -5,7 +5,7 @@
 //! a numpy array, and reads the outputs back from the run's folder. The settings, their defaults,
 //! presets and validation are the library's: nothing here restates them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -142,6 +142,9 @@ impl Observer for PyObserver {
     }
 }
 
+/// Problem settings that the defaults do not serialise while unset (`shard`).
+const OPTIONAL_PROBLEM_SETTINGS: &[&str] = &["shard"];
+
 /// `defaults` with each of `overrides` put where the setting lives: at the top level or in one
 /// nested group (`problem`, `dynamics`). An unknown name is an error that lists the known ones.
 fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> {
@@ -154,6 +157,13 @@ fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> 
         if top.contains_key(&name) {
             top.insert(name, value);
             continue;
+        }
+        // Optional problem settings left out of the serialised defaults while unset.
+        if OPTIONAL_PROBLEM_SETTINGS.contains(&name.as_str()) {
+            if let Some(Value::Object(problem)) = top.get_mut("problem") {
+                problem.insert(name, value);
+                continue;
+            }
         }
         let group = top
             .values_mut()
@@ -385,6 +395,19 @@ fn run<'py>(
     Ok(out)
 }
 
+/// Merges the output folders of the shards of one run (`shard="i/N"`) into `out`, as
+/// `rmld merge OUT SHARD_DIR...` does; returns the merged run's report as JSON text. When a
+/// shard is missing, duplicated, from another configuration or seed, or damaged: OSError (a
+/// shard's files) or ValueError (no shards, a missing index), with the library's message naming
+/// the shard; nothing is written then.
+#[pyfunction]
+fn merge_shards(py: Python<'_>, out: PathBuf, shards: Vec<PathBuf>) -> PyResult<String> {
+    let outcome = py
+        .detach(|| rmld::session::merge(&out, &shards))
+        .map_err(to_py)?;
+    Ok(outcome.report.to_string())
+}
+
 /// Images (N, h, w) and their labels, as numpy arrays.
 type ImagesAndLabels<'py> = (Bound<'py, PyArray3<f32>>, Bound<'py, PyArray1<i64>>);
 
@@ -414,6 +437,7 @@ fn embedded_digits(py: Python<'_>) -> PyResult<ImagesAndLabels<'_>> {
 fn _rmld(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run, module)?)?;
     module.add_function(wrap_pyfunction!(embedded_digits, module)?)?;
+    module.add_function(wrap_pyfunction!(merge_shards, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -12,11 +12,11 @@ use rmld::methods::Method;
 use rmld::model::TargetKind;
 use rmld::orchestrator::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
-use rmld::session::BenchBackends;
 use rmld::session::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     ProblemSettings, QualitySettings, SampleSettings,
 };
+use rmld::session::{BenchBackends, Shard};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -47,6 +47,21 @@ pub enum Command {
     /// classifier trained on the real images), novelty (nearest-neighbour distance to the real
     /// images) and diversity (pairwise distances per class), each calibrated by real test images.
     Quality(QualityArgs),
+    /// Join the output folders of the N shards of one run (`--shard i/N`) into OUT: checks that
+    /// they come from one configuration and seed and cover every part once, then writes the files
+    /// the single run writes (nothing when a check fails).
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The merged run's output folder.
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+
+    /// The shards' output folders, in any order.
+    #[arg(value_name = "SHARD_DIR", required = true)]
+    pub shards: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -126,6 +141,19 @@ pub struct ProblemArgs {
     /// run, or your own); without it such a folder is refused. Inputs are never replaced.
     #[arg(long)]
     pub force: bool,
+
+    /// Run only shard I of N (0-based: 0/4 … 3/4) of the work, writing its part and
+    /// manifest.json into --out; `rmld merge OUT SHARD_DIR...` joins the N shards into the
+    /// single run's files, byte for byte. encode only in this version.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    text.parse::<Shard>().map_err(|e| match e {
+        rmld::Error::Usage { message, .. } => message,
+        other => other.to_string(),
+    })
 }
 
 #[derive(Args, Debug, Clone)]
@@ -480,6 +508,7 @@ impl ProblemArgs {
             out: self.out.clone(),
             dataset: None,
             force: self.force,
+            shard: self.shard,
         }
     }
 }

@@ -79,6 +79,11 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
                 Finished::Complete
             })
         }
+        Command::Merge(args) => {
+            let terminal = terminal(None);
+            let outcome = rmld::session::merge(&args.out, &args.shards)?;
+            Ok(finish(&terminal, &outcome))
+        }
         Command::Quality(args) => {
             let terminal = terminal(Some(StopRequest::install()));
             let outcome = judge_images(&args.settings(), &terminal)?;
@@ -212,6 +217,7 @@ pub fn options_of(command: &Command) -> Vec<String> {
         Command::Augment(_) => "augment",
         Command::Bench(_) => "bench",
         Command::Quality(_) => "quality",
+        Command::Merge(_) => "merge",
     })
 }
 

@@ -31,6 +31,7 @@ pub(crate) mod quality;
 pub(crate) mod report;
 mod sample;
 mod settings;
+mod shard;
 
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
@@ -44,6 +45,7 @@ pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     ProblemSettings, SampleSettings,
 };
+pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 
 /// How a run ended, when it did not fail.
 #[derive(Clone, Debug)]

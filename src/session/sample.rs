@@ -245,7 +245,7 @@ fn not_resumable(dir: &Path, path: &Path) -> Error {
 }
 
 /// xxh3 hashes of the data the chains sample and of the dictionary.
-fn hashes(target: &Target) -> (u64, u64) {
+pub(crate) fn hashes(target: &Target) -> (u64, u64) {
     let obs = &target.observations;
     let pixels: &[u8] = match &obs.pixels {
         io::Pixels::U8(v) => v,

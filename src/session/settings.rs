@@ -11,6 +11,7 @@ use crate::methods::DynamicsSettings;
 use crate::methods::Method;
 use crate::model::{TangentSettings, TargetKind};
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
+use crate::session::shard::Shard;
 use crate::{Error, Result};
 
 /// Which device runs the chains.
@@ -69,6 +70,10 @@ pub struct ProblemSettings {
     /// other data.
     #[serde(skip)]
     pub dataset: Option<Arc<Dataset>>,
+    /// Run only shard `i/N` of the work (`None`: all of it); see [`Shard`]. Each shard writes
+    /// its part and a manifest; `merge` joins the shards into the single run's files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
 }
 
 /// `tangent_k`'s default, for settings written before the setting existed.
@@ -98,6 +103,7 @@ impl Default for ProblemSettings {
             out: PathBuf::from("rmld-out"),
             force: false,
             dataset: None,
+            shard: None,
         }
     }
 }
@@ -114,6 +120,9 @@ impl ProblemSettings {
 
     /// Checks the settings that do not need the data.
     pub fn validate(&self) -> Result<()> {
+        if let Some(shard) = &self.shard {
+            shard.check()?;
+        }
         if !(self.pixel_max.is_finite() && self.pixel_max > 0.0) {
             return Err(Error::usage(
                 "pixel_max",
@@ -140,6 +149,19 @@ impl ProblemSettings {
             self.tangent().check()?;
         }
         Ok(())
+    }
+
+    /// Refuses a shard for a command that cannot split its work yet.
+    pub(crate) fn refuse_shard(&self, command: &str) -> Result<()> {
+        match &self.shard {
+            Some(shard) => Err(Error::usage(
+                "shard",
+                format!(
+                    "{shard}: `{command}` cannot run as shards in this version (only encode can)"
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The tangent target's settings.
@@ -276,6 +298,7 @@ impl SampleSettings {
 
     /// The orchestrator's settings, checked (without the problem's).
     pub(crate) fn sampler_settings(&self) -> Result<SamplerSettings> {
+        self.problem.refuse_shard("sample")?;
         let settings = self.dynamics.sampler(
             self.chains,
             self.samples,
@@ -522,6 +545,7 @@ impl AugmentSettings {
     pub fn validate(&self) -> Result<()> {
         self.postprocess().validate()?;
         self.problem_settings().validate()?;
+        self.problem.refuse_shard("augment")?;
         if !(self.ratio.is_finite() && self.ratio > 0.0) {
             return Err(Error::usage(
                 "ratio",

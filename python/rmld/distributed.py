@@ -1,0 +1,220 @@
+"""Shards of one rmld run as Ray tasks on a cluster, merged into the single run's files.
+
+>>> import rmld, rmld.distributed
+>>> images, _ = rmld.load_digits()
+>>> result = rmld.distributed.encode(images, shards=4, out="/shared/run", backend="cpu")
+
+Each of the ``shards`` tasks runs shard ``i/N`` of the work (``shard`` setting of the library:
+the same numbers as the single run) into ``OUT/shards/shard-i``, then the driver merges them
+into ``OUT`` with the library's merge (which checks that every shard is there once, from one
+configuration and seed, intact). ``OUT`` must be a folder every node and the driver can read
+and write: a shared filesystem (NFS, Lustre, a mounted bucket such as s3fs/gcsfuse). A task
+asks for one GPU (``num_gpus=1``) when the cluster has GPUs, else one CPU. A failed task (its
+worker killed, its node lost, an exception) is retried up to ``max_retries`` times: a shard
+is a pure function of its settings and writes its files atomically, so a retry writes the same
+bytes. ``progress(phase, done, total)`` is called in the driver as shards report their rows
+("shards" phase: shards finished, and each shard's own phase as it advances).
+
+Only ``encode`` runs as shards in this version; ``augment`` and ``sample`` refuse a shard (the
+library's ValueError naming ``shard``) until their chains can be split.
+
+Why Ray and not Dask: Ray schedules GPUs as a first-class resource (``num_gpus``), retries a
+task whose worker process or node died (not only one that raised), and is what GPU ML users
+already run (Ray Train/Tune/Serve clusters, KubeRay, Anyscale); Dask's GPU support goes through
+worker resources set by hand and dask-cuda, and rmld needs none of Dask's array or dataframe
+collections: a shard is one opaque task writing files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import (
+    EncodeResult,
+    PathLike,
+    Progress,
+    _rmld,
+    _settings_json,
+    _split_data,
+)
+
+__all__ = ["augment", "encode", "run"]
+
+
+def _shard_task(
+    command: str,
+    settings_json: str,
+    preset: Optional[str],
+    data: Optional[np.ndarray],
+    labels: Optional[np.ndarray],
+    index: int,
+    count: int,
+    shard_dir: str,
+    reporter: Any,
+) -> int:
+    """Runs shard ``index``/``count`` into ``shard_dir`` (inside a Ray worker)."""
+    settings = json.loads(settings_json)
+    settings["shard"] = f"{index}/{count}"
+    settings["out"] = shard_dir
+    callback = None
+    if reporter is not None:
+        last = [0.0]
+
+        def callback(phase: str, done: int, total: Optional[int]) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.2 or (total is not None and done >= total):
+                last[0] = now
+                reporter.update.remote(index, phase, done, total)
+
+    raw = _rmld.run(command, json.dumps(settings), preset, data, labels, callback)
+    if raw["interrupted"]:
+        raise RuntimeError(f"rmld shard {index}/{count} was interrupted")
+    return index
+
+
+class _Reporter:
+    """A Ray actor collecting the shards' progress for the driver."""
+
+    def __init__(self) -> None:
+        self.latest: Dict[int, Any] = {}
+
+    def update(self, index: int, phase: str, done: int, total: Optional[int]) -> None:
+        self.latest[index] = (phase, done, total)
+
+    def snapshot(self) -> Dict[int, Any]:
+        return dict(self.latest)
+
+
+def run(
+    command: str,
+    settings: Dict[str, Any],
+    *,
+    shards: int,
+    out: PathLike,
+    data: Optional[np.ndarray] = None,
+    labels: Optional[np.ndarray] = None,
+    preset: Optional[str] = None,
+    address: Optional[str] = None,
+    max_retries: int = 3,
+    progress: Optional[Progress] = None,
+    keep_shards: bool = False,
+) -> Dict[str, Any]:
+    """Runs ``command`` as ``shards`` Ray tasks into ``OUT/shards/shard-i`` and merges them into
+    ``out``; returns the merged report. ``address``: the Ray cluster (``"auto"``, ``"ray://…"``,
+    ``"host:port"``); None starts or joins a local one. The shards' folders are removed after
+    the merge unless ``keep_shards``."""
+    import ray
+
+    if not isinstance(shards, int) or shards < 1:
+        raise ValueError(f"shards must be an integer of at least 1, got {shards!r}")
+    out = Path(out)
+    shard_root = out / "shards"
+    shard_root.mkdir(parents=True, exist_ok=True)
+    if not ray.is_initialized():
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+    task = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=max_retries, retry_exceptions=True)(
+        _shard_task
+    )
+    reporter = ray.remote(num_cpus=0)(_Reporter).remote() if progress is not None else None
+    data_ref = ray.put(data) if data is not None else None
+    labels_ref = ray.put(labels) if labels is not None else None
+    settings_json = _settings_json(settings)
+    dirs = [os.fspath(shard_root / f"shard-{i}") for i in range(shards)]
+    pending = [
+        task.remote(
+            command, settings_json, preset, data_ref, labels_ref, i, shards, dirs[i], reporter
+        )
+        for i in range(shards)
+    ]
+    finished = 0
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+        for ref in done:
+            ray.get(ref)  # raises the shard's error once its retries are spent
+            finished += 1
+        if progress is not None:
+            for index, (phase, rows, total) in sorted(ray.get(reporter.snapshot.remote()).items()):
+                progress(f"shard {index}/{shards}: {phase}", rows, total)
+            progress("shards", finished, shards)
+    report = json.loads(_rmld.merge_shards(os.fspath(out), dirs))
+    if not keep_shards:
+        shutil.rmtree(shard_root, ignore_errors=True)
+    return report
+
+
+def encode(
+    images: Any = None,
+    *,
+    shards: int,
+    out: PathLike,
+    address: Optional[str] = None,
+    max_retries: int = 3,
+    progress: Optional[Progress] = None,
+    keep_shards: bool = False,
+    **settings: Any,
+) -> EncodeResult:
+    """``rmld.encode`` split into ``shards`` Ray tasks and merged into ``out`` (a folder every
+    node can read); the result equals ``rmld.encode`` with the same settings."""
+    pixels, _ = _split_data(images, None, settings)
+    report = run(
+        "encode",
+        settings,
+        shards=shards,
+        out=out,
+        data=pixels,
+        address=address,
+        max_retries=max_retries,
+        progress=progress,
+        keep_shards=keep_shards,
+    )
+    out = Path(out)
+    return EncodeResult(
+        codes=np.load(out / "codes.npy"),
+        reconstructions=np.load(out / "reconstructions.npy"),
+        dictionary=np.load(out / "dictionary.npy"),
+        report=report,
+    )
+
+
+def augment(
+    images: Any = None,
+    labels: Any = None,
+    *,
+    shards: int,
+    out: PathLike,
+    preset: Optional[str] = None,
+    address: Optional[str] = None,
+    max_retries: int = 3,
+    progress: Optional[Progress] = None,
+    keep_shards: bool = False,
+    **settings: Any,
+) -> Dict[str, Any]:
+    """``rmld.augment`` split into ``shards`` Ray tasks. Not available in this version: the
+    library refuses an augmentation shard (ValueError naming ``shard``) before any task runs."""
+    pixels, label_values = _split_data(images, labels, settings)
+    # Checked in the driver first, so a refusal costs no cluster time.
+    probe = dict(settings)
+    probe["shard"] = f"0/{max(int(shards), 1)}"
+    probe.setdefault("out", os.fspath(Path(out) / "shards" / "probe"))
+    _rmld.run("augment", _settings_json(probe), preset, pixels, label_values, None)
+    return run(  # pragma: no cover - reached once augment can run as shards
+        "augment",
+        settings,
+        shards=shards,
+        out=out,
+        data=pixels,
+        labels=label_values,
+        preset=preset,
+        address=address,
+        max_retries=max_retries,
+        progress=progress,
+        keep_shards=keep_shards,
+    )

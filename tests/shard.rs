@@ -1,0 +1,240 @@
+//! Deterministic shards: `encode --shard i/N` then `rmld merge` writes the single run's files byte
+//! for byte (CPU for N = 1, 3, 4; lavapipe for N = 3), and broken shard sets are refused with
+//! exit status 2, a message naming the shard, and nothing written.
+
+mod cli_common;
+mod gpu_common;
+
+use std::path::{Path, PathBuf};
+
+use cli_common::{json, rmld, stderr};
+
+/// The files a single `rmld encode` writes (report.json is compared aside).
+const FILES: &[&str] = &[
+    "codes.npy",
+    "reconstructions.npy",
+    "dictionary.npy",
+    "reconstructions.png",
+];
+
+/// `rmld encode` of the first `count` embedded digits with 30 FISTA iterations, seed 5.
+fn encode(out: &Path, backend: &str, count: &str, extra: &[&str]) {
+    let mut args = vec!["encode", "--count", count, "--iterations", "30"];
+    if !extra.contains(&"--seed") {
+        args.extend(["--seed", "5"]);
+    }
+    args.extend(["--backend", backend, "--out", out.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    let run = rmld(&args);
+    assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+}
+
+/// Runs the N shards into `dir/shard-i` (in reverse order: order must not matter).
+fn shards(dir: &Path, backend: &str, count: &str, n: u32, extra: &[&str]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for i in (0..n).rev() {
+        let out = dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/{n}");
+        let mut all = vec!["--shard", shard.as_str()];
+        all.extend_from_slice(extra);
+        encode(&out, backend, count, &all);
+        dirs.push(out);
+    }
+    dirs
+}
+
+fn merge(out: &Path, dirs: &[PathBuf]) -> std::process::Output {
+    let mut args = vec!["merge".to_string(), out.display().to_string()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    rmld(&args)
+}
+
+/// The merged folder holds the single run's files byte for byte, and its report equals the
+/// single run's but for `seconds`.
+fn assert_same_as_single(single: &Path, merged: &Path, what: &str) {
+    for name in FILES {
+        let a = std::fs::read(single.join(name)).unwrap();
+        let b = std::fs::read(merged.join(name)).unwrap();
+        assert!(a == b, "{what}: {name} differs from the single run's");
+    }
+    let mut a = json(single, "report.json");
+    let mut b = json(merged, "report.json");
+    for report in [&mut a, &mut b] {
+        report.as_object_mut().unwrap().remove("seconds");
+    }
+    assert_eq!(a, b, "{what}: report.json differs beyond seconds");
+}
+
+#[test]
+fn merged_shards_equal_the_single_run_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    // 41 rows: parts of unequal sizes; 4 shards of 1024-row batches would hide a batch effect,
+    // so the count is above one shard's worth of tiny parts but small enough to be quick.
+    let single = dir.path().join("single");
+    encode(&single, "cpu", "41", &[]);
+    for n in [1u32, 3, 4] {
+        let base = dir.path().join(format!("n{n}"));
+        let dirs = shards(&base, "cpu", "41", n, &[]);
+        let merged = base.join("merged");
+        let run = merge(&merged, &dirs);
+        assert!(run.status.success(), "N = {n}: {}", stderr(&run));
+        assert_same_as_single(&single, &merged, &format!("N = {n}"));
+        // A shard run again writes the same bytes (shards are idempotent).
+        if n == 3 {
+            let again = base.join("again");
+            encode(&again, "cpu", "41", &["--shard", "1/3"]);
+            for name in ["codes.npy", "reconstructions.npy", "manifest.json"] {
+                let a = std::fs::read(base.join("shard-1").join(name)).unwrap();
+                let b = std::fs::read(again.join(name)).unwrap();
+                if name == "manifest.json" {
+                    // The manifest hashes report.json, which holds the shard's seconds.
+                    let strip = |t: &[u8]| {
+                        let mut v: serde_json::Value = serde_json::from_slice(t).unwrap();
+                        v["files"].as_object_mut().unwrap().remove("report.json");
+                        v
+                    };
+                    assert_eq!(strip(&a), strip(&b));
+                } else {
+                    assert!(a == b, "shard 1/3 run twice: {name} differs");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn merged_shards_equal_the_single_run_on_lavapipe() {
+    if gpu_common::context("shards on the GPU").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    encode(&single, "gpu", "23", &[]);
+    let dirs = shards(dir.path(), "gpu", "23", 3, &[]);
+    let merged = dir.path().join("merged");
+    let run = merge(&merged, &dirs);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_same_as_single(&single, &merged, "GPU, N = 3");
+    // A shard run on the CPU does not join shards run on the GPU (the numbers may differ).
+    let cpu = dir.path().join("cpu-shard-0");
+    encode(&cpu, "cpu", "23", &["--shard", "0/3"]);
+    // dirs holds shards 2, 1, 0.
+    let run = merge(
+        &dir.path().join("mixed"),
+        &[dirs[0].clone(), dirs[1].clone(), cpu],
+    );
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("configuration"), "{}", stderr(&run));
+    assert!(!dir.path().join("mixed").exists());
+}
+
+/// `rmld merge` refuses with exit status 2, a message holding `expect`, and no OUT folder.
+fn assert_refused(dirs: &[PathBuf], expect: &[&str], what: &str) {
+    let out = dirs[0]
+        .parent()
+        .unwrap()
+        .join(format!("merged-{}", what.replace(' ', "-")));
+    let run = merge(&out, dirs);
+    let message = stderr(&run);
+    assert_eq!(run.status.code(), Some(2), "{what}: {message}");
+    for e in expect {
+        assert!(message.contains(e), "{what}: {e:?} not in {message:?}");
+    }
+    assert_eq!(message.lines().count(), 1, "{what}: one line: {message}");
+    assert!(!out.exists(), "{what}: {} was created", out.display());
+}
+
+#[test]
+fn broken_shard_sets_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = shards(dir.path(), "cpu", "12", 3, &[]);
+    // dirs holds shards 2, 1, 0 in that order.
+    assert_refused(&dirs[..2], &["missing shard 0/3"], "missing");
+    assert_refused(
+        &[
+            dirs[0].clone(),
+            dirs[1].clone(),
+            dirs[2].clone(),
+            dirs[1].clone(),
+        ],
+        &["shard 1/3 is given twice"],
+        "duplicated",
+    );
+    let other_seed = shards(&dir.path().join("seed"), "cpu", "12", 3, &["--seed", "6"]);
+    assert_refused(
+        &[dirs[0].clone(), dirs[1].clone(), other_seed[2].clone()],
+        &["shard 0/3", "seed 6", "different runs"],
+        "two seeds",
+    );
+    let other_lambda = shards(
+        &dir.path().join("lambda"),
+        "cpu",
+        "12",
+        3,
+        &["--lambda", "4"],
+    );
+    assert_refused(
+        &[other_lambda[0].clone(), dirs[1].clone(), dirs[2].clone()],
+        &["shard 1/3", "configuration", "different runs"],
+        "two configurations",
+    );
+    // A truncated file: the merge names the shard and the file.
+    let codes = dirs[1].join("codes.npy");
+    let bytes = std::fs::read(&codes).unwrap();
+    std::fs::write(&codes, &bytes[..bytes.len() / 2]).unwrap();
+    assert_refused(&dirs, &["shard 1/3", "codes.npy", "truncated"], "truncated");
+    std::fs::write(&codes, &bytes).unwrap();
+    // A folder without a manifest.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_refused(
+        &[dirs[0].clone(), empty.clone()],
+        &["manifest.json", "shard"],
+        "no manifest",
+    );
+    // Intact again: the merge succeeds.
+    let merged = dir.path().join("ok");
+    assert!(merge(&merged, &dirs).status.success());
+}
+
+#[test]
+fn bad_shard_options_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (args, expect) in [
+        (vec!["encode", "--shard", "3/3"], "0 to 2"),
+        (vec!["encode", "--shard", "0/0"], "at least 1"),
+        (vec!["encode", "--shard", "x"], "i/N"),
+        (vec!["sample", "--shard", "0/2"], "only encode"),
+        (vec!["augment", "--shard", "0/2"], "only encode"),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--backend", "cpu", "--out", out.to_str().unwrap()]);
+        let run = rmld(&all);
+        let message = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains("--shard"), "{args:?}: {message}");
+        assert!(message.contains(expect), "{args:?}: {message}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}
+
+#[test]
+fn the_library_checks_the_shard_in_its_settings() {
+    let mut settings = rmld::session::EncodeSettings::default();
+    settings.problem.shard = Some(rmld::session::Shard { index: 2, count: 2 });
+    let e = settings.validate().unwrap_err();
+    assert!(
+        matches!(e, rmld::Error::Usage { field: "shard", .. }),
+        "{e}"
+    );
+    // Serialised (checkpoints, Python's settings) the shard is text, and left out when unset.
+    settings.problem.shard = Some("1/2".parse().unwrap());
+    let value = serde_json::to_value(&settings).unwrap();
+    assert_eq!(value["problem"]["shard"], "1/2");
+    let back: rmld::session::EncodeSettings = serde_json::from_value(value).unwrap();
+    assert_eq!(back.problem.shard, settings.problem.shard);
+    let unset = serde_json::to_value(rmld::session::EncodeSettings::default()).unwrap();
+    assert!(unset["problem"].get("shard").is_none());
+}
