@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use rmld::io::postprocess::Rescale;
 use rmld::methods::Method;
-use rmld::model::TargetKind;
+use rmld::model::{Ssgl, SsglMode, TargetKind};
 use rmld::orchestrator::augment::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
 use rmld::session::bench::BenchBackends;
@@ -110,6 +110,15 @@ pub struct ProblemArgs {
     #[arg(long = "lambda", value_name = "LAM", default_value_t = 5.0)]
     pub lambda: f32,
 
+    /// The prior over the codes: `laplace` (exp(−lam·||X||₁), the paper's) or `ssgl` (the
+    /// adaptive spike-and-slab group lasso of Deng et al. 2019, --ssgl-* options; CPU backend;
+    /// see docs/priors.md).
+    #[arg(long, value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
+    pub prior: rmld::session::PriorKind,
+
+    #[command(flatten)]
+    pub ssgl: SsglArgs,
+
     /// Seed of every random draw (dictionary, starts, momenta, minibatches, MH uniforms).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -121,6 +130,70 @@ pub struct ProblemArgs {
     /// Output folder (created if missing; files are written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-out")]
     pub out: PathBuf,
+}
+
+/// The SSGL prior's hyper-parameters under the paper's names (Deng et al. 2019, equation 4 and
+/// Section 5.1); read with --prior ssgl.
+#[derive(Args, Debug, Clone)]
+pub struct SsglArgs {
+    /// v0 > 0, the spike's Laplace scale (in units of σ).
+    #[arg(long = "ssgl-v0", value_name = "V0", default_value_t = Ssgl::default().v0)]
+    pub v0: f32,
+    /// v1 > 0, the slab's Normal variance (in units of σ²).
+    #[arg(long = "ssgl-v1", value_name = "V1", default_value_t = Ssgl::default().v1)]
+    pub v1: f32,
+    /// a > 0, the Beta(a, b) prior of the inclusion probability δ.
+    #[arg(long = "ssgl-a", value_name = "A", default_value_t = Ssgl::default().a)]
+    pub a: f32,
+    /// b > 0 of Beta(a, b). Default: p (the paper's).
+    #[arg(long = "ssgl-b", value_name = "B")]
+    pub b: Option<f32>,
+    /// ν > 0, the inverse-gamma IG(ν/2, νλ/2) prior of σ².
+    #[arg(long = "ssgl-nu", value_name = "NU", default_value_t = Ssgl::default().nu)]
+    pub nu: f32,
+    /// λ > 0 of IG(ν/2, νλ/2) (not --lambda, the Laplace rate).
+    #[arg(long = "ssgl-lambda", value_name = "L", default_value_t = Ssgl::default().lambda)]
+    pub lambda: f32,
+    /// δ in (0, 1), the initial inclusion probability (ρ starts there).
+    #[arg(long = "ssgl-delta", value_name = "D", default_value_t = Ssgl::default().delta)]
+    pub delta: f32,
+    /// σ > 0, the prior's initial scale.
+    #[arg(long = "ssgl-sigma", value_name = "S", default_value_t = Ssgl::default().sigma)]
+    pub sigma: f32,
+    /// c of the stochastic-approximation step ω_k = c·(k + k0)^(−α).
+    #[arg(long = "ssgl-c", value_name = "C", default_value_t = Ssgl::default().c)]
+    pub c: f32,
+    /// k0 of ω_k.
+    #[arg(long = "ssgl-k0", value_name = "K0", default_value_t = Ssgl::default().k0)]
+    pub k0: f32,
+    /// α of ω_k (c = 1, α = 0 gives ω = 1: the paper's SGLD-EM).
+    #[arg(long = "ssgl-alpha", value_name = "ALPHA", default_value_t = Ssgl::default().alpha)]
+    pub alpha: f32,
+    /// When the latent state moves: `adapt` (during --burn-in, then frozen: one fixed posterior),
+    /// `continuous` (every iteration, the paper's SGLD-SA), `fixed` (never).
+    #[arg(long = "ssgl-mode", value_enum, default_value_t = SsglMode::Adapt)]
+    pub mode: SsglMode,
+}
+
+impl SsglArgs {
+    /// The library's settings (`adapt_iterations` is set from the burn-in by the session).
+    pub fn settings(&self) -> Ssgl {
+        Ssgl {
+            v0: self.v0,
+            v1: self.v1,
+            a: self.a,
+            b: self.b,
+            nu: self.nu,
+            lambda: self.lambda,
+            delta: self.delta,
+            sigma: self.sigma,
+            c: self.c,
+            k0: self.k0,
+            alpha: self.alpha,
+            mode: self.mode,
+            adapt_iterations: 0,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -460,6 +533,8 @@ impl ProblemArgs {
             tangent_k: self.tangent_k,
             tangent_scale: self.tangent_scale,
             lambda: self.lambda,
+            prior: self.prior,
+            ssgl: self.ssgl.settings(),
             seed: self.seed,
             backend: self.backend,
             out: self.out.clone(),

@@ -107,7 +107,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     // Kernel HMC samples images on the 0..1 scale, where its step size means the same for
     // every dataset; its "dictionary" is the identity (codes are the images).
     let problem_args = args.problem_settings();
-    let problem = build_problem(&problem_args, sorted)?;
+    let problem = build_problem(&problem_args, sorted)?.with_adapt_iterations(args.burn_in);
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
     let base = if kernel {

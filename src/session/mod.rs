@@ -40,7 +40,7 @@ pub use quality::{judge_images, QualitySettings};
 pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    ProblemSettings, SampleSettings,
+    PriorKind, ProblemSettings, SampleSettings,
 };
 
 /// How a run ended, when it did not fail.

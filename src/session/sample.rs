@@ -75,8 +75,9 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
         memory::sampler_bytes(settings.chains, d, p),
     )?;
-    let problem =
-        problem.with_target_kind(args.problem.target, settings.chains, settings.dynamics.seed)?;
+    let problem = problem
+        .with_target_kind(args.problem.target, settings.chains, settings.dynamics.seed)?
+        .with_adapt_iterations(args.burn_in);
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
@@ -125,11 +126,13 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         })?;
     sample_args.problem.out = dir.to_path_buf();
     let settings = sample_args.sampler_settings()?;
-    let problem = load_problem(&sample_args.problem)?.with_target_kind(
-        sample_args.problem.target,
-        settings.chains,
-        settings.dynamics.seed,
-    )?;
+    let problem = load_problem(&sample_args.problem)?
+        .with_target_kind(
+            sample_args.problem.target,
+            settings.chains,
+            settings.dynamics.seed,
+        )?
+        .with_adapt_iterations(sample_args.burn_in);
     let target = &problem.target;
     let (data_hash, dictionary_hash) = hashes(target);
     if data_hash != checkpoint.data_hash {
@@ -178,6 +181,9 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         settings.chains,
     )?;
     backend.load_positions(&checkpoint.positions)?;
+    if !checkpoint.run.prior_state.is_empty() {
+        backend.load_prior_state(&checkpoint.run.prior_state)?;
+    }
     let (c, d, p) = (settings.chains, target.d(), target.p());
     let kept = sample_args.keep.kept_up_to(
         checkpoint.run.completed,

@@ -191,6 +191,7 @@ pub(crate) mod matmul;
 pub(crate) mod mh_terms;
 pub(crate) mod philox_probe;
 pub(crate) mod select;
+pub mod ssgl;
 pub(crate) mod tangent;
 
 /// `struct Params` and its binding 0, which every module starts with.

@@ -3,6 +3,7 @@
 //! energy difference the MH terms use (the backends' twins: `backend::cpu::{gradient_step,
 //! mh_terms}`, `shaders/gradient_step.wgsl`, `shaders/mh_terms.wgsl`).
 
+use crate::model::prior::PriorRow;
 use crate::model::{Prior, Target};
 
 impl Target {
@@ -44,6 +45,25 @@ pub fn energy_difference(
     z: &[f32],
     x: &[f32],
     prior: &Prior,
+    inv_sigma2: f32,
+) -> f32 {
+    energy_difference_row(
+        residual_z,
+        residual_x,
+        z,
+        x,
+        &PriorRow::Shared(prior),
+        inv_sigma2,
+    )
+}
+
+/// `energy_difference` with one chain's view of the prior (SSGL's latent state).
+pub fn energy_difference_row(
+    residual_z: &[f32],
+    residual_x: &[f32],
+    z: &[f32],
+    x: &[f32],
+    prior: &PriorRow,
     inv_sigma2: f32,
 ) -> f32 {
     let fit: f32 = residual_z
