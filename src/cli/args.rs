@@ -138,59 +138,59 @@ pub struct ProblemArgs {
 pub struct SsglArgs {
     /// v0 > 0, the spike's Laplace scale (in units of σ).
     #[arg(long = "ssgl-v0", value_name = "V0", default_value_t = Ssgl::default().v0)]
-    pub v0: f32,
+    pub ssgl_v0: f32,
     /// v1 > 0, the slab's Normal variance (in units of σ²).
     #[arg(long = "ssgl-v1", value_name = "V1", default_value_t = Ssgl::default().v1)]
-    pub v1: f32,
+    pub ssgl_v1: f32,
     /// a > 0, the Beta(a, b) prior of the inclusion probability δ.
     #[arg(long = "ssgl-a", value_name = "A", default_value_t = Ssgl::default().a)]
-    pub a: f32,
+    pub ssgl_a: f32,
     /// b > 0 of Beta(a, b). Default: p (the paper's).
     #[arg(long = "ssgl-b", value_name = "B")]
-    pub b: Option<f32>,
+    pub ssgl_b: Option<f32>,
     /// ν > 0, the inverse-gamma IG(ν/2, νλ/2) prior of σ².
     #[arg(long = "ssgl-nu", value_name = "NU", default_value_t = Ssgl::default().nu)]
-    pub nu: f32,
+    pub ssgl_nu: f32,
     /// λ > 0 of IG(ν/2, νλ/2) (not --lambda, the Laplace rate).
     #[arg(long = "ssgl-lambda", value_name = "L", default_value_t = Ssgl::default().lambda)]
-    pub lambda: f32,
+    pub ssgl_lambda: f32,
     /// δ in (0, 1), the initial inclusion probability (ρ starts there).
     #[arg(long = "ssgl-delta", value_name = "D", default_value_t = Ssgl::default().delta)]
-    pub delta: f32,
+    pub ssgl_delta: f32,
     /// σ > 0, the prior's initial scale.
     #[arg(long = "ssgl-sigma", value_name = "S", default_value_t = Ssgl::default().sigma)]
-    pub sigma: f32,
+    pub ssgl_sigma: f32,
     /// c of the stochastic-approximation step ω_k = c·(k + k0)^(−α).
     #[arg(long = "ssgl-c", value_name = "C", default_value_t = Ssgl::default().c)]
-    pub c: f32,
+    pub ssgl_c: f32,
     /// k0 of ω_k.
     #[arg(long = "ssgl-k0", value_name = "K0", default_value_t = Ssgl::default().k0)]
-    pub k0: f32,
+    pub ssgl_k0: f32,
     /// α of ω_k (c = 1, α = 0 gives ω = 1: the paper's SGLD-EM).
     #[arg(long = "ssgl-alpha", value_name = "ALPHA", default_value_t = Ssgl::default().alpha)]
-    pub alpha: f32,
+    pub ssgl_alpha: f32,
     /// When the latent state moves: `adapt` (during --burn-in, then frozen: one fixed posterior),
     /// `continuous` (every iteration, the paper's SGLD-SA), `fixed` (never).
     #[arg(long = "ssgl-mode", value_enum, default_value_t = SsglMode::Adapt)]
-    pub mode: SsglMode,
+    pub ssgl_mode: SsglMode,
 }
 
 impl SsglArgs {
     /// The library's settings (`adapt_iterations` is set from the burn-in by the session).
     pub fn settings(&self) -> Ssgl {
         Ssgl {
-            v0: self.v0,
-            v1: self.v1,
-            a: self.a,
-            b: self.b,
-            nu: self.nu,
-            lambda: self.lambda,
-            delta: self.delta,
-            sigma: self.sigma,
-            c: self.c,
-            k0: self.k0,
-            alpha: self.alpha,
-            mode: self.mode,
+            v0: self.ssgl_v0,
+            v1: self.ssgl_v1,
+            a: self.ssgl_a,
+            b: self.ssgl_b,
+            nu: self.ssgl_nu,
+            lambda: self.ssgl_lambda,
+            delta: self.ssgl_delta,
+            sigma: self.ssgl_sigma,
+            c: self.ssgl_c,
+            k0: self.ssgl_k0,
+            alpha: self.ssgl_alpha,
+            mode: self.ssgl_mode,
             adapt_iterations: 0,
         }
     }

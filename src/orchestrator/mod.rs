@@ -294,6 +294,7 @@ pub fn continue_run(
             break;
         }
     }
+    run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
 }
 

@@ -274,6 +274,12 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "generation_seconds": generation_seconds,
         "samples_per_second": g as f64 / generation_seconds.max(1e-9),
     });
+    if let (Some(ssgl), Some(object)) = (problem.target.prior.ssgl(), report.as_object_mut()) {
+        object.insert(
+            "prior".into(),
+            super::report::ssgl_json(ssgl, &run, problem.target.p()),
+        );
+    }
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let quality = if run.interrupted {
         Quality::Skipped

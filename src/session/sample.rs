@@ -472,6 +472,10 @@ fn write_outputs(
             "samples.png": "top: the real images the first chains started from; below: their latest samples",
         },
     });
+    let mut report = report;
+    if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
+        object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
+    }
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let summary = vec![
         format!(
