@@ -159,6 +159,100 @@ fn run(
     (mae, mse, rho_signal)
 }
 
+/// The paper's own loop, outside rmld's backends (`--paper-loop`): SGLD on minibatches of 50 of the
+/// 100 rows with the likelihood scaled by N/n = 2, learning rate ε_k = 0.001·k^(−1/3), β from 0,
+/// and σ tied: the likelihood's noise scale is the SSGL σ as it adapts (in `fixed` mode its initial
+/// value). The prior's terms and the SA update are rmld's (`ChainState`, `cpu::ssgl::sa_update`),
+/// with I = (N/n)·Σ_S r_i² and R_a = N + p + ν, N = 100.
+fn paper_loop(
+    data: &RegressionData,
+    mode: (SsglMode, f32, f32),
+    column: (f32, f32),
+    iterations: u32,
+    seed: u64,
+) -> (f64, f64, f64) {
+    use rmld::backend::cpu::ssgl::{sa_update, UpdateScalars};
+    use rmld::model::prior::ChainState;
+    use rmld::rng::{Purpose, Stream};
+    const BATCH: usize = 50;
+    let (v0, sigma) = column;
+    let (mode, c, alpha) = mode;
+    let ssgl = Ssgl {
+        v0,
+        sigma,
+        mode,
+        c,
+        alpha,
+        ..Ssgl::default()
+    };
+    let x: Vec<f32> = data.x.iter().map(|&v| v as f32).collect();
+    let y: Vec<f32> = data.y.iter().map(|&v| v as f32).collect();
+    let mut state = ssgl.initial_state(1, P);
+    let mut beta = vec![0f32; P];
+    let mut sum = vec![0f64; P];
+    let mut count = 0.0;
+    let (mut picks, mut xi) = (vec![0u32; BATCH], vec![0f32; P]);
+    let mut residual = vec![0f32; BATCH];
+    let scale = (N / BATCH) as f32;
+    for k in 1..=iterations {
+        Stream::new(seed, 0, k, 0, Purpose::Minibatch).fill_index(N as u32, &mut picks);
+        Stream::new(seed, 0, k, 0, Purpose::MalaNoise).fill_normal(&mut xi);
+        for (r, &i) in residual.iter_mut().zip(&picks) {
+            let row = &x[i as usize * P..(i as usize + 1) * P];
+            *r = y[i as usize] - row.iter().zip(&beta).map(|(a, b)| a * b).sum::<f32>();
+        }
+        let prior = ChainState::of(&state, P);
+        let inv_sigma2 = prior.inv_sigma2;
+        let eps = 0.001 * (k as f32).powf(-1.0 / 3.0);
+        let mut grad = vec![0f32; P];
+        for (&r, &i) in residual.iter().zip(&picks) {
+            let row = &x[i as usize * P..(i as usize + 1) * P];
+            for (g, &a) in grad.iter_mut().zip(row) {
+                *g += scale * a * r * inv_sigma2;
+            }
+        }
+        for j in 0..P {
+            let g = grad[j] - prior.gradient(j, beta[j]);
+            beta[j] += eps * g + (2.0 * eps).sqrt() * xi[j];
+        }
+        if ssgl.adapts_at(k) {
+            // Equation 14's I = (N/n)·Σ_S r² at the new β.
+            let scaled: Vec<f32> = picks
+                .iter()
+                .map(|&i| {
+                    let row = &x[i as usize * P..(i as usize + 1) * P];
+                    let r = y[i as usize] - row.iter().zip(&beta).map(|(a, b)| a * b).sum::<f32>();
+                    scale.sqrt() * r
+                })
+                .collect();
+            let s = UpdateScalars::new(&ssgl, k, N, P);
+            sa_update(&s, &mut state, &beta, &scaled, BATCH, P);
+        }
+        if k > iterations / 2 {
+            sum.iter_mut().zip(&beta).for_each(|(s, &b)| *s += b as f64);
+            count += 1.0;
+        }
+    }
+    let mean: Vec<f64> = sum.iter().map(|s| s / count).collect();
+    let (mut mae, mut mse) = (0.0, 0.0);
+    for (row, &yt) in data.x_test.chunks(P).zip(&data.y_test) {
+        let e = yt - row.iter().zip(&mean).map(|(a, b)| a * b).sum::<f64>();
+        mae += e.abs() / TEST as f64;
+        mse += e * e / TEST as f64;
+    }
+    if std::env::var("SSGL_DEBUG").is_ok() {
+        eprintln!(
+            "  paper loop {mode:?} c {c} v0 {v0} sigma0 {sigma}: sigma {:.3} delta {:.4} rho(1..3) {:.2?} beta1..4 {:.2?}",
+            state[3 * P], state[3 * P + 1], &state[..3], &mean[..4]
+        );
+    }
+    (
+        mae,
+        mse,
+        state[..3].iter().map(|&v| v as f64).sum::<f64>() / 3.0,
+    )
+}
+
 fn mean_sd(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     let m = v.iter().sum::<f64>() / n;
@@ -169,7 +263,13 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 fn main() {
     let (mut iterations, mut seeds, mut eta_scale) = (20_000u32, 5u64, 1.0f32);
     let mut init = Init::Lasso;
+    let mut paper = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args = args;
+    if let Some(i) = args.iter().position(|a| a == "--paper-loop") {
+        paper = true;
+        args.remove(i);
+    }
     for pair in args.chunks(2) {
         let value = pair.get(1).map(String::as_str).unwrap_or("");
         match pair[0].as_str() {
@@ -214,15 +314,12 @@ fn main() {
                 .iter()
                 .enumerate()
                 .map(|(s, data)| {
-                    run(
-                        data,
-                        *mode,
-                        (v0, sigma),
-                        iterations,
-                        eta,
-                        s as u64 + 1,
-                        init,
-                    )
+                    let seed = s as u64 + 1;
+                    if paper {
+                        paper_loop(data, *mode, (v0, sigma), iterations, seed)
+                    } else {
+                        run(data, *mode, (v0, sigma), iterations, eta, seed, init)
+                    }
                 })
                 .collect();
             let (mae, mae_sd) = mean_sd(&results.iter().map(|r| r.0).collect::<Vec<_>>());
