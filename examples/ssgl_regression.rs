@@ -192,7 +192,7 @@ fn paper_loop(
     let mut sum = vec![0f64; P];
     let mut count = 0.0;
     let (mut picks, mut xi) = (vec![0u32; BATCH], vec![0f32; P]);
-    let mut residual = vec![0f32; BATCH];
+    let mut residual = [0f32; BATCH];
     let scale = (N / BATCH) as f32;
     for k in 1..=iterations {
         Stream::new(seed, 0, k, 0, Purpose::Minibatch).fill_index(N as u32, &mut picks);
