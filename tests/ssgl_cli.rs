@@ -120,3 +120,43 @@ fn bad_ssgl_settings_name_their_option_and_range() {
         assert!(err.contains(flag) && err.contains(range), "{flag}: {err}");
     }
 }
+
+#[test]
+fn bench_measures_ssgl_beside_laplace_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().display().to_string();
+    let run = rmld(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--prior",
+        "ssgl",
+        "--chains",
+        "2",
+        "--outer",
+        "1",
+        "--dim",
+        "16",
+        "--images",
+        "50",
+        "--ceiling-size",
+        "64",
+        "--out",
+        &out,
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report = json(dir.path(), "bench.json");
+    let backends: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["cpu", "cpu-ssgl"], "{report}");
+    for row in report["rows"].as_array().unwrap() {
+        assert!(
+            row["chain_steps_per_second"].as_f64().unwrap() > 0.0,
+            "{row}"
+        );
+    }
+}

@@ -486,6 +486,11 @@ pub struct BenchArgs {
     /// Output folder (bench.json, bench.csv, bench.png; written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-bench")]
     pub out: PathBuf,
+
+    /// `ssgl`: also measure the CPU with the SSGL prior adapting at every outer iteration (rows
+    /// `cpu-ssgl`, beside the Laplace rows of the same run; the SA update is timed with accept).
+    #[arg(long = "prior", value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
+    pub bench_prior: rmld::session::PriorKind,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every

@@ -26,6 +26,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         ceiling_size: args.ceiling_size,
         seed: args.seed,
         out: args.out.clone(),
+        ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     let options = super::options_named("bench");
