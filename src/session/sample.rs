@@ -488,5 +488,17 @@ fn write_outputs(
         ),
         diagnostics.summary_line(),
     ];
+    let mut summary = summary;
+    if let Some(prior) = report.get("prior") {
+        let state = &prior["final_state"];
+        summary.push(format!(
+            "ssgl prior: sigma {:.4}, delta {:.4}, mean rho {:.4} (chain means); {} non-finite \
+             update(s) discarded",
+            state["sigma_mean"].as_f64().unwrap_or(f64::NAN),
+            state["delta_mean"].as_f64().unwrap_or(f64::NAN),
+            state["rho_mean"].as_f64().unwrap_or(f64::NAN),
+            prior["nonfinite_updates_discarded"]
+        ));
+    }
     Ok((report, summary))
 }
