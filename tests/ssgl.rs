@@ -455,3 +455,25 @@ fn mala_samples_the_frozen_ssgl_posterior() {
 fn hmc_samples_the_frozen_ssgl_posterior() {
     frozen_posterior_matches_quadrature(Method::Hmc, 0.2, 8);
 }
+
+/// The GPU chains do not read the latent state yet: the backend refuses SSGL with an error that
+/// says so and names the CPU backend, instead of sampling the wrong posterior.
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_backend_refuses_ssgl_clearly() {
+    let Some(ctx) = gpu_common::context("gpu_backend_refuses_ssgl_clearly") else {
+        return;
+    };
+    let t = small_problem(Ssgl::default());
+    let err = rmld::backend::gpu::GpuBackend::with_context(
+        ctx,
+        t,
+        dynamics(Method::Mala, 0.01, 1, 1),
+        2,
+        rmld::backend::gpu::GpuOptions::default(),
+    )
+    .err()
+    .expect("ssgl on the GPU is refused");
+    let text = format!("{err}");
+    assert!(text.contains("ssgl") && text.contains("cpu"), "{text}");
+}
