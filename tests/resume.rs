@@ -212,9 +212,14 @@ fn old_version_and_foreign_files_are_refused_by_name() {
     let err = Checkpoint::read(&path).unwrap_err().to_string();
     assert!(err.contains("old.rmld"), "{err}");
     assert!(
-        err.contains("version 1") && err.contains("version 2"),
+        err.contains("version 1") && err.contains("version 3"),
         "{err}"
     );
+    // A version-2 file predates the prior's saved state (the ssgl prior): said so.
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&path, &old).unwrap();
+    let err = Checkpoint::read(&path).unwrap_err().to_string();
+    assert!(err.contains("version 2") && err.contains("ssgl"), "{err}");
     // Not a checkpoint at all.
     let path = dir.path().join("x.npy");
     rmld::io::write_npy_u8(&path, &[3], &[1, 2, 3]).unwrap();

@@ -66,4 +66,30 @@ pub trait Backend {
     fn device_seconds(&mut self) -> Result<Option<f64>> {
         Ok(None)
     }
+
+    /// The prior's adaptive update after outer iteration `outer` (SSGL's stochastic
+    /// approximation, equations 12-15 of Deng et al. 2019), then X's cached gradient under the
+    /// new state. Per chain: 1 when the new state was not finite (the chain kept its old one),
+    /// else 0. A backend or prior without adaptive state returns an error.
+    fn prior_update(&mut self, outer: u32) -> Result<Vec<u32>> {
+        let _ = outer;
+        Err(crate::Error::usage(
+            "prior",
+            "this backend does not run the ssgl prior (use --backend cpu)",
+        ))
+    }
+
+    /// The prior's per-chain latent state (SSGL: `ssgl::stride(p)` values per chain), or None
+    /// for a prior without one.
+    fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(None)
+    }
+
+    /// Restores the prior's latent state (from a checkpoint), then X's cached gradient under it.
+    fn load_prior_state(&mut self, state: &[f32]) -> Result<()> {
+        let _ = state;
+        Err(crate::Error::Internal(
+            "this backend keeps no prior state to restore".into(),
+        ))
+    }
 }

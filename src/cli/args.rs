@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use rmld::io::Rescale;
 use rmld::methods::Method;
-use rmld::model::TargetKind;
+use rmld::model::{Ssgl, SsglMode, TargetKind};
 use rmld::orchestrator::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
 use rmld::session::{
@@ -125,6 +125,15 @@ pub struct ProblemArgs {
     #[arg(long = "lambda", value_name = "LAM", default_value_t = 5.0)]
     pub lambda: f32,
 
+    /// The prior over the codes: `laplace` (exp(−lam·||X||₁), the paper's) or `ssgl` (the
+    /// adaptive spike-and-slab group lasso of Deng et al. 2019, --ssgl-* options; CPU backend;
+    /// see docs/priors.md).
+    #[arg(long, value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
+    pub prior: rmld::session::PriorKind,
+
+    #[command(flatten)]
+    pub ssgl: SsglArgs,
+
     /// Seed of every random draw (dictionary, starts, momenta, minibatches, MH uniforms).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -154,6 +163,70 @@ fn parse_shard(text: &str) -> Result<Shard, String> {
         rmld::Error::Usage { message, .. } => message,
         other => other.to_string(),
     })
+}
+
+/// The SSGL prior's hyper-parameters under the paper's names (Deng et al. 2019, equation 4 and
+/// Section 5.1); read with --prior ssgl.
+#[derive(Args, Debug, Clone)]
+pub struct SsglArgs {
+    /// v0 > 0, the spike's Laplace scale (in units of σ).
+    #[arg(long = "ssgl-v0", value_name = "V0", default_value_t = Ssgl::default().v0)]
+    pub ssgl_v0: f32,
+    /// v1 > 0, the slab's Normal variance (in units of σ²).
+    #[arg(long = "ssgl-v1", value_name = "V1", default_value_t = Ssgl::default().v1)]
+    pub ssgl_v1: f32,
+    /// a > 0, the Beta(a, b) prior of the inclusion probability δ.
+    #[arg(long = "ssgl-a", value_name = "A", default_value_t = Ssgl::default().a)]
+    pub ssgl_a: f32,
+    /// b > 0 of Beta(a, b). Default: p (the paper's).
+    #[arg(long = "ssgl-b", value_name = "B")]
+    pub ssgl_b: Option<f32>,
+    /// ν > 0, the inverse-gamma IG(ν/2, νλ/2) prior of σ².
+    #[arg(long = "ssgl-nu", value_name = "NU", default_value_t = Ssgl::default().nu)]
+    pub ssgl_nu: f32,
+    /// λ > 0 of IG(ν/2, νλ/2) (not --lambda, the Laplace rate).
+    #[arg(long = "ssgl-lambda", value_name = "L", default_value_t = Ssgl::default().lambda)]
+    pub ssgl_lambda: f32,
+    /// δ in (0, 1), the initial inclusion probability (ρ starts there).
+    #[arg(long = "ssgl-delta", value_name = "D", default_value_t = Ssgl::default().delta)]
+    pub ssgl_delta: f32,
+    /// σ > 0, the prior's initial scale.
+    #[arg(long = "ssgl-sigma", value_name = "S", default_value_t = Ssgl::default().sigma)]
+    pub ssgl_sigma: f32,
+    /// c of the stochastic-approximation step ω_k = c·(k + k0)^(−α).
+    #[arg(long = "ssgl-c", value_name = "C", default_value_t = Ssgl::default().c)]
+    pub ssgl_c: f32,
+    /// k0 of ω_k.
+    #[arg(long = "ssgl-k0", value_name = "K0", default_value_t = Ssgl::default().k0)]
+    pub ssgl_k0: f32,
+    /// α of ω_k (c = 1, α = 0 gives ω = 1: the paper's SGLD-EM).
+    #[arg(long = "ssgl-alpha", value_name = "ALPHA", default_value_t = Ssgl::default().alpha)]
+    pub ssgl_alpha: f32,
+    /// When the latent state moves: `adapt` (during --burn-in, then frozen: one fixed posterior),
+    /// `continuous` (every iteration, the paper's SGLD-SA), `fixed` (never).
+    #[arg(long = "ssgl-mode", value_enum, default_value_t = SsglMode::Adapt)]
+    pub ssgl_mode: SsglMode,
+}
+
+impl SsglArgs {
+    /// The library's settings (`adapt_iterations` is set from the burn-in by the session).
+    pub fn settings(&self) -> Ssgl {
+        Ssgl {
+            v0: self.ssgl_v0,
+            v1: self.ssgl_v1,
+            a: self.ssgl_a,
+            b: self.ssgl_b,
+            nu: self.ssgl_nu,
+            lambda: self.ssgl_lambda,
+            delta: self.ssgl_delta,
+            sigma: self.ssgl_sigma,
+            c: self.ssgl_c,
+            k0: self.ssgl_k0,
+            alpha: self.ssgl_alpha,
+            mode: self.ssgl_mode,
+            adapt_iterations: 0,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -456,6 +529,11 @@ pub struct BenchArgs {
     /// Replace bench.json, bench.csv and bench.png when --out holds them already.
     #[arg(long)]
     pub force: bool,
+
+    /// `ssgl`: also measure the CPU with the SSGL prior adapting at every outer iteration (rows
+    /// `cpu-ssgl`, beside the Laplace rows of the same run; the SA update is timed with accept).
+    #[arg(long = "prior", value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
+    pub bench_prior: rmld::session::PriorKind,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every
@@ -503,6 +581,8 @@ impl ProblemArgs {
             tangent_k: self.tangent_k,
             tangent_scale: self.tangent_scale,
             lambda: self.lambda,
+            prior: self.prior,
+            ssgl: self.ssgl.settings(),
             seed: self.seed,
             backend: self.backend,
             out: self.out.clone(),

@@ -27,6 +27,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         seed: args.seed,
         out: args.out.clone(),
         force: args.force,
+        ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     let options = super::options_named("bench");

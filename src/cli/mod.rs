@@ -138,7 +138,25 @@ pub fn command() -> clap::Command {
         ("reencode", quality.reencode.to_string()),
     ];
     // encode shares the problem's options but uses neither the target nor its noise: hidden there.
-    let encode_ignores = ["target", "sigma2", "tangent_k", "tangent_scale"];
+    let encode_ignores = [
+        "target",
+        "sigma2",
+        "tangent_k",
+        "tangent_scale",
+        "prior",
+        "ssgl_v0",
+        "ssgl_v1",
+        "ssgl_a",
+        "ssgl_b",
+        "ssgl_nu",
+        "ssgl_lambda",
+        "ssgl_delta",
+        "ssgl_sigma",
+        "ssgl_c",
+        "ssgl_k0",
+        "ssgl_alpha",
+        "ssgl_mode",
+    ];
     // `--eta -1` is a value to refuse by name, not an unknown option `-1`.
     let negative_numbers = |sub: clap::Command| {
         let ids: Vec<clap::Id> = sub

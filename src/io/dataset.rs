@@ -46,6 +46,17 @@ fn float_full_scale(values: &[f32]) -> f32 {
     }
 }
 
+/// Full scale of float NPY data: as `float_full_scale`, except that values below zero mark
+/// real-valued data (a regression's responses, `rmld sample --dictionary X.npy --data y.npy`),
+/// taken as they are: full scale 1, so `--pixel-max 1` leaves them unscaled.
+fn npy_float_full_scale(values: &[f32]) -> f32 {
+    if values.iter().any(|&v| v < 0.0) {
+        1.0
+    } else {
+        float_full_scale(values)
+    }
+}
+
 impl Dataset {
     /// Loads a dataset. A directory must hold IDX training images (`train-images-idx3-ubyte[.gz]`
     /// or `*-train-images-idx3-ubyte[.gz]`) and optionally the matching labels. A file is sniffed
@@ -312,7 +323,7 @@ impl Dataset {
         }
         let full_scale = match &pixels {
             Pixels::U8(_) => 255.0,
-            Pixels::F32(v) => float_full_scale(v),
+            Pixels::F32(v) => npy_float_full_scale(v),
         };
         Ok(Dataset {
             source: source.to_path_buf(),

@@ -20,4 +20,5 @@ pub use likelihood::kernel_density::KernelTarget;
 pub use likelihood::tangent::{TangentBasis, TangentSettings};
 pub use likelihood::{start_rows, Likelihood, TargetKind};
 pub use posterior::{Observations, Target};
-pub use prior::{Laplace, Prior};
+pub use prior::ssgl::stride as ssgl_state_stride;
+pub use prior::{ChainState, Laplace, Prior, Ssgl, SsglMode};

@@ -1,7 +1,7 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 2): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
+//! Layout (version 3; version 2 lacked the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
 //! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
 //! configuration, an arbitrary JSON value that postcard cannot self-describe, is kept as JSON
@@ -29,7 +29,7 @@ use crate::io::write_atomic;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Headers larger than this are refused before reading them.
 const MAX_HEADER_BYTES: usize = 1 << 24;
 
@@ -81,6 +81,8 @@ struct SectionsOut<'a> {
     log_alpha: LeBytes<'a>,
     energies: LeBytes<'a>,
     projections: LeBytes<'a>,
+    prior_nonfinite: LeBytes<'a>,
+    prior_state: LeBytes<'a>,
 }
 
 /// The same fields read back, borrowed from the file's bytes (decoded after the length checks).
@@ -94,6 +96,8 @@ struct SectionsIn<'a> {
     log_alpha: &'a [u8],
     energies: &'a [u8],
     projections: &'a [u8],
+    prior_nonfinite: &'a [u8],
+    prior_state: &'a [u8],
 }
 
 /// Numbers' little-endian bytes, serialized as a byte string (borrowed on little-endian machines).
@@ -183,6 +187,8 @@ impl Checkpoint {
             log_alpha: LeBytes::of(&run.log_alpha),
             energies: LeBytes::of(&run.energies),
             projections: LeBytes::of(&run.projections),
+            prior_nonfinite: LeBytes::of(&run.prior_nonfinite),
+            prior_state: LeBytes::of(&run.prior_state),
         };
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
         let header = postcard::to_allocvec(&header).unwrap_or_default();
@@ -224,7 +230,10 @@ impl Checkpoint {
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
         if version != VERSION {
-            let hint = if version < VERSION {
+            let hint = if version == 2 {
+                " (written by an rmld before the ssgl prior's state was saved: start the run \
+                 afresh)"
+            } else if version < VERSION {
                 " (written by an older rmld: start the run afresh)"
             } else {
                 " (written by a newer rmld)"
@@ -272,6 +281,27 @@ impl Checkpoint {
                     .and_then(|t| t.checked_mul(PROJECTIONS)),
             ),
         ];
+        // The prior's state: empty (Laplace) or SSGL's 3p + 2 values per chain; its counts: none
+        // or one per chain.
+        let state_values = sections.prior_state.len() / 4;
+        let state_width = p.checked_mul(3).and_then(|w| w.checked_add(2));
+        if !sections.prior_state.len().is_multiple_of(4)
+            || state_values != 0
+                && Some(state_values) != state_width.and_then(|w| w.checked_mul(chains))
+        {
+            return Err(format!(
+                "checkpoint sections: the prior state is {} bytes, neither empty nor 3p + 2 \
+                 floats per chain (chains {chains}, p {p})",
+                sections.prior_state.len()
+            ));
+        }
+        let counts = sections.prior_nonfinite.len();
+        if counts != 0 && counts != chains.saturating_mul(4) {
+            return Err(format!(
+                "checkpoint sections: the prior's non-finite counts are {counts} bytes, neither \
+                 empty nor one u32 per chain ({chains})"
+            ));
+        }
         for (what, bytes, size, implied) in expected {
             if bytes.len() % size != 0 {
                 return Err(format!(
@@ -319,6 +349,8 @@ impl Checkpoint {
                 energies: from_le_bytes(sections.energies),
                 accepted: from_le_bytes(sections.accepted),
                 divergent: from_le_bytes(sections.divergent),
+                prior_nonfinite: from_le_bytes(sections.prior_nonfinite),
+                prior_state: from_le_bytes(sections.prior_state),
                 timings: header.timings,
             },
         })
@@ -351,6 +383,8 @@ mod tests {
                 energies: ramp(traced * chains, 3.0),
                 accepted: vec![4, 1],
                 divergent: vec![0, 2],
+                prior_nonfinite: vec![1, 0],
+                prior_state: ramp(chains * (3 * p + 2), 0.75),
                 timings: Timings {
                     init_seconds: 0.5,
                     sampling_seconds: 2.25,

@@ -80,6 +80,12 @@ pub struct SampleRun {
     pub accepted: Vec<u32>,
     /// Divergent (NaN or infinite) proposals per chain, all rejected.
     pub divergent: Vec<u32>,
+    /// Per chain, the prior's adaptive updates (SSGL) whose new latent state was not finite:
+    /// each was discarded (the chain kept its previous state), so no sample came from it.
+    pub prior_nonfinite: Vec<u32>,
+    /// The prior's latent state after `completed` iterations (SSGL: `ssgl::stride(p)` values per
+    /// chain; empty for Laplace), as the last checkpoint saw it.
+    pub prior_state: Vec<f32>,
     /// Wall-clock seconds of each phase.
     pub timings: Timings,
 }
@@ -206,6 +212,7 @@ pub fn start(
         start_indices,
         accepted: vec![0; chains],
         divergent: vec![0; chains],
+        prior_nonfinite: vec![0; chains],
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
@@ -252,6 +259,13 @@ pub fn continue_run(
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
+        if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
+            let status = backend.prior_update(outer)?;
+            run.prior_nonfinite.resize(chains, 0);
+            for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
+                *count += s;
+            }
+        }
         let codes = backend.positions()?;
         let images = backend.images()?;
         if traced {
@@ -273,6 +287,7 @@ pub fn continue_run(
         if stopping || (hooks.checkpoint_every > 0 && outer.is_multiple_of(hooks.checkpoint_every))
         {
             hooks.sink.sync()?;
+            run.prior_state = backend.prior_state()?.unwrap_or_default();
             (hooks.checkpoint)(&run, &codes)?;
         }
         if stopping {
@@ -280,6 +295,7 @@ pub fn continue_run(
             break;
         }
     }
+    run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
 }
 

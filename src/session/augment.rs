@@ -262,7 +262,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     // Kernel HMC samples images on the 0..1 scale, where its step size means the same for
     // every dataset; its "dictionary" is the identity (codes are the images).
     let problem_args = args.problem_settings();
-    let problem = build_problem(&problem_args, sorted)?;
+    let problem = build_problem(&problem_args, sorted)?.with_adapt_iterations(args.burn_in);
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
     let base = if kernel {
@@ -452,6 +452,12 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "samples_per_second": g as f64 / generation_seconds.max(1e-9),
         "estimate": estimate,
     });
+    if let (Some(ssgl), Some(object)) = (problem.target.prior.ssgl(), report.as_object_mut()) {
+        object.insert(
+            "prior".into(),
+            super::report::ssgl_json(ssgl, &run, problem.target.p()),
+        );
+    }
     if !args.no_quality {
         clock.begin("quality check", None);
     }

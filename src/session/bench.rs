@@ -64,6 +64,10 @@ pub struct BenchSettings {
     /// Replace bench.json, bench.csv and bench.png when `out` holds them already.
     #[serde(default)]
     pub force: bool,
+    /// Also measure the CPU with the SSGL prior adapting at every outer iteration (its SA update
+    /// timed with the accept pass), rows labelled `cpu-ssgl`, beside the Laplace rows.
+    #[serde(default)]
+    pub ssgl: bool,
 }
 
 impl Default for BenchSettings {
@@ -82,6 +86,7 @@ impl Default for BenchSettings {
             seed: 0,
             out: PathBuf::from("rmld-bench"),
             force: false,
+            ssgl: false,
         }
     }
 }
@@ -377,6 +382,18 @@ fn measure(
     p: usize,
     outer: u32,
 ) -> Result<Row> {
+    measure_with(backend, dynamics, d, p, outer, false)
+}
+
+/// `measure`, with the prior's adaptive update after every accept when `adapt` (timed with it).
+fn measure_with(
+    backend: &mut dyn Backend,
+    dynamics: &DynamicsSettings,
+    d: usize,
+    p: usize,
+    outer: u32,
+    adapt: bool,
+) -> Result<Row> {
     let chains = backend.chains();
     backend.load_positions(&vec![0f32; chains * p])?;
     let rule = MhRule {
@@ -400,6 +417,9 @@ fn measure(
             .collect();
         let t2 = Instant::now();
         backend.accept(&mask)?;
+        if adapt {
+            backend.prior_update(iteration)?;
+        }
         let t3 = Instant::now();
         // The orchestrator hands every sample to its sink: codes and images come back each time.
         let codes = backend.positions()?;
@@ -600,6 +620,26 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
             });
             phases.push(phase);
             rows.push(row);
+            if args.ssgl {
+                let ssgl = crate::model::Ssgl {
+                    mode: crate::model::SsglMode::Continuous,
+                    ..crate::model::Ssgl::default()
+                };
+                let target =
+                    Arc::new(Target::clone(&target).with_prior(crate::model::Prior::Ssgl(ssgl)));
+                let mut backend = CpuBackend::try_new(target, dynamics.clone(), c)?;
+                let mut row = measure_with(&mut backend, &dynamics, d, p, args.outer, true)?;
+                row.backend = "cpu-ssgl".into();
+                row.timing = "wall-clock".into();
+                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
+                observer.notice(&Notice::BenchMeasured {
+                    backend: "cpu-ssgl".into(),
+                    chains: c,
+                    chain_steps_per_second: row.chain_steps_per_second,
+                    products_gflops: None,
+                });
+                rows.push(row);
+            }
         }
         ceilings.push(ceiling);
     }

@@ -43,7 +43,7 @@ pub use quality::{judge_images, QualitySettings};
 pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    ProblemSettings, SampleSettings,
+    PriorKind, ProblemSettings, SampleSettings,
 };
 pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 

@@ -83,6 +83,10 @@ pub fn build_problem(args: &ProblemSettings, dataset: Dataset) -> Result<Problem
     let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda)
         .with_sigma2(args.sigma2)
         .with_tangent(args.tangent());
+    let target = match args.prior {
+        super::settings::PriorKind::Laplace => target,
+        super::settings::PriorKind::Ssgl => target.with_prior(crate::model::Prior::Ssgl(args.ssgl)),
+    };
     Ok(Problem {
         dataset,
         dictionary_source,
@@ -91,6 +95,17 @@ pub fn build_problem(args: &ProblemSettings, dataset: Dataset) -> Result<Problem
 }
 
 impl Problem {
+    /// The problem with an SSGL prior in `Adapt` mode adapting for `burn_in` outer iterations
+    /// (the run's burn-in); other priors unchanged.
+    pub fn with_adapt_iterations(mut self, burn_in: u32) -> Self {
+        if let crate::model::Prior::Ssgl(mut ssgl) = self.target.prior {
+            ssgl.adapt_iterations = burn_in;
+            let target = Target::clone(&self.target).with_prior(crate::model::Prior::Ssgl(ssgl));
+            self.target = Arc::new(target);
+        }
+        self
+    }
+
     /// The problem with the target `kind` for `chains` chains started with `seed`.
     pub fn with_target_kind(
         mut self,

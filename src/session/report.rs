@@ -53,3 +53,29 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+/// The SSGL prior's block of a report: its settings, the adaptive updates discarded as not
+/// finite, and the chains' final latent state summarised (means over chains and coefficients).
+pub fn ssgl_json(
+    ssgl: &crate::model::Ssgl,
+    run: &crate::orchestrator::SampleRun,
+    p: usize,
+) -> serde_json::Value {
+    let width = crate::model::prior::ssgl::stride(p);
+    let rows: Vec<&[f32]> = run.prior_state.chunks(width.max(1)).collect();
+    let chains = rows.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&[f32]) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / chains;
+    serde_json::json!({
+        "kind": "ssgl",
+        "settings": ssgl,
+        "nonfinite_updates_discarded": run.prior_nonfinite.iter().map(|&v| v as u64).sum::<u64>(),
+        "final_state": {
+            "sigma_mean": mean(&|r| r[3 * p] as f64),
+            "delta_mean": mean(&|r| r[3 * p + 1] as f64),
+            "rho_mean": mean(&|r| r[..p].iter().map(|&v| v as f64).sum::<f64>() / p.max(1) as f64),
+            "rho_above_half_fraction": mean(&|r| {
+                r[..p].iter().filter(|&&v| v > 0.5).count() as f64 / p.max(1) as f64
+            }),
+        },
+    })
+}

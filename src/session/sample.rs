@@ -80,8 +80,9 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
         memory::sampler_bytes(settings.chains, d, p),
     )?;
-    let problem =
-        problem.with_target_kind(args.problem.target, settings.chains, settings.dynamics.seed)?;
+    let problem = problem
+        .with_target_kind(args.problem.target, settings.chains, settings.dynamics.seed)?
+        .with_adapt_iterations(args.burn_in);
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
@@ -133,11 +134,13 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         })?;
     sample_args.problem.out = dir.to_path_buf();
     let settings = sample_args.sampler_settings()?;
-    let problem = load_problem(&sample_args.problem)?.with_target_kind(
-        sample_args.problem.target,
-        settings.chains,
-        settings.dynamics.seed,
-    )?;
+    let problem = load_problem(&sample_args.problem)?
+        .with_target_kind(
+            sample_args.problem.target,
+            settings.chains,
+            settings.dynamics.seed,
+        )?
+        .with_adapt_iterations(sample_args.burn_in);
     let target = &problem.target;
     let (data_hash, dictionary_hash) = hashes(target);
     if data_hash != checkpoint.data_hash {
@@ -186,6 +189,9 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         settings.chains,
     )?;
     backend.load_positions(&checkpoint.positions)?;
+    if !checkpoint.run.prior_state.is_empty() {
+        backend.load_prior_state(&checkpoint.run.prior_state)?;
+    }
     let (c, d, p) = (settings.chains, target.d(), target.p());
     let kept = sample_args.keep.kept_up_to(
         checkpoint.run.completed,
@@ -527,6 +533,10 @@ fn write_outputs(
             "samples.png": "top: the real images the first chains started from; below: their latest samples",
         },
     });
+    let mut report = report;
+    if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
+        object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
+    }
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let summary = vec![
         format!(
@@ -539,5 +549,17 @@ fn write_outputs(
         ),
         format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];
+    let mut summary = summary;
+    if let Some(prior) = report.get("prior") {
+        let state = &prior["final_state"];
+        summary.push(format!(
+            "ssgl prior: sigma {:.4}, delta {:.4}, mean rho {:.4} (chain means); {} non-finite \
+             update(s) discarded",
+            state["sigma_mean"].as_f64().unwrap_or(f64::NAN),
+            state["delta_mean"].as_f64().unwrap_or(f64::NAN),
+            state["rho_mean"].as_f64().unwrap_or(f64::NAN),
+            prior["nonfinite_updates_discarded"]
+        ));
+    }
     Ok((report, summary))
 }

@@ -9,7 +9,7 @@ use crate::io::postprocess::{PostProcess, Rescale};
 use crate::io::Dataset;
 use crate::methods::DynamicsSettings;
 use crate::methods::Method;
-use crate::model::{TangentSettings, TargetKind};
+use crate::model::{Ssgl, TangentSettings, TargetKind};
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::session::shard::Shard;
 use crate::{Error, Result};
@@ -26,6 +26,18 @@ pub enum BackendChoice {
     Cpu,
     /// The GPU (wgpu); an error when no adapter exists.
     Gpu,
+}
+
+/// The prior over the codes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum PriorKind {
+    /// exp(−λ·||X||₁), the paper's (rate `lambda`).
+    #[default]
+    Laplace,
+    /// The adaptive spike-and-slab group lasso of Deng et al. (2019), settings in `ssgl`.
+    Ssgl,
 }
 
 /// Where the data and the dictionary come from, the model's scale, the seed, the backend and the
@@ -54,6 +66,13 @@ pub struct ProblemSettings {
     pub tangent_scale: f32,
     /// λ, the rate of the Laplace prior and the LASSO penalty.
     pub lambda: f32,
+    /// The prior over the codes.
+    #[serde(default)]
+    pub prior: PriorKind,
+    /// The SSGL prior's hyper-parameters (read with `prior` ssgl); `adapt_iterations` is set
+    /// from the run's burn-in by the sessions.
+    #[serde(default)]
+    pub ssgl: Ssgl,
     /// Seed of every random draw.
     pub seed: u64,
     /// Where the chains run.
@@ -98,6 +117,8 @@ impl Default for ProblemSettings {
             tangent_k: default_tangent_k(),
             tangent_scale: default_tangent_scale(),
             lambda: 5.0,
+            prior: PriorKind::Laplace,
+            ssgl: Ssgl::default(),
             seed: 0,
             backend: BackendChoice::Auto,
             out: PathBuf::from("rmld-out"),
@@ -143,6 +164,9 @@ impl ProblemSettings {
                 "sigma2",
                 format!("must be a positive number, got {}", self.sigma2),
             ));
+        }
+        if self.prior == PriorKind::Ssgl {
+            self.ssgl.validate()?;
         }
         // The other targets ignore both settings.
         if self.target == TargetKind::Tangent {

@@ -29,6 +29,22 @@ pub fn gradient_step(
     eta: f32,
     noise: Option<(u64, u32, u32)>,
 ) {
+    gradient_step_with(product, z, momentum, p, prior, None, inv_sigma2, eta, noise);
+}
+
+/// `gradient_step` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain).
+#[allow(clippy::too_many_arguments)]
+pub fn gradient_step_with(
+    product: &[f32],
+    z: &mut [f32],
+    momentum: &mut [f32],
+    p: usize,
+    prior: &Prior,
+    state: Option<&[f32]>,
+    inv_sigma2: f32,
+    eta: f32,
+    noise: Option<(u64, u32, u32)>,
+) {
     let noise_scale = (2.0 * eta).sqrt();
     z.par_chunks_mut(p)
         .zip(momentum.par_chunks_mut(p))
@@ -41,8 +57,9 @@ pub fn gradient_step(
                     Stream::new(seed, chain as u32, outer, step, Purpose::SghmcNoise)
                         .fill_normal(xi);
                 }
+                let row = prior.row(state, chain, p);
                 for j in 0..p {
-                    let grad = g[j] * inv_sigma2 + prior.gradient(z[j]);
+                    let grad = g[j] * inv_sigma2 + row.gradient(j, z[j]);
                     let mut rj = r[j] - eta * grad - eta * r[j];
                     if noise.is_some() {
                         rj += noise_scale * xi[j];
@@ -60,4 +77,28 @@ pub fn full_gradient(product: &mut [f32], z: &[f32], prior: &Prior, inv_sigma2: 
         .par_iter_mut()
         .zip(z.par_iter())
         .for_each(|(g, &zj)| *g = *g * inv_sigma2 + prior.gradient(zj));
+}
+
+/// `full_gradient` with the prior's per-chain state (rows of p).
+pub fn full_gradient_with(
+    product: &mut [f32],
+    z: &[f32],
+    p: usize,
+    prior: &Prior,
+    state: Option<&[f32]>,
+    inv_sigma2: f32,
+) {
+    if state.is_none() {
+        return full_gradient(product, z, prior, inv_sigma2);
+    }
+    product
+        .par_chunks_mut(p)
+        .zip(z.par_chunks(p))
+        .enumerate()
+        .for_each(|(chain, (g, z))| {
+            let row = prior.row(state, chain, p);
+            for (j, (g, &zj)) in g.iter_mut().zip(z).enumerate() {
+                *g = *g * inv_sigma2 + row.gradient(j, zj);
+            }
+        });
 }

@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use crate::methods::MhTerms;
-use crate::model::likelihood::gaussian::energy_difference;
+use crate::model::likelihood::gaussian::energy_difference_row;
 use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
 
@@ -44,6 +44,25 @@ pub fn mh_terms(
     kinetic: Option<&Kinetic>,
     energies: Option<(&[f32], &[f32])>,
 ) -> Vec<MhTerms> {
+    mh_terms_with(
+        current, proposal, d, p, prior, None, inv_sigma2, delta, kinetic, energies,
+    )
+}
+
+/// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain).
+#[allow(clippy::too_many_arguments)]
+pub fn mh_terms_with(
+    current: &ChainView,
+    proposal: &ChainView,
+    d: usize,
+    p: usize,
+    prior: &Prior,
+    state: Option<&[f32]>,
+    inv_sigma2: f32,
+    delta: f32,
+    kinetic: Option<&Kinetic>,
+    energies: Option<(&[f32], &[f32])>,
+) -> Vec<MhTerms> {
     let chains = current.position.len() / p;
     (0..chains)
         .into_par_iter()
@@ -54,6 +73,7 @@ pub fn mh_terms(
             let rz = &proposal.residual[c * d..(c + 1) * d];
             let gx = &current.gradient[c * p..(c + 1) * p];
             let gz = &proposal.gradient[c * p..(c + 1) * p];
+            let prior = prior.row(state, c, p);
             let prior_x = prior.energy(x);
             let mut forward = 0f32;
             let mut reverse = 0f32;
@@ -83,7 +103,7 @@ pub fn mh_terms(
                     let fit: f32 = rx.iter().map(|v| v * v).sum();
                     (
                         0.5 * fit * inv_sigma2 + prior_x,
-                        energy_difference(rz, rx, z, x, prior, inv_sigma2),
+                        energy_difference_row(rz, rx, z, x, &prior, inv_sigma2),
                     )
                 }
             };

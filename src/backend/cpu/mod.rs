@@ -8,6 +8,7 @@ pub mod gradient_step;
 pub mod matmul;
 pub mod mh_terms;
 pub mod select;
+pub mod ssgl;
 pub mod tangent;
 
 use std::sync::Arc;
@@ -45,6 +46,8 @@ pub struct CpuBackend {
     mixture: Option<Mixture>,
     /// Seconds per `CpuPhase` since timing was switched on (`with_phase_timing`).
     phase_seconds: Option<[f64; CpuPhase::COUNT]>,
+    /// The SSGL prior's latent state (`ssgl::stride(p)` values per chain), None for Laplace.
+    prior_state: Option<Vec<f32>>,
 }
 
 /// The parts of a proposal the CPU backend can time (`CpuBackend::with_phase_timing`), for
@@ -63,11 +66,13 @@ pub enum CpuPhase {
     ProposalState,
     /// The MH terms.
     MhTerms,
+    /// The prior's adaptive update (SSGL) and X's gradient under the new state.
+    PriorUpdate,
 }
 
 impl CpuPhase {
     /// Number of phases.
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
 }
 
 /// What turns A· (mixture) or A· − a (tangent) into a per-chain energy and scaled residual.
@@ -119,6 +124,20 @@ impl CpuBackend {
         // Each chain's residual subtracts its mean, nothing (the mixture keeps A X), or its anchor.
         let likelihood = target.likelihood(chains)?;
         let caches_energy = likelihood.caches_energy();
+        let prior_state = match target.prior.ssgl() {
+            Some(ssgl) => {
+                ssgl.validate()?;
+                if !matches!(likelihood, Likelihood::Gaussian { .. }) {
+                    return Err(Error::usage(
+                        "prior",
+                        "the ssgl prior runs with the paper and local targets (its σ update \
+                         reads the Gaussian residual), not mixture or tangent",
+                    ));
+                }
+                Some(ssgl.initial_state(chains, p))
+            }
+            None => None,
+        };
         // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
         // a gathered minibatch mean for the Gaussian, zero for the mixture (A Z), the anchors for
         // the tangent target (A Z − a).
@@ -156,6 +175,7 @@ impl CpuBackend {
             caches_energy,
             mixture,
             phase_seconds: None,
+            prior_state,
             target,
         })
     }
@@ -264,10 +284,12 @@ impl CpuBackend {
             }
             None => self.transpose_product(residual, gradient),
         }
-        gradient_step::full_gradient(
+        gradient_step::full_gradient_with(
             gradient,
             positions,
+            self.target.p(),
             &self.target.prior,
+            self.prior_state.as_deref(),
             self.gradient_inv_sigma2(),
         );
     }
@@ -382,12 +404,13 @@ impl CpuBackend {
         let noise = s.sghmc_noise.then_some((s.seed, outer, step));
         let inv_sigma2 = self.gradient_inv_sigma2();
         self.timed(CpuPhase::Update, |b| {
-            gradient_step::gradient_step(
+            gradient_step::gradient_step_with(
                 &b.z_gradient,
                 &mut b.z,
                 &mut b.momentum,
                 p,
                 &b.target.prior,
+                b.prior_state.as_deref(),
                 inv_sigma2,
                 s.eta,
                 noise,
@@ -430,12 +453,13 @@ impl CpuBackend {
             seed: s.seed,
             outer,
         };
-        mh_terms::mh_terms(
+        mh_terms::mh_terms_with(
             &current,
             &proposal,
             d,
             p,
             &self.target.prior,
+            self.prior_state.as_deref(),
             self.target.inv_sigma2(),
             s.delta(),
             kinetic.then_some(&kinetic_terms),
@@ -456,6 +480,26 @@ impl CpuBackend {
             }) => 4 * basis.k * (self.target.d() + 1),
             _ => 0,
         }
+    }
+}
+
+impl CpuBackend {
+    /// X's cached residual, gradient (and the cached-energy targets' terms) from X and the prior's
+    /// current state: the one path loading positions, resuming and the prior's update share, so
+    /// a resumed run's gradients are bit for bit an uninterrupted run's.
+    fn refresh_current(&mut self) {
+        let (mut residual, mut gradient) = (
+            std::mem::take(&mut self.x_residual),
+            std::mem::take(&mut self.x_gradient),
+        );
+        let mut mixture = self.mixture.take();
+        let out = mixture
+            .as_mut()
+            .map(|m| (&m.kernel, &mut m.x_energy[..], &mut m.x_scaled[..]));
+        self.residual_and_gradient(&self.x, &mut residual, &mut gradient, out);
+        self.mixture = mixture;
+        self.x_residual = residual;
+        self.x_gradient = gradient;
     }
 }
 
@@ -491,18 +535,49 @@ impl Backend for CpuBackend {
             )));
         }
         self.x.copy_from_slice(positions);
-        let (mut residual, mut gradient) = (
-            std::mem::take(&mut self.x_residual),
-            std::mem::take(&mut self.x_gradient),
-        );
-        let mut mixture = self.mixture.take();
-        let out = mixture
-            .as_mut()
-            .map(|m| (&m.kernel, &mut m.x_energy[..], &mut m.x_scaled[..]));
-        self.residual_and_gradient(&self.x, &mut residual, &mut gradient, out);
-        self.mixture = mixture;
-        self.x_residual = residual;
-        self.x_gradient = gradient;
+        self.refresh_current();
+        Ok(())
+    }
+
+    fn prior_update(&mut self, outer: u32) -> Result<Vec<u32>> {
+        let Some(ssgl) = self.target.prior.ssgl().copied() else {
+            return Err(Error::Internal(
+                "prior_update: the prior has no adaptive state".into(),
+            ));
+        };
+        let (d, p) = (self.target.d(), self.target.p());
+        let scalars = ssgl::UpdateScalars::new(&ssgl, outer, d, p);
+        Ok(self.timed(CpuPhase::PriorUpdate, |b| {
+            let mut state = b.prior_state.take().unwrap_or_default();
+            let status = ssgl::sa_update(&scalars, &mut state, &b.x, &b.x_residual, d, p);
+            b.prior_state = Some(state);
+            b.refresh_current();
+            status
+        }))
+    }
+
+    fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(self.prior_state.clone())
+    }
+
+    fn load_prior_state(&mut self, state: &[f32]) -> Result<()> {
+        if let Some(i) = state.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Internal(format!(
+                "load_prior_state: value {i} is {} (the prior's state must be finite)",
+                state[i]
+            )));
+        }
+        match &mut self.prior_state {
+            Some(s) if s.len() == state.len() => s.copy_from_slice(state),
+            _ => {
+                return Err(Error::Internal(format!(
+                    "load_prior_state: {} values, the backend holds {:?}",
+                    state.len(),
+                    self.prior_state.as_ref().map(Vec::len)
+                )))
+            }
+        }
+        self.refresh_current();
         Ok(())
     }
 

@@ -332,6 +332,7 @@ pub(crate) mod matmul;
 pub(crate) mod mh_terms;
 pub(crate) mod philox_probe;
 pub(crate) mod select;
+pub mod ssgl;
 pub(crate) mod tangent;
 
 pub use exact::ExactParams;

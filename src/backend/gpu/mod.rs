@@ -23,6 +23,7 @@ pub use kernel_hmc::KernelHmcGpu;
 pub mod testing {
     pub use super::buffers::{storage, upload, ParamSlots, SlotLayout};
     pub use super::dataset::{gather_params, upload_observations};
+    pub use super::kernels::ssgl::sa_update;
     pub use super::kernels::*;
     pub use super::probe::*;
 }
@@ -116,6 +117,14 @@ impl GpuBackend {
             .min(device_limit);
         // The likelihood as data: what each chain's residual subtracts (its mean, nothing for
         // the mixture, whose residual buffers hold A X, or its anchor) and its cached energy.
+        if target.prior.ssgl().is_some() {
+            return Err(Error::usage(
+                "prior",
+                "the GPU chains do not read the ssgl prior's latent state yet: run ssgl with \
+                 `backend` cpu (its update kernel, shaders/prior/ssgl_update.wgsl, is tested \
+                 against the CPU's)",
+            ));
+        }
         let likelihood = target.likelihood(chains)?;
         let caches_energy = likelihood.caches_energy();
         let (xbar_rows, tangent, mixture_info) = match likelihood {

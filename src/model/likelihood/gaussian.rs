@@ -3,7 +3,8 @@
 //! energy difference the MH terms use (the backends' twins: `backend::cpu::{gradient_step,
 //! mh_terms}`, `shaders/gradient_step.wgsl`, `shaders/mh_terms.wgsl`).
 
-use crate::model::{Prior, Target};
+use crate::model::prior::PriorRow;
+use crate::model::Target;
 
 impl Target {
     /// U(X) − const = 1/(2σ²)·||A X − xbar||² + lam·||X||₁, in f64 (the reference).
@@ -36,14 +37,15 @@ impl Target {
     }
 }
 
-/// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies:
+/// U(Z) − U(X) as one reduction of per-element differences, never two rounded energies,
+/// with one chain's view of the prior (its own latent state for SSGL):
 /// ½ Σ_j (r_Z − r_X)_j (r_Z + r_X)_j / σ² + (−log p(Z) + log p(X)), with r = A· − xbar.
-pub fn energy_difference(
+pub fn energy_difference_row(
     residual_z: &[f32],
     residual_x: &[f32],
     z: &[f32],
     x: &[f32],
-    prior: &Prior,
+    prior: &PriorRow,
     inv_sigma2: f32,
 ) -> f32 {
     let fit: f32 = residual_z

@@ -1,0 +1,162 @@
+//! `rmld sample --prior ssgl` as sparse Bayesian regression on a user's design matrix
+//! (`--dictionary X.npy --data y.npy`), and its settings' errors as the command line prints them.
+
+mod cli_common;
+
+use cli_common::{json, rmld, stderr};
+
+/// A small sparse regression: X (n × p) with entries from a fixed generator, β = (3, −2, 1.5, 0,
+/// …), y = Xβ + noise; written as X.npy (n, p) and y.npy (1, n) into `dir`.
+fn write_problem(dir: &std::path::Path, n: usize, p: usize) {
+    let mut s = 12345u64;
+    let mut normal = move || {
+        // The sum of 12 uniforms minus 6: close enough to N(0, 1) for a design matrix.
+        (0..12)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32) / (1u64 << 24) as f32
+            })
+            .sum::<f32>()
+            - 6.0
+    };
+    let x: Vec<f32> = (0..n * p).map(|_| normal()).collect();
+    let beta = [3.0f32, -2.0, 1.5];
+    let y: Vec<f32> = x
+        .chunks(p)
+        .map(|row| row.iter().zip(beta).map(|(a, b)| a * b).sum::<f32>() + 0.5 * normal())
+        .collect();
+    rmld::io::write_npy_f32(&dir.join("X.npy"), &[n, p], &x).unwrap();
+    rmld::io::write_npy_f32(&dir.join("y.npy"), &[1, n], &y).unwrap();
+}
+
+#[test]
+fn sparse_regression_from_the_command_line_recovers_the_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, p) = (40, 80);
+    write_problem(dir.path(), n, p);
+    let out = dir.path().join("out");
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let run = rmld(&[
+        "sample",
+        "--prior",
+        "ssgl",
+        "--dictionary",
+        &path("X.npy"),
+        "--data",
+        &path("y.npy"),
+        "--pixel-max",
+        "1",
+        "--sigma2",
+        "0.25",
+        "--lambda",
+        "1",
+        "--method",
+        "mala",
+        "--eta",
+        "0.0005",
+        "--chains",
+        "2",
+        "--samples",
+        "600",
+        "--burn-in",
+        "300",
+        "--backend",
+        "cpu",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report = json(&out, "report.json");
+    assert_eq!(report["prior"]["kind"], "ssgl", "{report}");
+    assert_eq!(report["prior"]["nonfinite_updates_discarded"], 0);
+    let codes = rmld::io::read_npy(&out.join("codes.npy")).unwrap();
+    assert_eq!(codes.shape, vec![300, 2, p]);
+    let rmld::io::Pixels::F32(values) = codes.data else {
+        panic!("codes are f32")
+    };
+    let draws = (values.len() / p) as f32;
+    let mean: Vec<f32> = (0..p)
+        .map(|j| values.iter().skip(j).step_by(p).sum::<f32>() / draws)
+        .collect();
+    let rest = mean[3..].iter().map(|v| v.abs()).sum::<f32>() / (p - 3) as f32;
+    eprintln!("posterior means {:?}, mean |rest| {rest}", &mean[..5]);
+    for (j, want) in [3.0f32, -2.0, 1.5].iter().enumerate() {
+        assert!(
+            (mean[j] - want).abs() < 0.5,
+            "beta {j}: {} vs {want}",
+            mean[j]
+        );
+    }
+    assert!(rest < 0.1, "mean |beta_j| beyond the signal: {rest}");
+}
+
+#[test]
+fn bad_ssgl_settings_name_their_option_and_range() {
+    for (flag, value, range) in [
+        ("--ssgl-v0", "0", "> 0"),
+        ("--ssgl-v1", "-1", "> 0"),
+        ("--ssgl-a", "0", "> 0"),
+        ("--ssgl-b", "0", "> 0"),
+        ("--ssgl-delta", "1.5", "(0, 1)"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let setting = format!("{flag}={value}");
+        let run = rmld(&[
+            "sample",
+            "--prior",
+            "ssgl",
+            &setting,
+            "--backend",
+            "cpu",
+            "--samples",
+            "2",
+            "--out",
+            &dir.path().display().to_string(),
+        ]);
+        let err = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(flag) && err.contains(range), "{flag}: {err}");
+    }
+}
+
+#[test]
+fn bench_measures_ssgl_beside_laplace_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().display().to_string();
+    let run = rmld(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--prior",
+        "ssgl",
+        "--chains",
+        "2",
+        "--outer",
+        "1",
+        "--dim",
+        "16",
+        "--images",
+        "50",
+        "--ceiling-size",
+        "64",
+        "--out",
+        &out,
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report = json(dir.path(), "bench.json");
+    let backends: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["cpu", "cpu-ssgl"], "{report}");
+    for row in report["rows"].as_array().unwrap() {
+        assert!(
+            row["chain_steps_per_second"].as_f64().unwrap() > 0.0,
+            "{row}"
+        );
+    }
+}
