@@ -262,7 +262,8 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     // Kernel HMC samples images on the 0..1 scale, where its step size means the same for
     // every dataset; its "dictionary" is the identity (codes are the images).
     let problem_args = args.problem_settings();
-    let problem = build_problem(&problem_args, sorted)?.with_adapt_iterations(args.burn_in);
+    let problem =
+        build_problem(&problem_args, Arc::new(sorted))?.with_adapt_iterations(args.burn_in);
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
     let base = if kernel {
@@ -742,10 +743,10 @@ fn fit_tangent_k(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Op
     }
 }
 
-fn load_labelled(args: &AugmentSettings) -> Result<Dataset> {
+fn load_labelled(args: &AugmentSettings) -> Result<Arc<Dataset>> {
     let mut dataset = args.problem.load_dataset()?;
     if let Some(path) = &args.labels {
-        dataset = dataset.with_labels_file(path)?;
+        dataset = Arc::new(Arc::unwrap_or_clone(dataset).with_labels_file(path)?);
     }
     if dataset.labels.is_none() {
         return Err(Error::input(
@@ -756,7 +757,9 @@ fn load_labelled(args: &AugmentSettings) -> Result<Dataset> {
     }
     match args.limit {
         Some(0) => Err(Error::usage("limit", "must be at least 1")),
-        Some(n) if n < dataset.n => dataset.try_subset(&(0..n).collect::<Vec<_>>()),
+        Some(n) if n < dataset.n => dataset
+            .try_subset(&(0..n).collect::<Vec<_>>())
+            .map(Arc::new),
         _ => Ok(dataset),
     }
 }

@@ -16,7 +16,7 @@ use super::settings::{BackendChoice, ProblemSettings};
 /// The dataset, where A came from, and the posterior built from them.
 pub struct Problem {
     /// The data as loaded (and possibly subset or reordered).
-    pub dataset: Dataset,
+    pub dataset: Arc<Dataset>,
     /// Where the dictionary came from (a file, or the seed of a Gaussian one).
     pub dictionary_source: String,
     /// The posterior the chains sample.
@@ -29,7 +29,7 @@ pub fn load_problem(args: &ProblemSettings) -> Result<Problem> {
 }
 
 /// The problem of `args` on an already loaded (and possibly subset or reordered) `dataset`.
-pub fn build_problem(args: &ProblemSettings, dataset: Dataset) -> Result<Problem> {
+pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Problem> {
     args.validate()?;
     if dataset.n == 0 {
         return Err(Error::input(

@@ -132,10 +132,11 @@ impl Default for ProblemSettings {
 impl ProblemSettings {
     /// The dataset: the one given in memory, else the file or folder `data`, else the embedded
     /// digits.
-    pub fn load_dataset(&self) -> Result<Dataset> {
+    /// Shared, not copied: the arrays handed over are the ones the run reads.
+    pub fn load_dataset(&self) -> Result<Arc<Dataset>> {
         match &self.dataset {
-            Some(dataset) => Ok(Dataset::clone(dataset)),
-            None => Dataset::load_or_embedded(self.data.as_deref()),
+            Some(dataset) => Ok(Arc::clone(dataset)),
+            None => Dataset::load_or_embedded(self.data.as_deref()).map(Arc::new),
         }
     }
 
