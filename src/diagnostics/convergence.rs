@@ -206,15 +206,20 @@ fn median(x: &mut [f64]) -> f64 {
 /// Rank-normalised split-R̂: the larger of the bulk R̂ (ranks of the split chains) and the tail
 /// R̂ (ranks of the folded draws |x − median|). Near 1 when chains agree; > 1.01 is a warning.
 pub fn split_rhat(chains: &[Vec<f64>]) -> Option<f64> {
-    let split = split_chains(chains);
-    let bulk = rhat_basic(&rank_normalise(&split))?;
+    bulk_and_tail(&split_chains(chains), rhat_basic)
+}
+
+/// The larger of `rhat` on the rank-normalised chains (bulk) and on the rank-normalised folded
+/// draws |x − median| (tail); the bulk value alone when the tail has none.
+fn bulk_and_tail(split: &[Vec<f64>], rhat: impl Fn(&[Vec<f64>]) -> Option<f64>) -> Option<f64> {
+    let bulk = rhat(&rank_normalise(split))?;
     let mut pooled: Vec<f64> = split.iter().flatten().copied().collect();
     let med = median(&mut pooled);
     let folded: Vec<Vec<f64>> = split
         .iter()
         .map(|c| c.iter().map(|v| (v - med).abs()).collect())
         .collect();
-    let tail = rhat_basic(&rank_normalise(&folded)).unwrap_or(bulk);
+    let tail = rhat(&rank_normalise(&folded)).unwrap_or(bulk);
     Some(bulk.max(tail))
 }
 
@@ -228,18 +233,9 @@ pub fn nested_rhat(chains: &[Vec<f64>], superchains: &[usize]) -> Option<f64> {
     if chains.len() != superchains.len() || n < 4 || chains.iter().any(|c| c.len() != n) {
         return None;
     }
-    let split = split_chains(chains);
-    // Splitting doubles the chains: halves keep their chain's superchain.
+    // split_chains puts each chain's two halves next to each other; both keep its superchain.
     let ids: Vec<usize> = superchains.iter().flat_map(|&k| [k, k]).collect();
-    let bulk = nested_basic(&rank_normalise(&split), &ids)?;
-    let mut pooled: Vec<f64> = split.iter().flatten().copied().collect();
-    let med = median(&mut pooled);
-    let folded: Vec<Vec<f64>> = split
-        .iter()
-        .map(|c| c.iter().map(|v| (v - med).abs()).collect())
-        .collect();
-    let tail = nested_basic(&rank_normalise(&folded), &ids).unwrap_or(bulk);
-    Some(bulk.max(tail))
+    bulk_and_tail(&split_chains(chains), |c| nested_basic(c, &ids))
 }
 
 /// Equations 4-8 of Margossian et al. (2024) on chains as they are: sqrt(1 + B̂_ν / Ŵ_ν), with
