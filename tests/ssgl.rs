@@ -1,7 +1,8 @@
 //! The SSGL prior (Deng et al. 2019): its settings' validation, the stochastic-approximation
-//! update's GPU kernel against its CPU twin element by element, adapt-then-freeze, non-finite
-//! state handling, bit-identical resume with the latent state, and MALA/HMC on the frozen
-//! posterior against quadrature.
+//! update's GPU kernel against its CPU twin element by element, the GPU chains against the CPU's
+//! from one seed, adapt-then-freeze, non-finite state handling, bit-identical resume with the
+//! latent state (both backends), and MALA/HMC on the frozen posterior against quadrature (both
+//! backends).
 
 #[cfg(feature = "gpu")]
 mod gpu_common;
@@ -478,6 +479,14 @@ fn hmc_samples_the_frozen_ssgl_posterior() {
 fn gpu_mala_samples_the_frozen_ssgl_posterior() {
     if let Some(ctx) = gpu_common::context("gpu_mala_samples_the_frozen_ssgl_posterior") {
         frozen_posterior_on(Method::Mala, 0.15, 1, Some(ctx));
+    }
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_hmc_samples_the_frozen_ssgl_posterior() {
+    if let Some(ctx) = gpu_common::context("gpu_hmc_samples_the_frozen_ssgl_posterior") {
+        frozen_posterior_on(Method::Hmc, 0.2, 8, Some(ctx));
     }
 }
 
