@@ -44,7 +44,7 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
                 let idx = m * params.p + n;
                 let z = position[idx];
                 let r = momentum[idx];
-                let g = acc[i * 4u + jj] * params.inv_sigma2 + prior_gradient(z);
+                let g = acc[i * 4u + jj] * params.inv_sigma2 + prior_gradient(m, n, z);
                 var next = r - eta * g - eta * r;
                 if (params.noise != 0u) {
                     next += params.noise_scale * noise_normal(m, n);
@@ -66,7 +66,7 @@ fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
             let n = wg.x * TILE_N + lid.x * 4u + jj;
             if (m < params.chains && n < params.p) {
                 let idx = m * params.p + n;
-                out[idx] = acc[i * 4u + jj] * params.inv_sigma2 + prior_gradient(position[idx]);
+                out[idx] = acc[i * 4u + jj] * params.inv_sigma2 + prior_gradient(m, n, position[idx]);
             }
         }
     }

@@ -78,8 +78,8 @@ fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
         let step = zj - xj;
         let f = step + params.delta * gradient_x[idx];
         let r = -step + params.delta * gradient_z[idx];
-        let px = prior_element(xj);
-        a += vec4<f32>(0.0, 0.0, px, prior_element(zj) - px);
+        let px = prior_element(c, j, xj);
+        a += vec4<f32>(0.0, 0.0, px, prior_element(c, j, zj) - px);
         b += vec4<f32>(f * f, r * r, 0.0, 0.0);
     }
     if (params.kinetic != 0u) {

@@ -74,6 +74,12 @@ fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
     let checkpoint = Checkpoint::from_bytes(&saved.expect("a checkpoint at the stop")).unwrap();
     let mut second = make();
     second.load_positions(&checkpoint.positions).unwrap();
+    // As `rmld sample` resumes: the prior's latent state (SSGL) after the positions.
+    if !checkpoint.run.prior_state.is_empty() {
+        second
+            .load_prior_state(&checkpoint.run.prior_state)
+            .unwrap();
+    }
     let (rest, rest_samples, _) = run(second.as_mut(), target, &s, checkpoint.run, None);
 
     let joined: Vec<f32> = part_samples
@@ -110,6 +116,7 @@ fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
             .collect::<Vec<_>>()
     );
     assert_eq!(bits(&rest.projections), bits(&full.projections));
+    assert_eq!(bits(&rest.prior_state), bits(&full.prior_state));
 }
 
 #[test]
@@ -231,4 +238,38 @@ fn old_version_and_foreign_files_are_refused_by_name() {
     checkpoint.write(&path).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert_eq!(Checkpoint::read(&path).unwrap().to_bytes(), bytes);
+}
+
+/// The SSGL prior on the GPU, adapting for 4 of the 6 iterations: stopped at 2 (mid-adaptation),
+/// its checkpoint (positions and latent state, through the checkpoint's bytes) continued on a
+/// fresh GPU backend equals the uninterrupted run bit for bit, latent state included.
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_ssgl_resume_equals_uninterrupted_run() {
+    use rmld::backend::gpu::{GpuBackend, GpuOptions};
+    use rmld::model::{Prior, Ssgl};
+    let Some(context) = gpu_common::context("gpu_ssgl_resume_equals_uninterrupted_run") else {
+        return;
+    };
+    let ssgl = Ssgl {
+        adapt_iterations: 4,
+        ..Ssgl::default()
+    };
+    let target = std::sync::Arc::new(
+        Target::clone(&common::small_target(60, 12, 40, 0.1, 5)).with_prior(Prior::Ssgl(ssgl)),
+    );
+    let s = settings(5, 6);
+    let make = || -> Box<dyn Backend> {
+        Box::new(
+            GpuBackend::with_context(
+                context.clone(),
+                target.clone(),
+                s.dynamics.clone(),
+                s.chains,
+                GpuOptions::default(),
+            )
+            .unwrap(),
+        )
+    };
+    check_resume(&make, &target);
 }

@@ -1,7 +1,8 @@
 //! The SSGL prior (Deng et al. 2019): its settings' validation, the stochastic-approximation
-//! update's GPU kernel against its CPU twin element by element, adapt-then-freeze, non-finite
-//! state handling, bit-identical resume with the latent state, and MALA/HMC on the frozen
-//! posterior against quadrature.
+//! update's GPU kernel against its CPU twin element by element, the GPU chains against the CPU's
+//! from one seed, adapt-then-freeze, non-finite state handling, bit-identical resume with the
+//! latent state (both backends), and MALA/HMC on the frozen posterior against quadrature (both
+//! backends).
 
 #[cfg(feature = "gpu")]
 mod gpu_common;
@@ -390,6 +391,17 @@ impl Quadrature {
 /// MALA or HMC on A = I (p = 3), θ frozen at its initial value, against quadrature by KS at
 /// level 0.01 (Bonferroni over the coordinates), draws thinned by the ESS.
 fn frozen_posterior_matches_quadrature(method: Method, eta: f32, leapfrog: u32) {
+    frozen_posterior_on(method, eta, leapfrog, None);
+}
+
+/// `frozen_posterior_matches_quadrature` on the CPU, or on the GPU context given.
+fn frozen_posterior_on(
+    method: Method,
+    eta: f32,
+    leapfrog: u32,
+    #[cfg(feature = "gpu")] gpu: Option<Arc<rmld::backend::gpu::GpuContext>>,
+    #[cfg(not(feature = "gpu"))] gpu: Option<()>,
+) {
     let y = [0.4f32, -2.5, 1.2];
     let p = y.len();
     let ssgl = Ssgl {
@@ -404,10 +416,16 @@ fn frozen_posterior_matches_quadrature(method: Method, eta: f32, leapfrog: u32) 
     let t = target(identity(p), p, p, y.to_vec(), ssgl, s2);
     let dyn_ = dynamics(method, eta, leapfrog, 42);
     let (chains, samples, burn) = (32, 800, 50);
-    let mut backend = CpuBackend::new(t.clone(), dyn_.clone(), chains);
+    let mut backend: Box<dyn Backend> = match gpu {
+        #[cfg(feature = "gpu")]
+        Some(ctx) => Box::new(gpu_backend(&ctx, &t, &dyn_, chains, None)),
+        #[cfg(not(feature = "gpu"))]
+        Some(()) => unreachable!(),
+        None => Box::new(CpuBackend::new(t.clone(), dyn_.clone(), chains)),
+    };
     let mut sink = MemorySink::default();
     let run = orchestrator::run(
-        &mut backend,
+        backend.as_mut(),
         &t,
         &settings(chains, samples, &dyn_),
         &mut sink,
@@ -456,24 +474,319 @@ fn hmc_samples_the_frozen_ssgl_posterior() {
     frozen_posterior_matches_quadrature(Method::Hmc, 0.2, 8);
 }
 
-/// The GPU chains do not read the latent state yet: the backend refuses SSGL with an error that
-/// says so and names the CPU backend, instead of sampling the wrong posterior.
 #[cfg(feature = "gpu")]
 #[test]
-fn gpu_backend_refuses_ssgl_clearly() {
-    let Some(ctx) = gpu_common::context("gpu_backend_refuses_ssgl_clearly") else {
+fn gpu_mala_samples_the_frozen_ssgl_posterior() {
+    if let Some(ctx) = gpu_common::context("gpu_mala_samples_the_frozen_ssgl_posterior") {
+        frozen_posterior_on(Method::Mala, 0.15, 1, Some(ctx));
+    }
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_hmc_samples_the_frozen_ssgl_posterior() {
+    if let Some(ctx) = gpu_common::context("gpu_hmc_samples_the_frozen_ssgl_posterior") {
+        frozen_posterior_on(Method::Hmc, 0.2, 8, Some(ctx));
+    }
+}
+
+/// A `d` × `p` regression-like problem like `small_problem` (any shape: d, p not multiples of 4
+/// take the scalar-load kernels).
+#[cfg(feature = "gpu")]
+fn problem(d: usize, p: usize, ssgl: Ssgl) -> Arc<Target> {
+    let a: Vec<f32> = (0..d * p)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0 - 1.0) * 0.5)
+        .collect();
+    let y: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin() * 2.0).collect();
+    target(a, d, p, y, ssgl, 1.0)
+}
+
+#[cfg(feature = "gpu")]
+fn gpu_backend(
+    ctx: &Arc<rmld::backend::gpu::GpuContext>,
+    t: &Arc<Target>,
+    dyn_: &DynamicsSettings,
+    chains: usize,
+    max_binding_bytes: Option<u64>,
+) -> rmld::backend::gpu::GpuBackend {
+    rmld::backend::gpu::GpuBackend::with_context(
+        ctx.clone(),
+        t.clone(),
+        dyn_.clone(),
+        chains,
+        rmld::backend::gpu::GpuOptions {
+            max_binding_bytes,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// |a − b| ≤ tol·max(|a|, |b|, floor), both finite.
+#[cfg(feature = "gpu")]
+fn close(a: f32, b: f32, tol: f64, floor: f64) -> bool {
+    let (a, b) = (a as f64, b as f64);
+    a.is_finite() && b.is_finite() && (a - b).abs() <= tol * a.abs().max(b.abs()).max(floor)
+}
+
+/// Every element of `gpu` not close to `cpu`, by row `width` and index, with both values.
+#[cfg(feature = "gpu")]
+fn mismatches(what: &str, gpu: &[f32], cpu: &[f32], width: usize, tol: f64) -> Vec<String> {
+    let mut bad = Vec::new();
+    if gpu.len() != cpu.len() {
+        bad.push(format!(
+            "{what}: {} values on the gpu, {} on the cpu",
+            gpu.len(),
+            cpu.len()
+        ));
+    }
+    for (i, (&a, &b)) in gpu.iter().zip(cpu).enumerate() {
+        if !close(a, b, tol, 1e-3) {
+            bad.push(format!(
+                "{what} chain {} [{}]: gpu {a:e}, cpu {b:e}",
+                i / width,
+                i % width
+            ));
+        }
+    }
+    bad
+}
+
+/// The GPU chains against the CPU's from one seed, outer iteration by outer iteration: the MH
+/// terms, the decisions, the positions, and after each SA update its status and every value of
+/// the latent state (continuous mode, so every iteration adapts), element by element.
+#[cfg(feature = "gpu")]
+fn gpu_matches_cpu(label: &str, d: usize, p: usize, method: Method, groups: usize) {
+    let Some(ctx) = gpu_common::context(label) else {
         return;
     };
-    let t = small_problem(Ssgl::default());
-    let err = rmld::backend::gpu::GpuBackend::with_context(
-        ctx,
-        t,
-        dynamics(Method::Mala, 0.01, 1, 1),
+    let chains = 4;
+    let ssgl = Ssgl {
+        mode: SsglMode::Continuous,
+        ..Ssgl::default()
+    };
+    let t = problem(d, p, ssgl);
+    let dyn_ = DynamicsSettings {
+        steps: 3,
+        ..dynamics(method, 0.01, 4, 11)
+    };
+    // A binding limit of chains/groups chains' state splits the chains into `groups` groups.
+    let limit = (groups > 1).then(|| (4 * stride(p) * chains / groups) as u64);
+    let mut gpu = gpu_backend(&ctx, &t, &dyn_, chains, limit);
+    assert_eq!(gpu.groups(), groups);
+    let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
+    let start: Vec<f32> = (0..chains * p)
+        .map(|i| ((i * 7919 % 61) as f32 / 30.0 - 1.0) * 0.8)
+        .collect();
+    gpu.load_positions(&start).unwrap();
+    cpu.load_positions(&start).unwrap();
+    let w = stride(p);
+    let mut bad = Vec::new();
+    for outer in 1..=4 {
+        let (tg, tc) = (gpu.propose(outer).unwrap(), cpu.propose(outer).unwrap());
+        for (c, (g, k)) in tg.iter().zip(&tc).enumerate() {
+            let floor = k.energy_current.abs() as f64 * 1e-2;
+            for (name, a, b, floor) in [
+                ("energy_current", g.energy_current, k.energy_current, 1e-6),
+                (
+                    "energy_difference",
+                    g.energy_difference,
+                    k.energy_difference,
+                    floor,
+                ),
+                ("forward_norm", g.forward_norm, k.forward_norm, 1e-6),
+                ("reverse_norm", g.reverse_norm, k.reverse_norm, 1e-6),
+                (
+                    "kinetic_difference",
+                    g.kinetic_difference,
+                    k.kinetic_difference,
+                    floor,
+                ),
+            ] {
+                if !close(a, b, 1e-4, floor) {
+                    bad.push(format!(
+                        "outer {outer} chain {c} {name}: gpu {a:e}, cpu {b:e}"
+                    ));
+                }
+            }
+        }
+        let decide = |terms: &[rmld::backend::MhTerms]| -> Vec<bool> {
+            terms
+                .iter()
+                .enumerate()
+                .map(|(c, t)| {
+                    let u = rmld::rng::Stream::new(
+                        dyn_.seed,
+                        c as u32,
+                        outer,
+                        0,
+                        rmld::rng::Purpose::Accept,
+                    )
+                    .uniform();
+                    t.method_log_ratio(method, dyn_.delta() as f64)
+                        .min(0.0)
+                        .exp()
+                        > u as f64
+                })
+                .collect()
+        };
+        let (dg, dc) = (decide(&tg), decide(&tc));
+        if bad.is_empty() && dg != dc {
+            bad.push(format!("outer {outer}: decisions gpu {dg:?}, cpu {dc:?}"));
+        }
+        // Both outcomes, whatever the rule says, so the selection runs either way.
+        let mask: Vec<bool> = (0..chains)
+            .map(|c| if c < 2 { c == 0 } else { dc[c] })
+            .collect();
+        gpu.accept(&mask).unwrap();
+        cpu.accept(&mask).unwrap();
+        let (sg, sc) = (
+            gpu.prior_update(outer).unwrap(),
+            cpu.prior_update(outer).unwrap(),
+        );
+        if sg != sc {
+            bad.push(format!(
+                "outer {outer}: update status gpu {sg:?}, cpu {sc:?}"
+            ));
+        }
+        let what = format!("outer {outer} state");
+        bad.extend(mismatches(
+            &what,
+            &gpu.prior_state().unwrap().unwrap(),
+            &cpu.prior_state().unwrap().unwrap(),
+            w,
+            1e-4,
+        ));
+        let what = format!("outer {outer} positions");
+        bad.extend(mismatches(
+            &what,
+            &gpu.positions().unwrap(),
+            &cpu.positions().unwrap(),
+            p,
+            1e-4,
+        ));
+    }
+    // The state did move (the comparison is not of two initial states).
+    assert_ne!(
+        cpu.prior_state().unwrap().unwrap(),
+        ssgl.initial_state(chains, p)
+    );
+    gpu_common::assert_none(bad);
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_rmld_ssgl_matches_cpu_in_two_groups() {
+    gpu_matches_cpu(
+        "gpu_rmld_ssgl_matches_cpu_in_two_groups",
+        12,
+        20,
+        Method::Rmld,
         2,
-        rmld::backend::gpu::GpuOptions::default(),
+    );
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_mala_ssgl_matches_cpu_scalar_loads() {
+    gpu_matches_cpu(
+        "gpu_mala_ssgl_matches_cpu_scalar_loads",
+        11,
+        19,
+        Method::Mala,
+        1,
+    );
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_hmc_ssgl_matches_cpu() {
+    gpu_matches_cpu("gpu_hmc_ssgl_matches_cpu", 12, 20, Method::Hmc, 1);
+}
+
+/// A GPU run interrupted after 6 outer iterations (positions and latent state read back as a
+/// checkpoint holds them) and resumed on a fresh GPU backend equals the uninterrupted GPU run
+/// bit for bit, state included, in adapt mode across the freeze (burn-in 8 of 10).
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_resume_with_the_latent_state_is_bit_identical() {
+    let Some(ctx) = gpu_common::context("gpu_resume_with_the_latent_state_is_bit_identical") else {
+        return;
+    };
+    let ssgl = Ssgl {
+        adapt_iterations: 8,
+        ..Ssgl::default()
+    };
+    let t = small_problem(ssgl);
+    let dyn_ = dynamics(Method::Rmld, 0.01, 1, 7);
+    let mut full = gpu_backend(&ctx, &t, &dyn_, 4, None);
+    let mut sink = MemorySink::default();
+    let run = orchestrator::run(
+        &mut full,
+        &t,
+        &settings(4, 10, &dyn_),
+        &mut sink,
+        &mut |_| {},
     )
-    .err()
-    .expect("ssgl on the GPU is refused");
-    let text = format!("{err}");
-    assert!(text.contains("ssgl") && text.contains("cpu"), "{text}");
+    .unwrap();
+    assert_eq!(run.prior_nonfinite, vec![0; 4]);
+    let (x_full, state_full) = (
+        full.positions().unwrap(),
+        full.prior_state().unwrap().unwrap(),
+    );
+    let mut first = gpu_backend(&ctx, &t, &dyn_, 4, None);
+    let mut sink = MemorySink::default();
+    let run6 = orchestrator::run(
+        &mut first,
+        &t,
+        &settings(4, 6, &dyn_),
+        &mut sink,
+        &mut |_| {},
+    )
+    .unwrap();
+    let (positions, state) = (
+        first.positions().unwrap(),
+        first.prior_state().unwrap().unwrap(),
+    );
+    assert_ne!(state, state_full, "the state adapted after iteration 6");
+    let mut second = gpu_backend(&ctx, &t, &dyn_, 4, None);
+    second.load_positions(&positions).unwrap();
+    second.load_prior_state(&state).unwrap();
+    let hooks = Hooks {
+        sink: &mut sink,
+        progress: &mut |_| {},
+        stop: &|| false,
+        checkpoint_every: 0,
+        checkpoint: &mut |_, _| Ok(()),
+    };
+    orchestrator::continue_run(&mut second, &t, &settings(4, 10, &dyn_), run6, hooks).unwrap();
+    assert_eq!(second.positions().unwrap(), x_full);
+    assert_eq!(second.prior_state().unwrap().unwrap(), state_full);
+    let mut bad = state.clone();
+    bad[3] = f32::NAN;
+    assert!(second.load_prior_state(&bad).is_err());
+    assert!(second.load_prior_state(&state[1..]).is_err());
+}
+
+/// A chain whose update is not finite keeps its state on the GPU too, and says so.
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_non_finite_update_is_counted() {
+    let Some(ctx) = gpu_common::context("gpu_non_finite_update_is_counted") else {
+        return;
+    };
+    let t = small_problem(Ssgl {
+        mode: SsglMode::Continuous,
+        ..Ssgl::default()
+    });
+    let mut backend = gpu_backend(&ctx, &t, &dynamics(Method::Mala, 0.01, 1, 3), 2, None);
+    let mut x = vec![0.1f32; 40];
+    x[25] = 1e30;
+    backend.load_positions(&x).unwrap();
+    let before = backend.prior_state().unwrap().unwrap();
+    assert_eq!(backend.prior_update(1).unwrap(), vec![0, 1]);
+    let after = backend.prior_state().unwrap().unwrap();
+    let w = stride(20);
+    assert_eq!(&after[w..], &before[w..]);
+    assert_ne!(&after[..w], &before[..w]);
 }

@@ -2,6 +2,9 @@
 //! (`--dictionary X.npy --data y.npy`), and its settings' errors as the command line prints them.
 
 mod cli_common;
+#[cfg(feature = "gpu")]
+#[path = "gpu_common/mod.rs"]
+mod gpu_common;
 
 use cli_common::{json, rmld, stderr};
 
@@ -154,6 +157,51 @@ fn bench_measures_ssgl_beside_laplace_in_one_run() {
         .collect();
     assert_eq!(backends, ["cpu", "cpu-ssgl"], "{report}");
     for row in report["rows"].as_array().unwrap() {
+        assert!(
+            row["chain_steps_per_second"].as_f64().unwrap() > 0.0,
+            "{row}"
+        );
+    }
+}
+
+/// `rmld bench --backend gpu --prior ssgl` measures the GPU with SSGL (rows `gpu-ssgl`) beside
+/// Laplace in one run (on lavapipe: for correctness, not speed).
+#[cfg(feature = "gpu")]
+#[test]
+fn bench_measures_gpu_ssgl_beside_laplace() {
+    if gpu_common::context("bench_measures_gpu_ssgl_beside_laplace").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().display().to_string();
+    let run = rmld(&[
+        "bench",
+        "--backend",
+        "gpu",
+        "--prior",
+        "ssgl",
+        "--chains",
+        "2",
+        "--outer",
+        "1",
+        "--dim",
+        "16",
+        "--images",
+        "50",
+        "--ceiling-size",
+        "64",
+        "--out",
+        &out,
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report = json(dir.path(), "bench.json");
+    let rows = report["rows"].as_array().unwrap();
+    let backends: Vec<&str> = rows
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["gpu", "gpu-ssgl"], "{report}");
+    for row in rows {
         assert!(
             row["chain_steps_per_second"].as_f64().unwrap() > 0.0,
             "{row}"

@@ -1,5 +1,6 @@
 // Twin of src/model/prior/laplace.rs: the Laplace prior lam ||x||_1 (lam in params.lam), as the
-// gradient-step and MH-term kernels call it: -log p(x) = prior_weight() * sum_j prior_element(x_j).
+// gradient-step and MH-term kernels call it: -log p(x) = prior_weight() * sum_j prior_element(c, j, x_j)
+// for chain c (of the group) and coefficient j, which a prior without per-chain state ignores.
 
 fn sign_of(v: f32) -> f32 {
     if (v > 0.0) {
@@ -15,10 +16,10 @@ fn prior_weight() -> f32 {
     return params.lam;
 }
 
-fn prior_element(v: f32) -> f32 {
+fn prior_element(c: u32, j: u32, v: f32) -> f32 {
     return abs(v);
 }
 
-fn prior_gradient(v: f32) -> f32 {
+fn prior_gradient(c: u32, j: u32, v: f32) -> f32 {
     return params.lam * sign_of(v);
 }

@@ -530,8 +530,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub force: bool,
 
-    /// `ssgl`: also measure the CPU with the SSGL prior adapting at every outer iteration (rows
-    /// `cpu-ssgl`, beside the Laplace rows of the same run; the SA update is timed with accept).
+    /// `ssgl`: also measure each backend with the SSGL prior adapting at every outer iteration
+    /// (rows `cpu-ssgl`, `gpu-ssgl`, beside the Laplace rows of the same run; the SA update is
+    /// timed with accept).
     #[arg(long = "prior", value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
     pub bench_prior: rmld::session::PriorKind,
 }

@@ -64,8 +64,9 @@ pub struct BenchSettings {
     /// Replace bench.json, bench.csv and bench.png when `out` holds them already.
     #[serde(default)]
     pub force: bool,
-    /// Also measure the CPU with the SSGL prior adapting at every outer iteration (its SA update
-    /// timed with the accept pass), rows labelled `cpu-ssgl`, beside the Laplace rows.
+    /// Also measure each backend with the SSGL prior adapting at every outer iteration (its SA
+    /// update timed with the accept pass), rows labelled `cpu-ssgl` and `gpu-ssgl`, beside the
+    /// Laplace rows.
     #[serde(default)]
     pub ssgl: bool,
 }
@@ -791,8 +792,8 @@ mod gpu {
     use crate::{Error, Result};
 
     use super::{
-        measure, memory_note, BenchSettings, Ceiling, DynamicsSettings, Notice, Observer, Row,
-        Target,
+        measure, measure_with, memory_note, BenchSettings, Ceiling, DynamicsSettings, Notice,
+        Observer, Row, Target,
     };
 
     pub fn present() -> bool {
@@ -1020,7 +1021,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 timestamps: true,
                 ..GpuOptions::default()
             };
-            let backend = GpuBackend::new(target.clone(), dynamics.clone(), c, options);
+            let backend = GpuBackend::new(target.clone(), dynamics.clone(), c, options.clone());
             let mut backend = match backend {
                 Ok(b) => b,
                 Err(e) => {
@@ -1039,6 +1040,28 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 products_gflops: None,
             });
             rows.push(row);
+            drop(backend);
+            if args.ssgl {
+                let ssgl = crate::model::Ssgl {
+                    mode: crate::model::SsglMode::Continuous,
+                    ..crate::model::Ssgl::default()
+                };
+                let target =
+                    Arc::new(Target::clone(target).with_prior(crate::model::Prior::Ssgl(ssgl)));
+                let mut backend = GpuBackend::new(target, dynamics.clone(), c, options)?;
+                let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, true)?;
+                row.backend = "gpu-ssgl".into();
+                row.timing = timing.into();
+                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
+                row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
+                observer.notice(&Notice::BenchMeasured {
+                    backend: "gpu-ssgl".into(),
+                    chains: c,
+                    chain_steps_per_second: row.chain_steps_per_second,
+                    products_gflops: None,
+                });
+                rows.push(row);
+            }
         }
         Ok(ceiling)
     }

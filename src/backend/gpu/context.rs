@@ -94,7 +94,7 @@ impl GpuContext {
         let kernels = Arc::new(scoped(
             &self.device,
             "compiling the prior's kernels",
-            || Kernels::new(&self.device, source),
+            || Kernels::with_state(&self.device, source, prior.has_state()),
         )?);
         cache.push((source, kernels.clone()));
         Ok(kernels)

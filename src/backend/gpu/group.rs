@@ -53,6 +53,20 @@ pub struct ChainGroup {
     binds: Vec<Launch>,
     /// The mixture's or the tangent target's extra passes, indexed by `MixtureRole`.
     mixture: Option<Vec<Launch>>,
+    /// The SSGL prior's latent state of the group's chains and its update's buffers.
+    pub prior: Option<PriorState>,
+}
+
+/// A stateful prior's (SSGL's) device buffers for one group: the latent state the gradient
+/// steps, full gradients and MH terms read (`ssgl::stride(p)` values per chain), the update's
+/// params uniform and its per-chain status words.
+pub struct PriorState {
+    /// The latent state, chains × `ssgl::stride(p)`.
+    pub state: wgpu::Buffer,
+    /// `SsglParams` of the update (written before each update).
+    pub params: wgpu::Buffer,
+    /// Per chain: 1 when its last update was not finite (it kept its state), else 0.
+    pub status: wgpu::Buffer,
 }
 
 /// The values the dynamics' kernels read that the backend fixes for a run; each family's params
@@ -158,6 +172,7 @@ impl ChainGroup {
         steps: u32,
         xbar_rows: &[f32],
         cached: Option<CachedEnergy>,
+        prior_state: Option<&[f32]>,
     ) -> ChainGroup {
         let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
         let (x, z, gx, gz, momentum) = (
@@ -175,6 +190,18 @@ impl ChainGroup {
         );
         let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
         let xbar = super::buffers::upload(context, "xbar rows", bytemuck::cast_slice(xbar_rows));
+        let prior = prior_state.map(|state| PriorState {
+            state: super::buffers::upload(context, "prior state", bytemuck::cast_slice(state)),
+            params: context.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("ssgl params"),
+                size: std::mem::size_of::<super::kernels::ssgl::SsglParams>() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            status: rows("prior status", 1),
+        });
+        // The kernels built without prior state drop this binding: X stands in for it there.
+        let prior_state = prior.as_ref().map_or(&x, |s| &s.state);
         let per_step = steps as usize + 1;
         let mut layout = SlotLayout::new(context);
         let sections = Sections {
@@ -315,6 +342,7 @@ impl ChainGroup {
                 momentum: &momentum,
                 energy_x: ex,
                 energy_z: ez,
+                prior_state,
             }
             .bind(k, dev, s, sc.mh),
             None => mh_terms::MhTermsBuffers {
@@ -326,6 +354,7 @@ impl ChainGroup {
                 gradient_z: &gz,
                 terms: &terms,
                 momentum: &momentum,
+                prior_state,
             }
             .bind(k, dev, s, sc.mh),
         };
@@ -352,6 +381,7 @@ impl ChainGroup {
                 lhs: &step_residual,
                 position: &z,
                 momentum: &momentum,
+                prior_state,
             }
             .bind(k, dev, s, sc.matmul, shape),
             matmul::ResidualProductBuffers {
@@ -366,6 +396,7 @@ impl ChainGroup {
                 lhs: gradient_in_z,
                 out: &gz,
                 position: &z,
+                prior_state,
             }
             .bind(k, dev, s, sc.matmul, shape),
             matmul::ResidualProductBuffers {
@@ -380,6 +411,7 @@ impl ChainGroup {
                 lhs: gradient_in_x,
                 out: &gx,
                 position: &x,
+                prior_state,
             }
             .bind(k, dev, s, sc.matmul, shape),
             mh,
@@ -427,7 +459,15 @@ impl ChainGroup {
             kernels: shared.kernels.clone(),
             binds,
             mixture: mixture_binds,
+            prior,
         }
+    }
+
+    /// The group's prior state buffers (an internal error for a prior without state).
+    pub fn prior(&self) -> Result<&PriorState> {
+        self.prior
+            .as_ref()
+            .ok_or_else(|| Error::Internal("the chain group keeps no prior state".into()))
     }
 
     /// Writes every family's params slots for outer iteration `outer`, in one queue write.

@@ -365,6 +365,9 @@ struct Binding {
     number: u32,
     name: &'static str,
     read_only: bool,
+    /// Declared by a stateful prior's WGSL (`prior_state`): in the layout only of the pipelines
+    /// built for such a prior (`Kernels::with_state`).
+    state_only: bool,
 }
 
 /// A read-only storage binding (`var<storage, read>`).
@@ -373,8 +376,18 @@ const fn read(number: u32, name: &'static str) -> Binding {
         number,
         name,
         read_only: true,
+        state_only: false,
     }
 }
+
+/// The stateful prior's per-chain state (`prior_state`, read-only, binding 12 of
+/// `shaders/prior/ssgl.wgsl`): bound only where the pipelines were built with the state.
+const PRIOR_STATE: Binding = Binding {
+    number: 12,
+    name: "prior_state",
+    read_only: true,
+    state_only: true,
+};
 
 /// A read-write storage binding (`var<storage, read_write>`).
 const fn write(number: u32, name: &'static str) -> Binding {
@@ -382,6 +395,7 @@ const fn write(number: u32, name: &'static str) -> Binding {
         number,
         name,
         read_only: false,
+        state_only: false,
     }
 }
 
@@ -494,12 +508,20 @@ const fn reads(kernel: Kernel, layout: &Layout) -> bool {
 /// Compiled pipelines with their explicit bind group layouts, indexed by `Kernel`'s discriminant.
 pub struct Kernels {
     pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
+    /// Built for a prior with per-chain state: the `prior_state` bindings are in the layouts.
+    stateful: bool,
 }
 
 impl Kernels {
-    /// Compiles every family's module, with `prior_wgsl` (a `Prior::wgsl()`) where a family
-    /// takes the prior, and builds every pipeline (once per device and prior).
+    /// Compiles every family's module, with `prior_wgsl` (a `Prior::wgsl()` of a prior without
+    /// state) where a family takes the prior, and builds every pipeline (once per device and prior).
     pub fn new(device: &wgpu::Device, prior_wgsl: &str) -> Kernels {
+        Kernels::with_state(device, prior_wgsl, false)
+    }
+
+    /// `new` for any prior: with `stateful` (`Prior::has_state`) the entries that splice the
+    /// prior also bind its per-chain state, `prior_state`.
+    pub fn with_state(device: &wgpu::Device, prior_wgsl: &str, stateful: bool) -> Kernels {
         let modules: Vec<wgpu::ShaderModule> = FAMILIES
             .iter()
             .map(|family| {
@@ -536,7 +558,8 @@ impl Kernels {
                     },
                     count: None,
                 }];
-                entries.extend(bindings.iter().map(|binding| wgpu::BindGroupLayoutEntry {
+                let bindings = bindings.iter().filter(|b| stateful || !b.state_only);
+                entries.extend(bindings.map(|binding| wgpu::BindGroupLayoutEntry {
                     binding: binding.number,
                     visibility: wgpu::ShaderStages::COMPUTE,
                     ty: wgpu::BindingType::Buffer {
@@ -569,11 +592,21 @@ impl Kernels {
                 (layout, pipeline)
             })
             .collect();
-        Kernels { pipelines }
+        Kernels {
+            pipelines,
+            stateful,
+        }
+    }
+
+    /// The bindings of `entry` these pipelines' layouts hold (its `prior_state` only when stateful).
+    fn active(&self, entry: &Entry) -> Vec<Binding> {
+        let keep = |b: &&Binding| self.stateful || !b.state_only;
+        entry.bindings.iter().filter(keep).copied().collect()
     }
 
     /// `kernel` bound to `buffers` for its storage bindings, in the order its family declares
-    /// them, and to `slots` of `params` (one slot visible, chosen by dynamic offset).
+    /// them (without `prior_state` unless the pipelines were built with the prior's state), and
+    /// to `slots` of `params` (one slot visible, chosen by dynamic offset).
     ///
     /// The positional form, for measuring one exact kernel (the benches); the backend binds
     /// through its families' typed buffer sets, which name every binding.
@@ -604,12 +637,13 @@ impl Kernels {
             "{}: params slots of another buffer",
             entry.entry_point
         );
+        let bindings = self.active(entry);
         assert_eq!(
             buffers.len(),
-            entry.bindings.len(),
+            bindings.len(),
             "{} binds {:?}",
             entry.entry_point,
-            entry.bindings.iter().map(|b| b.name).collect::<Vec<_>>()
+            bindings.iter().map(|b| b.name).collect::<Vec<_>>()
         );
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
@@ -619,7 +653,7 @@ impl Kernels {
                 size: std::num::NonZeroU64::new(layout.size as u64),
             }),
         }];
-        entries.extend(entry.bindings.iter().zip(buffers).map(|(binding, buffer)| {
+        entries.extend(bindings.iter().zip(buffers).map(|(binding, buffer)| {
             wgpu::BindGroupEntry {
                 binding: binding.number,
                 resource: buffer.as_entire_binding(),
@@ -645,7 +679,9 @@ impl Kernels {
     }
 
     /// `bind` for a family's typed buffer set: `names` must be the entry's binding names, in
-    /// its order (checked, so a buffer set cannot bind a kernel it does not describe).
+    /// its order (checked, so a buffer set cannot bind a kernel it does not describe). A set's
+    /// `prior_state` buffer is dropped where the pipelines have no prior state (any buffer
+    /// stands in for it there).
     ///
     /// # Panics
     /// When `names` are not `kernel`'s bindings (a programming error).
@@ -661,7 +697,14 @@ impl Kernels {
         let entry = entry(kernel);
         let declared: Vec<&str> = entry.bindings.iter().map(|b| b.name).collect();
         assert_eq!(names, declared, "{}'s bindings", entry.entry_point);
-        self.bind(device, kernel, params, slots, buffers)
+        let buffers: Vec<&wgpu::Buffer> = entry
+            .bindings
+            .iter()
+            .zip(buffers)
+            .filter(|(b, _)| self.stateful || !b.state_only)
+            .map(|(_, &buffer)| buffer)
+            .collect();
+        self.bind(device, kernel, params, slots, &buffers)
     }
 
     /// Records one dispatch of `launch` at `step`: its family's slot for that step (per-step
@@ -688,9 +731,17 @@ mod tests {
     use crate::model::{Laplace, Prior};
     use wgpu::naga;
 
-    /// A family's module source as `Kernels::new` concatenates it, with the Laplace prior.
-    fn source(family: &Family) -> String {
-        let prior = Prior::Laplace(Laplace { lam: 0.0 }).wgsl();
+    /// The priors whose WGSL the families splice.
+    fn priors() -> [Prior; 2] {
+        [
+            Prior::Laplace(Laplace { lam: 0.0 }),
+            Prior::Ssgl(crate::model::Ssgl::default()),
+        ]
+    }
+
+    /// A family's module source as `Kernels::new` concatenates it, with `prior`'s WGSL.
+    fn source(family: &Family, prior: &Prior) -> String {
+        let prior = prior.wgsl();
         family
             .sources
             .iter()
@@ -789,7 +840,15 @@ mod tests {
     /// The differences between a family's WGSL (its `var<uniform> params` at binding 0 and that
     /// variable's struct) and the Rust `layout`.
     fn family_differences(family: &Family, layout: &Layout) -> Vec<String> {
-        let module = match naga::front::wgsl::parse_str(&source(family)) {
+        priors()
+            .iter()
+            .flat_map(|prior| family_differences_with(family, layout, prior))
+            .collect()
+    }
+
+    /// `family_differences` with one prior's WGSL spliced in.
+    fn family_differences_with(family: &Family, layout: &Layout, prior: &Prior) -> Vec<String> {
+        let module = match naga::front::wgsl::parse_str(&source(family, prior)) {
             Ok(module) => module,
             Err(e) => return vec![format!("{}: {}", family.module, e.emit_to_string(""))],
         };
@@ -900,10 +959,17 @@ mod tests {
                     Source::Prior => "",
                 })
                 .collect();
+            // A stateful prior's bindings are declared by its WGSL (SSGL's `prior_state`).
+            let stateful = source.clone() + Prior::Ssgl(crate::model::Ssgl::default()).wgsl();
             for entry in family.entries {
                 let function = format!("fn {}(", entry.entry_point);
                 assert!(source.contains(&function), "{}: {function}", family.module);
                 for binding in entry.bindings {
+                    let source = if binding.state_only {
+                        &stateful
+                    } else {
+                        &source
+                    };
                     let access = if binding.read_only {
                         "read"
                     } else {

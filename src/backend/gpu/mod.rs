@@ -75,6 +75,8 @@ pub struct GpuBackend {
     limit: u64,
     lipschitz: Option<f32>,
     clock: Option<DeviceClock>,
+    /// The SSGL prior's update pipeline (None for a prior without state).
+    ssgl_update: Option<kernels::ssgl::SsglUpdateKernel>,
 }
 
 impl GpuBackend {
@@ -117,16 +119,24 @@ impl GpuBackend {
             .min(device_limit);
         // The likelihood as data: what each chain's residual subtracts (its mean, nothing for
         // the mixture, whose residual buffers hold A X, or its anchor) and its cached energy.
-        if target.prior.ssgl().is_some() {
-            return Err(Error::usage(
-                "prior",
-                "the GPU chains do not read the ssgl prior's latent state yet: run ssgl with \
-                 `backend` cpu (its update kernel, shaders/prior/ssgl_update.wgsl, is tested \
-                 against the CPU's)",
-            ));
-        }
         let likelihood = target.likelihood(chains)?;
         let caches_energy = likelihood.caches_energy();
+        // The SSGL prior's latent state, as the CPU backend starts it (the same checks).
+        let prior_state = match target.prior.ssgl() {
+            Some(ssgl) => {
+                ssgl.validate()?;
+                if !matches!(likelihood, Likelihood::Gaussian { .. }) {
+                    return Err(Error::usage(
+                        "prior",
+                        "the ssgl prior runs with the paper and local targets (its σ update \
+                         reads the Gaussian residual), not mixture or tangent",
+                    ));
+                }
+                Some(ssgl.initial_state(chains, p))
+            }
+            None => None,
+        };
+        let stride = crate::model::prior::ssgl::stride(p);
         let (xbar_rows, tangent, mixture_info) = match likelihood {
             Likelihood::Gaussian { means } => (means, None, Vec::new()),
             Likelihood::Mixture { info } => (vec![0.0; chains * d], None, info),
@@ -145,7 +155,11 @@ impl GpuBackend {
             (None, true) => 0,
         };
         // The tangent target's directions are the widest per-chain buffer when k·d > p.
-        let width = d.max(p).max(tangent.as_ref().map_or(0, |(b, _)| b.k * d));
+        // SSGL's latent state (3p + 2 per chain) is wider than any of them.
+        let width = d
+            .max(p)
+            .max(tangent.as_ref().map_or(0, |(b, _)| b.k * d))
+            .max(prior_state.as_ref().map_or(0, |_| stride));
         let group_size = group_size(limit, width, chains)?;
         let chain_rows = target.chain_rows(chains)?;
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
@@ -186,10 +200,19 @@ impl GpuBackend {
                         settings.steps,
                         means,
                         mixture,
+                        prior_state
+                            .as_deref()
+                            .map(|s| &s[offset * stride..(offset + count) * stride]),
                     )
                 })
                 .collect::<Vec<_>>()
         })?;
+        let ssgl_update = match &prior_state {
+            Some(_) => Some(context.checked("compiling ssgl_update", || {
+                kernels::ssgl::SsglUpdateKernel::new(&context.device)
+            })?),
+            None => None,
+        };
         let clock = match (
             options.timestamps,
             PassTimer::new(&context, 1),
@@ -217,6 +240,7 @@ impl GpuBackend {
             limit,
             lipschitz: None,
             clock,
+            ssgl_update,
         })
     }
 
@@ -334,8 +358,14 @@ impl Backend for GpuBackend {
             kind: "gpu".into(),
             device: self.context.describe(),
             // X, Z, both gradients, r (p each); both residuals, Ybar, step residual, the
-            // chain's mean (d each); the MH terms, the mask word and its two row words.
-            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3) + self.cached_bytes_per_chain,
+            // chain's mean (d each); the MH terms, the mask word and its two row words; SSGL's
+            // latent state and its status word.
+            bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3)
+                + self.cached_bytes_per_chain
+                + self
+                    .ssgl_update
+                    .as_ref()
+                    .map_or(0, |_| 4 * (crate::model::prior::ssgl::stride(p) + 1)),
         }
     }
 
@@ -488,6 +518,116 @@ impl Backend for GpuBackend {
             row.iter_mut().zip(mean).for_each(|(r, m)| *r += m);
         }
         Ok(residual)
+    }
+
+    fn prior_update(&mut self, outer: u32) -> Result<Vec<u32>> {
+        let (Some(ssgl), Some(kernel)) = (self.target.prior.ssgl(), &self.ssgl_update) else {
+            return Err(Error::Internal(
+                "prior_update: the prior has no adaptive state".into(),
+            ));
+        };
+        let (d, p) = (self.target.d(), self.target.p());
+        let scalars = crate::backend::cpu::ssgl::UpdateScalars::new(ssgl, outer, d, p);
+        let mut pieces = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            let prior = g.prior()?;
+            let params = kernels::ssgl::SsglParams::new(&scalars, g.chains, d, p);
+            self.context
+                .queue
+                .write_buffer(&prior.params, 0, bytemuck::bytes_of(&params));
+            pieces.push((&prior.status, 0, (4 * g.chains) as u64));
+        }
+        // The update of every group, submitted; then X's residual and gradient under the new
+        // state (as the CPU's `refresh_current`), with the status words read back after it.
+        self.context.checked("the prior's update", || {
+            let mut encoder =
+                self.context
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("ssgl_update"),
+                    });
+            for g in &self.groups {
+                if let Some(prior) = &g.prior {
+                    kernel.record(
+                        &self.context.device,
+                        &mut encoder,
+                        &prior.params,
+                        g.chains as u32,
+                        &g.x,
+                        &g.residual_x,
+                        &prior.state,
+                        &prior.status,
+                    );
+                }
+            }
+            self.context.queue.submit([encoder.finish()]);
+        })?;
+        let refresh = self.submit(
+            "refreshing X under the prior's new state",
+            None,
+            |_, _| {},
+            |g, pass| g.record_current(pass, d, p),
+        )?;
+        let bytes = self
+            .context
+            .checked("reading the prior's update status", || {
+                buffers::read_back_after(&self.context, refresh, &pieces)
+            })??;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
+        if self.ssgl_update.is_none() {
+            return Ok(None);
+        }
+        let width = crate::model::prior::ssgl::stride(self.target.p());
+        let mut pieces = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            pieces.push((&g.prior()?.state, 0, (4 * g.chains * width) as u64));
+        }
+        Ok(Some(bytemuck::pod_collect_to_vec(&buffers::read_back(
+            &self.context,
+            &pieces,
+        )?)))
+    }
+
+    fn load_prior_state(&mut self, state: &[f32]) -> Result<()> {
+        let (d, p) = (self.target.d(), self.target.p());
+        let width = crate::model::prior::ssgl::stride(p);
+        if let Some(i) = state.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Internal(format!(
+                "load_prior_state: value {i} is {} (the prior's state must be finite)",
+                state[i]
+            )));
+        }
+        if self.ssgl_update.is_none() || state.len() != self.chains * width {
+            return Err(Error::Internal(format!(
+                "load_prior_state: {} values, the backend holds {:?}",
+                state.len(),
+                self.ssgl_update.as_ref().map(|_| self.chains * width)
+            )));
+        }
+        let constants = self.constants();
+        for g in &self.groups {
+            let rows = &state[g.offset * width..(g.offset + g.chains) * width];
+            buffers::write(
+                &self.context,
+                &g.prior()?.state,
+                0,
+                bytemuck::cast_slice(rows),
+            );
+            g.write_params(&self.context, &constants, 0);
+        }
+        let encoder = self.submit(
+            "refreshing X under the loaded prior state",
+            None,
+            |_, _| {},
+            |g, pass| g.record_current(pass, d, p),
+        )?;
+        self.context.checked("submitting", || {
+            self.context.queue.submit([encoder.finish()])
+        })?;
+        Ok(())
     }
 
     fn device_seconds(&mut self) -> Result<Option<f64>> {

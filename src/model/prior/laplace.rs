@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::posterior::sign;
 
-/// The WGSL twin: `prior_weight()`, `prior_element(v)`, `prior_gradient(v)` with lam in `params.lam`.
+/// The WGSL twin: `prior_weight()`, `prior_element(c, j, v)`, `prior_gradient(c, j, v)` (chain and
+/// coefficient ignored) with lam in `params.lam`.
 pub const WGSL: &str = include_str!("../../../shaders/prior/laplace.wgsl");
 
 /// The Laplace prior with rate `lam` (also the LASSO penalty of the chains' starts).

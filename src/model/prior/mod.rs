@@ -133,14 +133,20 @@ impl Prior {
         }
     }
 
-    /// The WGSL that defines `prior_weight()`, `prior_element(v)` and `prior_gradient(v)` for the
-    /// kernels that need the prior (the gradient steps and the MH terms).
+    /// The WGSL that defines `prior_weight()`, `prior_element(c, j, v)` and
+    /// `prior_gradient(c, j, v)` (chain c of the group, coefficient j) for the kernels that need
+    /// the prior (the gradient steps and the MH terms).
     pub fn wgsl(&self) -> &'static str {
         match self {
             Prior::Laplace(_) => laplace::WGSL,
-            // Never compiled: the GPU backend refuses SSGL before building pipelines.
-            Prior::Ssgl(_) => laplace::WGSL,
+            Prior::Ssgl(_) => ssgl::WGSL,
         }
+    }
+
+    /// Whether the prior keeps per-chain state the GPU kernels read (SSGL: the storage buffer
+    /// `prior_state`, bound only in the pipelines built for it).
+    pub fn has_state(&self) -> bool {
+        matches!(self, Prior::Ssgl(_))
     }
 
     /// The SSGL hyper-parameters, if this is SSGL.

@@ -22,6 +22,11 @@ use serde::{Deserialize, Serialize};
 use crate::model::posterior::sign;
 use crate::{Error, Result};
 
+/// The WGSL twin of the prior terms with each chain's state: `prior_weight()`,
+/// `prior_element(c, j, v)`, `prior_gradient(c, j, v)` reading the group's state from the storage
+/// buffer `prior_state` (binding 12).
+pub const WGSL: &str = include_str!("../../../shaders/prior/ssgl.wgsl");
+
 /// When the latent state θ moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]

@@ -3,7 +3,9 @@
 //!
 //! Its params: `MatmulParams`, mirrored in `shaders/matmul.wgsl`.
 
-use super::{read, write, Binding, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
+use super::{
+    read, write, Binding, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX, PRIOR_STATE,
+};
 
 const MATMUL: &str = include_str!("../../../../shaders/matmul.wgsl");
 const MATMUL_SCALAR: &str = include_str!("../../../../shaders/matmul_scalar.wgsl");
@@ -56,12 +58,14 @@ const GRADIENT_STEP_BINDINGS: &[Binding] = &[
     read(2, "lhs"),
     write(5, "position"),
     write(6, "momentum"),
+    PRIOR_STATE,
 ];
 const FULL_GRADIENT: &[Binding] = &[
     read(1, "dict"),
     read(2, "lhs"),
     write(4, "out"),
     write(5, "position"),
+    PRIOR_STATE,
 ];
 
 /// The scalar-load module (any shape); takes the prior's WGSL.
@@ -173,10 +177,10 @@ buffers! {
 
 buffers! {
     /// Buffers of `gradient_step`.
-    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum }
+    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum, prior_state }
 }
 
 buffers! {
     /// Buffers of `full_gradient`.
-    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position }
+    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position, prior_state }
 }

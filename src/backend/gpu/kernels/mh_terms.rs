@@ -3,7 +3,7 @@
 //!
 //! Its params: `MhTermsParams`, mirrored in `shaders/mh_terms.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
+use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX, PRIOR_STATE};
 
 const MH_TERMS: &str = include_str!("../../../../shaders/mh_terms.wgsl");
 
@@ -50,6 +50,7 @@ pub(super) const FAMILY: Family = Family {
                 read(6, "gradient_z"),
                 write(7, "terms"),
                 read(8, "momentum"),
+                PRIOR_STATE,
             ],
         },
         Entry {
@@ -64,6 +65,7 @@ pub(super) const FAMILY: Family = Family {
                 read(8, "momentum"),
                 read(9, "energy_x"),
                 read(10, "energy_z"),
+                PRIOR_STATE,
             ],
         },
     ],
@@ -71,10 +73,10 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `mh_terms`.
-    MhTermsBuffers(MhTermsParams) => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum }
+    MhTermsBuffers(MhTermsParams) => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum, prior_state }
 }
 
 buffers! {
     /// Buffers of `mh_terms_mixture`.
-    MhTermsMixtureBuffers(MhTermsParams) => Kernel::MhTermsMixture, { x, z, gradient_x, gradient_z, terms, momentum, energy_x, energy_z }
+    MhTermsMixtureBuffers(MhTermsParams) => Kernel::MhTermsMixture, { x, z, gradient_x, gradient_z, terms, momentum, energy_x, energy_z, prior_state }
 }
