@@ -61,6 +61,8 @@ pub struct ChainGroup {
 pub struct Constants {
     /// The run's seed.
     pub seed: u64,
+    /// Global index of the backend's first chain (a shard's; 0 otherwise).
+    pub chain_offset: u32,
     /// Observation dimension d.
     pub d: u32,
     /// Code dimension p.
@@ -432,7 +434,7 @@ impl ChainGroup {
 
     /// Writes every family's params slots for outer iteration `outer`, in one queue write.
     pub fn write_params(&self, context: &GpuContext, c: &Constants, outer: u32) {
-        let stream = Stream::new(c.seed, self.offset as u32, outer);
+        let stream = Stream::new(c.seed, c.chain_offset + self.offset as u32, outer);
         let s = &self.sections;
         let mut writer = self.slots.writer();
         writer
