@@ -33,7 +33,6 @@ pub fn lasso_objective(residual: &[f32], z: &[f32], d: usize, p: usize, lam: f32
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
 /// The LASSO codes (rows of p) of `images` (rows of d), with Lipschitz constant `lipschitz`
 /// (σ_max(A)²). `trace`, when given, receives every row's objective after every iteration.
 #[allow(clippy::too_many_arguments)]
