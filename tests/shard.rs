@@ -317,10 +317,24 @@ fn merged_sample_shards_equal_the_single_run_on_the_cpu() {
         sample_shards_match(&single, &dir.path().join(format!("n{n}")), "cpu", n, &[]);
     }
     // MALA from noise on the local target: per-chain anchors, MALA noise and noise starts.
-    let extra = ["--method", "mala", "--init", "noise", "--target", "local"];
-    let single = dir.path().join("single-mala");
-    sample(&single, "cpu", &extra);
-    sample_shards_match(&single, &dir.path().join("mala"), "cpu", 3, &extra);
+    // And the tangent target's per-chain bases (every proposal accepted, so the dynamics'
+    // draws reach the samples), and kernel HMC on the mixture target.
+    let cases: [&[&str]; 3] = [
+        &["--method", "mala", "--init", "noise", "--target", "local"],
+        &["--method", "rmld", "--target", "tangent", "--no-mh"],
+        &["--method", "hmc", "--target", "mixture", "--eta", "0.001"],
+    ];
+    for (k, extra) in cases.iter().enumerate() {
+        let single = dir.path().join(format!("single-{k}"));
+        sample(&single, "cpu", extra);
+        sample_shards_match(
+            &single,
+            &dir.path().join(format!("case-{k}")),
+            "cpu",
+            3,
+            extra,
+        );
+    }
 }
 
 #[test]
@@ -332,4 +346,9 @@ fn merged_sample_shards_equal_the_single_run_on_lavapipe() {
     let single = dir.path().join("single");
     sample(&single, "gpu", &[]);
     sample_shards_match(&single, dir.path(), "gpu", 3, &[]);
+    // Kernel HMC on the mixture target (its own streams and per-chain rows).
+    let extra = ["--method", "hmc", "--target", "mixture", "--eta", "0.001"];
+    let single = dir.path().join("single-hmc");
+    sample(&single, "gpu", &extra);
+    sample_shards_match(&single, &dir.path().join("hmc"), "gpu", 3, &extra);
 }
