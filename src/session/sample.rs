@@ -675,6 +675,8 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         start_indices: t0.run.start_indices.as_ref().map(|_| Vec::new()),
         ..SampleRun::default()
     };
+    let first_chains = (first.manifest.part.end - first.manifest.part.start).max(1);
+    let traced = t0.run.energies.len() / first_chains;
     let mut chains_of = Vec::with_capacity(shards.len());
     for (s, t) in shards.iter().zip(&traces) {
         let c = s.manifest.part.end - s.manifest.part.start;
@@ -683,7 +685,9 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
             && !r.interrupted
             && r.trace_stride == run.trace_stride
             && r.accepted.len() == c
-            && r.energies.len() == t0.run.energies.len() / chains_of_first(&traces, shards) * c
+            && r.energies.len() == traced * c
+            && r.log_alpha.len() == traced * c
+            && r.projections.len() == traced * c * orchestrator::PROJECTIONS
             && r.start_indices.is_some() == run.start_indices.is_some();
         if !consistent {
             return Err(Error::input(
@@ -707,7 +711,6 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         timings.sampling_seconds = timings.sampling_seconds.max(r.timings.sampling_seconds);
         timings.host_mh_seconds = timings.host_mh_seconds.max(r.timings.host_mh_seconds);
     }
-    let traced = t0.run.energies.len() / chains_of[0];
     for i in 0..traced {
         for (t, &c) in traces.iter().zip(&chains_of) {
             run.energies.extend(&t.run.energies[i * c..(i + 1) * c]);
@@ -778,10 +781,4 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         summary,
         draw_stats: None,
     })
-}
-
-/// The first shard's chain count.
-fn chains_of_first(_traces: &[Checkpoint], shards: &[ShardFiles]) -> usize {
-    let part = &shards[0].manifest.part;
-    (part.end - part.start).max(1)
 }
