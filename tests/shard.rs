@@ -1,6 +1,6 @@
-//! Deterministic shards: `encode --shard i/N` then `rmld merge` writes the single run's files byte
-//! for byte (CPU for N = 1, 3, 4; lavapipe for N = 3), and broken shard sets are refused with
-//! exit status 2, a message naming the shard, and nothing written.
+//! Deterministic shards: `encode --shard i/N` and `sample --shard i/N` then `rmld merge` write
+//! the single run's files byte for byte (CPU for N = 1, 3, 4; lavapipe for N = 3), and broken
+//! shard sets are refused with exit status 2, a message naming the shard, and nothing written.
 
 mod cli_common;
 mod gpu_common;
@@ -73,7 +73,8 @@ fn merged_shards_equal_the_single_run_on_the_cpu() {
     // so the count is above one shard's worth of tiny parts but small enough to be quick.
     let single = dir.path().join("single");
     encode(&single, "cpu", "41", &[]);
-    for n in [1u32, 3, 4] {
+    // N = 12: shards of 3 and 4 rows, where gemm takes another path than for 41 rows.
+    for n in [1u32, 3, 4, 12] {
         let base = dir.path().join(format!("n{n}"));
         let dirs = shards(&base, "cpu", "41", n, &[]);
         let merged = base.join("merged");
@@ -206,8 +207,11 @@ fn bad_shard_options_are_refused() {
         (vec!["encode", "--shard", "3/3"], "0 to 2"),
         (vec!["encode", "--shard", "0/0"], "at least 1"),
         (vec!["encode", "--shard", "x"], "i/N"),
-        (vec!["sample", "--shard", "0/2"], "only encode"),
-        (vec!["augment", "--shard", "0/2"], "only encode"),
+        (
+            vec!["sample", "--chains", "3", "--shard", "0/4"],
+            "holds none of the 3 chains",
+        ),
+        (vec!["augment", "--shard", "0/2"], "only encode and sample"),
     ] {
         let mut all = args.clone();
         all.extend(["--backend", "cpu", "--out", out.to_str().unwrap()]);
@@ -237,4 +241,114 @@ fn the_library_checks_the_shard_in_its_settings() {
     assert_eq!(back.problem.shard, settings.problem.shard);
     let unset = serde_json::to_value(rmld::session::EncodeSettings::default()).unwrap();
     assert!(unset["problem"].get("shard").is_none());
+}
+
+/// The files a single `rmld sample` writes (report.json is compared aside).
+const SAMPLE_FILES: &[&str] = &["codes.npy", "images.npy", "dictionary.npy", "samples.png"];
+
+/// `rmld sample` of 7 chains × 10 outer iterations (burn-in 3) with `extra`, seed 3.
+fn sample(out: &Path, backend: &str, extra: &[&str]) {
+    let mut args = vec![
+        "sample",
+        "--chains",
+        "7",
+        "--samples",
+        "10",
+        "--burn-in",
+        "3",
+        "--steps",
+        "4",
+        "--seed",
+        "3",
+    ];
+    args.extend(["--backend", backend, "--out", out.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    let run = rmld(&args);
+    assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+}
+
+/// Samples the N shards into `dir/shard-i` (in reverse order), merges them into `dir/merged`
+/// and checks the files against `single`'s, byte for byte, and the report but for the keys
+/// that hold timings or the host's memory.
+fn sample_shards_match(single: &Path, dir: &Path, backend: &str, n: u32, extra: &[&str]) {
+    let mut dirs = Vec::new();
+    for i in (0..n).rev() {
+        let out = dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/{n}");
+        let mut all = vec!["--shard", shard.as_str()];
+        all.extend_from_slice(extra);
+        sample(&out, backend, &all);
+        dirs.push(out);
+    }
+    let merged = dir.join("merged");
+    let run = merge(&merged, &dirs);
+    let what = format!("sample {extra:?}, N = {n}");
+    assert!(run.status.success(), "{what}: {}", stderr(&run));
+    for name in SAMPLE_FILES {
+        let a = std::fs::read(single.join(name)).unwrap();
+        let b = std::fs::read(merged.join(name)).unwrap();
+        assert!(a == b, "{what}: {name} differs from the single run's");
+    }
+    let strip = |dir: &Path| {
+        let mut report = json(dir, "report.json");
+        let r = report.as_object_mut().unwrap();
+        r.remove("timings");
+        r.remove("peak_rss_bytes");
+        let diagnostics = r["diagnostics"].as_object_mut().unwrap();
+        diagnostics.remove("min_ess_bulk_per_second");
+        for q in diagnostics["quantities"].as_array_mut().unwrap() {
+            q.as_object_mut().unwrap().remove("ess_bulk_per_second");
+        }
+        report
+    };
+    assert_eq!(
+        strip(single),
+        strip(&merged),
+        "{what}: report.json differs beyond timings"
+    );
+}
+
+#[test]
+fn merged_sample_shards_equal_the_single_run_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    sample(&single, "cpu", &[]);
+    for n in [1u32, 3, 4] {
+        sample_shards_match(&single, &dir.path().join(format!("n{n}")), "cpu", n, &[]);
+    }
+    // MALA from noise on the local target: per-chain anchors, MALA noise and noise starts.
+    // And the tangent target's per-chain bases (every proposal accepted, so the dynamics'
+    // draws reach the samples), and kernel HMC on the mixture target.
+    let cases: [&[&str]; 3] = [
+        &["--method", "mala", "--init", "noise", "--target", "local"],
+        &["--method", "rmld", "--target", "tangent", "--no-mh"],
+        &["--method", "hmc", "--target", "mixture", "--eta", "0.001"],
+    ];
+    for (k, extra) in cases.iter().enumerate() {
+        let single = dir.path().join(format!("single-{k}"));
+        sample(&single, "cpu", extra);
+        sample_shards_match(
+            &single,
+            &dir.path().join(format!("case-{k}")),
+            "cpu",
+            3,
+            extra,
+        );
+    }
+}
+
+#[test]
+fn merged_sample_shards_equal_the_single_run_on_lavapipe() {
+    if gpu_common::context("sample shards on the GPU").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    sample(&single, "gpu", &[]);
+    sample_shards_match(&single, dir.path(), "gpu", 3, &[]);
+    // Kernel HMC on the mixture target (its own streams and per-chain rows).
+    let extra = ["--method", "hmc", "--target", "mixture", "--eta", "0.001"];
+    let single = dir.path().join("single-hmc");
+    sample(&single, "gpu", &extra);
+    sample_shards_match(&single, &dir.path().join("hmc"), "gpu", 3, &extra);
 }

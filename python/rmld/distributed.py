@@ -15,8 +15,10 @@ is a pure function of its settings and writes its files atomically, so a retry w
 bytes. ``progress(phase, done, total)`` is called in the driver as shards report their rows
 ("shards" phase: shards finished, and each shard's own phase as it advances).
 
-Only ``encode`` runs as shards in this version; ``augment`` and ``sample`` refuse a shard (the
-library's ValueError naming ``shard``) until their chains can be split.
+``encode`` (originals split) and ``sample`` (chains split: shard i runs chains
+[C·i/N, C·(i+1)/N), drawing the numbers those chains draw in the single run) run as shards in
+this version. ``augment`` does not: ``rmld.distributed.augment`` raises NotImplementedError
+before any task runs (the library refuses an augmentation shard, ValueError naming ``shard``).
 
 Why Ray and not Dask: Ray schedules GPUs as a first-class resource (``num_gpus``), retries a
 task whose worker process or node died (not only one that raised), and is what GPU ML users
@@ -40,12 +42,14 @@ from . import (
     EncodeResult,
     PathLike,
     Progress,
+    SampleResult,
+    _geometry,
     _rmld,
     _settings_json,
     _split_data,
 )
 
-__all__ = ["augment", "encode", "run"]
+__all__ = ["augment", "encode", "run", "sample"]
 
 
 def _shard_task(
@@ -184,9 +188,8 @@ def encode(
     )
 
 
-def augment(
-    images: Any = None,
-    labels: Any = None,
+def sample(
+    data: Any = None,
     *,
     shards: int,
     out: PathLike,
@@ -196,25 +199,51 @@ def augment(
     progress: Optional[Progress] = None,
     keep_shards: bool = False,
     **settings: Any,
-) -> Dict[str, Any]:
-    """``rmld.augment`` split into ``shards`` Ray tasks. Not available in this version: the
-    library refuses an augmentation shard (ValueError naming ``shard``) before any task runs."""
-    pixels, label_values = _split_data(images, labels, settings)
-    # Checked in the driver first, so a refusal costs no cluster time.
-    probe = dict(settings)
-    probe["shard"] = f"0/{max(int(shards), 1)}"
-    probe.setdefault("out", os.fspath(Path(out) / "shards" / "probe"))
-    _rmld.run("augment", _settings_json(probe), preset, pixels, label_values, None)
-    return run(  # pragma: no cover - reached once augment can run as shards
-        "augment",
+) -> SampleResult:
+    """``rmld.sample`` split into ``shards`` Ray tasks (each a contiguous part of the chains) and
+    merged into ``out`` (a folder every node can read): codes, images and report equal
+    ``rmld.sample``'s with the same settings (the report but for timings and memory).
+    ``log_alpha`` and ``energy`` are None: the per-draw trace stays in the shards' files."""
+    pixels, _ = _split_data(data, None, settings)
+    report = run(
+        "sample",
         settings,
         shards=shards,
         out=out,
         data=pixels,
-        labels=label_values,
         preset=preset,
         address=address,
         max_retries=max_retries,
         progress=progress,
         keep_shards=keep_shards,
+    )
+    out = Path(out)
+    codes = np.load(out / "codes.npy")
+    images = np.load(out / "images.npy")
+    height, width = _geometry(report, images.shape[-1])
+    return SampleResult(
+        codes=np.ascontiguousarray(codes.transpose(1, 0, 2)),
+        images=np.ascontiguousarray(images.transpose(1, 0, 2)).reshape(
+            images.shape[1], images.shape[0], height, width
+        ),
+        report=report,
+    )
+
+
+def augment(
+    images: Any = None,
+    labels: Any = None,
+    *,
+    shards: int,
+    out: PathLike,
+    **settings: Any,
+) -> Dict[str, Any]:
+    """Not available in this version: raises NotImplementedError before any task runs.
+
+    ``rmld augment`` cannot run as shards yet (its chains of each class are not split; the
+    library refuses ``shard`` for augment). Run ``rmld.augment`` on one machine, or split the
+    work by hand (e.g. by class, with different seeds: not the single run's numbers)."""
+    raise NotImplementedError(
+        "rmld.distributed.augment: augment cannot run as shards in this version (only encode "
+        "and sample can: see rmld.distributed.sample); run rmld.augment on one machine"
     )

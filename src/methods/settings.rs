@@ -22,6 +22,15 @@ pub struct DynamicsSettings {
     pub seed: u64,
     /// Leapfrog steps L per HMC proposal (unused by RMLD and MALA).
     pub leapfrog_steps: u32,
+    /// Global index of the backend's first chain (0 but in a shard): chain c draws from the
+    /// streams of chain `chain_offset + c`, so a shard's chains draw the single run's numbers.
+    /// Not serialised: it is the shard's, not the configuration's.
+    #[serde(skip)]
+    pub chain_offset: u32,
+    /// The chains of the whole run a shard is part of (0: the backend's own). The CPU computes
+    /// its products as over that many rows, so a shard's numbers are the single run's.
+    #[serde(skip)]
+    pub run_chains: u32,
 }
 
 impl DynamicsSettings {
@@ -41,6 +50,8 @@ impl Default for DynamicsSettings {
             sghmc_noise: false,
             seed: 0,
             leapfrog_steps: 10,
+            chain_offset: 0,
+            run_chains: 0,
         }
     }
 }

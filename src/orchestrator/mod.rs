@@ -15,7 +15,8 @@ pub use settings::{Init, KeepPolicy, SamplerSettings};
 
 use crate::backend::Backend;
 use crate::methods::MhRule;
-use crate::model::{start_rows, Target};
+use crate::model::likelihood::start_rows_from;
+use crate::model::Target;
 use crate::rng::{Purpose, Stream, SHARED_CHAIN};
 use crate::{Error, Result};
 
@@ -108,19 +109,19 @@ pub fn initial_positions(
     settings: &SamplerSettings,
 ) -> Result<(Vec<f32>, Option<Vec<usize>>)> {
     let (p, chains) = (target.p(), settings.chains);
-    let seed = settings.dynamics.seed;
+    let (seed, offset) = (settings.dynamics.seed, settings.dynamics.chain_offset);
     match settings.init {
         Init::Noise => {
             let mut positions = vec![0f32; chains * p];
             for (c, row) in positions.chunks_mut(p).enumerate() {
-                Stream::new(seed, c as u32, 0, 0, Purpose::InitNoise).fill_normal(row);
+                Stream::new(seed, offset + c as u32, 0, 0, Purpose::InitNoise).fill_normal(row);
             }
             Ok((positions, None))
         }
         Init::Lasso | Init::Data => {
             // Each chain picks from its own rows: its class's, or every row.
             let rows = target.chain_rows(chains)?;
-            let picks = start_rows(&rows, seed);
+            let picks = start_rows_from(&rows, seed, offset);
             let images: Vec<f32> = picks
                 .iter()
                 .flat_map(|&i| target.observations.row(i))
@@ -231,7 +232,7 @@ pub fn continue_run(
 ) -> Result<SampleRun> {
     settings.validate()?;
     let chains = settings.chains;
-    let seed = settings.dynamics.seed;
+    let (seed, offset) = (settings.dynamics.seed, settings.dynamics.chain_offset);
     let rule = MhRule {
         enabled: settings.mh,
         discount: settings.discount,
@@ -248,7 +249,7 @@ pub fn continue_run(
         let traced = outer.is_multiple_of(run.trace_stride);
         let mut mask = vec![false; chains];
         for (c, t) in terms.iter().enumerate() {
-            let decision = rule.decide(t, seed, c as u32, outer);
+            let decision = rule.decide(t, seed, offset + c as u32, outer);
             mask[c] = decision.accepted;
             run.accepted[c] += decision.accepted as u32;
             run.divergent[c] += decision.divergent as u32;

@@ -81,13 +81,26 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         seed: args.problem.seed,
         ..Default::default()
     };
-    let mut backend = make_backend(
-        args.problem.backend,
-        observer,
-        target,
-        &dynamics,
-        ENCODE_BATCH.min(range.len()).max(1),
-    )?;
+    // The single run encodes rows in batches [k·B, (k+1)·B) of n; a shard encodes its rows in
+    // the same batches (cut to its range), each computed as over its single-run batch's rows
+    // (`run_chains`: the CPU's products take their path by the row count).
+    let like = |start: usize| ENCODE_BATCH.min(n - start / ENCODE_BATCH * ENCODE_BATCH);
+    let sharded = args.problem.shard.is_some();
+    let backend_for = |start: usize| {
+        let mut dynamics = dynamics.clone();
+        if sharded {
+            dynamics.run_chains = like(start) as u32;
+        }
+        make_backend(
+            args.problem.backend,
+            observer,
+            target,
+            &dynamics,
+            ENCODE_BATCH.min(range.len()).max(1),
+        )
+    };
+    let mut backend = backend_for(range.start)?;
+    let mut backend_like = like(range.start);
     let info = backend.info();
 
     observer.phase_start(&Phase {
@@ -98,7 +111,18 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let rows_total = range.len();
     let mut codes = Vec::with_capacity(rows_total * p);
     let mut originals = Vec::with_capacity(rows_total * d);
-    for start in range.clone().step_by(ENCODE_BATCH) {
+    let batches = (range.start..range.end)
+        .step_by(ENCODE_BATCH)
+        .map(|s| s / ENCODE_BATCH * ENCODE_BATCH)
+        .chain(std::iter::once(range.end / ENCODE_BATCH * ENCODE_BATCH))
+        .map(|s| s.max(range.start))
+        .filter(|&s| s < range.end)
+        .collect::<std::collections::BTreeSet<_>>();
+    for start in batches {
+        if sharded && like(start) != backend_like {
+            backend = backend_for(start)?;
+            backend_like = like(start);
+        }
         if observer.stop_requested() {
             observer.phase_finish();
             observer.notice(&Notice::EncodeInterrupted);
@@ -109,7 +133,8 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
                 draw_stats: None,
             });
         }
-        let rows = ENCODE_BATCH.min(range.end - start);
+        let rows =
+            (start / ENCODE_BATCH * ENCODE_BATCH + ENCODE_BATCH - start).min(range.end - start);
         let images: Vec<f32> = (start..start + rows)
             .flat_map(|i| target.observations.row(i))
             .collect();
@@ -118,7 +143,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         observer.phase_advance((start + rows - range.start) as u64);
     }
     observer.phase_finish();
-    let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes);
+    let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes, n);
     let encoded = Encoded {
         n: rows_total,
         d,
@@ -424,10 +449,12 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
     })
 }
 
-/// A z for every code (rows of p), through the CPU product.
-fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32]) -> Vec<f32> {
+/// A z for every code (rows of p), computed as over `like` rows (the single run's n in a shard;
+/// see `matmul::rows_like`).
+fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32], like: usize) -> Vec<f32> {
     let rows = codes.len() / p;
     let mut out = vec![0f32; rows * d];
-    crate::backend::cpu::matmul::residual_product(a, d, p, codes, &vec![0f32; rows * d], &mut out);
+    let zeros = vec![0f32; rows * d];
+    crate::backend::cpu::matmul::residual_product_like(a, d, p, codes, &zeros, &mut out, like);
     out
 }

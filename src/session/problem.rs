@@ -106,6 +106,20 @@ impl Problem {
         self
     }
 
+    /// The problem of a shard's chains `range` of `chains` (the target built for every chain
+    /// first, so per-chain classes, anchors and bases are the single run's).
+    pub fn with_chain_slice(
+        mut self,
+        chains: usize,
+        range: std::ops::Range<usize>,
+    ) -> Result<Self> {
+        if range == (0..chains) {
+            return Ok(self);
+        }
+        self.target = Arc::new(self.target.chain_slice(chains, range)?);
+        Ok(self)
+    }
+
     /// The problem with the target `kind` for `chains` chains started with `seed`.
     pub fn with_target_kind(
         mut self,

@@ -22,7 +22,23 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{load_problem, make_backend, Problem};
 use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
+use super::shard::{self, ShardFiles};
 use super::{memory, outputs, DrawStats, Outcome};
+
+/// The trace of a shard's chains (a checkpoint of its finished run), which `merge` joins.
+pub const SHARD_TRACE: &str = "trace.rmld";
+
+/// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
+const SHARD_OUTPUTS: &[&str] = &[
+    "codes.npy",
+    "images.npy",
+    "dictionary.npy",
+    "samples.png",
+    "report.json",
+    CHECKPOINT,
+    SHARD_TRACE,
+    shard::MANIFEST,
+];
 
 /// The checkpoint's file name inside the output folder.
 pub const CHECKPOINT: &str = "checkpoint.rmld";
@@ -67,12 +83,11 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::check_output_folder(
-        &args.problem.out,
-        outputs::SAMPLE_OUTPUTS,
-        &inputs,
-        args.problem.force,
-    )?;
+    let names = match args.problem.shard {
+        Some(_) => SHARD_OUTPUTS,
+        None => outputs::SAMPLE_OUTPUTS,
+    };
+    outputs::check_output_folder(&args.problem.out, names, &inputs, args.problem.force)?;
     let problem = load_problem(&args.problem)?;
     let (d, p) = (problem.target.d(), problem.target.p());
     memory::check_fits(
@@ -80,22 +95,14 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
         memory::sampler_bytes(settings.chains, d, p),
     )?;
-    let problem = problem
-        .with_target_kind(args.problem.target, settings.chains, settings.dynamics.seed)?
-        .with_adapt_iterations(args.burn_in);
+    let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in);
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
+    // A manifest left by an earlier shard here must not vouch for this run's files.
+    remove_if_present(&out.join(shard::MANIFEST))?;
     // A checkpoint left by an earlier run in this folder must not be resumed over this one.
-    match std::fs::remove_file(out.join(CHECKPOINT)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(Error::Output {
-                path: out.join(CHECKPOINT),
-                source: e,
-            });
-        }
-        _ => {}
-    }
+    remove_if_present(&out.join(CHECKPOINT))?;
     let mut backend = make_backend(
         args.problem.backend,
         observer,
@@ -134,12 +141,7 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         })?;
     sample_args.problem.out = dir.to_path_buf();
     let settings = sample_args.sampler_settings()?;
-    let problem = load_problem(&sample_args.problem)?
-        .with_target_kind(
-            sample_args.problem.target,
-            settings.chains,
-            settings.dynamics.seed,
-        )?
+    let problem = shard_problem(&sample_args, load_problem(&sample_args.problem)?)?
         .with_adapt_iterations(sample_args.burn_in);
     let target = &problem.target;
     let (data_hash, dictionary_hash) = hashes(target);
@@ -221,6 +223,27 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         started,
         observer,
     )
+}
+
+/// Removes `path` if it exists.
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The problem with its target kind for every chain of the run, then cut to the shard's chains
+/// (all of them without a shard).
+fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<Problem> {
+    let problem = problem.with_target_kind(args.problem.target, args.chains, args.problem.seed)?;
+    match args.problem.shard {
+        Some(shard) => problem.with_chain_slice(args.chains, shard.range(args.chains)),
+        None => Ok(problem),
+    }
 }
 
 /// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
@@ -391,7 +414,48 @@ fn drive(
     let kept = streams.codes.rows();
     streams.codes.finish()?;
     streams.images.finish()?;
-    let (report, summary) = write_outputs(args, problem, settings, &run, kept, &info, started)?;
+    let info =
+        serde_json::to_value(&info).map_err(|e| Error::Internal(format!("backend info: {e}")))?;
+    let (report, mut summary) = write_outputs(args, problem, settings, &run, kept, &info, started)?;
+    if let (Some(shard), false) = (args.problem.shard, run.interrupted) {
+        let trace = Checkpoint {
+            config: config.clone(),
+            data_hash,
+            dictionary_hash,
+            d: target.d(),
+            p: target.p(),
+            positions: backend.positions()?,
+            run: run.clone(),
+        };
+        trace.write(&out.join(SHARD_TRACE))?;
+        let mut hashed = args.clone();
+        hashed.problem.out = PathBuf::new();
+        hashed.problem.shard = None;
+        hashed.problem.force = false;
+        let range = shard.range(args.chains);
+        shard::write_manifest(
+            out,
+            "sample",
+            shard::configuration_hash(
+                &(hashed, shard::device_key(&info)),
+                data_hash,
+                dictionary_hash,
+            ),
+            args.problem.seed,
+            shard,
+            shard::Part {
+                unit: "chains".into(),
+                start: range.start,
+                end: range.end,
+                total: args.chains,
+            },
+            &["codes.npy", "images.npy", "report.json", SHARD_TRACE],
+        )?;
+        summary.push(format!(
+            "shard {shard}: chains {}..{} of {}; join the shards with `rmld merge`",
+            range.start, range.end, args.chains
+        ));
+    }
     if run.interrupted {
         observer.notice(&Notice::SampleInterrupted {
             completed: run.completed,
@@ -434,7 +498,7 @@ fn write_outputs(
     settings: &SamplerSettings,
     run: &SampleRun,
     kept: usize,
-    info: &crate::backend::BackendInfo,
+    info: &serde_json::Value,
     started: Instant,
 ) -> Result<(serde_json::Value, Vec<String>)> {
     let target = &problem.target;
@@ -542,7 +606,7 @@ fn write_outputs(
         format!(
             "rmld sample: {c} chains × {k} outer iterations ({kept} kept, {d} → {p} atoms) on {} in {:.1} s; \
              acceptance {:.1}%, mean distance moved from start {moved:.3}; wrote {}",
-            info.device,
+            info["device"].as_str().unwrap_or("?"),
             started.elapsed().as_secs_f64(),
             100.0 * acceptance,
             out.display()
@@ -562,4 +626,179 @@ fn write_outputs(
         ));
     }
     Ok((report, summary))
+}
+
+/// A shard's `codes.npy` or `images.npy`: (kept draws, its chains, width) and the values.
+fn shard_draws(s: &ShardFiles, name: &str, chains: usize) -> Result<(usize, usize, Vec<f32>)> {
+    s.file(name)?;
+    let path = s.dir.join(name);
+    let array = io::read_npy(&path)?;
+    let bad = || {
+        Error::input(
+            &path,
+            format!(
+                "shard {}: shape {:?} does not hold its {chains} chains",
+                s.manifest.shard, array.shape
+            ),
+        )
+    };
+    let (&[kept, c, width], io::Pixels::F32(values)) = (array.shape.as_slice(), &array.data) else {
+        return Err(bad());
+    };
+    if c != chains {
+        return Err(bad());
+    }
+    Ok((kept, width, values.clone()))
+}
+
+/// Joins the shards of a sampling run (checked and in order) into the single run's files:
+/// codes and images interleaved by chain in every draw, the traces joined chain by chain, and
+/// the picture and report made from them as the single run makes them. The data and the
+/// dictionary are read again (from the shards' configuration) and checked against the shards'
+/// hashes.
+pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome> {
+    let started = Instant::now();
+    let first = &shards[0];
+    let mut traces = Vec::with_capacity(shards.len());
+    for s in shards {
+        s.file(SHARD_TRACE)?;
+        traces.push(Checkpoint::read(&s.dir.join(SHARD_TRACE))?);
+    }
+    let t0 = &traces[0];
+    let mut args: SampleSettings = serde_json::from_value(t0.config.clone()).map_err(|e| {
+        Error::input(
+            first.dir.join(SHARD_TRACE),
+            format!("the shard's configuration is not one this rmld reads: {e}"),
+        )
+    })?;
+    args.problem.shard = None;
+    args.problem.out = out.to_path_buf();
+    let settings = args.sampler_settings()?;
+    let problem = shard_problem(&args, load_problem(&args.problem)?)?;
+    let (data_hash, dictionary_hash) = hashes(&problem.target);
+    if (data_hash, dictionary_hash) != (t0.data_hash, t0.dictionary_hash) {
+        return Err(Error::input(
+            first.dir.join(SHARD_TRACE),
+            format!(
+                "the shards sampled other data or another dictionary than {} and {} hold now \
+                 (their hashes differ): merge where the shards' inputs are readable unchanged",
+                problem.dataset.source.display(),
+                problem.dictionary_source
+            ),
+        ));
+    }
+    // Every shard's trace: the same iterations, its own chains.
+    let mut run = SampleRun {
+        completed: t0.run.completed,
+        interrupted: false,
+        trace_stride: t0.run.trace_stride,
+        start_indices: t0.run.start_indices.as_ref().map(|_| Vec::new()),
+        ..SampleRun::default()
+    };
+    let first_chains = (first.manifest.part.end - first.manifest.part.start).max(1);
+    let traced = t0.run.energies.len() / first_chains;
+    let mut chains_of = Vec::with_capacity(shards.len());
+    for (s, t) in shards.iter().zip(&traces) {
+        let c = s.manifest.part.end - s.manifest.part.start;
+        let r = &t.run;
+        let consistent = r.completed == run.completed
+            && !r.interrupted
+            && r.trace_stride == run.trace_stride
+            && r.accepted.len() == c
+            && r.energies.len() == traced * c
+            && r.log_alpha.len() == traced * c
+            && r.projections.len() == traced * c * orchestrator::PROJECTIONS
+            && r.start_indices.is_some() == run.start_indices.is_some();
+        if !consistent {
+            return Err(Error::input(
+                s.dir.join(SHARD_TRACE),
+                format!(
+                    "shard {}'s trace does not fit its {c} chains or the other shards' iterations",
+                    s.manifest.shard
+                ),
+            ));
+        }
+        chains_of.push(c);
+        run.accepted.extend(&r.accepted);
+        run.divergent.extend(&r.divergent);
+        run.start_images.extend(&r.start_images);
+        run.final_images.extend(&r.final_images);
+        if let (Some(all), Some(mine)) = (run.start_indices.as_mut(), &r.start_indices) {
+            all.extend(mine);
+        }
+        let timings = &mut run.timings;
+        timings.init_seconds = timings.init_seconds.max(r.timings.init_seconds);
+        timings.sampling_seconds = timings.sampling_seconds.max(r.timings.sampling_seconds);
+        timings.host_mh_seconds = timings.host_mh_seconds.max(r.timings.host_mh_seconds);
+    }
+    for i in 0..traced {
+        for (t, &c) in traces.iter().zip(&chains_of) {
+            run.energies.extend(&t.run.energies[i * c..(i + 1) * c]);
+            run.log_alpha.extend(&t.run.log_alpha[i * c..(i + 1) * c]);
+            let w = c * orchestrator::PROJECTIONS;
+            run.projections
+                .extend(&t.run.projections[i * w..(i + 1) * w]);
+        }
+    }
+    if run.accepted.len() != settings.chains {
+        return Err(Error::Internal("shards' chains".into()));
+    }
+    // The draws, interleaved by chain.
+    let (d, p) = (problem.target.d(), problem.target.p());
+    let mut codes = Vec::with_capacity(shards.len());
+    let mut images = Vec::with_capacity(shards.len());
+    let mut kept = None;
+    for (s, &c) in shards.iter().zip(&chains_of) {
+        let (k1, w1, v1) = shard_draws(s, "codes.npy", c)?;
+        let (k2, w2, v2) = shard_draws(s, "images.npy", c)?;
+        if (w1, w2) != (p, d) || k1 != k2 || kept.is_some_and(|k| k != k1) {
+            return Err(Error::input(
+                s.dir.join("codes.npy"),
+                format!(
+                    "shard {}: its draws' shapes differ from the other shards'",
+                    s.manifest.shard
+                ),
+            ));
+        }
+        kept = Some(k1);
+        codes.push(v1);
+        images.push(v2);
+    }
+    let kept = kept.unwrap_or(0);
+    let info = first.json("report.json")?["backend"].clone();
+    io::prepare_output_dir(out)?;
+    let _lock = lock_output(out)?;
+    let c = settings.chains;
+    let mut code_stream = NpyStream::create(&out.join("codes.npy"), &[c, p])?;
+    let mut image_stream = NpyStream::create(&out.join("images.npy"), &[c, d])?;
+    // One draw (every chain) per append: the stream counts whole rows.
+    let (mut draw_codes, mut draw_images) = (Vec::with_capacity(c * p), Vec::with_capacity(c * d));
+    for k in 0..kept {
+        draw_codes.clear();
+        draw_images.clear();
+        for ((x, y), &cs) in codes.iter().zip(&images).zip(&chains_of) {
+            draw_codes.extend_from_slice(&x[k * cs * p..(k + 1) * cs * p]);
+            draw_images.extend_from_slice(&y[k * cs * d..(k + 1) * cs * d]);
+        }
+        code_stream.append(&draw_codes)?;
+        image_stream.append(&draw_images)?;
+    }
+    code_stream.finish()?;
+    image_stream.finish()?;
+    let (report, mut summary) =
+        write_outputs(&args, &problem, &settings, &run, kept, &info, started)?;
+    summary.insert(
+        0,
+        format!(
+            "rmld merge: {} shards of sample, {c} chains, in {:.1} s",
+            shards.len(),
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    Ok(Outcome {
+        interrupted: false,
+        report,
+        summary,
+        draw_stats: None,
+    })
 }

@@ -182,7 +182,8 @@ impl ProblemSettings {
             Some(shard) => Err(Error::usage(
                 "shard",
                 format!(
-                    "{shard}: `{command}` cannot run as shards in this version (only encode can)"
+                    "{shard}: `{command}` cannot run as shards in this version (only encode and sample \
+                     can)"
                 ),
             )),
             None => Ok(()),
@@ -245,6 +246,8 @@ impl DynamicsOptions {
             batch: self.batch,
             sghmc_noise: self.sghmc_noise,
             seed,
+            chain_offset: 0,
+            run_chains: 0,
         }
     }
 
@@ -321,10 +324,10 @@ impl SampleSettings {
         Ok(settings)
     }
 
-    /// The orchestrator's settings, checked (without the problem's).
+    /// The orchestrator's settings, checked (without the problem's). A shard's run its part of
+    /// the chains, `shard.range(chains)`, from that range's first chain on.
     pub(crate) fn sampler_settings(&self) -> Result<SamplerSettings> {
-        self.problem.refuse_shard("sample")?;
-        let settings = self.dynamics.sampler(
+        let mut settings = self.dynamics.sampler(
             self.chains,
             self.samples,
             self.method,
@@ -339,6 +342,23 @@ impl SampleSettings {
                     self.burn_in, self.samples
                 ),
             ));
+        }
+        if let Some(shard) = self.problem.shard {
+            shard.check()?;
+            let range = shard.range(self.chains);
+            if range.is_empty() {
+                return Err(Error::usage(
+                    "shard",
+                    format!(
+                        "{shard}: shard {} of {} holds none of the {} chains (split the chains \
+                         into at most {} shards)",
+                        shard.index, shard.count, self.chains, self.chains
+                    ),
+                ));
+            }
+            settings.chains = range.len();
+            settings.dynamics.chain_offset = range.start as u32;
+            settings.dynamics.run_chains = self.chains as u32;
         }
         Ok(settings)
     }

@@ -178,6 +178,16 @@ pub(crate) fn configuration_hash(settings: &impl Serialize, data: u64, dictionar
     hex_hash(&bytes)
 }
 
+/// The device part of a shard's configuration hash, from its report's `backend`: `auto` may
+/// pick the CPU on one node and a GPU on another, and two GPU adapters round differently; CPU
+/// results do not depend on the thread count.
+pub(crate) fn device_key(backend: &Value) -> String {
+    match backend["kind"].as_str() {
+        Some("cpu") => "cpu".to_string(),
+        _ => format!("{}: {}", backend["kind"], backend["device"]),
+    }
+}
+
 /// Writes `manifest.json` into `out` for the files `names` already written there.
 pub(crate) fn write_manifest(
     out: &Path,
@@ -459,6 +469,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<Outcome> {
     }
     match shards[0].manifest.command.as_str() {
         "encode" => super::encode::merge_shards(out, &shards),
+        "sample" => super::sample::merge_shards(out, &shards),
         other => Err(Error::input(
             shards[0].dir.join(MANIFEST),
             format!("shards of `{other}` cannot be merged by this rmld"),

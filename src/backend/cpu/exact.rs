@@ -5,10 +5,12 @@ use rayon::prelude::*;
 use crate::rng::{Purpose, Stream};
 
 /// MALA's proposal Z = X − h·∇U(X) + sqrt(2h)·ξ per chain (rows of p), with ξ from the stream
-/// (seed, chain, outer, 0, MalaNoise) and ∇U(X) the cached full gradient.
+/// (seed, chain, outer, 0, MalaNoise) and ∇U(X) the cached full gradient; row c is chain
+/// `first_chain + c`.
 #[allow(clippy::too_many_arguments)]
 pub fn mala_proposal(
     seed: u64,
+    first_chain: u32,
     outer: u32,
     x: &[f32],
     gradient: &[f32],
@@ -23,7 +25,14 @@ pub fn mala_proposal(
         .for_each_init(
             || vec![0f32; p],
             |xi, (chain, (z, (x, g)))| {
-                Stream::new(seed, chain as u32, outer, 0, Purpose::MalaNoise).fill_normal(xi);
+                Stream::new(
+                    seed,
+                    first_chain + chain as u32,
+                    outer,
+                    0,
+                    Purpose::MalaNoise,
+                )
+                .fill_normal(xi);
                 for j in 0..p {
                     z[j] = x[j] - h * g[j] + noise_scale * xi[j];
                 }

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::matmul::{residual_product, transpose_product};
+use super::matmul::{residual_product_like, transpose_product_like};
 
 /// soft(v, tau) = sign(v)·max(|v| − tau, 0), the proximal map of tau·|·|.
 #[inline]
@@ -33,9 +33,9 @@ pub fn lasso_objective(residual: &[f32], z: &[f32], d: usize, p: usize, lam: f32
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
 /// The LASSO codes (rows of p) of `images` (rows of d), with Lipschitz constant `lipschitz`
 /// (σ_max(A)²). `trace`, when given, receives every row's objective after every iteration.
+#[allow(clippy::too_many_arguments)]
 pub fn encode(
     a: &[f32],
     d: usize,
@@ -44,7 +44,24 @@ pub fn encode(
     images: &[f32],
     lam: f32,
     iterations: u32,
+    trace: Option<&mut Vec<Vec<f64>>>,
+) -> Vec<f32> {
+    encode_like(a, d, p, lipschitz, images, lam, iterations, trace, 0)
+}
+
+/// [`encode`] whose rows equal those of an encoding of `like` rows at once (a shard's chains'
+/// starts as the single run's; see `matmul::rows_like`).
+#[allow(clippy::too_many_arguments)]
+pub fn encode_like(
+    a: &[f32],
+    d: usize,
+    p: usize,
+    lipschitz: f32,
+    images: &[f32],
+    lam: f32,
+    iterations: u32,
     mut trace: Option<&mut Vec<Vec<f64>>>,
+    like: usize,
 ) -> Vec<f32> {
     let rows = images.len() / d;
     let step = 1.0 / lipschitz;
@@ -71,12 +88,12 @@ pub fn encode(
             .zip(ay.par_iter())
             .zip(images.par_iter())
             .for_each(|((r, &ay), &x)| *r = ay - x);
-        transpose_product(a, d, p, &residual, &mut grad);
+        transpose_product_like(a, d, p, &residual, &mut grad, like);
         u.par_iter_mut()
             .zip(y.par_iter())
             .zip(grad.par_iter())
             .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
-        residual_product(a, d, p, &u, &zeros, &mut au);
+        residual_product_like(a, d, p, &u, &zeros, &mut au, like);
         residual
             .par_iter_mut()
             .zip(au.par_iter())

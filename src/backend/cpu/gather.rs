@@ -16,12 +16,34 @@ pub fn gather(
     batch: u32,
     ybar: &mut [f32],
 ) {
+    gather_from(observations, rows, seed, 0, outer, step, batch, ybar)
+}
+
+/// As [`gather`] for chains from `first_chain` on: `rows[c]` and `ybar`'s row c are chain
+/// `first_chain + c`'s, drawn from its stream (a shard's chains draw the single run's numbers).
+#[allow(clippy::too_many_arguments)]
+pub fn gather_from(
+    observations: &Observations,
+    rows: &[[u32; 2]],
+    seed: u64,
+    first_chain: u32,
+    outer: u32,
+    step: u32,
+    batch: u32,
+    ybar: &mut [f32],
+) {
     let d = observations.d;
     ybar.par_chunks_mut(d).zip(rows).enumerate().for_each_init(
         || vec![0u32; batch as usize],
         |indices, (chain, (out, &[first, count]))| {
-            Stream::new(seed, chain as u32, outer, step, Purpose::Minibatch)
-                .fill_index(count, indices);
+            Stream::new(
+                seed,
+                first_chain + chain as u32,
+                outer,
+                step,
+                Purpose::Minibatch,
+            )
+            .fill_index(count, indices);
             indices.iter_mut().for_each(|i| *i += first);
             observations.batch_mean(indices, out);
         },

@@ -6,18 +6,27 @@ use rayon::prelude::*;
 use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
 
-/// r ← N(0, I) from the stream (seed, chain, outer, 0, Momentum), for every chain (rows of p).
-pub fn draw_momentum(seed: u64, outer: u32, momentum: &mut [f32], p: usize) {
+/// r ← N(0, I) from the stream (seed, chain, outer, 0, Momentum), for every chain (rows of p;
+/// row c is chain `first_chain + c`).
+pub fn draw_momentum(seed: u64, first_chain: u32, outer: u32, momentum: &mut [f32], p: usize) {
     momentum
         .par_chunks_mut(p)
         .enumerate()
         .for_each(|(chain, r)| {
-            Stream::new(seed, chain as u32, outer, 0, Purpose::Momentum).fill_normal(r);
+            Stream::new(
+                seed,
+                first_chain + chain as u32,
+                outer,
+                0,
+                Purpose::Momentum,
+            )
+            .fill_normal(r);
         });
 }
 
 /// One step of Algorithm 1 given G = Aᵀ(A z − ybar) per chain:
 /// g = G/σ² + ∇(−log prior)(z); r ← r − eta·g − eta·r (+ sqrt(2·eta)·ξ with SGHMC noise); z ← z + eta·r.
+/// `noise` is (seed, first chain, outer, step): row c draws ξ from chain `first_chain + c`'s stream.
 #[allow(clippy::too_many_arguments)]
 pub fn gradient_step(
     product: &[f32],
@@ -27,7 +36,7 @@ pub fn gradient_step(
     prior: &Prior,
     inv_sigma2: f32,
     eta: f32,
-    noise: Option<(u64, u32, u32)>,
+    noise: Option<(u64, u32, u32, u32)>,
 ) {
     gradient_step_with(product, z, momentum, p, prior, None, inv_sigma2, eta, noise);
 }
@@ -43,7 +52,7 @@ pub fn gradient_step_with(
     state: Option<&[f32]>,
     inv_sigma2: f32,
     eta: f32,
-    noise: Option<(u64, u32, u32)>,
+    noise: Option<(u64, u32, u32, u32)>,
 ) {
     let noise_scale = (2.0 * eta).sqrt();
     z.par_chunks_mut(p)
@@ -53,9 +62,15 @@ pub fn gradient_step_with(
         .for_each_init(
             || vec![0f32; if noise.is_some() { p } else { 0 }],
             |xi, (chain, ((z, r), g))| {
-                if let Some((seed, outer, step)) = noise {
-                    Stream::new(seed, chain as u32, outer, step, Purpose::SghmcNoise)
-                        .fill_normal(xi);
+                if let Some((seed, first_chain, outer, step)) = noise {
+                    Stream::new(
+                        seed,
+                        first_chain + chain as u32,
+                        outer,
+                        step,
+                        Purpose::SghmcNoise,
+                    )
+                    .fill_normal(xi);
                 }
                 let row = prior.row(state, chain, p);
                 for j in 0..p {

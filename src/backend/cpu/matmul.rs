@@ -47,6 +47,83 @@ fn product(m: usize, n: usize, k: usize, out: &mut [f32], keep: f32, lhs: Stride
     }
 }
 
+/// The rows a product of `m` rows and `n` columns must be computed with so that each row's
+/// values equal those it gets in a product of `like` rows (a shard's chains computing as the
+/// single run's): `gemm` 0.18 picks its path by the row count (a gemv for one row, its
+/// horizontal kernel when m·n ≤ 256, small-block parameters when m ≤ 64 and n ≤ 64; beyond
+/// those a row's sums do not depend on m), so the rows are padded with zero rows up to the
+/// first count on `like`'s side of every threshold it is past. `m` when `like ≤ m`.
+pub fn rows_like(m: usize, n: usize, like: usize) -> usize {
+    if like <= m {
+        return m;
+    }
+    let small = if n <= 64 { 64 } else { 0 };
+    [1, 256 / n.max(1), small]
+        .into_iter()
+        .filter(|&t| like > t)
+        .map(|t| t + 1)
+        .fold(m, usize::max)
+}
+
+/// Runs `f` (a product writing `width` values per row from `inputs` of the given widths) on
+/// the rows padded to `rows_like(m, n, like)` with zero rows, keeping the first m rows' values.
+fn padded(
+    m: usize,
+    n: usize,
+    like: usize,
+    inputs: [(&[f32], usize); 2],
+    width: usize,
+    out: &mut [f32],
+    f: impl Fn(&[f32], &[f32], &mut [f32]),
+) {
+    let rows = rows_like(m, n, like);
+    if rows == m {
+        return f(inputs[0].0, inputs[1].0, out);
+    }
+    let pad = |(v, w): (&[f32], usize)| {
+        let mut padded = v.to_vec();
+        padded.resize(rows * w, 0.0);
+        padded
+    };
+    let (x, y) = (pad(inputs[0]), pad(inputs[1]));
+    let mut wide = vec![0f32; rows * width];
+    f(&x, &y, &mut wide);
+    out.copy_from_slice(&wide[..m * width]);
+}
+
+/// [`residual_product`] whose rows equal those of a product over `like` rows (see
+/// [`rows_like`]).
+pub fn residual_product_like(
+    a: &[f32],
+    d: usize,
+    p: usize,
+    z: &[f32],
+    y: &[f32],
+    out: &mut [f32],
+    like: usize,
+) {
+    let m = z.len() / p.max(1);
+    padded(m, d, like, [(z, p), (y, d)], d, out, |z, y, out| {
+        residual_product(a, d, p, z, y, out)
+    });
+}
+
+/// [`transpose_product`] whose rows equal those of a product over `like` rows (see
+/// [`rows_like`]).
+pub fn transpose_product_like(
+    a: &[f32],
+    d: usize,
+    p: usize,
+    r: &[f32],
+    out: &mut [f32],
+    like: usize,
+) {
+    let m = r.len() / d.max(1);
+    padded(m, p, like, [(r, d), (&[], 0)], p, out, |r, _, out| {
+        transpose_product(a, d, p, r, out)
+    });
+}
+
 /// out (C × d) = Z (C × p) · Aᵀ − Y (C × d), i.e. per chain A z − y.
 pub fn residual_product(a: &[f32], d: usize, p: usize, z: &[f32], y: &[f32], out: &mut [f32]) {
     let chains = z.len() / p;

@@ -26,6 +26,8 @@ pub struct Kinetic<'a> {
     pub seed: u64,
     /// Outer iteration of the momentum stream.
     pub outer: u32,
+    /// Global index of row 0's chain (its momentum stream's chain).
+    pub first_chain: u32,
 }
 
 /// Per chain: U(X), U(Z) − U(X) as one reduction, the two proposal norms with Δ (eta·T for RMLD,
@@ -86,7 +88,14 @@ pub fn mh_terms_with(
             }
             let kinetic_difference = kinetic.map_or(0.0, |k| {
                 let mut r0 = vec![0f32; p];
-                Stream::new(k.seed, c as u32, k.outer, 0, Purpose::Momentum).fill_normal(&mut r0);
+                Stream::new(
+                    k.seed,
+                    k.first_chain + c as u32,
+                    k.outer,
+                    0,
+                    Purpose::Momentum,
+                )
+                .fill_normal(&mut r0);
                 let r_last = &k.momentum[c * p..(c + 1) * p];
                 0.5 * r_last
                     .iter()

@@ -211,12 +211,23 @@ impl CpuBackend {
         out
     }
 
+    /// The rows the products are computed as: the whole run's chains in a shard that runs its
+    /// products at once (`DynamicsSettings::run_chains`), so its chains get the single run's
+    /// numbers; 0 (none) otherwise.
+    fn like_rows(&self) -> usize {
+        if self.chunk >= self.chains() {
+            self.settings.run_chains as usize
+        } else {
+            0
+        }
+    }
+
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
         let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
         for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
-            matmul::residual_product(a, d, p, z, y, out);
+            matmul::residual_product_like(a, d, p, z, y, out, self.like_rows());
         }
     }
 
@@ -224,7 +235,7 @@ impl CpuBackend {
     fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
         let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
         for (r, out) in r.chunks(self.chunk * d).zip(out.chunks_mut(self.chunk * p)) {
-            matmul::transpose_product(a, d, p, r, out);
+            matmul::transpose_product_like(a, d, p, r, out, self.like_rows());
         }
     }
 
@@ -322,6 +333,7 @@ impl CpuBackend {
         };
         let observations = &self.target.observations;
         let batch = s.batch as usize;
+        let offset = s.chain_offset;
         self.step_residual
             .par_chunks_mut(d)
             .zip(info.par_iter())
@@ -329,7 +341,14 @@ impl CpuBackend {
             .for_each_init(
                 || StepScratch::new(batch, d, false),
                 |scratch, (c, (image, info))| {
-                    mixture_residual(observations, info, c as u32, &params, image, scratch);
+                    mixture_residual(
+                        observations,
+                        info,
+                        offset + c as u32,
+                        &params,
+                        image,
+                        scratch,
+                    );
                 },
             );
     }
@@ -338,17 +357,18 @@ impl CpuBackend {
     /// returns the MH terms for `ChainOp::MhTerms`.
     fn apply(&mut self, op: ChainOp, outer: u32) -> Option<Vec<MhTerms>> {
         let (p, s) = (self.target.p(), &self.settings);
-        let (seed, eta) = (s.seed, s.eta);
+        let (seed, eta, offset) = (s.seed, s.eta, s.chain_offset);
         match op {
             ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
             ChainOp::CopyGradient => self.z_gradient.copy_from_slice(&self.x_gradient),
             ChainOp::DrawMomentum => self.timed(CpuPhase::Update, |b| {
-                gradient_step::draw_momentum(seed, outer, &mut b.momentum, p)
+                gradient_step::draw_momentum(seed, offset, outer, &mut b.momentum, p)
             }),
             ChainOp::MinibatchStep(step) => self.minibatch_step(outer, step),
             ChainOp::LangevinProposal => self.timed(CpuPhase::Update, |b| {
                 exact::mala_proposal(
                     seed,
+                    offset,
                     outer,
                     &b.x,
                     &b.x_gradient,
@@ -379,10 +399,11 @@ impl CpuBackend {
         let (p, s) = (self.target.p(), self.settings.clone());
         if self.mixture.is_none() {
             self.timed(CpuPhase::Gather, |b| {
-                gather::gather(
+                gather::gather_from(
                     &b.target.observations,
                     &b.chain_rows,
                     s.seed,
+                    s.chain_offset,
                     outer,
                     step,
                     s.batch,
@@ -401,7 +422,9 @@ impl CpuBackend {
             b.transpose_product(&b.step_residual, &mut gradient);
             b.z_gradient = gradient;
         });
-        let noise = s.sghmc_noise.then_some((s.seed, outer, step));
+        let noise = s
+            .sghmc_noise
+            .then_some((s.seed, s.chain_offset, outer, step));
         let inv_sigma2 = self.gradient_inv_sigma2();
         self.timed(CpuPhase::Update, |b| {
             gradient_step::gradient_step_with(
@@ -452,6 +475,7 @@ impl CpuBackend {
             momentum: &self.momentum,
             seed: s.seed,
             outer,
+            first_chain: s.chain_offset,
         };
         mh_terms::mh_terms_with(
             &current,
@@ -617,7 +641,7 @@ impl Backend for CpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
         let (d, p) = (self.target.d(), self.target.p());
         let lipschitz = self.lipschitz();
-        Ok(fista::encode(
+        Ok(fista::encode_like(
             &self.target.dictionary.a,
             d,
             p,
@@ -626,6 +650,7 @@ impl Backend for CpuBackend {
             lam,
             iterations,
             None,
+            self.settings.run_chains as usize,
         ))
     }
 }

@@ -75,6 +75,8 @@ pub struct PriorState {
 pub struct Constants {
     /// The run's seed.
     pub seed: u64,
+    /// Global index of the backend's first chain (a shard's; 0 otherwise).
+    pub chain_offset: u32,
     /// Observation dimension d.
     pub d: u32,
     /// Code dimension p.
@@ -472,7 +474,7 @@ impl ChainGroup {
 
     /// Writes every family's params slots for outer iteration `outer`, in one queue write.
     pub fn write_params(&self, context: &GpuContext, c: &Constants, outer: u32) {
-        let stream = Stream::new(c.seed, self.offset as u32, outer);
+        let stream = Stream::new(c.seed, c.chain_offset + self.offset as u32, outer);
         let s = &self.sections;
         let mut writer = self.slots.writer();
         writer

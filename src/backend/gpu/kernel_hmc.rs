@@ -202,7 +202,7 @@ impl KernelHmcGpu {
         let s = &self.settings;
         let observations = &self.target.observations;
         let d = observations.d as u32;
-        let stream = Stream::new(s.seed, 0, outer);
+        let stream = Stream::new(s.seed, s.chain_offset, outer);
         let noise_scale = (2.0 * s.eta).sqrt();
         self.slots
             .writer()

@@ -161,7 +161,10 @@ impl GpuBackend {
             .max(tangent.as_ref().map_or(0, |(b, _)| b.k * d))
             .max(prior_state.as_ref().map_or(0, |_| stride));
         let group_size = group_size(limit, width, chains)?;
-        let chain_rows = target.chain_rows(chains)?;
+        // The gather kernel reads chain `chain_offset + c`'s rows (the stream's global index):
+        // a shard's rows follow `chain_offset` unused entries.
+        let mut chain_rows = vec![[0u32; 2]; settings.chain_offset as usize];
+        chain_rows.extend(target.chain_rows(chains)?);
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
             Ok(Shared {
                 dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
@@ -267,6 +270,7 @@ impl GpuBackend {
         let gather = gather_params(&t.observations, s.seed, 0, 0, s.batch);
         Constants {
             seed: s.seed,
+            chain_offset: s.chain_offset,
             d: gather.d,
             p: t.p() as u32,
             batch: s.batch,

@@ -387,6 +387,7 @@ impl KernelHmcCpu {
             noise: s.sghmc_noise,
             noise_scale: (2.0 * s.eta).sqrt(),
         };
+        let offset = s.chain_offset;
         self.z
             .par_chunks_mut(d)
             .zip(self.momentum.par_chunks_mut(d))
@@ -395,7 +396,15 @@ impl KernelHmcCpu {
             .for_each_init(
                 || StepScratch::new(s.batch as usize, d, s.sghmc_noise),
                 |scratch, (chain, ((z, r), info))| {
-                    kernel_step(observations, info, chain as u32, &params, z, r, scratch);
+                    kernel_step(
+                        observations,
+                        info,
+                        offset + chain as u32,
+                        &params,
+                        z,
+                        r,
+                        scratch,
+                    );
                 },
             );
     }
@@ -463,8 +472,9 @@ impl Backend for KernelHmcCpu {
             match op {
                 ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
                 ChainOp::DrawMomentum => {
-                    let (seed, d) = (self.settings.seed, self.target.d());
-                    draw_momentum(seed, outer, &mut self.momentum, d)
+                    let s = &self.settings;
+                    let d = self.target.d();
+                    draw_momentum(s.seed, s.chain_offset, outer, &mut self.momentum, d)
                 }
                 ChainOp::MinibatchStep(step) => self.kernel_steps(outer, step),
                 ChainOp::ProposalState => energies_and_gradients(

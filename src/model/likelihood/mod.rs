@@ -40,10 +40,17 @@ pub enum TargetKind {
 /// The row each chain starts from: a uniform pick within its rows from the stream
 /// (seed, chain, 0, 0, InitPick), as LASSO and data starts draw it.
 pub fn start_rows(rows: &[[u32; 2]], seed: u64) -> Vec<usize> {
+    start_rows_from(rows, seed, 0)
+}
+
+/// As [`start_rows`] for the chains from `first_chain` on (`rows[c]` is chain
+/// `first_chain + c`'s): a shard's chains pick the single run's rows.
+pub fn start_rows_from(rows: &[[u32; 2]], seed: u64, first_chain: u32) -> Vec<usize> {
     rows.iter()
         .enumerate()
         .map(|(c, &[first, count])| {
-            let word = Stream::new(seed, c as u32, 0, 0, Purpose::InitPick).block(0)[0];
+            let word =
+                Stream::new(seed, first_chain + c as u32, 0, 0, Purpose::InitPick).block(0)[0];
             (first + index_from_word(word, count)) as usize
         })
         .collect()
@@ -118,6 +125,41 @@ impl Target {
                 "a tangent target without bases (build it with with_kind)".into(),
             )),
         }
+    }
+
+    /// The target of chains `range` of a run of `chains` chains (a shard's): their classes,
+    /// means and tangent bases, in order; unchanged when every chain sees every row.
+    ///
+    /// Fails (`Error::Internal`) when the range passes `chains` or the target describes another
+    /// number of chains.
+    pub fn chain_slice(&self, chains: usize, range: std::ops::Range<usize>) -> Result<Target> {
+        self.chain_rows(chains)?;
+        if range.start > range.end || range.end > chains {
+            return Err(Error::Internal(format!(
+                "chains {}..{} of {chains}",
+                range.start, range.end
+            )));
+        }
+        let mut target = self.clone();
+        let d = self.d();
+        if let Some(c) = &self.classes {
+            target.classes = Some(ChainClasses {
+                rows: c.rows[range.clone()].to_vec(),
+                means: c.means[range.start * d..range.end * d].to_vec(),
+            });
+        }
+        if let Some(b) = &self.tangent_basis {
+            let b = self.tangent_bases(chains).map(|_| b)?;
+            let (k, bd) = (b.k, b.d);
+            target.tangent_basis = Some(Arc::new(TangentBasis {
+                k,
+                d: bd,
+                basis: b.basis[range.start * k * bd..range.end * k * bd].to_vec(),
+                gamma: b.gamma[range.start * k..range.end * k].to_vec(),
+                neighbours: b.neighbours[range.clone()].to_vec(),
+            }));
+        }
+        Ok(target)
     }
 
     /// The likelihood of `chains` chains as the backends run it.
