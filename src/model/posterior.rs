@@ -116,6 +116,27 @@ pub struct Target {
 }
 
 impl Target {
+    /// The prior's latent state for `chains` chains as a backend starts it (SSGL's, checked
+    /// against the likelihood it needs), or None for a prior without state.
+    pub fn initial_prior_state(
+        &self,
+        likelihood: &super::Likelihood,
+        chains: usize,
+    ) -> Result<Option<Vec<f32>>> {
+        let Some(ssgl) = self.prior.ssgl() else {
+            return Ok(None);
+        };
+        ssgl.validate()?;
+        if !matches!(likelihood, super::Likelihood::Gaussian { .. }) {
+            return Err(Error::usage(
+                "prior",
+                "the ssgl prior runs with the paper and local targets (its σ update reads the \
+                 Gaussian residual), not mixture or tangent",
+            ));
+        }
+        Ok(Some(ssgl.initial_state(chains, self.p())))
+    }
+
     /// The posterior of `observations` under `dictionary` with prior rate `lam`.
     pub fn new(dictionary: Arc<Dictionary>, observations: Arc<Observations>, lam: f32) -> Self {
         let xbar = observations.mean();

@@ -124,20 +124,7 @@ impl CpuBackend {
         // Each chain's residual subtracts its mean, nothing (the mixture keeps A X), or its anchor.
         let likelihood = target.likelihood(chains)?;
         let caches_energy = likelihood.caches_energy();
-        let prior_state = match target.prior.ssgl() {
-            Some(ssgl) => {
-                ssgl.validate()?;
-                if !matches!(likelihood, Likelihood::Gaussian { .. }) {
-                    return Err(Error::usage(
-                        "prior",
-                        "the ssgl prior runs with the paper and local targets (its σ update \
-                         reads the Gaussian residual), not mixture or tangent",
-                    ));
-                }
-                Some(ssgl.initial_state(chains, p))
-            }
-            None => None,
-        };
+        let prior_state = target.initial_prior_state(&likelihood, chains)?;
         // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
         // a gathered minibatch mean for the Gaussian, zero for the mixture (A Z), the anchors for
         // the tangent target (A Z − a).

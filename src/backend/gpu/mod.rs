@@ -80,6 +80,26 @@ pub struct GpuBackend {
 }
 
 impl GpuBackend {
+    /// Recomputes every group's residual and gradient at X (after new positions or a new prior
+    /// state were written), in one submission.
+    fn refresh_current(&self, label: &str, d: usize, p: usize) -> Result<()> {
+        let constants = self.constants();
+        for g in &self.groups {
+            g.write_params(&self.context, &constants, 0);
+        }
+        let encoder = self.submit(
+            label,
+            None,
+            |_, _| {},
+            |g, pass| g.record_current(pass, d, p),
+        )?;
+        // Encoding errors surface at finish and submit, so those run inside the error scope too.
+        self.context.checked("submitting", || {
+            self.context.queue.submit([encoder.finish()])
+        })?;
+        Ok(())
+    }
+
     /// A backend for `chains` chains of `target` on the process's shared device, positions zero
     /// until loaded.
     pub fn new(
@@ -121,21 +141,8 @@ impl GpuBackend {
         // the mixture, whose residual buffers hold A X, or its anchor) and its cached energy.
         let likelihood = target.likelihood(chains)?;
         let caches_energy = likelihood.caches_energy();
-        // The SSGL prior's latent state, as the CPU backend starts it (the same checks).
-        let prior_state = match target.prior.ssgl() {
-            Some(ssgl) => {
-                ssgl.validate()?;
-                if !matches!(likelihood, Likelihood::Gaussian { .. }) {
-                    return Err(Error::usage(
-                        "prior",
-                        "the ssgl prior runs with the paper and local targets (its σ update \
-                         reads the Gaussian residual), not mixture or tangent",
-                    ));
-                }
-                Some(ssgl.initial_state(chains, p))
-            }
-            None => None,
-        };
+        // The prior's latent state (SSGL's), as the CPU backend starts it.
+        let prior_state = target.initial_prior_state(&likelihood, chains)?;
         let stride = crate::model::prior::ssgl::stride(p);
         let (xbar_rows, tangent, mixture_info) = match likelihood {
             Likelihood::Gaussian { means } => (means, None, Vec::new()),
@@ -386,23 +393,11 @@ impl Backend for GpuBackend {
                 self.chains
             )));
         }
-        let constants = self.constants();
         for g in &self.groups {
             let rows = &positions[g.offset * p..(g.offset + g.chains) * p];
             buffers::write(&self.context, &g.x, 0, bytemuck::cast_slice(rows));
-            g.write_params(&self.context, &constants, 0);
         }
-        let encoder = self.submit(
-            "loading positions",
-            None,
-            |_, _| {},
-            |g, pass| g.record_current(pass, d, p),
-        )?;
-        // Encoding errors surface at finish and submit, so those run inside the error scope too.
-        self.context.checked("submitting", || {
-            self.context.queue.submit([encoder.finish()])
-        })?;
-        Ok(())
+        self.refresh_current("loading positions", d, p)
     }
 
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
@@ -611,7 +606,6 @@ impl Backend for GpuBackend {
                 self.ssgl_update.as_ref().map(|_| self.chains * width)
             )));
         }
-        let constants = self.constants();
         for g in &self.groups {
             let rows = &state[g.offset * width..(g.offset + g.chains) * width];
             buffers::write(
@@ -620,18 +614,8 @@ impl Backend for GpuBackend {
                 0,
                 bytemuck::cast_slice(rows),
             );
-            g.write_params(&self.context, &constants, 0);
         }
-        let encoder = self.submit(
-            "refreshing X under the loaded prior state",
-            None,
-            |_, _| {},
-            |g, pass| g.record_current(pass, d, p),
-        )?;
-        self.context.checked("submitting", || {
-            self.context.queue.submit([encoder.finish()])
-        })?;
-        Ok(())
+        self.refresh_current("refreshing X under the loaded prior state", d, p)
     }
 
     fn device_seconds(&mut self) -> Result<Option<f64>> {
