@@ -61,6 +61,24 @@ fn run(
     (run, sink, saved)
 }
 
+/// A GPU backend for `target` with the run's dynamics and chains.
+#[cfg(feature = "gpu")]
+fn gpu_backend(
+    context: &std::sync::Arc<rmld::backend::GpuContext>,
+    target: &std::sync::Arc<Target>,
+    s: &SamplerSettings,
+) -> Box<dyn Backend> {
+    use rmld::backend::{GpuBackend, GpuOptions};
+    let backend = GpuBackend::with_context(
+        context.clone(),
+        target.clone(),
+        s.dynamics.clone(),
+        s.chains,
+        GpuOptions::default(),
+    );
+    Box::new(backend.unwrap())
+}
+
 fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
     let s = settings(5, 6);
     let mut whole = make();
@@ -138,25 +156,12 @@ fn cpu_resume_equals_uninterrupted_run() {
 #[cfg(feature = "gpu")]
 #[test]
 fn gpu_resume_equals_uninterrupted_run() {
-    use rmld::backend::gpu::{GpuBackend, GpuOptions};
     let Some(context) = gpu_common::context("gpu_resume_equals_uninterrupted_run") else {
         return;
     };
     let target = common::small_target(60, 12, 40, 0.1, 5);
     let s = settings(5, 6);
-    let make = || -> Box<dyn Backend> {
-        Box::new(
-            GpuBackend::with_context(
-                context.clone(),
-                target.clone(),
-                s.dynamics.clone(),
-                s.chains,
-                GpuOptions::default(),
-            )
-            .unwrap(),
-        )
-    };
-    check_resume(&make, &target);
+    check_resume(&|| gpu_backend(&context, &target, &s), &target);
 }
 
 #[test]
@@ -246,7 +251,6 @@ fn old_version_and_foreign_files_are_refused_by_name() {
 #[cfg(feature = "gpu")]
 #[test]
 fn gpu_ssgl_resume_equals_uninterrupted_run() {
-    use rmld::backend::gpu::{GpuBackend, GpuOptions};
     use rmld::model::{Prior, Ssgl};
     let Some(context) = gpu_common::context("gpu_ssgl_resume_equals_uninterrupted_run") else {
         return;
@@ -259,17 +263,5 @@ fn gpu_ssgl_resume_equals_uninterrupted_run() {
         Target::clone(&common::small_target(60, 12, 40, 0.1, 5)).with_prior(Prior::Ssgl(ssgl)),
     );
     let s = settings(5, 6);
-    let make = || -> Box<dyn Backend> {
-        Box::new(
-            GpuBackend::with_context(
-                context.clone(),
-                target.clone(),
-                s.dynamics.clone(),
-                s.chains,
-                GpuOptions::default(),
-            )
-            .unwrap(),
-        )
-    };
-    check_resume(&make, &target);
+    check_resume(&|| gpu_backend(&context, &target, &s), &target);
 }

@@ -247,17 +247,11 @@ def sample(
     run = _Run(out)
     try:
         raw = run("sample", settings, data=pixels, progress=progress)
-        codes = np.load(run.out / "codes.npy")
-        images = np.load(run.out / "images.npy")
+        codes, images = _read_draws(run.out, raw["report"])
     except BaseException:
         run.close()
         raise
     report = raw["report"]
-    height, width = _geometry(report, images.shape[-1])
-    codes = np.ascontiguousarray(codes.transpose(1, 0, 2))
-    images = np.ascontiguousarray(images.transpose(1, 0, 2)).reshape(
-        images.shape[1], images.shape[0], height, width
-    )
     log_alpha, energy = _per_draw_stats(raw, report, codes.shape[1])
     result = SampleResult(
         codes=codes,
@@ -270,6 +264,24 @@ def sample(
         summary=raw["summary"],
     )
     return _finish(run, raw, result)
+
+
+def _read_draws(out: Path, report: Dict[str, Any]) -> Tuple[np.ndarray, np.ndarray]:
+    """A sample run's codes (chain, draw, p) and images (chain, draw, h, w) from its folder,
+    whose files are (draw, chain, ...)."""
+    codes = np.load(out / "codes.npy")
+    images = np.load(out / "images.npy")
+    height, width = _geometry(report, images.shape[-1])
+    draws, chains = images.shape[0], images.shape[1]
+    return (
+        np.ascontiguousarray(codes.transpose(1, 0, 2)),
+        np.ascontiguousarray(images.transpose(1, 0, 2)).reshape(chains, draws, height, width),
+    )
+
+
+def _read_encoding(out: Path) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An encode run's codes, reconstructions and dictionary from its folder."""
+    return tuple(np.load(out / name) for name in ("codes.npy", "reconstructions.npy", "dictionary.npy"))
 
 
 def _geometry(report: Dict[str, Any], d: int) -> Tuple[int, int]:
@@ -352,10 +364,11 @@ def encode(
     run = _Run(out)
     try:
         raw = run("encode", settings, data=pixels, progress=progress)
+        codes, reconstructions, dictionary = _read_encoding(run.out)
         result = EncodeResult(
-            codes=np.load(run.out / "codes.npy"),
-            reconstructions=np.load(run.out / "reconstructions.npy"),
-            dictionary=np.load(run.out / "dictionary.npy"),
+            codes=codes,
+            reconstructions=reconstructions,
+            dictionary=dictionary,
             report=raw["report"],
             notices=raw["notices"],
             summary=raw["summary"],

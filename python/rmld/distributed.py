@@ -43,7 +43,8 @@ from . import (
     PathLike,
     Progress,
     SampleResult,
-    _geometry,
+    _read_draws,
+    _read_encoding,
     _rmld,
     _settings_json,
     _split_data,
@@ -179,12 +180,9 @@ def encode(
         progress=progress,
         keep_shards=keep_shards,
     )
-    out = Path(out)
+    codes, reconstructions, dictionary = _read_encoding(Path(out))
     return EncodeResult(
-        codes=np.load(out / "codes.npy"),
-        reconstructions=np.load(out / "reconstructions.npy"),
-        dictionary=np.load(out / "dictionary.npy"),
-        report=report,
+        codes=codes, reconstructions=reconstructions, dictionary=dictionary, report=report
     )
 
 
@@ -217,17 +215,8 @@ def sample(
         progress=progress,
         keep_shards=keep_shards,
     )
-    out = Path(out)
-    codes = np.load(out / "codes.npy")
-    images = np.load(out / "images.npy")
-    height, width = _geometry(report, images.shape[-1])
-    return SampleResult(
-        codes=np.ascontiguousarray(codes.transpose(1, 0, 2)),
-        images=np.ascontiguousarray(images.transpose(1, 0, 2)).reshape(
-            images.shape[1], images.shape[0], height, width
-        ),
-        report=report,
-    )
+    codes, images = _read_draws(Path(out), report)
+    return SampleResult(codes=codes, images=images, report=report)
 
 
 def augment(
