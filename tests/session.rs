@@ -96,7 +96,14 @@ fn a_stopped_run_resumes_to_the_uninterrupted_samples() {
     let resumed = Sampler::resume(&split, &recorder).unwrap();
     assert!(!resumed.interrupted);
     assert!(recorder.notices.lock().unwrap()[0].contains("from outer iteration 2 of 6"));
-    for name in ["codes.npy", "images.npy"] {
+    let stats = rmld::session::SAMPLE_STATS_FILES
+        .iter()
+        .map(|f| format!("{}/{f}", rmld::session::SAMPLE_STATS_DIR));
+    for name in ["codes.npy".to_string(), "images.npy".to_string()]
+        .into_iter()
+        .chain(stats)
+    {
+        let name = name.as_str();
         let a = std::fs::read(whole.join(name)).unwrap();
         let b = std::fs::read(split.join(name)).unwrap();
         assert!(a == b, "{name} differs after resume");

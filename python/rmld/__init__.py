@@ -139,7 +139,9 @@ class SampleResult:
     ``codes``: (chain, draw, p) sparse codes; ``images``: (chain, draw, h, w) images A x in the
     model's units; ``report``: report.json as a dict (settings, acceptance, R-hat, ESS, timings);
     ``log_alpha``/``energy``: (chain, draw) MH log-ratio of the proposal that produced each draw
-    and U(x) entering that iteration, where the run traced every iteration (else None).
+    and U(x) entering that iteration, where the run traced every iteration (else None);
+    ``sample_stats``: the run folder's ``sample_stats/*.npy`` by ArviZ name (acceptance_rate,
+    energy, step_size, diverging, n_steps), each (chain, draw), where the run wrote them.
     """
 
     codes: np.ndarray
@@ -150,11 +152,14 @@ class SampleResult:
     notices: List[str] = field(default_factory=list)
     interrupted: bool = False
     summary: List[str] = field(default_factory=list)
+    sample_stats: Optional[Dict[str, np.ndarray]] = None
 
     def to_inference_data(self, images: bool = False):
         """An ``arviz.InferenceData``: ``posterior`` with ``codes`` (chain, draw, coefficient)
         (and ``images`` when asked), ``sample_stats`` (acceptance_rate, energy, lp, step_size,
-        diverging) where the per-draw statistics exist, and the run's settings as attributes."""
+        diverging, n_steps: the files the run wrote into its folder's ``sample_stats/``, else
+        computed from the traced log α and energy) where the per-draw statistics exist, and the
+        run's settings as attributes."""
         import arviz as az
 
         posterior = {"codes": self.codes}
@@ -163,7 +168,11 @@ class SampleResult:
             posterior["images"] = self.images
             dims["images"] = ["row", "column"]
         sample_stats = None
-        if self.log_alpha is not None and self.energy is not None:
+        if self.sample_stats is not None:
+            sample_stats = {name: np.asarray(value) for name, value in self.sample_stats.items()}
+            sample_stats["diverging"] = sample_stats["diverging"].astype(bool)
+            sample_stats["lp"] = -sample_stats["energy"].astype(np.float64)
+        elif self.log_alpha is not None and self.energy is not None:
             settings = self.report.get("settings", {})
             step = settings.get("dynamics", {}).get("eta", float("nan"))
             with np.errstate(over="ignore", invalid="ignore"):
@@ -253,6 +262,7 @@ def sample(
         raise
     report = raw["report"]
     log_alpha, energy = _per_draw_stats(raw, report, codes.shape[1])
+    stats = _read_sample_stats(run.out, codes.shape[:2])
     result = SampleResult(
         codes=codes,
         images=images,
@@ -262,8 +272,24 @@ def sample(
         notices=raw["notices"],
         interrupted=raw["interrupted"],
         summary=raw["summary"],
+        sample_stats=stats,
     )
     return _finish(run, raw, result)
+
+
+SAMPLE_STATS = ("acceptance_rate", "energy", "step_size", "diverging", "n_steps")
+
+
+def _read_sample_stats(out: Path, shape: Tuple[int, int]) -> Optional[Dict[str, np.ndarray]]:
+    """The (chain, draw) per-draw statistics a sample run wrote into ``out/sample_stats/``, by
+    ArviZ name; None where the run wrote none (or they do not match the draws' ``shape``)."""
+    folder = Path(out) / "sample_stats"
+    if not all((folder / f"{name}.npy").is_file() for name in SAMPLE_STATS):
+        return None
+    stats = {name: np.load(folder / f"{name}.npy") for name in SAMPLE_STATS}
+    if any(value.shape != tuple(shape) for value in stats.values()):
+        return None
+    return stats
 
 
 def _read_draws(out: Path, report: Dict[str, Any]) -> Tuple[np.ndarray, np.ndarray]:

@@ -44,6 +44,7 @@ from . import (
     Progress,
     SampleResult,
     _read_draws,
+    _read_sample_stats,
     _read_encoding,
     _rmld,
     _settings_json,
@@ -216,7 +217,8 @@ def sample(
         keep_shards=keep_shards,
     )
     codes, images = _read_draws(Path(out), report)
-    return SampleResult(codes=codes, images=images, report=report)
+    stats = _read_sample_stats(Path(out), codes.shape[:2])
+    return SampleResult(codes=codes, images=images, report=report, sample_stats=stats)
 
 
 def augment(

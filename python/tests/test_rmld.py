@@ -89,8 +89,16 @@ def test_inference_data_has_arviz_groups_and_dims():
     assert codes.dims == ("chain", "draw", "coefficient")
     assert codes.shape == result.codes.shape
     stats = idata.sample_stats
-    for name in ("acceptance_rate", "energy", "lp", "step_size", "diverging"):
+    for name in ("acceptance_rate", "energy", "lp", "step_size", "diverging", "n_steps"):
         assert stats[name].shape == (4, 120), name
+    # They are the files the run wrote beside its draws (sample_stats/*.npy), which agree with
+    # the MH trace the binding hands over.
+    assert result.sample_stats is not None
+    with np.errstate(over="ignore"):
+        traced = np.minimum(1.0, np.exp(result.log_alpha))
+    np.testing.assert_allclose(stats["acceptance_rate"].values, traced, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(stats["energy"].values, result.energy)
+    assert (stats["n_steps"].values == result.report["settings"]["dynamics"]["leapfrog_steps"]).all()
     # The realised acceptance is a Bernoulli draw per proposal with probability min(1, alpha):
     # over 480 proposals it lies within 4 standard errors (4 * 0.5 / sqrt(480) < 0.1).
     accepted = result.report["acceptance"]["overall"]

@@ -25,7 +25,7 @@ pub use idx::{
 pub use input::{input_limit, Format, Input, MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES_ENV};
 pub use npy::{read_npy, read_npy_labels, read_npy_matrix_f32, read_npy_with_limit, NpyArray};
 pub use npy_stream::{partial_path, NpyStream};
-pub use npy_write::{write_npy_f32, write_npy_i64, write_npy_u32, write_npy_u8};
+pub use npy_write::{write_npy_f32, write_npy_f64, write_npy_i64, write_npy_u32, write_npy_u8};
 pub use png::write_png_grid;
 pub use postprocess::Rescale;
 

@@ -77,6 +77,11 @@ pub fn write_npy_u32(path: &Path, shape: &[usize], data: &[u32]) -> Result<()> {
     write_npy(path, "<u4", shape, data, u32::to_le_bytes)
 }
 
+/// Writes float64 data of the given shape as `.npy` (`<f8`), atomically.
+pub fn write_npy_f64(path: &Path, shape: &[usize], data: &[f64]) -> Result<()> {
+    write_npy(path, "<f8", shape, data, f64::to_le_bytes)
+}
+
 /// Writes int64 data (NumPy's default integer) as `.npy` (`<i8`), atomically.
 pub fn write_npy_i64(path: &Path, shape: &[usize], data: &[i64]) -> Result<()> {
     write_npy(path, "<i8", shape, data, i64::to_le_bytes)

@@ -459,6 +459,17 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             super::report::ssgl_json(ssgl, &run, problem.target.p()),
         );
     }
+    // Convergence per class on the post-burn-in draws (compression runs no chains).
+    let class_verdict = (args.method != AugmentMethod::Compression && !run.log_alpha.is_empty())
+        .then(|| {
+            use super::class_diagnostics as cd;
+            let target_kind = args.problem.target;
+            let seconds = run.timings.sampling_seconds;
+            let classes = cd::per_class(&plan, &run, target_kind, burn_in, seconds);
+            let verdict = cd::verdict(&classes);
+            report["diagnostics_per_class"] = cd::report_json(&classes, target_kind, &verdict);
+            verdict
+        });
     if !args.no_quality {
         clock.begin("quality check", None);
     }
@@ -631,6 +642,9 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         summary.push(format!(
             "note: the minibatch was lowered from {asked} to {used}, the size of the smallest class"
         ));
+    }
+    if let Some(verdict) = class_verdict {
+        summary.push(verdict);
     }
     if let Quality::Line(line) = quality {
         summary.push(line);

@@ -21,6 +21,8 @@
 
 mod augment;
 pub(crate) mod bench;
+mod class_diagnostics;
+mod draw_stats;
 mod encode;
 mod estimate;
 mod memory;
@@ -35,6 +37,7 @@ mod shard;
 
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
+pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};
 pub use observer::{Notice, Observer, Phase, Silent};

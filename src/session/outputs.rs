@@ -30,6 +30,11 @@ pub const SAMPLE_OUTPUTS: &[&str] = &[
     "samples.png",
     "report.json",
     "checkpoint.rmld",
+    "sample_stats/acceptance_rate.npy",
+    "sample_stats/energy.npy",
+    "sample_stats/step_size.npy",
+    "sample_stats/diverging.npy",
+    "sample_stats/n_steps.npy",
 ];
 
 /// What `rmld encode` writes into its output folder.

@@ -564,6 +564,11 @@ fn write_outputs(
     };
     let diagnostics =
         crate::diagnostics::summarize_scoped(run, run.timings.sampling_seconds, scope);
+    // Per-draw statistics beside the draws (a shard's are written by `merge`).
+    let sample_stats = match args.problem.shard {
+        None => super::draw_stats::write_sample_stats(out, run, settings, args.keep, args.burn_in)?,
+        Some(_) => serde_json::Value::Null,
+    };
     let report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
@@ -589,6 +594,7 @@ fn write_outputs(
         "mean_distance_moved_from_start": moved,
         "mh_note": super::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
         "diagnostics": diagnostics,
+        "sample_stats": sample_stats,
         "start_indices": run.start_indices,
         "outputs": {
             "codes.npy": [kept, c, p],
