@@ -102,16 +102,27 @@ fn run_case(args: &str, backend: &str) -> BTreeMap<String, FilePrint> {
         String::from_utf8_lossy(&status.stderr)
     );
     let mut prints = BTreeMap::new();
-    for entry in std::fs::read_dir(out.path()).expect("reading the output folder") {
+    print_folder(out.path(), "", &mut prints);
+    prints
+}
+
+/// Fingerprints every file in `dir` (and its subfolders, e.g. `sample_stats/`), named by its path
+/// under the output folder (`prefix`), but the report and hidden files.
+fn print_folder(dir: &Path, prefix: &str, prints: &mut BTreeMap<String, FilePrint>) {
+    for entry in std::fs::read_dir(dir).expect("reading the output folder") {
         let path = entry.expect("an entry").path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if name == "report.json" || name.starts_with('.') {
             continue;
         }
+        let name = format!("{prefix}{name}");
+        if path.is_dir() {
+            print_folder(&path, &format!("{name}/"), prints);
+            continue;
+        }
         let bytes = std::fs::read(&path).expect("reading an output");
         prints.insert(name.clone(), fingerprint(&name, &bytes));
     }
-    prints
 }
 
 fn fingerprint(name: &str, bytes: &[u8]) -> FilePrint {

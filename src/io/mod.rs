@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 pub(crate) mod atomic;
+pub(crate) mod caption;
 pub(crate) mod csv;
 pub(crate) mod dataset;
 pub(crate) mod discover;
@@ -26,7 +27,7 @@ pub use input::{input_limit, Format, Input, MAX_DECOMPRESSED_BYTES, MAX_INPUT_BY
 pub use npy::{read_npy, read_npy_labels, read_npy_matrix_f32, read_npy_with_limit, NpyArray};
 pub use npy_stream::{partial_path, NpyStream};
 pub use npy_write::{write_npy_f32, write_npy_f64, write_npy_i64, write_npy_u32, write_npy_u8};
-pub use png::write_png_grid;
+pub use png::{write_png_grid, write_png_grid_captioned};
 pub use postprocess::Rescale;
 
 /// Raw pixel values as stored by the source: 8-bit data stays 8-bit (it is uploaded as such).

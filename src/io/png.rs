@@ -34,6 +34,55 @@ pub fn write_png_grid(
     value_range: (f32, f32),
     upscale: usize,
 ) -> Result<()> {
+    let img = grid_image(sections, height, width, columns, value_range, upscale)?;
+    write_png(path, &img)
+}
+
+/// [`write_png_grid`] with `caption` (what the picture shows) written above the grid in a black
+/// strip: white capitals of a built-in 5 × 7 font, wrapped to the picture's width.
+#[allow(clippy::too_many_arguments)]
+pub fn write_png_grid_captioned(
+    path: &Path,
+    sections: &[(&[f32], usize)],
+    height: usize,
+    width: usize,
+    columns: usize,
+    value_range: (f32, f32),
+    upscale: usize,
+    caption: &str,
+) -> Result<()> {
+    let grid = grid_image(sections, height, width, columns, value_range, upscale)?;
+    let strip = super::caption::caption_strip(caption, grid.width() as usize);
+    let total = grid.height() as usize + strip.height() as usize;
+    if (grid.width() as usize).saturating_mul(total) > MAX_PIXELS {
+        return Err(Error::usage(
+            "png grid",
+            format!("a {}×{total} picture is too large", grid.width()),
+        ));
+    }
+    let mut img = GrayImage::new(grid.width(), total as u32);
+    image::imageops::replace(&mut img, &strip, 0, 0);
+    image::imageops::replace(&mut img, &grid, 0, strip.height() as i64);
+    write_png(path, &img)
+}
+
+/// Encodes `img` as PNG and writes it atomically.
+fn write_png(path: &Path, img: &GrayImage) -> Result<()> {
+    let mut encoded = Cursor::new(Vec::new());
+    img.write_to(&mut encoded, ImageFormat::Png)
+        .map_err(|e| Error::Internal(format!("PNG encoding failed: {e}")))?;
+    write_atomic(path, |w| w.write_all(encoded.get_ref()))
+}
+
+/// The grid of [`write_png_grid`] as an image.
+fn grid_image(
+    sections: &[(&[f32], usize)],
+    height: usize,
+    width: usize,
+    columns: usize,
+    value_range: (f32, f32),
+    upscale: usize,
+) -> Result<GrayImage> {
     let (lo, hi) = value_range;
     if !(lo.is_finite() && hi.is_finite() && lo < hi) {
         return Err(Error::usage(
@@ -116,8 +165,5 @@ pub fn write_png_grid(
         }
         top += section_h(n);
     }
-    let mut encoded = Cursor::new(Vec::new());
-    img.write_to(&mut encoded, ImageFormat::Png)
-        .map_err(|e| Error::Internal(format!("PNG encoding failed: {e}")))?;
-    write_atomic(path, |w| w.write_all(encoded.get_ref()))
+    Ok(img)
 }

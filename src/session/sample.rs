@@ -527,7 +527,15 @@ fn write_outputs(
     };
     let rows = 4.min(c.div_ceil(columns));
     let generated = &run.final_images[..(rows * columns).min(c) * d];
-    io::write_png_grid(
+    let caption = picture_caption(
+        settings,
+        args,
+        run.start_indices.is_some(),
+        shown,
+        generated.len() / d,
+        k,
+    );
+    io::write_png_grid_captioned(
         &out.join("samples.png"),
         &[(real.as_slice(), shown), (generated, generated.len() / d)],
         h,
@@ -535,6 +543,7 @@ fn write_outputs(
         columns,
         (0.0, args.problem.pixel_max),
         (112 / h.max(w)).clamp(1, 8),
+        &caption,
     )?;
 
     let acceptance = run.acceptance_rate();
@@ -600,7 +609,7 @@ fn write_outputs(
             "codes.npy": [kept, c, p],
             "images.npy": [kept, c, d],
             "dictionary.npy": [d, p],
-            "samples.png": "top: the real images the first chains started from; below: their latest samples",
+            "samples.png": caption,
         },
     });
     let mut report = report;
@@ -632,6 +641,30 @@ fn write_outputs(
         ));
     }
     Ok((report, summary))
+}
+
+/// What samples.png shows, written above it: the method and target, what the row above the grey
+/// band is, and which chains after how many iterations are below it.
+fn picture_caption(
+    settings: &SamplerSettings,
+    args: &SampleSettings,
+    from_data: bool,
+    shown: usize,
+    below: usize,
+    completed: usize,
+) -> String {
+    let method = format!("{:?}", settings.dynamics.method).to_lowercase();
+    let target = format!("{:?}", args.problem.target).to_lowercase();
+    let top = if from_data {
+        format!("the real images chains 1-{shown} started from")
+    } else {
+        format!("{shown} real images of the data (the chains started from noise)")
+    };
+    format!(
+        "rmld sample, {method} on the {target} target. Above the grey band: {top}. Below it: \
+         chains 1-{below}, row by row, after {completed} iterations{}.",
+        if settings.mh { "" } else { " (no MH)" }
+    )
 }
 
 /// A shard's `codes.npy` or `images.npy`: (kept draws, its chains, width) and the values.
