@@ -244,7 +244,17 @@ fn the_library_checks_the_shard_in_its_settings() {
 }
 
 /// The files a single `rmld sample` writes (report.json is compared aside).
-const SAMPLE_FILES: &[&str] = &["codes.npy", "images.npy", "dictionary.npy", "samples.png"];
+const SAMPLE_FILES: &[&str] = &[
+    "codes.npy",
+    "images.npy",
+    "dictionary.npy",
+    "samples.png",
+    "sample_stats/acceptance_rate.npy",
+    "sample_stats/energy.npy",
+    "sample_stats/step_size.npy",
+    "sample_stats/diverging.npy",
+    "sample_stats/n_steps.npy",
+];
 
 /// `rmld sample` of 7 chains × 10 outer iterations (burn-in 3) with `extra`, seed 3.
 fn sample(out: &Path, backend: &str, extra: &[&str]) {
