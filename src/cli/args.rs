@@ -87,9 +87,10 @@ pub struct DictCommonArgs {
     /// The seed of every draw.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Scale τ of the Student-t MH proposal, in the family's units (1 sample for EDA).
-    #[arg(long, default_value_t = 1.0)]
-    pub proposal_scale: f64,
+    /// Scale τ of the Student-t MH proposal, in the family's units. Default: 4 for EDA
+    /// (samples), 0.3 for Gabor.
+    #[arg(long, value_name = "TAU")]
+    pub proposal_scale: Option<f64>,
     /// Degrees of freedom of the Student-t MH proposal.
     #[arg(long, default_value_t = 4.0)]
     pub proposal_dof: f64,

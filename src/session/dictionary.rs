@@ -133,8 +133,12 @@ impl DictionarySettings {
         positive("coefficient_precision", h.coefficient_precision)?;
         positive("noise_start", h.noise_start)?;
         positive("proposal_dof", h.proposal_dof)?;
-        positive("proposal_scale", h.proposal_scale)?;
-        positive("wishart_dof", h.wishart_dof)?;
+        if let Some(v) = h.proposal_scale {
+            positive("proposal_scale", v)?;
+        }
+        if let Some(v) = h.wishart_dof {
+            positive("wishart_dof", v)?;
+        }
         if h.mode_iterations == 0 || h.mode_iterations > 10_000 {
             return Err(Error::usage(
                 "mode_iterations",
@@ -162,6 +166,23 @@ pub fn family_for(kind: FamilyKind, d: usize) -> Result<AtomFamily> {
     };
     family.validate()?;
     Ok(family)
+}
+
+/// Checks the settings that depend on the family (ν0 > Q − 1).
+fn check_family(family: &AtomFamily, hyper: &DictionaryHyper) -> Result<()> {
+    let q = family.q();
+    let nu = hyper.wishart_dof_for(q);
+    if nu <= q as f64 - 1.0 {
+        return Err(Error::usage(
+            "wishart_dof",
+            format!(
+                "must exceed the number of atom parameters − 1 ({} for {}), got {nu}",
+                q - 1,
+                family.label(),
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What [`learn_signals`] returns: every finished signal's result, and whether it stopped early.
@@ -210,18 +231,7 @@ pub fn learn_signals(
     out: &Path,
     observer: &dyn Observer,
 ) -> Result<Learned> {
-    let q = family.q();
-    if settings.hyper.wishart_dof <= q as f64 - 1.0 {
-        return Err(Error::usage(
-            "wishart_dof",
-            format!(
-                "must exceed the number of atom parameters − 1 ({} for {}), got {}",
-                q - 1,
-                family.label(),
-                settings.hyper.wishart_dof
-            ),
-        ));
-    }
+    check_family(family, &settings.hyper)?;
     if atoms.len() != signals.len() || signals.iter().any(|s| s.len() != family.dim()) {
         return Err(Error::Internal(format!(
             "{} signals, {} atom counts, family dimension {}",
@@ -340,11 +350,17 @@ pub(crate) fn combine(
     };
     let centres = kmeans(&points, &dims, &units, centers, seed, stream);
     let d = family.dim();
-    let mut cols = Vec::new();
-    family
-        .fixed_atoms()
-        .iter()
-        .for_each(|a| cols.extend_from_slice(a));
+    // The fixed atoms, less those equal to an earlier one up to sign (Table III's three constant
+    // tonic atoms are one atom up to sign; the learned dictionary keeps one).
+    let mut cols: Vec<f64> = Vec::new();
+    for a in family.fixed_atoms() {
+        let duplicate = cols
+            .chunks(d)
+            .any(|b| b.iter().zip(&a).map(|(x, y)| x * y).sum::<f64>().abs() > 1.0 - 1e-12);
+        if !duplicate {
+            cols.extend_from_slice(&a);
+        }
+    }
     let mut params = Vec::new();
     let mut a = vec![0.0; d];
     for c in &centres {
@@ -474,6 +490,7 @@ impl DictionaryLearner {
                 ));
             }
         }
+        check_family(&family, &s.hyper)?;
         io::prepare_output_dir(&s.out)?;
         let _lock = super::lock_output(&s.out)?;
         let atoms = vec![s.atoms_per_signal; signals.len()];

@@ -248,7 +248,7 @@ pub fn eda_experiment(
         ));
     }
     lines.push(format!(
-        "coherence (Table IV): initial {:.4} (paper 1), learned {:.4} (paper 0.9989)",
+        "coherence (Table IV): initial {:.7} (paper 1), learned {:.7} (paper 0.9989)",
         report["coherence_initial"].as_f64().unwrap_or(f64::NAN),
         learned_coherence
     ));
