@@ -161,11 +161,14 @@ fn the_learned_dictionary_is_one_sample_reads() {
     assert!(report["geweke_pass"]["theta.t0"].is_number(), "{report}");
 }
 
+/// A change to the settings.
+type Change = Box<dyn Fn(&mut DictionarySettings)>;
+
 #[test]
 fn bad_settings_are_named_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("never");
-    let cases: Vec<(Box<dyn Fn(&mut DictionarySettings)>, &str)> = vec![
+    let cases: Vec<(Change, &str)> = vec![
         (Box::new(|s| s.atoms_per_signal = 0), "atoms_per_signal"),
         (Box::new(|s| s.burn_in = s.iterations), "burn_in"),
         (Box::new(|s| s.centers = 0), "centers"),

@@ -179,7 +179,7 @@ pub(crate) fn omp(atoms: &Atoms, x: &[f64], iterations: usize) -> (Vec<usize>, V
             .map(|k| (k, dot(atoms.col(k), &r).abs()))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((k, c)) = best else { break };
-        if !(c > 1e-14 * norm_x.max(1e-300)) {
+        if c.is_nan() || c <= 1e-14 * norm_x.max(1e-300) {
             break;
         }
         selected.push(k);
@@ -741,8 +741,8 @@ pub(crate) fn run_signal(
 
         let record = m >= burn_in;
         let mut idx = 0;
-        for li in 0..slots {
-            push_trace(&mut idx, 0, s[li], record);
+        for &sl in &s {
+            push_trace(&mut idx, 0, sl, record);
         }
         for &zl in &z {
             push_trace(&mut idx, 1, zl as f64, record);
