@@ -964,14 +964,14 @@ mod tests {
 
     #[test]
     fn omp_recovers_an_exact_two_atom_signal() {
-        // Six orthonormal atoms and a seventh, (e0 + e1)/√2: x = 3·e1 + 2·e4 needs two steps.
+        // Six orthonormal atoms and a seventh, (e0 + e1)/√2: x = 3·e1 + 2·e4 takes two steps.
         let mut cols = vec![0.0; 7 * 6];
         (0..6).for_each(|k| cols[k * 6 + k] = 1.0);
         cols[36] = std::f64::consts::FRAC_1_SQRT_2;
         cols[37] = std::f64::consts::FRAC_1_SQRT_2;
         let atoms = Atoms { d: 6, cols };
         let x = [0.0, 3.0, 0.0, 0.0, 2.0, 0.0];
-        let (sel, coef, errs) = omp(&atoms, &x, 3);
+        let (sel, coef, errs) = omp(&atoms, &x, 2);
         assert_eq!(sel, vec![1, 4], "selected {sel:?}");
         assert!(
             (coef[0] - 3.0).abs() < 1e-9 && (coef[1] - 2.0).abs() < 1e-9,
