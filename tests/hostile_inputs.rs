@@ -136,6 +136,11 @@ const CASES: &[Case] = &[
     no("sample --data {d}/u8.npy --dictionary {d}/dict_inf.npy", &["dict_inf.npy", "column 7", "infinite"]),
     no("sample --data {d}/u8.npy --dictionary {d}/dict_zero_col.npy", &["dict_zero_col.npy", "column 3", "zeros"]),
     no("encode --data {d}/u8.npy --dictionary {d}/dict_zero_col.npy", &["dict_zero_col.npy", "column 3"]),
+    // Dictionary learning: settings named by their flags, bad data named by its file.
+    no("dictionary learn --atoms-per-signal 0 --out {d}/dl", &["--atoms-per-signal", "1..=64"]),
+    no("dictionary learn --proposal-scale 0 --out {d}/dl", &["--proposal-scale"]),
+    no("dictionary learn --data {d}/dict_nan.npy --out {d}/dl", &["dict_nan.npy", "NaN"]),
+    no("dictionary eda-experiment --signals 5 --folds 9 --out {d}/dl", &["--folds"]),
     no("sample --data {d}/u8.npy --dictionary {d}/shape1d.npy", &["shape1d.npy"]),
     // Duplicated and overlapping paths: the data as its own dictionary, the output in a file.
     no("sample --data {d}/f32.npy --dictionary {d}/f32.npy", &["f32.npy"]),
