@@ -132,7 +132,15 @@ const CASES: &[Case] = &[
     no("sample --data {d}/u8.npy/inside", &["inside"]),
     no("sample --data {d}/u8.npy --dictionary {d}/png.npy", &["png.npy"]),
     no("sample --data {d}/u8.npy --dictionary {d}/dict_wrong_d.npy", &["dict_wrong_d.npy"]),
-    no("sample --data {d}/u8.npy --dictionary {d}/dict_nan.npy", &["dict_nan.npy"]),
+    no("sample --data {d}/u8.npy --dictionary {d}/dict_nan.npy", &["dict_nan.npy", "column 5"]),
+    no("sample --data {d}/u8.npy --dictionary {d}/dict_inf.npy", &["dict_inf.npy", "column 7", "infinite"]),
+    no("sample --data {d}/u8.npy --dictionary {d}/dict_zero_col.npy", &["dict_zero_col.npy", "column 3", "zeros"]),
+    no("encode --data {d}/u8.npy --dictionary {d}/dict_zero_col.npy", &["dict_zero_col.npy", "column 3"]),
+    // Dictionary learning: settings named by their flags, bad data named by its file.
+    no("dictionary learn --atoms-per-signal 0 --out {d}/dl", &["--atoms-per-signal", "1..=64"]),
+    no("dictionary learn --proposal-scale 0 --out {d}/dl", &["--proposal-scale"]),
+    no("dictionary learn --data {d}/dict_nan.npy --out {d}/dl", &["dict_nan.npy", "NaN"]),
+    no("dictionary eda-experiment --signals 5 --folds 9 --out {d}/dl", &["--folds"]),
     no("sample --data {d}/u8.npy --dictionary {d}/shape1d.npy", &["shape1d.npy"]),
     // Duplicated and overlapping paths: the data as its own dictionary, the output in a file.
     no("sample --data {d}/f32.npy --dictionary {d}/f32.npy", &["f32.npy"]),
@@ -488,6 +496,12 @@ fn fixtures(d: &Path) {
     let mut dict = vec![0.1f32; dim * 20];
     dict[5] = f32::NAN;
     io::write_npy_f32(&f("dict_nan.npy"), &[dim, 20], &dict).unwrap();
+    let mut dict = vec![0.1f32; dim * 20];
+    dict[2 * 20 + 7] = f32::INFINITY;
+    io::write_npy_f32(&f("dict_inf.npy"), &[dim, 20], &dict).unwrap();
+    let mut dict = vec![0.1f32; dim * 20];
+    (0..dim).for_each(|i| dict[i * 20 + 3] = 0.0);
+    io::write_npy_f32(&f("dict_zero_col.npy"), &[dim, 20], &dict).unwrap();
     // IDX: a labelled MNIST-style folder, a truncated gzip and one that is not gzip at all.
     let mnist = f("mnist");
     std::fs::create_dir(&mnist).unwrap();

@@ -104,6 +104,23 @@ fn table(rows: &[Row]) -> String {
     s
 }
 
+/// Draws fig3.png (relative RMS error against OMP iterations, initial and learned dictionaries)
+/// from an `eda-experiment` report into `out`.
+pub fn plot_fig3(out: &std::path::Path, report: &serde_json::Value) -> Result<()> {
+    let curve = |key: &str| -> Vec<f64> {
+        report[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+            .unwrap_or_default()
+    };
+    plot::write_fig3(
+        &out.join("fig3.png"),
+        &curve("relative_rms_initial"),
+        &curve("relative_rms_learned"),
+    )
+    .map(|_| ())
+}
+
 mod plot {
     //! The throughput plot: chain-steps/s against chains, log-log, one line per backend.
 
@@ -160,6 +177,91 @@ mod plot {
         .map_err(|e| Error::Internal(format!("PNG encoding failed: {e}")))?;
         io::write_atomic(path, |w| w.write_all(&png))?;
         Ok(labelled)
+    }
+
+    /// Draws Fig. 3's synthetic panel: the two error curves against OMP iterations.
+    pub fn write_fig3(path: &Path, initial: &[f64], learned: &[f64]) -> Result<bool> {
+        let labelled = font();
+        let mut pixels = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+        draw_fig3(&mut pixels, initial, learned, labelled)
+            .map_err(|e| Error::Internal(format!("drawing the plot: {e}")))?;
+        let mut png = Vec::new();
+        image::ImageEncoder::write_image(
+            image::codecs::png::PngEncoder::new(&mut png),
+            &pixels,
+            SIZE.0,
+            SIZE.1,
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| Error::Internal(format!("PNG encoding failed: {e}")))?;
+        io::write_atomic(path, |w| w.write_all(&png))?;
+        Ok(labelled)
+    }
+
+    fn draw_fig3<'a>(
+        pixels: &'a mut [u8],
+        initial: &[f64],
+        learned: &[f64],
+        labelled: bool,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + 'a>> {
+        let n = initial.len().max(learned.len()).max(2) as f64;
+        let top = initial.iter().chain(learned).cloned().fold(1e-3, f64::max) * 1.1;
+        let root = BitMapBackend::with_buffer(pixels, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut builder = ChartBuilder::on(&root);
+        builder.margin(15);
+        if labelled {
+            builder
+                .caption(
+                    "synthetic EDA: relative RMS error vs OMP iterations",
+                    ("sans-serif", 22),
+                )
+                .x_label_area_size(45)
+                .y_label_area_size(70);
+        }
+        let mut chart = builder.build_cartesian_2d(1.0..n, 0.0..top)?;
+        if labelled {
+            chart
+                .configure_mesh()
+                .x_desc("OMP iterations")
+                .y_desc("relative RMS error")
+                .draw()?;
+        } else {
+            chart.configure_mesh().x_labels(0).y_labels(0).draw()?;
+        }
+        for (i, (name, curve)) in [("initial (Table III)", initial), ("MCMC w- rplcm", learned)]
+            .into_iter()
+            .enumerate()
+        {
+            let colour = Palette99::pick(i).to_rgba();
+            let points: Vec<(f64, f64)> = curve
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| ((k + 1) as f64, v))
+                .collect();
+            let series =
+                chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?;
+            if labelled {
+                series.label(name).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            }
+            chart.draw_series(
+                points
+                    .into_iter()
+                    .map(|xy| Circle::new(xy, 4, colour.filled())),
+            )?;
+        }
+        if labelled {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()?;
+        }
+        root.present()?;
+        Ok(())
     }
 
     fn draw<'a>(

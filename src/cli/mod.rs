@@ -84,6 +84,22 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
             let outcome = rmld::session::merge(&args.out, &args.shards)?;
             Ok(finish(&terminal, &outcome))
         }
+        Command::Dictionary(action) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let outcome = match action {
+                args::DictionaryCommand::Learn(args) => {
+                    rmld::session::DictionaryLearner::new(args.settings()).run(&terminal)?
+                }
+                args::DictionaryCommand::EdaExperiment(args) => {
+                    let outcome = rmld::session::eda_experiment(&args.settings(), &terminal)?;
+                    if !outcome.interrupted {
+                        bench::plot_fig3(&args.common.out, &outcome.report)?;
+                    }
+                    outcome
+                }
+            };
+            Ok(finish(&terminal, &outcome))
+        }
         Command::Quality(args) => {
             let terminal = terminal(Some(StopRequest::install()));
             let outcome = judge_images(&args.settings(), &terminal)?;
@@ -236,7 +252,27 @@ pub fn options_of(command: &Command) -> Vec<String> {
         Command::Bench(_) => "bench",
         Command::Quality(_) => "quality",
         Command::Merge(_) => "merge",
+        Command::Dictionary(args::DictionaryCommand::Learn(_)) => {
+            return options_nested("dictionary", "learn")
+        }
+        Command::Dictionary(args::DictionaryCommand::EdaExperiment(_)) => {
+            return options_nested("dictionary", "eda-experiment")
+        }
     })
+}
+
+/// The long options of the nested subcommand `outer inner` (`dictionary learn`).
+pub fn options_nested(outer: &str, inner: &str) -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .find_subcommand(outer)
+        .and_then(|o| o.find_subcommand(inner))
+        .map(|sub| {
+            sub.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The long options of the subcommand `name`.

@@ -200,8 +200,9 @@ fn f64s_as_f32(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
-/// Rejects NaN and infinities, naming the first one's flat index.
-fn check_finite(path: &Path, values: Vec<f32>) -> Result<Vec<f32>> {
+/// Rejects NaN and infinities, naming the first one's flat index (and, for a 2-D array, its row
+/// and column: a dictionary's column is its atom).
+fn check_finite(path: &Path, shape: &[usize], values: Vec<f32>) -> Result<Vec<f32>> {
     // One branch-free pass for the common all-finite case; the position only on failure.
     if values.iter().fold(true, |ok, v| ok & v.is_finite()) {
         return Ok(values);
@@ -212,9 +213,13 @@ fn check_finite(path: &Path, values: Vec<f32>) -> Result<Vec<f32>> {
     } else {
         "infinite"
     };
+    let place = match shape {
+        [_, cols] if *cols > 0 => format!(" (row {}, column {})", i / cols, i % cols),
+        _ => String::new(),
+    };
     Err(Error::input(
         path,
-        format!("value at flat index {i} is {kind}"),
+        format!("value at flat index {i}{place} is {kind}"),
     ))
 }
 
@@ -227,9 +232,11 @@ pub fn read_npy(path: &Path) -> Result<NpyArray> {
 pub fn read_npy_with_limit(path: &Path, limit: u64) -> Result<NpyArray> {
     let (header, dtype, shape, raw) = read_raw(path, limit)?;
     let data = match (dtype, raw) {
-        (_, Raw::F32(values)) => Pixels::F32(check_finite(path, values)?),
+        (_, Raw::F32(values)) => Pixels::F32(check_finite(path, &shape, values)?),
         (Dtype::U8, Raw::Bytes(bytes)) => Pixels::U8(bytes),
-        (Dtype::F64, Raw::Bytes(bytes)) => Pixels::F32(check_finite(path, f64s_as_f32(&bytes))?),
+        (Dtype::F64, Raw::Bytes(bytes)) => {
+            Pixels::F32(check_finite(path, &shape, f64s_as_f32(&bytes))?)
+        }
         _ => {
             return Err(Error::input(
                 path,

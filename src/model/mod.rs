@@ -8,12 +8,14 @@
 //! `tangent`, and the `kernel_density` behind Kernel HMC) each sit in a file of their own, with their
 //! WGSL in `shaders/` under the same name.
 
+pub(crate) mod atoms;
 pub(crate) mod classes;
 pub(crate) mod dictionary;
 pub(crate) mod likelihood;
 pub(crate) mod posterior;
 pub(crate) mod prior;
 
+pub use atoms::AtomFamily;
 pub use classes::ChainClasses;
 pub use dictionary::Dictionary;
 pub use likelihood::kernel_density::KernelTarget;

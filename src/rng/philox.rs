@@ -54,6 +54,8 @@ pub enum Purpose {
     Projection = 8,
     /// The Gaussian ξ of a MALA proposal Z = X − h∇U(X) + sqrt(2h)·ξ.
     MalaNoise = 9,
+    /// Parametric dictionary learning (one stream per signal and MCMC iteration).
+    DictionaryLearning = 20,
 }
 
 /// The generator key of one chain: the seed's low word, and its high word mixed with the chain.

@@ -58,7 +58,14 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
                     ),
                 ));
             }
-            (Dictionary { d, p: shape[1], a }, path.display().to_string())
+            let p = shape[1];
+            if let Some(j) = (0..p).find(|&j| (0..d).all(|i| a[i * p + j] == 0.0)) {
+                return Err(Error::input(
+                    path,
+                    format!("column {j} (atom {j} of {p}) is all zeros: every atom needs a nonzero norm"),
+                ));
+            }
+            (Dictionary { d, p, a }, path.display().to_string())
         }
         None => {
             let p = args.atoms.unwrap_or(4 * d);
