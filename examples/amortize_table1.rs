@@ -166,7 +166,7 @@ fn main() {
     for toy in toys {
         let t0 = Instant::now();
         let (op, stats) = train(&toy, &settings, |p: &Progress| {
-            if log_every > 0 && p.iteration % log_every == 0 {
+            if log_every > 0 && p.iteration.is_multiple_of(log_every) {
                 eprintln!(
                     "  {} it {}: D {:.3} G {:.3} rms {:.3} sigma {:.3} |mu| {:.3}",
                     toy.name(),

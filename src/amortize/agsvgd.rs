@@ -54,7 +54,8 @@ fn sq(a: [f64; 2], b: [f64; 2]) -> f64 {
     (a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)
 }
 
-/// Solves (A) X = B in place for symmetric positive definite A (n × n, row-major), B n × 2.
+/// Solves A X = B in place for symmetric positive definite A (n × n, row-major), B n × 2.
+#[allow(clippy::needless_range_loop)] // triangular index ranges read clearer as indices
 fn cholesky_solve(a: &mut [f64], n: usize, b: &mut [[f64; 2]]) -> Result<()> {
     for j in 0..n {
         let mut s = a[j * n + j];

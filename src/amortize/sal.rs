@@ -12,12 +12,12 @@
 //! 2. `disc_steps` (the paper's m) discriminator steps on L_D = −mean log D(x_t) − mean
 //!    log(1 − D(G(x̃_{t−1}, ξ))) (eq. 8);
 //! 3. one generator step on L_G = −mean log D(G(x̃, ξ)) (the non-saturating form of eq. 8)
-//!    + `w2_weight` · (1/M) Σᵢⱼ pᵢⱼ cᵢⱼ, the entropic approximation of W₂²(p_G(x̃), p(x̃)) (eq. 9-11),
+//!    plus `w2_weight` · (1/M) Σᵢⱼ pᵢⱼ cᵢⱼ, the entropic approximation of W₂²(p_G(x̃), p(x̃)) (eq. 9-11),
 //!    cᵢⱼ = ‖G(x̃⁽ⁱ⁾, ξ) − x̃⁽ʲ⁾‖², pᵢⱼ ∝ exp(−cᵢⱼ/λ) normalised over j, λ = the median cᵢⱼ;
 //!    `w2_weight` is the paper's α/(2ε). Eq. 11 as printed, γ Σᵢⱼ cᵢⱼ exp(−cᵢⱼ/λ) with one constant
 //!    γ, decreases once cᵢⱼ > λ, so minimising it pushes samples away (it diverged in our runs);
 //!    normalising each row (half a Sinkhorn step) restores a cost that grows with distance.
-//!    − `jump_weight` · mean ‖G(x̃, ξ) − x̃‖² (ours, 0 by default: an expected-jump bonus);
+//!    minus `jump_weight` · mean ‖G(x̃, ξ) − x̃‖² (ours, 0 by default: an expected-jump bonus);
 //! 4. x̃_t = G(x̃_{t−1}, ξ), then m more applications of G.
 //!
 //! Hyper-parameters from the paper: m discriminator steps per generator step (it gives no value;
