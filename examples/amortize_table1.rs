@@ -142,7 +142,7 @@ fn main() {
                 i += 1;
                 log_every = args[i].parse().expect("--log N");
             }
-            "--mlp-bench" => {}
+            "--mlp-bench" | "--svgd-only" => {}
             name => toys.push(
                 *Toy::ALL
                     .iter()
@@ -151,6 +151,12 @@ fn main() {
             ),
         }
         i += 1;
+    }
+    if args.iter().any(|a| a == "--svgd-only") {
+        for &toy in &toys {
+            svgd_only(toy, &settings.svgd);
+        }
+        return;
     }
     if args.iter().any(|a| a == "--mlp-bench") {
         mlp_bench();
@@ -286,4 +292,25 @@ fn mlp_bench() {
         s * 1e3,
         flops / s / 1e9
     );
+}
+
+/// AG-SVGD alone: 256 particles from N(0, I), 1000 steps; prints the MMD to exact draws every 100.
+fn svgd_only(toy: Toy, svgd: &rmld::amortize::AgSvgdSettings) {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut x: Vec<[f64; 2]> = (0..256)
+        .map(|_| [rmld_normal(&mut rng), rmld_normal(&mut rng)])
+        .collect();
+    let exact = toy.draws(256, &mut rng);
+    for step in 0..=1000 {
+        if step % 100 == 0 {
+            let flat: Vec<f64> = x.iter().flat_map(|p| *p).collect();
+            let (mmd, _) = rmld::amortize::mmd_test(&flat, &exact, 1.0, 0, &mut rng);
+            let rms = (flat.iter().map(|v| v * v).sum::<f64>() / flat.len() as f64).sqrt();
+            eprintln!(
+                "{} AG-SVGD step {step}: MMD² {mmd:.4}, rms {rms:.3}",
+                toy.name()
+            );
+        }
+        rmld::amortize::agsvgd_step(&mut x, |p| toy.energy(p), svgd).expect("AG-SVGD");
+    }
 }

@@ -218,3 +218,39 @@ fn exact_mh_keeps_each_target() {
         );
     }
 }
+
+/// AG-SVGD alone (eq. 12-14, default settings) moves 128 particles from N(0, I) onto Mog2 and
+/// Ring in 300 steps: the (unbiased) MMD² estimate against 400 exact draws falls below 0.02 and to under a tenth of
+/// its start (N(0, I) against Mog2 starts near 0.66, against Ring near 0.15).
+#[test]
+fn ag_svgd_moves_particles_onto_the_target() {
+    use rmld::amortize::{agsvgd_step, AgSvgdSettings};
+    let mut rng = StdRng::seed_from_u64(6);
+    for toy in [Toy::Mog2, Toy::Ring] {
+        let mut x: Vec<[f64; 2]> = (0..128)
+            .map(|_| {
+                let u1: f64 = 1.0 - rng.random::<f64>();
+                let u2: f64 = rng.random();
+                let r = (-2.0 * u1.ln()).sqrt();
+                let a = std::f64::consts::TAU * u2;
+                [r * a.cos(), r * a.sin()]
+            })
+            .collect();
+        let exact = toy.draws(400, &mut rng);
+        let mmd = |x: &[[f64; 2]], rng: &mut StdRng| {
+            let flat: Vec<f64> = x.iter().flat_map(|p| *p).collect();
+            mmd_test(&flat, &exact, 1.0, 0, rng).0
+        };
+        let before = mmd(&x, &mut rng);
+        for _ in 0..300 {
+            agsvgd_step(&mut x, |p| toy.energy(p), &AgSvgdSettings::default()).expect("AG-SVGD");
+        }
+        let after = mmd(&x, &mut rng);
+        println!("{}: MMD² {before:.4} → {after:.4}", toy.name());
+        assert!(
+            after < 0.02 && after < before / 10.0,
+            "{}: MMD² {before:.4} → {after:.4}",
+            toy.name()
+        );
+    }
+}

@@ -12,7 +12,7 @@ pub(crate) mod mlp;
 pub(crate) mod sal;
 pub(crate) mod targets;
 
-pub use agsvgd::AgSvgdSettings;
+pub use agsvgd::{stein_gradient, step as agsvgd_step, AgSvgdSettings};
 pub use hmc2d::Hmc2d;
 pub use mlp::{Adam, Grads, Mlp, Tape};
 pub use sal::{train, Adjust, ChainRun, MhRatio, Operator, Progress, SalSettings, TrainStats};
