@@ -121,6 +121,7 @@ fn main() {
                     "lr" => settings.lr = f as f32,
                     "w2_weight" => settings.w2_weight = f as f32,
                     "jump_weight" => settings.jump_weight = f as f32,
+                    "accept_weight" => settings.accept_weight = f as f32,
                     "sigma_min" => settings.sigma_min = f as f32,
                     "svgd_steps" => settings.svgd_steps = f as usize,
                     "svgd_step" => settings.svgd.step = f,

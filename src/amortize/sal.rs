@@ -17,7 +17,11 @@
 //!    `w2_weight` is the paper's α/(2ε). Eq. 11 as printed, γ Σᵢⱼ cᵢⱼ exp(−cᵢⱼ/λ) with one constant
 //!    γ, decreases once cᵢⱼ > λ, so minimising it pushes samples away (it diverged in our runs);
 //!    normalising each row (half a Sinkhorn step) restores a cost that grows with distance.
-//!    minus `jump_weight` · mean ‖G(x̃, ξ) − x̃‖² (ours, 0 by default: an expected-jump bonus);
+//!    minus `jump_weight` · mean ‖G(x̃, ξ) − x̃‖² (ours, 0 by default: an expected-jump bonus;
+//!    it diverged in our runs) minus `accept_weight` · mean α ‖G(x̃, ξ) − x̃‖², with α the exact
+//!    MH acceptance of that move (ours, 0.3 by default: L2HMC's expected squared jump; without
+//!    it the GAN only matches marginals and G settles near the identity, which an exact MH step
+//!    mostly rejects);
 //! 4. x̃_t = G(x̃_{t−1}, ξ), then m more applications of G.
 //!
 //! Hyper-parameters from the paper: m discriminator steps per generator step (it gives no value;
@@ -59,6 +63,9 @@ pub struct SalSettings {
     pub w2_weight: f32,
     /// Weight of the expected-jump bonus (ours; 0 = the paper's objective).
     pub jump_weight: f32,
+    /// Weight of the expected-squared-jump objective of the exact MH step (ours; 0 = the paper):
+    /// minus `accept_weight` · mean α(x̃, G(x̃, ξ)) ‖G(x̃, ξ) − x̃‖².
+    pub accept_weight: f32,
     /// Floor of σ(x), so that every chain can reach every region.
     pub sigma_min: f32,
     /// How the real samples are made.
@@ -81,6 +88,7 @@ impl Default for SalSettings {
             lr: 1e-3,
             w2_weight: 0.1,
             jump_weight: 0.0,
+            accept_weight: 0.3,
             sigma_min: 0.05,
             adjust: Adjust::Hmc(Hmc2d {
                 step: 0.1,
@@ -113,6 +121,9 @@ impl SalSettings {
         }
         if !(self.jump_weight >= 0.0 && self.jump_weight.is_finite()) {
             return Err(Error::usage("jump_weight", "must be finite and ≥ 0"));
+        }
+        if !(self.accept_weight >= 0.0 && self.accept_weight.is_finite()) {
+            return Err(Error::usage("accept_weight", "must be finite and ≥ 0"));
         }
         if !(self.sigma_min > 0.0 && self.sigma_min.is_finite()) {
             return Err(Error::usage("sigma_min", "must be finite and > 0"));
@@ -463,15 +474,66 @@ pub fn train(
                 dfake[k] -= 2.0 * settings.jump_weight * (fake[k] - flat[k]) / m as f32;
             }
         }
+        let mut ggrads = g.net.zero_grads();
+        // d loss / d log q(x'|x)'s σ(x̃) terms, from the acceptance objective.
+        let mut dsigma1 = vec![0.0f32; 2 * m];
+        if settings.accept_weight > 0.0 {
+            // Loss −w · mean αᵢ Jᵢ, α = min(1, exp(log α)) of the exact MH step, J = ‖x' − x̃‖²
+            // (the expected squared jump of an MH-corrected step, as in L2HMC).
+            let tape2 = g.net.forward(&fake, m);
+            let out2 = tape2.output().to_vec();
+            let mut dout2 = vec![0.0f32; 4 * m];
+            let w = settings.accept_weight / m as f32;
+            for i in 0..m {
+                let x = [flat[2 * i] as f64, flat[2 * i + 1] as f64];
+                let xp = [fake[2 * i] as f64, fake[2 * i + 1] as f64];
+                let (u0, _) = target.energy_grad(x);
+                let (u1, grad1) = target.energy_grad(xp);
+                let mut log_alpha = u0 - u1;
+                let mut z = [0.0f64; 2];
+                let mut sigma2 = [0.0f64; 2];
+                let mut sigma1 = [0.0f64; 2];
+                for c in 0..2 {
+                    sigma2[c] = (settings.sigma_min + softplus(out2[4 * i + 2 + c])) as f64;
+                    sigma1[c] = (settings.sigma_min + softplus(gout[4 * i + 2 + c])) as f64;
+                    z[c] = (x[c] - xp[c] - out2[4 * i + c] as f64) / sigma2[c];
+                    let e = xi[2 * i + c] as f64;
+                    log_alpha += -0.5 * z[c] * z[c] - sigma2[c].ln() + 0.5 * e * e + sigma1[c].ln();
+                }
+                if !log_alpha.is_finite() {
+                    continue;
+                }
+                let alpha = log_alpha.min(0.0).exp();
+                let jump = (xp[0] - x[0]).powi(2) + (xp[1] - x[1]).powi(2);
+                let dlog = if log_alpha < 0.0 {
+                    -(w as f64) * alpha * jump
+                } else {
+                    0.0
+                };
+                for c in 0..2 {
+                    let direct = -(w as f64) * alpha * 2.0 * (xp[c] - x[c])
+                        + dlog * (-grad1[c] + z[c] / sigma2[c]);
+                    dfake[2 * i + c] += direct as f32;
+                    dout2[4 * i + c] = (dlog * z[c] / sigma2[c]) as f32;
+                    let dsig2 = dlog * (z[c] * z[c] - 1.0) / sigma2[c];
+                    dout2[4 * i + 2 + c] = (dsig2 as f32) * sigmoid(out2[4 * i + 2 + c]);
+                    dsigma1[2 * i + c] = (dlog / sigma1[c]) as f32;
+                }
+            }
+            let dinput = g.net.backward(&tape2, &dout2, &mut ggrads);
+            for (d, v) in dfake.iter_mut().zip(&dinput) {
+                *d += v;
+            }
+        }
         let mut dout = vec![0.0f32; 4 * m];
         for i in 0..m {
             for c in 0..2 {
                 let df = dfake[2 * i + c];
                 dout[4 * i + c] = df;
-                dout[4 * i + 2 + c] = df * xi[2 * i + c] * sigmoid(gout[4 * i + 2 + c]);
+                dout[4 * i + 2 + c] =
+                    (df * xi[2 * i + c] + dsigma1[2 * i + c]) * sigmoid(gout[4 * i + 2 + c]);
             }
         }
-        let mut ggrads = g.net.zero_grads();
         g.net.backward(&gtape, &dout, &mut ggrads);
         opt_g.step(&mut g.net, &ggrads);
         let (mut sigma_sum, mut mu_sum) = (0.0, 0.0);
