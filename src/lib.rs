@@ -37,6 +37,7 @@
 
 mod error;
 
+pub mod amortize;
 pub mod backend;
 pub mod diagnostics;
 #[doc(hidden)]
