@@ -556,3 +556,137 @@ fn broken_augment_shard_sets_are_refused_and_nothing_is_written() {
     let run = merge(&merged, &dirs);
     assert!(run.status.success(), "{}", stderr(&run));
 }
+
+/// Asks the run to stop once it has reported `after` steps of progress in `phase`.
+struct StopAfter {
+    phase: &'static str,
+    after: u64,
+    current: std::sync::Mutex<&'static str>,
+    seen: std::sync::atomic::AtomicU64,
+}
+
+impl StopAfter {
+    fn new(phase: &'static str, after: u64) -> Self {
+        StopAfter {
+            phase,
+            after,
+            current: std::sync::Mutex::new(""),
+            seen: Default::default(),
+        }
+    }
+}
+
+impl rmld::session::Observer for StopAfter {
+    fn phase_start(&self, phase: &rmld::session::Phase) {
+        *self.current.lock().unwrap() = phase.name;
+    }
+    fn phase_advance(&self, position: u64) {
+        if *self.current.lock().unwrap() == self.phase {
+            self.seen
+                .fetch_max(position, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn stop_requested(&self) -> bool {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+}
+
+/// The bytes of each of `names` in `dir` (a missing file as None).
+fn files(dir: &Path, names: &[&str]) -> Vec<Option<Vec<u8>>> {
+    names
+        .iter()
+        .map(|n| std::fs::read(dir.join(n)).ok())
+        .collect()
+}
+
+#[test]
+fn an_interrupted_sample_shard_resumed_merges_to_the_single_run() {
+    use rmld::session::{merge, BackendChoice, SampleSettings, Sampler, Silent};
+    let dir = tempfile::tempdir().unwrap();
+    let settings = |out: PathBuf, shard: Option<&str>| {
+        let mut s = SampleSettings::default();
+        s.chains = 7;
+        s.samples = 10;
+        s.burn_in = 3;
+        s.dynamics.steps = 4;
+        s.problem.seed = 3;
+        s.problem.backend = BackendChoice::Cpu;
+        s.problem.out = out;
+        s.problem.shard = shard.map(|t| t.parse().unwrap());
+        s
+    };
+    let single = dir.path().join("single");
+    Sampler::new(settings(single.clone(), None))
+        .run(&Silent)
+        .unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("s{i}"))).collect();
+    for (i, out) in dirs.iter().enumerate() {
+        let shard = format!("{i}/3");
+        let sampler = Sampler::new(settings(out.clone(), Some(&shard)));
+        if i == 1 {
+            // Stopped after 4 of its 10 outer iterations: a checkpoint, no manifest.
+            let outcome = sampler.run(&StopAfter::new("sampling", 4)).unwrap();
+            assert!(outcome.interrupted);
+            assert!(out.join(rmld::session::CHECKPOINT).exists());
+            let e = merge(&dir.path().join("early"), &dirs).unwrap_err();
+            assert!(e.to_string().contains("manifest"), "{e}");
+            assert!(!dir.path().join("early").exists());
+            let outcome = Sampler::resume(out, &Silent).unwrap();
+            assert!(!outcome.interrupted);
+        } else {
+            sampler.run(&Silent).unwrap();
+        }
+    }
+    let merged = dir.path().join("merged");
+    merge(&merged, &dirs).unwrap();
+    assert_eq!(
+        files(&single, SAMPLE_FILES),
+        files(&merged, SAMPLE_FILES),
+        "the merge with a resumed shard differs from the single run"
+    );
+}
+
+#[test]
+fn an_interrupted_augment_shard_run_again_merges_to_the_single_run() {
+    use rmld::session::{merge, AugmentSettings, Augmenter, BackendChoice, Silent};
+    let dir = tempfile::tempdir().unwrap();
+    let settings = |out: PathBuf, shard: Option<&str>| {
+        let mut s = AugmentSettings::paper();
+        s.limit = Some(150);
+        s.ratio = 5.0;
+        s.samples = 3;
+        s.burn_in = 2;
+        s.dynamics.lasso_iterations = 30;
+        s.problem.seed = 4;
+        s.problem.backend = BackendChoice::Cpu;
+        s.problem.out = out;
+        s.problem.force = true;
+        s.problem.shard = shard.map(|t| t.parse().unwrap());
+        s
+    };
+    let single = dir.path().join("single");
+    Augmenter::new(settings(single.clone(), None))
+        .run(&Silent)
+        .unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("s{i}"))).collect();
+    for (i, out) in dirs.iter().enumerate() {
+        let shard = format!("{i}/3");
+        let augmenter = Augmenter::new(settings(out.clone(), Some(&shard)));
+        if i == 2 {
+            // An augmentation does not resume: stopped in its burn-in it keeps no output and
+            // no manifest, and is run again.
+            let outcome = augmenter.run(&StopAfter::new("burn-in", 1)).unwrap();
+            assert!(outcome.interrupted);
+            assert!(!out.join(rmld::session::MANIFEST).exists());
+            assert!(merge(&dir.path().join("early"), &dirs).is_err());
+        }
+        assert!(!augmenter.run(&Silent).unwrap().interrupted);
+    }
+    let merged = dir.path().join("merged");
+    merge(&merged, &dirs).unwrap();
+    assert_eq!(
+        files(&single, AUGMENT_FILES),
+        files(&merged, AUGMENT_FILES),
+        "the merge with a shard run again differs from the single run"
+    );
+}
