@@ -604,10 +604,12 @@ fn an_interrupted_sample_shard_resumed_merges_to_the_single_run() {
     use rmld::session::{merge, BackendChoice, SampleSettings, Sampler, Silent};
     let dir = tempfile::tempdir().unwrap();
     let settings = |out: PathBuf, shard: Option<&str>| {
-        let mut s = SampleSettings::default();
-        s.chains = 7;
-        s.samples = 10;
-        s.burn_in = 3;
+        let mut s = SampleSettings {
+            chains: 7,
+            samples: 10,
+            burn_in: 3,
+            ..Default::default()
+        };
         s.dynamics.steps = 4;
         s.problem.seed = 3;
         s.problem.backend = BackendChoice::Cpu;
