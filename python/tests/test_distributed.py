@@ -189,7 +189,7 @@ def test_merge_refuses_a_missing_shard(tmp_path):
 
 
 AUGMENT = dict(
-    preset="paper", limit=600, ratio="3:1", samples=4, burn_in=60, lasso_iterations=600,
+    preset="paper", limit=600, ratio=3.0, samples=4, burn_in=60, lasso_iterations=600,
     reencode=True, seed=11, backend="cpu",
 )
 AUGMENT_FILES = [
