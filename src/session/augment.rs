@@ -75,6 +75,8 @@ impl Augmenter {
     /// An augmentation cannot be resumed: stopped early by the observer, in any phase, it keeps
     /// no output (every data file is written in the last phase, and those already written are
     /// removed), writes a report.json that says where it stopped, and sets `interrupted`.
+    /// With `problem.shard` set it runs that shard's part of the chains and of the encodings
+    /// (see [`merge`](crate::session::merge), which joins the shards into this run's files).
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         augment(&self.settings, observer)
     }
