@@ -1,6 +1,7 @@
-//! Deterministic shards: `encode --shard i/N` and `sample --shard i/N` then `rmld merge` write
-//! the single run's files byte for byte (CPU for N = 1, 3, 4; lavapipe for N = 3), and broken
-//! shard sets are refused with exit status 2, a message naming the shard, and nothing written.
+//! Deterministic shards: `encode`, `sample` and `augment` with `--shard i/N` then `rmld merge`
+//! write the single run's files byte for byte (CPU for N = 1, 3, 4; lavapipe for N = 3), and
+//! broken shard sets are refused with exit status 2, a message naming the shard, and nothing
+//! written.
 
 mod cli_common;
 mod gpu_common;
@@ -211,7 +212,20 @@ fn bad_shard_options_are_refused() {
             vec!["sample", "--chains", "3", "--shard", "0/4"],
             "holds none of the 3 chains",
         ),
-        (vec!["augment", "--shard", "0/2"], "only encode and sample"),
+        (
+            vec![
+                "augment",
+                "--limit",
+                "150",
+                "--ratio",
+                "5:1",
+                "--samples",
+                "3",
+                "--shard",
+                "0/40",
+            ],
+            "holds none of the run's 10 chains",
+        ),
     ] {
         let mut all = args.clone();
         all.extend(["--backend", "cpu", "--out", out.to_str().unwrap()]);
@@ -361,4 +375,330 @@ fn merged_sample_shards_equal_the_single_run_on_lavapipe() {
     let single = dir.path().join("single-hmc");
     sample(&single, "gpu", &extra);
     sample_shards_match(&single, &dir.path().join("hmc"), "gpu", 3, &extra);
+}
+
+/// The files a single `rmld augment` writes without `--encode-test` (report.json aside).
+const AUGMENT_FILES: &[&str] = &[
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "generated-images-idx3-ubyte.gz",
+    "generated-labels-idx1-ubyte.gz",
+    "generated-codes.npy",
+    "generated-labels.npy",
+    "generated.png",
+    "codes.npy",
+    "labels.npy",
+    "dictionary.npy",
+];
+
+/// `rmld augment` of the first 150 embedded digits, 5 originals per new sample, 3 samples per
+/// chain after a burn-in of 2 (10 chains over 10 classes: shards split classes), seed 4.
+fn augment(out: &Path, backend: &str, extra: &[&str]) {
+    let mut args = vec![
+        "augment",
+        "--preset",
+        "paper",
+        "--limit",
+        "150",
+        "--samples",
+        "3",
+        "--burn-in",
+        "2",
+        "--lasso-iterations",
+        "30",
+    ];
+    for (option, default) in [("--seed", "4"), ("--ratio", "5:1")] {
+        if !extra.contains(&option) {
+            args.extend([option, default]);
+        }
+    }
+    args.extend(["--backend", backend, "--out", out.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    let run = rmld(&args);
+    assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+}
+
+/// Runs the N augment shards into `dir/shard-i` (in reverse order) and returns their folders.
+fn augment_shards(dir: &Path, backend: &str, n: u32, extra: &[&str]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for i in (0..n).rev() {
+        let out = dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/{n}");
+        let mut all = vec!["--shard", shard.as_str()];
+        all.extend_from_slice(extra);
+        augment(&out, backend, &all);
+        dirs.push(out);
+    }
+    dirs
+}
+
+/// A report without the keys that hold timings (at any depth).
+fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
+    const TIMINGS: &[&str] = &[
+        "seconds",
+        "phase_seconds",
+        "timings",
+        "generation_seconds",
+        "samples_per_second",
+    ];
+    fn strip(value: &mut serde_json::Value) {
+        if let Some(object) = value.as_object_mut() {
+            object.retain(|k, _| !TIMINGS.contains(&k.as_str()));
+            object.values_mut().for_each(strip);
+        }
+    }
+    strip(&mut report);
+    report
+}
+
+/// Augments the N shards, merges them into `dir/merged` and checks the files against
+/// `single`'s byte for byte, and the report (quality metrics included) but for timings.
+fn augment_shards_match(single: &Path, dir: &Path, backend: &str, n: u32, extra: &[&str]) {
+    let dirs = augment_shards(dir, backend, n, extra);
+    let merged = dir.join("merged");
+    let run = merge(&merged, &dirs);
+    let what = format!("augment {extra:?} on {backend}, N = {n}");
+    assert!(run.status.success(), "{what}: {}", stderr(&run));
+    for name in AUGMENT_FILES {
+        let a = std::fs::read(single.join(name));
+        let b = std::fs::read(merged.join(name));
+        match (a, b) {
+            (Ok(a), Ok(b)) => assert!(a == b, "{what}: {name} differs from the single run's"),
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!(
+                "{what}: {name} in one folder only ({} / {})",
+                a.is_ok(),
+                b.is_ok()
+            ),
+        }
+    }
+    let (a, b) = (json(single, "report.json"), json(&merged, "report.json"));
+    // The quality metrics are in the compared report: the merge recomputes them on the whole set.
+    assert!(a["quality"].is_object(), "{what}: no quality metrics");
+    assert_eq!(
+        without_timings(a),
+        without_timings(b),
+        "{what}: report.json differs beyond timings"
+    );
+}
+
+#[test]
+fn merged_augment_shards_equal_the_single_run_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    augment(&single, "cpu", &["--reencode"]);
+    for n in [1u32, 3, 4] {
+        let base = dir.path().join(format!("n{n}"));
+        augment_shards_match(&single, &base, "cpu", n, &["--reencode"]);
+    }
+    // Kernel HMC (images, no codes) and Compression (LASSO starts only, one chain per sample);
+    // and 2 samples re-encoded per shard, where the CPU's products take another path than for
+    // the single run's 10 unless the shard pads them (with `run_chains` left 0 in the shard's
+    // encoding, codes.npy and generated-codes.npy differ here).
+    let cases: [&[&str]; 3] = [
+        &["--method", "kernel-hmc"],
+        &["--method", "compression"],
+        &["--ratio", "50:1", "--reencode"],
+    ];
+    for (k, extra) in cases.iter().enumerate() {
+        let single = dir.path().join(format!("single-{k}"));
+        augment(&single, "cpu", extra);
+        let n = if k == 2 { 5 } else { 3 };
+        augment_shards_match(
+            &single,
+            &dir.path().join(format!("case-{k}")),
+            "cpu",
+            n,
+            extra,
+        );
+    }
+}
+
+#[test]
+fn merged_augment_shards_equal_the_single_run_on_lavapipe() {
+    if gpu_common::context("augment shards on the GPU").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    augment(&single, "gpu", &["--reencode"]);
+    augment_shards_match(&single, dir.path(), "gpu", 3, &["--reencode"]);
+}
+
+#[test]
+fn broken_augment_shard_sets_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = augment_shards(dir.path(), "cpu", 3, &[]);
+    // dirs holds shards 2, 1, 0 in that order.
+    assert_refused(&dirs[1..], &["missing shard 2/3"], "augment missing");
+    assert_refused(
+        &[
+            dirs[0].clone(),
+            dirs[1].clone(),
+            dirs[1].clone(),
+            dirs[2].clone(),
+        ],
+        &["shard 1/3 is given twice"],
+        "augment duplicated",
+    );
+    let other_seed = augment_shards(&dir.path().join("seed"), "cpu", 3, &["--seed", "6"]);
+    assert_refused(
+        &[dirs[0].clone(), other_seed[1].clone(), dirs[2].clone()],
+        &["shard 1/3", "seed 6", "different runs"],
+        "augment two seeds",
+    );
+    let other_ratio = augment_shards(&dir.path().join("ratio"), "cpu", 3, &["--eta", "0.02"]);
+    assert_refused(
+        &[dirs[0].clone(), dirs[1].clone(), other_ratio[2].clone()],
+        &["shard 0/3", "different runs"],
+        "augment two configurations",
+    );
+    let images = dirs[2].join("generated-images.npy");
+    let bytes = std::fs::read(&images).unwrap();
+    std::fs::write(&images, &bytes[..bytes.len() - 7]).unwrap();
+    assert_refused(
+        &dirs,
+        &["shard 0/3", "generated-images.npy", "truncated"],
+        "augment truncated",
+    );
+    std::fs::write(&images, &bytes).unwrap();
+    let merged = dir.path().join("ok");
+    let run = merge(&merged, &dirs);
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+/// Asks the run to stop once it has reported `after` steps of progress in `phase`.
+struct StopAfter {
+    phase: &'static str,
+    after: u64,
+    current: std::sync::Mutex<&'static str>,
+    seen: std::sync::atomic::AtomicU64,
+}
+
+impl StopAfter {
+    fn new(phase: &'static str, after: u64) -> Self {
+        StopAfter {
+            phase,
+            after,
+            current: std::sync::Mutex::new(""),
+            seen: Default::default(),
+        }
+    }
+}
+
+impl rmld::session::Observer for StopAfter {
+    fn phase_start(&self, phase: &rmld::session::Phase) {
+        *self.current.lock().unwrap() = phase.name;
+    }
+    fn phase_advance(&self, position: u64) {
+        if *self.current.lock().unwrap() == self.phase {
+            self.seen
+                .fetch_max(position, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn stop_requested(&self) -> bool {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+}
+
+/// The bytes of each of `names` in `dir` (a missing file as None).
+fn files(dir: &Path, names: &[&str]) -> Vec<Option<Vec<u8>>> {
+    names
+        .iter()
+        .map(|n| std::fs::read(dir.join(n)).ok())
+        .collect()
+}
+
+#[test]
+fn an_interrupted_sample_shard_resumed_merges_to_the_single_run() {
+    use rmld::session::{merge, BackendChoice, SampleSettings, Sampler, Silent};
+    let dir = tempfile::tempdir().unwrap();
+    let settings = |out: PathBuf, shard: Option<&str>| {
+        let mut s = SampleSettings {
+            chains: 7,
+            samples: 10,
+            burn_in: 3,
+            ..Default::default()
+        };
+        s.dynamics.steps = 4;
+        s.problem.seed = 3;
+        s.problem.backend = BackendChoice::Cpu;
+        s.problem.out = out;
+        s.problem.shard = shard.map(|t| t.parse().unwrap());
+        s
+    };
+    let single = dir.path().join("single");
+    Sampler::new(settings(single.clone(), None))
+        .run(&Silent)
+        .unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("s{i}"))).collect();
+    for (i, out) in dirs.iter().enumerate() {
+        let shard = format!("{i}/3");
+        let sampler = Sampler::new(settings(out.clone(), Some(&shard)));
+        if i == 1 {
+            // Stopped after 4 of its 10 outer iterations: a checkpoint, no manifest.
+            let outcome = sampler.run(&StopAfter::new("sampling", 4)).unwrap();
+            assert!(outcome.interrupted);
+            assert!(out.join(rmld::session::CHECKPOINT).exists());
+            let e = merge(&dir.path().join("early"), &dirs).unwrap_err();
+            assert!(e.to_string().contains("manifest"), "{e}");
+            assert!(!dir.path().join("early").exists());
+            let outcome = Sampler::resume(out, &Silent).unwrap();
+            assert!(!outcome.interrupted);
+        } else {
+            sampler.run(&Silent).unwrap();
+        }
+    }
+    let merged = dir.path().join("merged");
+    merge(&merged, &dirs).unwrap();
+    assert_eq!(
+        files(&single, SAMPLE_FILES),
+        files(&merged, SAMPLE_FILES),
+        "the merge with a resumed shard differs from the single run"
+    );
+}
+
+#[test]
+fn an_interrupted_augment_shard_run_again_merges_to_the_single_run() {
+    use rmld::session::{merge, AugmentSettings, Augmenter, BackendChoice, Silent};
+    let dir = tempfile::tempdir().unwrap();
+    let settings = |out: PathBuf, shard: Option<&str>| {
+        let mut s = AugmentSettings::paper();
+        s.limit = Some(150);
+        s.ratio = 5.0;
+        s.samples = 3;
+        s.burn_in = 2;
+        s.dynamics.lasso_iterations = 30;
+        s.problem.seed = 4;
+        s.problem.backend = BackendChoice::Cpu;
+        s.problem.out = out;
+        s.problem.force = true;
+        s.problem.shard = shard.map(|t| t.parse().unwrap());
+        s
+    };
+    let single = dir.path().join("single");
+    Augmenter::new(settings(single.clone(), None))
+        .run(&Silent)
+        .unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("s{i}"))).collect();
+    for (i, out) in dirs.iter().enumerate() {
+        let shard = format!("{i}/3");
+        let augmenter = Augmenter::new(settings(out.clone(), Some(&shard)));
+        if i == 2 {
+            // An augmentation does not resume: stopped in its burn-in it keeps no output and
+            // no manifest, and is run again.
+            let outcome = augmenter.run(&StopAfter::new("burn-in", 1)).unwrap();
+            assert!(outcome.interrupted);
+            assert!(!out.join(rmld::session::MANIFEST).exists());
+            assert!(merge(&dir.path().join("early"), &dirs).is_err());
+        }
+        assert!(!augmenter.run(&Silent).unwrap().interrupted);
+    }
+    let merged = dir.path().join("merged");
+    merge(&merged, &dirs).unwrap();
+    assert_eq!(
+        files(&single, AUGMENT_FILES),
+        files(&merged, AUGMENT_FILES),
+        "the merge with a shard run again differs from the single run"
+    );
 }

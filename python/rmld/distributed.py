@@ -15,10 +15,13 @@ is a pure function of its settings and writes its files atomically, so a retry w
 bytes. ``progress(phase, done, total)`` is called in the driver as shards report their rows
 ("shards" phase: shards finished, and each shard's own phase as it advances).
 
-``encode`` (originals split) and ``sample`` (chains split: shard i runs chains
-[C·i/N, C·(i+1)/N), drawing the numbers those chains draw in the single run) run as shards in
-this version. ``augment`` does not: ``rmld.distributed.augment`` raises NotImplementedError
-before any task runs (the library refuses an augmentation shard, ValueError naming ``shard``).
+``encode`` (originals split), ``sample`` (chains split: shard i runs chains
+[C·i/N, C·(i+1)/N), drawing the numbers those chains draw in the single run) and ``augment``
+(the augmentation's chains split, classes in order, with each shard's part of the originals'
+and test split's codes; the merge makes the post-processed set, the quality metrics, the
+picture and the report as the single run does) run as shards. Each attempt of a shard appends
+``index pid`` to ``OUT/shards/attempts.log`` and starts from an empty shard folder, so a retry
+after a killed attempt never meets that attempt's partial files.
 
 Why Ray and not Dask: Ray schedules GPUs as a first-class resource (``num_gpus``), retries a
 task whose worker process or node died (not only one that raised), and is what GPU ML users
@@ -66,6 +69,10 @@ def _shard_task(
     reporter: Any,
 ) -> int:
     """Runs shard ``index``/``count`` into ``shard_dir`` (inside a Ray worker)."""
+    # A retried shard starts afresh: what a killed attempt left is removed.
+    shutil.rmtree(shard_dir, ignore_errors=True)
+    with open(Path(shard_dir).parent / "attempts.log", "a") as log:
+        log.write(f"{index} {os.getpid()}\n")
     settings = json.loads(settings_json)
     settings["shard"] = f"{index}/{count}"
     settings["out"] = shard_dir
@@ -227,14 +234,57 @@ def augment(
     *,
     shards: int,
     out: PathLike,
+    preset: Optional[str] = None,
+    address: Optional[str] = None,
+    max_retries: int = 3,
+    progress: Optional[Progress] = None,
+    keep_shards: bool = False,
+    arrays: bool = True,
     **settings: Any,
-) -> Dict[str, Any]:
-    """Not available in this version: raises NotImplementedError before any task runs.
+) -> Any:
+    """``rmld.augment`` split into ``shards`` Ray tasks (each a contiguous part of the chains,
+    classes in order, and of the originals' codes) and merged into ``out``: every file equals
+    the single run's (``rmld augment`` with the same settings), the report but for timings.
 
-    ``rmld augment`` cannot run as shards yet (its chains of each class are not split; the
-    library refuses ``shard`` for augment). Run ``rmld.augment`` on one machine, or split the
-    work by hand (e.g. by class, with different seeds: not the single run's numbers)."""
-    raise NotImplementedError(
-        "rmld.distributed.augment: augment cannot run as shards in this version (only encode "
-        "and sample can: see rmld.distributed.sample); run rmld.augment on one machine"
+    ``images``/``labels``: None (the embedded digits) or paths every node can read (a dataset
+    folder or file, as ``rmld augment --data``/``--labels`` take); arrays are refused
+    (ValueError): save them to the shared filesystem (e.g. IDX or NPY files) and pass the path,
+    so that the shards and the merge read the same data. Returns an ``rmld.AugmentResult``
+    read from ``out`` (``arrays=True``, for runs that fit in memory) or the ``out`` path."""
+    if images is not None and not isinstance(images, (str, os.PathLike)):
+        raise ValueError(
+            "rmld.distributed.augment reads its data from a path every node can read: save the "
+            "images and labels to the shared filesystem and pass their paths (or None for the "
+            "embedded digits)"
+        )
+    if labels is not None and images is None:
+        raise ValueError("give labels only with images (a path)")
+    _split_data(images, labels, settings)
+    report = run(
+        "augment",
+        settings,
+        shards=shards,
+        out=out,
+        preset=preset,
+        address=address,
+        max_retries=max_retries,
+        progress=progress,
+        keep_shards=keep_shards,
+    )
+    out = Path(out)
+    if not arrays:
+        return out
+    from . import AugmentResult, _read_idx, _read_idx_if
+
+    codes = out / "generated-codes.npy"
+    return AugmentResult(
+        images=_read_idx(out / "generated-images-idx3-ubyte.gz"),
+        labels=np.load(out / "generated-labels.npy").astype(np.int64),
+        codes=np.load(codes) if codes.exists() else np.empty(0, dtype=np.float32),
+        augmented_images=_read_idx_if(out / "train-images-idx3-ubyte.gz"),
+        augmented_labels=_read_idx_if(out / "train-labels-idx1-ubyte.gz").astype(np.int64),
+        report=report,
+        notices=[],
+        interrupted=False,
+        summary=[],
     )

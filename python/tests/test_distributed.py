@@ -1,7 +1,7 @@
 """rmld.distributed on a real Ray cluster started here on loopback: a head node and a second
-node joined with ``ray start --address``, 4 encode shards, one shard's worker process killed
-while it runs; the job finishes (Ray retries the shard) and the merged output equals the
-single run byte for byte."""
+node joined with ``ray start --address``, 4 encode shards and 4 augment shards, one shard's
+worker process killed while it runs each time; the job finishes (Ray retries the shard, seen in
+the attempts log) and the merged output equals the single run byte for byte."""
 
 import json
 import os
@@ -95,30 +95,41 @@ def _shard_workers():
     return pids
 
 
+def _kill_a_running_shard(killed):
+    """SIGKILLs the first worker seen running a shard (within 90 s), recording its pid."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        pids = _shard_workers()
+        if pids:
+            time.sleep(0.3)
+            try:
+                # Still running a shard (not finished and idle) when it is killed.
+                title = Path(f"/proc/{pids[0]}/cmdline").read_bytes()
+                if not title.startswith(b"ray::_shard_task"):
+                    continue
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            except (ProcessLookupError, FileNotFoundError):
+                continue
+            return
+        time.sleep(0.05)
+
+
+def _attempts(log):
+    """The attempts log as {shard index: [pid of each attempt]}."""
+    attempts = {}
+    for line in log.read_text().splitlines():
+        index, pid = line.split()
+        attempts.setdefault(int(index), []).append(int(pid))
+    return attempts
+
+
 def test_four_shards_survive_a_killed_worker_and_equal_the_single_run(cluster, tmp_path):
     images, _ = rmld.load_digits()
     single = rmld.encode(images, out=tmp_path / "single", **SETTINGS)
 
     killed = []
-
-    def kill_one():
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            pids = _shard_workers()
-            if pids:
-                time.sleep(0.3)
-                try:
-                    # Still running a shard (not finished and idle) when it is killed.
-                    title = Path(f"/proc/{pids[0]}/cmdline").read_bytes()
-                    if not title.startswith(b"ray::_shard_task"):
-                        continue
-                    os.kill(pids[0], signal.SIGKILL)
-                    killed.append(pids[0])
-                except (ProcessLookupError, FileNotFoundError):
-                    continue
-                return
-            time.sleep(0.05)
-
+    kill_one = lambda: _kill_a_running_shard(killed)
     killer = threading.Thread(target=kill_one)
     killer.start()
     seen = []
@@ -129,6 +140,7 @@ def test_four_shards_survive_a_killed_worker_and_equal_the_single_run(cluster, t
         address=cluster,
         max_retries=3,
         progress=lambda phase, done, total: seen.append((phase, done, total)),
+        keep_shards=True,
         **SETTINGS,
     )
     killer.join()
@@ -144,7 +156,10 @@ def test_four_shards_survive_a_killed_worker_and_equal_the_single_run(cluster, t
     strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}
     merged_report = json.loads((tmp_path / "merged" / "report.json").read_text())
     assert strip(merged_report) == strip(single.report)
-    assert not (tmp_path / "merged" / "shards").exists()
+    # The killed worker's shard ran again (the attempts log has its pid, then another).
+    attempts = _attempts(tmp_path / "merged" / "shards" / "attempts.log")
+    retried = [i for i, pids in attempts.items() if killed[0] in pids[:-1]]
+    assert retried, f"the killed worker {killed[0]} ran no shard that was retried: {attempts}"
 
 
 def test_sample_shards_on_the_cluster_equal_the_single_run(cluster, tmp_path):
@@ -158,6 +173,7 @@ def test_sample_shards_on_the_cluster_equal_the_single_run(cluster, tmp_path):
     np.testing.assert_array_equal(result.codes, single.codes)
     np.testing.assert_array_equal(result.images, single.images)
     assert result.report["diagnostics"]["verdict"] == single.report["diagnostics"]["verdict"]
+    assert not (tmp_path / "merged" / "shards").exists()
 
 
 def test_merge_refuses_a_missing_shard(tmp_path):
@@ -172,8 +188,60 @@ def test_merge_refuses_a_missing_shard(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_augment_shards_are_refused_before_any_task(tmp_path):
+AUGMENT = dict(
+    preset="paper", limit=600, ratio=3.0, samples=4, burn_in=60, lasso_iterations=600,
+    reencode=True, seed=11, backend="cpu",
+)
+AUGMENT_FILES = [
+    "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "generated-images-idx3-ubyte.gz",
+    "generated-labels-idx1-ubyte.gz", "generated-codes.npy", "generated-labels.npy",
+    "generated.png", "codes.npy", "labels.npy", "dictionary.npy",
+]
+
+
+def _without_timings(value):
+    timings = {"seconds", "phase_seconds", "timings", "generation_seconds", "samples_per_second"}
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in timings}
+    return value
+
+
+def test_four_augment_shards_survive_a_killed_worker_and_equal_the_single_run(cluster, tmp_path):
+    rmld.augment(out=tmp_path / "single", **AUGMENT)
+    killed = []
+    killer = threading.Thread(target=_kill_a_running_shard, args=(killed,))
+    killer.start()
+    seen = []
+    result = rmld.distributed.augment(
+        shards=4,
+        out=tmp_path / "merged",
+        address=cluster,
+        max_retries=3,
+        progress=lambda phase, done, total: seen.append((phase, done, total)),
+        keep_shards=True,
+        **AUGMENT,
+    )
+    killer.join()
+    assert killed, "no shard worker was seen running, so none was killed"
+    attempts = _attempts(tmp_path / "merged" / "shards" / "attempts.log")
+    retried = [i for i, pids in attempts.items() if killed[0] in pids[:-1]]
+    assert retried, f"the killed worker {killed[0]} ran no shard that was retried: {attempts}"
+    assert sorted(attempts) == [0, 1, 2, 3]
+    assert ("shards", 4, 4) in seen
+    for name in AUGMENT_FILES:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{name} differs from the single run's"
+    single_report = json.loads((tmp_path / "single" / "report.json").read_text())
+    assert "quality" in single_report
+    assert _without_timings(result.report) == _without_timings(single_report)
+    generated = np.load(tmp_path / "single" / "generated-labels.npy")
+    np.testing.assert_array_equal(result.labels, generated)
+    assert result.images.shape[0] == len(generated)
+
+
+def test_augment_refuses_arrays_before_any_task(tmp_path):
     images, labels = rmld.load_digits()
-    with pytest.raises(NotImplementedError, match="augment cannot run as shards"):
+    with pytest.raises(ValueError, match="path every node can read"):
         rmld.distributed.augment(images[:300], labels[:300], shards=2, out=tmp_path, backend="cpu")
     assert not any(tmp_path.iterdir())

@@ -294,8 +294,8 @@ pub struct ProblemArgs {
 
     /// Run only shard I of N (0-based: 0/4 … 3/4) of the work, writing its part and
     /// manifest.json into --out; `rmld merge OUT SHARD_DIR...` joins the N shards into the
-    /// single run's files, byte for byte. encode (originals split) and sample (chains split)
-    /// only in this version; augment refuses it.
+    /// single run's files, byte for byte. encode splits the originals, sample the chains,
+    /// augment the chains (class by class) and the originals' and test split's codes.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
 }

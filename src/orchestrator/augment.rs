@@ -148,8 +148,16 @@ impl AugmentPlan {
 }
 
 /// Collects each class's first `generated` samples, in (iteration, chain) order, after the burn-in.
+///
+/// A class of `n` chains and `g` samples keeps, at its t-th kept iteration, the draw of its j-th
+/// chain when `t·n + j < g`; a shard (chains `range` of the run) keeps exactly its chains' part
+/// of the single run's samples, in the same (iteration, chain) order.
 pub struct AugmentSink {
     class_of_chain: Vec<u32>,
+    /// Per chain of the sink: its index among its class's chains (of the whole run).
+    in_class: Vec<usize>,
+    /// Per class: its chains in the whole run.
+    class_chains: Vec<usize>,
     wanted: Vec<usize>,
     burn_in: u32,
     keep_codes: bool,
@@ -159,21 +167,45 @@ pub struct AugmentSink {
     pub images: Vec<Vec<f32>>,
     /// Per class: samples kept.
     pub kept: Vec<usize>,
+    /// Per class: each kept sample's index among the class's samples of the whole run.
+    pub positions: Vec<Vec<usize>>,
 }
 
 impl AugmentSink {
     /// A sink for `plan` that skips the first `burn_in` iterations; `keep_codes` false keeps
     /// only images (pixel-space samplers, whose codes are the images).
     pub fn new(plan: &AugmentPlan, burn_in: u32, keep_codes: bool) -> Self {
+        Self::for_chains(plan, 0..plan.chains(), burn_in, keep_codes)
+    }
+
+    /// A sink for the chains `range` of `plan` (a shard's): it keeps those chains' part of the
+    /// samples the whole run's sink keeps, per class in the same order.
+    pub fn for_chains(
+        plan: &AugmentPlan,
+        range: std::ops::Range<usize>,
+        burn_in: u32,
+        keep_codes: bool,
+    ) -> Self {
         let k = plan.classes.len();
+        let all = plan.class_of_chain();
+        let mut in_class = Vec::with_capacity(all.len());
+        let mut seen = vec![0usize; k];
+        for &class in &all {
+            in_class.push(seen[class as usize]);
+            seen[class as usize] += 1;
+        }
+        let range = range.start.min(all.len())..range.end.min(all.len());
         AugmentSink {
-            class_of_chain: plan.class_of_chain(),
+            class_of_chain: all[range.clone()].to_vec(),
+            in_class: in_class[range].to_vec(),
+            class_chains: plan.classes.iter().map(|c| c.chains).collect(),
             wanted: plan.classes.iter().map(|c| c.generated).collect(),
             burn_in,
             keep_codes,
             codes: vec![Vec::new(); k],
             images: vec![Vec::new(); k],
             kept: vec![0; k],
+            positions: vec![Vec::new(); k],
         }
     }
 
@@ -190,11 +222,14 @@ impl SampleSink for AugmentSink {
         }
         let chains = self.class_of_chain.len().max(1);
         let (p, d) = (codes.len() / chains, images.len() / chains);
+        let t = (outer - self.burn_in - 1) as usize;
         for (c, &k) in self.class_of_chain.iter().enumerate() {
             let k = k as usize;
-            if self.kept[k] >= self.wanted[k] {
+            let position = t * self.class_chains[k] + self.in_class[c];
+            if position >= self.wanted[k] {
                 continue;
             }
+            self.positions[k].push(position);
             if self.keep_codes {
                 self.codes[k].extend_from_slice(&codes[c * p..(c + 1) * p]);
             }
@@ -249,5 +284,35 @@ mod tests {
         assert_eq!(sink.kept, vec![3, 3]);
         assert_eq!(sink.codes[0], vec![20.0, 21.0, 30.0]);
         assert_eq!(sink.images[1], vec![22.0, 23.0, 32.0]);
+    }
+
+    #[test]
+    fn shard_sinks_keep_their_part_of_the_samples() {
+        // 5 rows of class 0 and 3 of class 1, ratio 1, 2 per chain: 3 + 2 chains.
+        let labels = [0, 0, 0, 0, 0, 1, 1, 1];
+        let plan = AugmentPlan::new(&labels, None, 1.0, 2, 1).unwrap();
+        let draws = |outer: u32, range: std::ops::Range<usize>| -> Vec<f32> {
+            range.map(|c| (outer * 10 + c as u32) as f32).collect()
+        };
+        let mut whole = AugmentSink::new(&plan, 1, false);
+        for outer in 1..=3 {
+            let x = draws(outer, 0..5);
+            whole.record(outer, &x, &x).unwrap();
+        }
+        for range in [0..2, 2..4, 4..5] {
+            let mut part = AugmentSink::for_chains(&plan, range.clone(), 1, false);
+            for outer in 1..=3 {
+                let x = draws(outer, range.clone());
+                part.record(outer, &x, &x).unwrap();
+            }
+            for k in 0..2 {
+                let expected: Vec<f32> = whole.images[k]
+                    .iter()
+                    .copied()
+                    .filter(|&v| range.contains(&((v as u32 % 10) as usize)))
+                    .collect();
+                assert_eq!(part.images[k], expected, "chains {range:?}, class {k}");
+            }
+        }
     }
 }

@@ -10,10 +10,10 @@ use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::Backend;
 use crate::diagnostics::quality::LabelledImages;
 use crate::io::{self, Dataset, NpyStream, Pixels};
-use crate::methods::Method;
+use crate::methods::{DynamicsSettings, Method};
 use crate::model::{Dictionary, Observations, Target, TargetKind};
 use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
-use crate::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
+use crate::orchestrator::{self, Checkpoint, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
 use crate::{Error, Result};
 
 use super::estimate::{estimate_augment, AugmentWork};
@@ -21,14 +21,35 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
-use super::sample::lock_output;
+use super::sample::{hashes, lock_output, remove_if_present};
 use super::settings::{AugmentMethod, AugmentSettings};
+use super::shard::{self, Shard, ShardFiles};
 use super::{memory, outputs, Outcome};
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
 /// Generated samples per class shown in the PNG grid.
 const GRID_COLUMNS: usize = 12;
+/// A shard's generated images (rows of d, model units, class by class), its chains' samples.
+const SHARD_IMAGES: &str = "generated-images.npy";
+/// A shard's generated codes (rows of p, as the images), re-encoded with `reencode`.
+const SHARD_CODES: &str = "generated-codes.npy";
+/// A shard's part of the originals' LASSO codes.
+const ORIGINAL_CODES: &str = "original-codes.npy";
+/// A shard's part of the test split's LASSO codes.
+const TEST_CODES: &str = "test-codes.npy";
+/// A shard's chains' run (a checkpoint of it, with the configuration), which `merge` joins.
+const SHARD_TRACE: &str = "trace.rmld";
+/// What a shard of `rmld augment` writes.
+const SHARD_OUTPUTS: &[&str] = &[
+    SHARD_IMAGES,
+    SHARD_CODES,
+    ORIGINAL_CODES,
+    TEST_CODES,
+    SHARD_TRACE,
+    "report.json",
+    shard::MANIFEST,
+];
 
 /// Generates a class-conditional augmentation set into `settings.problem.out`: new samples per
 /// class (one per `ratio` originals) mixed with the originals, written as MNIST-style IDX, NPY
@@ -54,6 +75,8 @@ impl Augmenter {
     /// An augmentation cannot be resumed: stopped early by the observer, in any phase, it keeps
     /// no output (every data file is written in the last phase, and those already written are
     /// removed), writes a report.json that says where it stopped, and sets `interrupted`.
+    /// With `problem.shard` set it runs that shard's part of the chains and of the encodings
+    /// (see [`merge`](crate::session::merge), which joins the shards into this run's files).
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         augment(&self.settings, observer)
     }
@@ -202,7 +225,27 @@ fn stopped(
     })
 }
 
+/// What one pass of the augmentation pipeline does: the whole run, one shard's part of it, or
+/// the merge of every shard's part into the whole run's files.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    /// The whole run.
+    Single,
+    /// Shard `i/N`: its chains' samples, its part of the originals' and test split's codes.
+    Shard(Shard),
+    /// The merge of these shards (checked, in order): no chain runs, nothing is encoded.
+    Merge(&'a [ShardFiles]),
+}
+
 fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
+    let mode = match args.problem.shard {
+        Some(shard) => Mode::Shard(shard),
+        None => Mode::Single,
+    };
+    run_augment(args, observer, mode)
+}
+
+fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> Result<Outcome> {
     let started = Instant::now();
     args.validate()?;
     let inputs = [
@@ -210,12 +253,13 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.labels.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    outputs::check_output_folder(
-        &args.problem.out,
-        outputs::AUGMENT_OUTPUTS,
-        &inputs,
-        args.problem.force,
-    )?;
+    let names = match mode {
+        Mode::Shard(_) => SHARD_OUTPUTS,
+        _ => outputs::AUGMENT_OUTPUTS,
+    };
+    if !matches!(mode, Mode::Merge(_)) {
+        outputs::check_output_folder(&args.problem.out, names, &inputs, args.problem.force)?;
+    }
     let mut clock = PhaseClock::new(observer);
     clock.begin("dataset load", None);
     let post = args.postprocess();
@@ -229,6 +273,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     let labels = dataset.labels.clone().unwrap_or_default();
     let (fitted, batch_fitted) = fit_batch(args, &labels);
     let (fitted, k_fitted) = fit_tangent_k(&fitted, &labels);
+    let original_args = args;
     let args = &fitted;
     let samples_per_chain = match args.method {
         AugmentMethod::Compression => 1,
@@ -296,70 +341,96 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             "kernel-hmc has its own target (a kernel density of the class's images)",
         ));
     }
-    let target = Arc::new(
-        base.with_classes(plan.chain_classes(&means, d)?)
-            .with_kind(args.problem.target, settings.chains, settings.dynamics.seed)?,
-    );
+    let target = base
+        .with_classes(plan.chain_classes(&means, d)?)
+        .with_kind(args.problem.target, settings.chains, settings.dynamics.seed)?;
+    // A shard runs its range of the chains, keyed by their global index, with its products
+    // computed as over the whole run's chains.
+    let full_settings = settings.clone();
+    let chain_range = match mode {
+        Mode::Shard(shard) => shard_chains(shard, settings.chains)?,
+        _ => 0..settings.chains,
+    };
+    let (target, settings) = match mode {
+        Mode::Shard(_) => {
+            let mut part = settings.clone();
+            part.chains = chain_range.len();
+            part.dynamics.chain_offset = chain_range.start as u32;
+            part.dynamics.run_chains = settings.chains as u32;
+            (
+                Arc::new(target.chain_slice(settings.chains, chain_range.clone())?),
+                part,
+            )
+        }
+        _ => (Arc::new(target), settings),
+    };
+    let (data_hash, dictionary_hash) = hashes(&problem.target);
+    if let Mode::Merge(shards) = mode {
+        check_merge_inputs(shards, data_hash, dictionary_hash, &problem)?;
+    }
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
-    let mut backend = if kernel {
+    if let Mode::Shard(_) = mode {
+        // A manifest left by an earlier shard here must not vouch for this run's files.
+        remove_if_present(&out.join(shard::MANIFEST))?;
+    }
+    let mut backend = if let Mode::Merge(_) = mode {
+        None
+    } else if kernel {
         let kernel_target = KernelTarget::with_median_bandwidth(
             target.observations.clone(),
             target.chain_rows(settings.chains)?,
             args.problem.seed,
         )?;
-        make_kernel_backend(
+        Some(make_kernel_backend(
             args.problem.backend,
             observer,
             &Arc::new(kernel_target),
             &settings.dynamics,
-        )?
+        )?)
     } else {
-        make_backend(
+        Some(make_backend(
             args.problem.backend,
             observer,
             &target,
             &settings.dynamics,
             settings.chains,
-        )?
+        )?)
     };
-    let info = backend.info();
     clock.end();
-    let estimate = estimate_augment(
-        &AugmentWork {
-            method: args.method,
-            d,
-            p,
-            chains: settings.chains,
-            outer: if args.method == AugmentMethod::Compression {
-                0
-            } else {
-                settings.samples
-            },
-            steps: args.dynamics.steps,
-            batch: args.dynamics.batch,
-            leapfrog_steps: args.dynamics.leapfrog_steps,
-            lasso_iterations: args.dynamics.lasso_iterations,
-            class_images: originals.n / plan.classes.len().max(1),
-            generated: plan.generated(),
-            reencode: args.reencode,
-            original_codes: if args.no_original_codes || kernel {
-                0
-            } else {
-                originals.n
-            },
-            test_codes: test.as_ref().map_or(0, |t| t.n),
-        },
-        &info,
-    );
-    if estimate.worth_announcing() {
-        observer.notice(&Notice::Estimate {
-            seconds: estimate.seconds,
-            device: info.device.clone(),
-            how: estimate.how.clone(),
-        });
-    }
+    // The merge reports the first shard's device and estimate (each shard reckons the whole
+    // run's).
+    let (info, estimate) = match (&backend, mode) {
+        (Some(backend), _) => {
+            let info = backend.info();
+            let estimate = estimate_run(
+                args,
+                &plan,
+                &full_settings,
+                d,
+                p,
+                &originals,
+                &test,
+                kernel,
+                &info,
+            );
+            if estimate.worth_announcing() && !matches!(mode, Mode::Shard(_)) {
+                observer.notice(&Notice::Estimate {
+                    seconds: estimate.seconds,
+                    device: info.device.clone(),
+                    how: estimate.how.clone(),
+                });
+            }
+            (json!(info), json!(estimate))
+        }
+        (None, Mode::Merge(shards)) => {
+            let report = shards[0].json("report.json")?;
+            (report["backend"].clone(), report["estimate"].clone())
+        }
+        (None, _) => return Err(Error::Internal("augment without a backend".into())),
+    };
+    let device = info["device"].as_str().unwrap_or("?").to_string();
     let mut written = Written::default();
     if observer.stop_requested() {
         return stopped(out, &mut written, &mut clock, started, observer);
@@ -369,19 +440,54 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     } else {
         args.burn_in
     };
-    let mut sink = AugmentSink::new(&plan, burn_in, !kernel);
-    let run = generate(
-        args,
-        backend.as_mut(),
-        &target,
-        &settings,
-        &mut sink,
-        &mut clock,
-    )?;
+    let (mut sink, run) = match backend.as_mut() {
+        Some(backend) => {
+            let mut sink = AugmentSink::for_chains(&plan, chain_range.clone(), burn_in, !kernel);
+            let run = generate(
+                args,
+                backend.as_mut(),
+                &target,
+                &settings,
+                &mut sink,
+                &mut clock,
+            )?;
+            (sink, run)
+        }
+        None => match mode {
+            Mode::Merge(shards) => merged_generation(shards, &plan, burn_in, kernel, d, p)?,
+            _ => return Err(Error::Internal("augment without a backend".into())),
+        },
+    };
     if run.interrupted {
         return stopped(out, &mut written, &mut clock, started, observer);
     }
     let generation_seconds = started.elapsed().as_secs_f64();
+    if let Mode::Shard(shard) = mode {
+        let part = ShardPart {
+            shard,
+            chain_range: chain_range.clone(),
+            chains: full_settings.chains,
+            data_hash,
+            dictionary_hash,
+            info: &info,
+            estimate: &estimate,
+        };
+        return write_shard(
+            args,
+            original_args,
+            &part,
+            &problem,
+            &plan,
+            &originals,
+            test.as_ref(),
+            &mut sink,
+            &run,
+            backend.as_deref_mut(),
+            observer,
+            &mut clock,
+            started,
+        );
+    }
 
     let (h, w) = (problem.dataset.height, problem.dataset.width);
     let full = problem_args.pixel_max;
@@ -397,7 +503,8 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     let p = target.p();
     let g = generated_labels.len();
     let label_bytes = idx_labels(&generated_labels)?;
-    if args.reencode {
+    // The merge's codes are re-encoded already (by the shards).
+    if let (true, Some(backend)) = (args.reencode, backend.as_mut()) {
         clock.begin("re-encoding", None);
         let scale = full / 255.0;
         let images: Vec<f32> = generated_pixels.iter().map(|&v| v as f32 * scale).collect();
@@ -492,10 +599,11 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         clock.begin("original codes", None);
         let path = out.join("codes.npy");
         written.streams.push(path.clone());
-        match encode_into(
+        match encode_or_join(
             &path,
-            "encoding",
-            backend.as_mut(),
+            ORIGINAL_CODES,
+            backend.as_deref_mut(),
+            mode,
             &problem.target,
             &originals,
             args,
@@ -510,10 +618,11 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         clock.begin("test codes", None);
         let path = out.join("test-codes.npy");
         written.streams.push(path.clone());
-        match encode_into(
+        match encode_or_join(
             &path,
-            "encoding",
-            backend.as_mut(),
+            TEST_CODES,
+            backend.as_deref_mut(),
+            mode,
             &problem.target,
             test,
             args,
@@ -620,7 +729,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.method.name(),
         plan.classes.len(),
         settings.chains,
-        info.device,
+        device,
         g as f64 / generation_seconds.max(1e-9),
         100.0 * run.acceptance_rate(),
         originals.n,
@@ -655,6 +764,533 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         summary,
         draw_stats: None,
     })
+}
+
+/// The whole run's estimate on the device `info` describes (a shard reckons the whole run's too,
+/// for the merged report).
+#[allow(clippy::too_many_arguments)]
+fn estimate_run(
+    args: &AugmentSettings,
+    plan: &AugmentPlan,
+    settings: &SamplerSettings,
+    d: usize,
+    p: usize,
+    originals: &Dataset,
+    test: &Option<Dataset>,
+    kernel: bool,
+    info: &crate::backend::BackendInfo,
+) -> super::estimate::Estimate {
+    estimate_augment(
+        &AugmentWork {
+            method: args.method,
+            d,
+            p,
+            chains: settings.chains,
+            outer: if args.method == AugmentMethod::Compression {
+                0
+            } else {
+                settings.samples
+            },
+            steps: args.dynamics.steps,
+            batch: args.dynamics.batch,
+            leapfrog_steps: args.dynamics.leapfrog_steps,
+            lasso_iterations: args.dynamics.lasso_iterations,
+            class_images: originals.n / plan.classes.len().max(1),
+            generated: plan.generated(),
+            reencode: args.reencode,
+            original_codes: if args.no_original_codes || kernel {
+                0
+            } else {
+                originals.n
+            },
+            test_codes: test.as_ref().map_or(0, |t| t.n),
+        },
+        info,
+    )
+}
+
+/// The chains of shard `shard` of a run of `chains` (an error naming `shard` when it has none).
+fn shard_chains(shard: Shard, chains: usize) -> Result<std::ops::Range<usize>> {
+    shard.check()?;
+    let range = shard.range(chains);
+    if range.is_empty() {
+        return Err(Error::usage(
+            "shard",
+            format!(
+                "{shard}: shard {} of {} holds none of the run's {chains} chains (split the \
+                 chains into at most {chains} shards)",
+                shard.index, shard.count
+            ),
+        ));
+    }
+    Ok(range)
+}
+
+/// Checks that the merge reads the data and dictionary the shards sampled.
+fn check_merge_inputs(
+    shards: &[ShardFiles],
+    data_hash: u64,
+    dictionary_hash: u64,
+    problem: &Problem,
+) -> Result<()> {
+    let first = &shards[0];
+    first.file(SHARD_TRACE)?;
+    let trace = Checkpoint::read(&first.dir.join(SHARD_TRACE))?;
+    if (data_hash, dictionary_hash) != (trace.data_hash, trace.dictionary_hash) {
+        return Err(Error::input(
+            first.dir.join(SHARD_TRACE),
+            format!(
+                "the shards sampled other data or another dictionary than {} and {} hold now \
+                 (their hashes differ): merge where the shards' inputs are readable unchanged",
+                problem.dataset.source.display(),
+                problem.dictionary_source
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The whole run's sink and run, joined from the shards' (checked, in order): every class's
+/// samples in the single run's (iteration, chain) order, the chains' traces end to end.
+fn merged_generation(
+    shards: &[ShardFiles],
+    plan: &AugmentPlan,
+    burn_in: u32,
+    kernel: bool,
+    d: usize,
+    p: usize,
+) -> Result<(AugmentSink, SampleRun)> {
+    let classes = plan.classes.len();
+    let chains = plan.chains();
+    let mut runs = Vec::with_capacity(shards.len());
+    // Per shard and class: its images and codes (rows, in its order) and a cursor.
+    let mut parts = Vec::with_capacity(shards.len());
+    for s in shards {
+        let shard = s.manifest.shard;
+        let range = shard_chains(shard, chains)?;
+        let bad =
+            |what: String| Error::input(s.dir.join(SHARD_TRACE), format!("shard {shard}: {what}"));
+        if (
+            s.manifest.part.start,
+            s.manifest.part.end,
+            s.manifest.part.total,
+        ) != (range.start, range.end, chains)
+        {
+            return Err(bad(format!(
+                "covers chains {}..{} of {}, the run has {chains} chains",
+                s.manifest.part.start, s.manifest.part.end, s.manifest.part.total
+            )));
+        }
+        s.file(SHARD_TRACE)?;
+        let trace = Checkpoint::read(&s.dir.join(SHARD_TRACE))?;
+        if trace.run.interrupted || trace.run.accepted.len() != range.len() {
+            return Err(bad(format!(
+                "its trace does not hold its {} chains' finished run",
+                range.len()
+            )));
+        }
+        // Which samples the shard's chains kept: its sink, replayed without draws.
+        let mut counts = AugmentSink::for_chains(plan, range.clone(), burn_in, false);
+        let width = range.len();
+        // (Compression records its starts as iteration 1 of a run of none.)
+        for outer in 1..=trace.run.completed.max(1) {
+            counts.record(outer, &vec![0.0; width], &vec![0.0; width])?;
+        }
+        let rows: usize = counts.kept.iter().sum();
+        let (shape, images) = s.npy_f32(SHARD_IMAGES)?;
+        if shape != [rows, d] {
+            return Err(bad(format!(
+                "{SHARD_IMAGES} has shape {shape:?}, its chains kept {rows} samples of {d} pixels"
+            )));
+        }
+        let codes = if kernel {
+            Vec::new()
+        } else {
+            let (shape, codes) = s.npy_f32(SHARD_CODES)?;
+            if shape != [rows, p] {
+                return Err(bad(format!(
+                    "{SHARD_CODES} has shape {shape:?}, its chains kept {rows} samples of {p} atoms"
+                )));
+            }
+            codes
+        };
+        parts.push((counts, images, codes, vec![0usize; classes]));
+        runs.push(trace.run);
+    }
+    let mut sink = AugmentSink::new(plan, burn_in, !kernel);
+    // Class k's samples in (iteration, chain) order: at each kept iteration, the shards' chains
+    // in order, each shard's rows of the class in its own (iteration, chain) order.
+    // Where each class's rows begin in a shard's files (class by class).
+    let offsets: Vec<Vec<usize>> = parts
+        .iter()
+        .map(|(counts, ..)| {
+            counts
+                .kept
+                .iter()
+                .scan(0, |at, &kept| {
+                    let first = *at;
+                    *at += kept;
+                    Some(first)
+                })
+                .collect()
+        })
+        .collect();
+    for (k, class) in plan.classes.iter().enumerate() {
+        let mut position = 0;
+        while position < class.generated {
+            let before = position;
+            for (s, (counts, images, codes, cursor)) in parts.iter_mut().enumerate() {
+                while cursor[k] < counts.kept[k] && counts.positions[k][cursor[k]] == position {
+                    let row = offsets[s][k] + cursor[k];
+                    sink.images[k].extend_from_slice(&images[row * d..(row + 1) * d]);
+                    if !kernel {
+                        sink.codes[k].extend_from_slice(&codes[row * p..(row + 1) * p]);
+                    }
+                    sink.kept[k] += 1;
+                    cursor[k] += 1;
+                    position += 1;
+                }
+            }
+            if position == before {
+                return Err(Error::input(
+                    &shards[0].dir,
+                    format!(
+                        "the shards hold {position} of class {}'s {} samples: a shard ran fewer \
+                         iterations than the others",
+                        class.label, class.generated
+                    ),
+                ));
+            }
+        }
+    }
+    let run = shard::join_runs(shards, &runs)?;
+    Ok((sink, run))
+}
+
+/// The LASSO codes of `dataset` into a new NPY at `path` (not yet finished): encoded here (a
+/// whole run), or joined from the shards' `name` files (a merge); `None` when a stop was
+/// requested.
+#[allow(clippy::too_many_arguments)]
+fn encode_or_join(
+    path: &Path,
+    name: &str,
+    backend: Option<&mut (dyn Backend + 'static)>,
+    mode: Mode,
+    target: &Target,
+    dataset: &Dataset,
+    args: &AugmentSettings,
+    observer: &dyn Observer,
+) -> Result<Option<NpyStream>> {
+    match (backend, mode) {
+        (Some(backend), _) => {
+            encode_into(path, "encoding", backend, target, dataset, args, observer)
+        }
+        (None, Mode::Merge(shards)) => {
+            let p = target.p();
+            let mut stream = NpyStream::create(path, &[p])?;
+            for s in shards {
+                let rows = s.manifest.shard.range(dataset.n).len();
+                let (shape, codes) = s.npy_f32(name)?;
+                if shape != [rows, p] {
+                    return Err(Error::input(
+                        s.dir.join(name),
+                        format!(
+                            "shard {}: shape {shape:?}, expected [{rows}, {p}]",
+                            s.manifest.shard
+                        ),
+                    ));
+                }
+                stream.append(&codes)?;
+            }
+            Ok(Some(stream))
+        }
+        (None, _) => Err(Error::Internal("encoding without a backend".into())),
+    }
+}
+
+/// LASSO codes (`lasso_iterations`) of the rows `rows` (increasing) of the `total` rows a whole
+/// run encodes ENCODE_BATCH at a time, each computed as in the whole run's batch (the CPU's
+/// products take their path by the row count, see `matmul::rows_like`); `image(i)` is row i
+/// (model units). `None` when a stop was requested.
+fn encode_part(
+    args: &AugmentSettings,
+    problem: &Problem,
+    observer: &dyn Observer,
+    what: &'static str,
+    total: usize,
+    rows: &[usize],
+    image: &dyn Fn(usize) -> Vec<f32>,
+) -> Result<Option<Vec<f32>>> {
+    let mut backends: std::collections::BTreeMap<usize, Box<dyn Backend>> = Default::default();
+    let mut codes = Vec::with_capacity(rows.len() * problem.target.p());
+    observer.phase_start(&Phase {
+        name: what,
+        len: Some(rows.len() as u64),
+        unit: "",
+    });
+    let mut done = 0;
+    for group in rows.chunk_by(|a, b| a / ENCODE_BATCH == b / ENCODE_BATCH) {
+        if observer.stop_requested() {
+            observer.phase_finish();
+            return Ok(None);
+        }
+        let first = group[0] / ENCODE_BATCH * ENCODE_BATCH;
+        let like = ENCODE_BATCH.min(total - first);
+        let backend = match backends.entry(like) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let dynamics = DynamicsSettings {
+                    eta: 1.0,
+                    steps: 1,
+                    batch: 1,
+                    seed: args.problem.seed,
+                    run_chains: like as u32,
+                    ..Default::default()
+                };
+                e.insert(make_backend(
+                    args.problem.backend,
+                    observer,
+                    &problem.target,
+                    &dynamics,
+                    like,
+                )?)
+            }
+        };
+        let images: Vec<f32> = group.iter().flat_map(|&i| image(i)).collect();
+        codes.extend(backend.encode(
+            &images,
+            problem.target.lam,
+            args.dynamics.lasso_iterations,
+        )?);
+        done += group.len();
+        observer.phase_advance(done as u64);
+    }
+    observer.phase_finish();
+    Ok(Some(codes))
+}
+
+/// Where a shard stands once its chains ran: which shard, its chains, the inputs' hashes and
+/// the device.
+struct ShardPart<'a> {
+    shard: Shard,
+    chain_range: std::ops::Range<usize>,
+    chains: usize,
+    data_hash: u64,
+    dictionary_hash: u64,
+    info: &'a Value,
+    estimate: &'a Value,
+}
+
+/// Writes a shard's part of an augmentation: its chains' samples (re-encoded with `reencode`),
+/// its part of the originals' and test split's codes, its run's trace, a report and the manifest.
+#[allow(clippy::too_many_arguments)]
+fn write_shard(
+    args: &AugmentSettings,
+    original_args: &AugmentSettings,
+    part: &ShardPart,
+    problem: &Problem,
+    plan: &AugmentPlan,
+    originals: &Dataset,
+    test: Option<&Dataset>,
+    sink: &mut AugmentSink,
+    run: &SampleRun,
+    backend: Option<&mut (dyn Backend + 'static)>,
+    observer: &dyn Observer,
+    clock: &mut PhaseClock,
+    started: Instant,
+) -> Result<Outcome> {
+    let out = &args.problem.out;
+    let kernel = args.method == AugmentMethod::KernelHmc;
+    let shard = part.shard;
+    let (h, w) = (problem.dataset.height, problem.dataset.width);
+    let (d, p) = (h * w, if kernel { h * w } else { problem.target.p() });
+    let mut written = Written::default();
+    if args.reencode && !kernel {
+        clock.begin("re-encoding", None);
+        let full = args.problem_settings().pixel_max;
+        let pixels = args
+            .postprocess()
+            .to_pixels(&sink.images.concat(), h, w, full);
+        let scale = full / 255.0;
+        let mut first = 0;
+        let mut rows = Vec::with_capacity(sink.total());
+        for (k, class) in plan.classes.iter().enumerate() {
+            rows.extend(sink.positions[k].iter().map(|&i| first + i));
+            first += class.generated;
+        }
+        let index: std::collections::HashMap<usize, usize> =
+            rows.iter().enumerate().map(|(at, &i)| (i, at)).collect();
+        let image = |i: usize| -> Vec<f32> {
+            let at = index[&i];
+            pixels[at * d..(at + 1) * d]
+                .iter()
+                .map(|&v| v as f32 * scale)
+                .collect()
+        };
+        let mut sorted = rows.clone();
+        sorted.sort_unstable();
+        let Some(codes) = encode_part(
+            args,
+            problem,
+            observer,
+            "re-encoding",
+            plan.generated(),
+            &sorted,
+            &image,
+        )?
+        else {
+            return stopped(out, &mut written, clock, started, observer);
+        };
+        let at: std::collections::HashMap<usize, usize> =
+            sorted.iter().enumerate().map(|(at, &i)| (i, at)).collect();
+        let mut row = 0;
+        for (k, kept) in sink.kept.iter().enumerate() {
+            sink.codes[k] = rows[row..row + kept]
+                .iter()
+                .flat_map(|i| codes[at[i] * p..(at[i] + 1) * p].iter().copied())
+                .collect();
+            row += kept;
+        }
+    }
+    let mut names = vec![SHARD_IMAGES, SHARD_TRACE, "report.json"];
+    let mut encode_range = |what: &'static str,
+                            name: &'static str,
+                            dataset: &Dataset,
+                            written: &mut Written|
+     -> Result<bool> {
+        let observations = Observations::from_dataset(dataset, args.problem.pixel_max);
+        let rows: Vec<usize> = shard.range(dataset.n).collect();
+        let Some(codes) = encode_part(args, problem, observer, what, dataset.n, &rows, &|i| {
+            observations.row(i)
+        })?
+        else {
+            return Ok(false);
+        };
+        let path = out.join(name);
+        written.files.push(path.clone());
+        io::write_npy_f32(&path, &[rows.len(), p], &codes)?;
+        names.push(name);
+        Ok(true)
+    };
+    if !args.no_original_codes && !kernel {
+        clock.begin("original codes", None);
+        if !encode_range("encoding", ORIGINAL_CODES, originals, &mut written)? {
+            return stopped(out, &mut written, clock, started, observer);
+        }
+    }
+    if let Some(test) = test {
+        clock.begin("test codes", None);
+        if !encode_range("encoding", TEST_CODES, test, &mut written)? {
+            return stopped(out, &mut written, clock, started, observer);
+        }
+    }
+    clock.begin("writing", None);
+    let images = sink.images.concat();
+    let kept = sink.total();
+    let path = out.join(SHARD_IMAGES);
+    written.files.push(path.clone());
+    io::write_npy_f32(&path, &[kept, d], &images)?;
+    if !kernel {
+        let path = out.join(SHARD_CODES);
+        written.files.push(path.clone());
+        io::write_npy_f32(&path, &[kept, p], &sink.codes.concat())?;
+        names.push(SHARD_CODES);
+    }
+    let config = serde_json::to_value(original_args)
+        .map_err(|e| Error::Internal(format!("configuration: {e}")))?;
+    let trace = Checkpoint {
+        config,
+        data_hash: part.data_hash,
+        dictionary_hash: part.dictionary_hash,
+        d,
+        p,
+        positions: match backend {
+            Some(backend) => backend.positions()?,
+            None => Vec::new(),
+        },
+        run: run.clone(),
+    };
+    trace.write(&out.join(SHARD_TRACE))?;
+    clock.end();
+    let range = &part.chain_range;
+    let report = json!({
+        "command": "augment",
+        "rmld_version": env!("CARGO_PKG_VERSION"),
+        "shard": shard,
+        "chains": { "start": range.start, "end": range.end, "total": part.chains },
+        "kept_per_class": sink.kept,
+        "backend": part.info,
+        "estimate": part.estimate,
+        "interrupted": false,
+        "phase_seconds": clock.json(),
+        "seconds": started.elapsed().as_secs_f64(),
+        "outputs": "a shard's part of an augmentation: join the shards with `rmld merge`",
+    });
+    io::write_json_atomic(&out.join("report.json"), &report)?;
+    let mut hashed = original_args.clone();
+    hashed.problem.out = std::path::PathBuf::new();
+    hashed.problem.shard = None;
+    hashed.problem.force = false;
+    shard::write_manifest(
+        out,
+        "augment",
+        shard::configuration_hash(
+            &(hashed, shard::device_key(part.info)),
+            part.data_hash,
+            part.dictionary_hash,
+        ),
+        args.problem.seed,
+        shard,
+        shard::Part {
+            unit: "chains".into(),
+            start: range.start,
+            end: range.end,
+            total: part.chains,
+        },
+        &names,
+    )?;
+    Ok(Outcome {
+        interrupted: false,
+        report,
+        summary: vec![format!(
+            "rmld augment shard {shard}: chains {}..{} of {}, {kept} samples, {} s; join the \
+             shards with `rmld merge`",
+            range.start,
+            range.end,
+            part.chains,
+            format_args!("{:.1}", started.elapsed().as_secs_f64())
+        )],
+        draw_stats: None,
+    })
+}
+
+/// Joins the shards of an augmentation (checked and in order) into the single run's files: the
+/// configuration comes from the first shard's trace; the data, labels and dictionary are read
+/// again, the samples joined in the single run's order, and the rest (post-processing, the
+/// quality metrics, the picture, the report) made as the single run makes them.
+pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome> {
+    let started = Instant::now();
+    let first = &shards[0];
+    first.file(SHARD_TRACE)?;
+    let trace = Checkpoint::read(&first.dir.join(SHARD_TRACE))?;
+    let mut args: AugmentSettings = serde_json::from_value(trace.config).map_err(|e| {
+        Error::input(
+            first.dir.join(SHARD_TRACE),
+            format!("the shard's configuration is not one this rmld reads: {e}"),
+        )
+    })?;
+    args.problem.shard = None;
+    args.problem.out = out.to_path_buf();
+    let mut outcome = run_augment(&args, &super::observer::Silent, Mode::Merge(shards))?;
+    outcome.summary.insert(
+        0,
+        format!(
+            "rmld merge: {} shards of augment in {:.1} s",
+            shards.len(),
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    Ok(outcome)
 }
 
 /// How the sample-quality metrics went.

@@ -226,7 +226,7 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
 }
 
 /// Removes `path` if it exists.
-fn remove_if_present(path: &Path) -> Result<()> {
+pub(crate) fn remove_if_present(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
             path: path.to_path_buf(),
@@ -727,58 +727,12 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         ));
     }
     // Every shard's trace: the same iterations, its own chains.
-    let mut run = SampleRun {
-        completed: t0.run.completed,
-        interrupted: false,
-        trace_stride: t0.run.trace_stride,
-        start_indices: t0.run.start_indices.as_ref().map(|_| Vec::new()),
-        ..SampleRun::default()
-    };
-    let first_chains = (first.manifest.part.end - first.manifest.part.start).max(1);
-    let traced = t0.run.energies.len() / first_chains;
-    let mut chains_of = Vec::with_capacity(shards.len());
-    for (s, t) in shards.iter().zip(&traces) {
-        let c = s.manifest.part.end - s.manifest.part.start;
-        let r = &t.run;
-        let consistent = r.completed == run.completed
-            && !r.interrupted
-            && r.trace_stride == run.trace_stride
-            && r.accepted.len() == c
-            && r.energies.len() == traced * c
-            && r.log_alpha.len() == traced * c
-            && r.projections.len() == traced * c * orchestrator::PROJECTIONS
-            && r.start_indices.is_some() == run.start_indices.is_some();
-        if !consistent {
-            return Err(Error::input(
-                s.dir.join(SHARD_TRACE),
-                format!(
-                    "shard {}'s trace does not fit its {c} chains or the other shards' iterations",
-                    s.manifest.shard
-                ),
-            ));
-        }
-        chains_of.push(c);
-        run.accepted.extend(&r.accepted);
-        run.divergent.extend(&r.divergent);
-        run.start_images.extend(&r.start_images);
-        run.final_images.extend(&r.final_images);
-        if let (Some(all), Some(mine)) = (run.start_indices.as_mut(), &r.start_indices) {
-            all.extend(mine);
-        }
-        let timings = &mut run.timings;
-        timings.init_seconds = timings.init_seconds.max(r.timings.init_seconds);
-        timings.sampling_seconds = timings.sampling_seconds.max(r.timings.sampling_seconds);
-        timings.host_mh_seconds = timings.host_mh_seconds.max(r.timings.host_mh_seconds);
-    }
-    for i in 0..traced {
-        for (t, &c) in traces.iter().zip(&chains_of) {
-            run.energies.extend(&t.run.energies[i * c..(i + 1) * c]);
-            run.log_alpha.extend(&t.run.log_alpha[i * c..(i + 1) * c]);
-            let w = c * orchestrator::PROJECTIONS;
-            run.projections
-                .extend(&t.run.projections[i * w..(i + 1) * w]);
-        }
-    }
+    let runs: Vec<SampleRun> = traces.into_iter().map(|t| t.run).collect();
+    let run = shard::join_runs(shards, &runs)?;
+    let chains_of: Vec<usize> = shards
+        .iter()
+        .map(|s| s.manifest.part.end - s.manifest.part.start)
+        .collect();
     if run.accepted.len() != settings.chains {
         return Err(Error::Internal("shards' chains".into()));
     }

@@ -176,20 +176,6 @@ impl ProblemSettings {
         Ok(())
     }
 
-    /// Refuses a shard for a command that cannot split its work yet.
-    pub(crate) fn refuse_shard(&self, command: &str) -> Result<()> {
-        match &self.shard {
-            Some(shard) => Err(Error::usage(
-                "shard",
-                format!(
-                    "{shard}: `{command}` cannot run as shards in this version (only encode and sample \
-                     can)"
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-
     /// The tangent target's settings.
     pub fn tangent(&self) -> TangentSettings {
         TangentSettings {
@@ -590,7 +576,6 @@ impl AugmentSettings {
     pub fn validate(&self) -> Result<()> {
         self.postprocess().validate()?;
         self.problem_settings().validate()?;
-        self.problem.refuse_shard("augment")?;
         if !(self.ratio.is_finite() && self.ratio > 0.0) {
             return Err(Error::usage(
                 "ratio",

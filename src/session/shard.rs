@@ -7,9 +7,11 @@
 //! every part exactly once, every file intact) before it writes anything, then writes the same
 //! files the single run writes.
 //!
-//! Only `encode` splits its work into shards in this version: shard i of N encodes the originals
-//! `[n·i/N, n·(i+1)/N)`; LASSO encodings have no random draws and every row is encoded on its
-//! own, so a shard's codes are the single run's rows.
+//! `encode` shard i of N encodes the originals `[n·i/N, n·(i+1)/N)`; `sample` shard i runs the
+//! chains `[C·i/N, C·(i+1)/N)`, every draw keyed by the chain's global index; `augment` shard i
+//! runs the same part of the augmentation's chains (classes in order, so a shard may hold the
+//! end of one class and the start of the next) and encodes its part of the originals and of
+//! the test split. Every row is encoded on its own, computed as in the single run's batch.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::orchestrator::SampleRun;
 use crate::{io, Error, Result};
 
 use super::Outcome;
@@ -445,6 +448,68 @@ fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardFiles>> {
     Ok(shards)
 }
 
+/// The whole run joined from its shards' runs (`runs[k]` of `shards[k]`, in order): per-chain
+/// figures end to end, per-iteration traces chain by chain within each traced iteration, the
+/// longest shard's timings. Each run must hold its shard's chains and the same iterations.
+pub(crate) fn join_runs(shards: &[ShardFiles], runs: &[SampleRun]) -> Result<SampleRun> {
+    let (Some(first), Some(r0)) = (shards.first(), runs.first()) else {
+        return Err(Error::usage("shards", "no shard folder to merge"));
+    };
+    let mut run = SampleRun {
+        completed: r0.completed,
+        interrupted: false,
+        trace_stride: r0.trace_stride,
+        start_indices: r0.start_indices.as_ref().map(|_| Vec::new()),
+        ..SampleRun::default()
+    };
+    let first_chains = (first.manifest.part.end - first.manifest.part.start).max(1);
+    let traced = r0.energies.len() / first_chains;
+    let mut chains_of = Vec::with_capacity(shards.len());
+    for (s, r) in shards.iter().zip(runs) {
+        let c = s.manifest.part.end - s.manifest.part.start;
+        let consistent = r.completed == run.completed
+            && !r.interrupted
+            && r.trace_stride == run.trace_stride
+            && r.accepted.len() == c
+            && r.energies.len() == traced * c
+            && r.log_alpha.len() == traced * c
+            && r.projections.len() == traced * c * crate::orchestrator::PROJECTIONS
+            && r.start_indices.is_some() == run.start_indices.is_some();
+        if !consistent {
+            return Err(Error::input(
+                s.dir.join(MANIFEST),
+                format!(
+                    "shard {}'s trace does not fit its {c} chains or the other shards' iterations",
+                    s.manifest.shard
+                ),
+            ));
+        }
+        chains_of.push(c);
+        run.accepted.extend(&r.accepted);
+        run.divergent.extend(&r.divergent);
+        run.prior_nonfinite.extend(&r.prior_nonfinite);
+        run.prior_state.extend(&r.prior_state);
+        run.start_images.extend(&r.start_images);
+        run.final_images.extend(&r.final_images);
+        if let (Some(all), Some(mine)) = (run.start_indices.as_mut(), &r.start_indices) {
+            all.extend(mine);
+        }
+        let timings = &mut run.timings;
+        timings.init_seconds = timings.init_seconds.max(r.timings.init_seconds);
+        timings.sampling_seconds = timings.sampling_seconds.max(r.timings.sampling_seconds);
+        timings.host_mh_seconds = timings.host_mh_seconds.max(r.timings.host_mh_seconds);
+    }
+    for i in 0..traced {
+        for (r, &c) in runs.iter().zip(&chains_of) {
+            run.energies.extend(&r.energies[i * c..(i + 1) * c]);
+            run.log_alpha.extend(&r.log_alpha[i * c..(i + 1) * c]);
+            let w = c * crate::orchestrator::PROJECTIONS;
+            run.projections.extend(&r.projections[i * w..(i + 1) * w]);
+        }
+    }
+    Ok(run)
+}
+
 /// Merges the shard folders `dirs` (in any order) into `out`: checks that they are every shard
 /// of one run (one configuration and seed, each part exactly once, every file as its manifest
 /// says), then writes the files the single run writes. Nothing is written when a check fails.
@@ -470,6 +535,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<Outcome> {
     match shards[0].manifest.command.as_str() {
         "encode" => super::encode::merge_shards(out, &shards),
         "sample" => super::sample::merge_shards(out, &shards),
+        "augment" => super::augment::merge_shards(out, &shards),
         other => Err(Error::input(
             shards[0].dir.join(MANIFEST),
             format!("shards of `{other}` cannot be merged by this rmld"),
