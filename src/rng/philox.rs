@@ -54,6 +54,8 @@ pub enum Purpose {
     Projection = 8,
     /// The Gaussian ξ of a MALA proposal Z = X − h∇U(X) + sqrt(2h)·ξ.
     MalaNoise = 9,
+    /// The Gamma draw of a chain's noise precision (`--noise gibbs`), once per outer iteration.
+    NoisePrecision = 10,
 }
 
 /// The generator key of one chain: the seed's low word, and its high word mixed with the chain.

@@ -194,6 +194,9 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     if !checkpoint.run.prior_state.is_empty() {
         backend.load_prior_state(&checkpoint.run.prior_state)?;
     }
+    if !checkpoint.run.noise_precision.is_empty() {
+        backend.set_noise_precision(&checkpoint.run.noise_precision)?;
+    }
     let (c, d, p) = (settings.chains, target.d(), target.p());
     let kept = sample_args.keep.kept_up_to(
         checkpoint.run.completed,
