@@ -95,8 +95,14 @@ mod tests {
             let se_mean = (v / n as f64).sqrt();
             // Var of the sample variance of a Gamma: (μ4 − v²)/n with μ4 = 3v²(1 + 2/shape).
             let se_var = ((3.0 * v * v * (1.0 + 2.0 / shape) - v * v) / n as f64).sqrt();
-            assert!((mean - m).abs() < 5.0 * se_mean, "shape {shape}: mean {mean} vs {m}");
-            assert!((var - v).abs() < 5.0 * se_var, "shape {shape}: var {var} vs {v}");
+            assert!(
+                (mean - m).abs() < 5.0 * se_mean,
+                "shape {shape}: mean {mean} vs {m}"
+            );
+            assert!(
+                (var - v).abs() < 5.0 * se_var,
+                "shape {shape}: var {var} vs {v}"
+            );
         }
     }
 

@@ -459,6 +459,12 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             super::report::ssgl_json(ssgl, &run, problem.target.p()),
         );
     }
+    if let (Some(noise), Some(object)) = (
+        super::report::noise_json(&problem.target.noise, &run, burn_in),
+        report.as_object_mut(),
+    ) {
+        object.insert("noise".into(), noise);
+    }
     if !args.no_quality {
         clock.begin("quality check", None);
     }

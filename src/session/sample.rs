@@ -604,6 +604,12 @@ fn write_outputs(
     if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
         object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
     }
+    if let (Some(noise), Some(object)) = (
+        super::report::noise_json(&target.noise, run, args.burn_in),
+        report.as_object_mut(),
+    ) {
+        object.insert("noise".into(), noise);
+    }
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let summary = vec![
         format!(

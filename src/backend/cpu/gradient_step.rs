@@ -38,7 +38,17 @@ pub fn gradient_step(
     eta: f32,
     noise: Option<(u64, u32, u32, u32)>,
 ) {
-    gradient_step_with(product, z, momentum, p, prior, None, &[inv_sigma2], eta, noise);
+    gradient_step_with(
+        product,
+        z,
+        momentum,
+        p,
+        prior,
+        None,
+        &[inv_sigma2],
+        eta,
+        noise,
+    );
 }
 
 /// The precision of row `chain`: `inv_sigma2` holds one value for every chain (a fixed σ²) or

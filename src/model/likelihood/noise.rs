@@ -58,8 +58,10 @@ impl NoiseModel {
                 if !(v.is_finite() && v > 0.0) {
                     return Err(Error::usage(
                         name,
-                        format!("must be a positive finite number (the Gamma prior's {}), got {v}",
-                            if name == "noise_e" { "shape" } else { "rate" }),
+                        format!(
+                            "must be a positive finite number (the Gamma prior's {}), got {v}",
+                            if name == "noise_e" { "shape" } else { "rate" }
+                        ),
                     ));
                 }
             }
