@@ -182,7 +182,7 @@ pub trait ChainTrace {
     }
     /// Per traced iteration and chain: the learned noise precision τ (`--noise gibbs`), or
     /// empty when the noise is fixed.
-    fn noise_precision(&self) -> &[f32] {
+    fn noise_trace(&self) -> &[f32] {
         &[]
     }
 }
@@ -270,7 +270,7 @@ pub fn summarize_scoped(
             ));
         }
     }
-    let tau = run.noise_precision();
+    let tau = run.noise_trace();
     if chains > 0 && tau.len() == traced * chains && traced > 0 {
         let tau: Vec<f64> = tau[skip * chains..].iter().map(|&v| v as f64).collect();
         quantities.push(quantity_nested(

@@ -367,7 +367,7 @@ impl crate::diagnostics::ChainTrace for SampleRun {
     fn trace_stride(&self) -> u32 {
         self.trace_stride.max(1)
     }
-    fn noise_precision(&self) -> &[f32] {
+    fn noise_trace(&self) -> &[f32] {
         &self.noise_trace
     }
 }
