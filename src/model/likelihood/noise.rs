@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::rng::{gamma_from_stream, Purpose, Stream};
 use crate::{Error, Result};
 
-/// The Gamma prior's default shape e: with `DEFAULT_NOISE_F` a vague prior whose weight
-/// (2e − 2 pixels' worth) is negligible beside an image's d residuals.
+/// The Gamma prior's default shape e: with e = 1 the prior's density in τ is flat but for
+/// exp(−f·τ), so the conditional's shape e + d/2 is set by the image's d pixels.
 pub const DEFAULT_NOISE_E: f32 = 1.0;
 /// The Gamma prior's default rate f: small beside ½||r||² at any pixel scale (a [0, 1] MNIST
 /// digit's residual has ½||r||² of order 1 or more), so the learned precision scales as
