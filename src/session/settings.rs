@@ -189,6 +189,13 @@ impl ProblemSettings {
                     "gibbs runs with the laplace `prior` (ssgl learns its own σ)",
                 ));
             }
+            if self.shard.is_some() {
+                return Err(Error::usage(
+                    "noise",
+                    "gibbs does not run with `shard` yet (merge does not join the precisions' \
+                     traces)",
+                ));
+            }
         }
         // The other targets ignore both settings.
         if self.target == TargetKind::Tangent {
