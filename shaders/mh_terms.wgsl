@@ -15,6 +15,9 @@
 // mh_terms_mixture: the mixture target's data terms -log sum_i exp(-||A . - x_i||^2 / (2 sigma^2))
 @group(0) @binding(9) var<storage, read> energy_x: array<f32>;
 @group(0) @binding(10) var<storage, read> energy_z: array<f32>;
+// mh_terms: the likelihood's precision per chain (1 / sigma^2 everywhere for a fixed sigma^2,
+// tau_c with --noise gibbs), in place of the uniform's inv_sigma2.
+@group(0) @binding(13) var<storage, read> chain_precision: array<f32>;
 
 const TERMS: u32 = 5u;
 
@@ -48,8 +51,8 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
     }
     let fit = proposal_terms(c, t, a);
     if (t == 0u) {
-        terms[c * TERMS] = 0.5 * fit.x * params.inv_sigma2 + prior_weight() * fit.z;
-        terms[c * TERMS + 1u] = 0.5 * fit.y * params.inv_sigma2 + prior_weight() * fit.w;
+        terms[c * TERMS] = 0.5 * fit.x * chain_precision[c] + prior_weight() * fit.z;
+        terms[c * TERMS + 1u] = 0.5 * fit.y * chain_precision[c] + prior_weight() * fit.w;
     }
 }
 

@@ -208,6 +208,21 @@ fn bad_settings_are_refused() {
     }
     // Not numbers at all: clap's own usage error, also status 2.
     assert_refused(&["--chains", "many"], &["--chains"]);
+    // The learned noise's Gamma prior: named by its option, with the range.
+    for (flag, value) in [
+        ("--noise-e", "0"),
+        ("--noise-e", "-1"),
+        ("--noise-e", "inf"),
+        ("--noise-f", "0"),
+        ("--noise-f", "nan"),
+    ] {
+        let arg = format!("{flag}={value}");
+        assert_refused(&["--noise", "gibbs", &arg], &[flag, "positive finite"]);
+    }
+    assert_refused(
+        &["--noise", "gibbs", "--target", "tangent"],
+        &["--noise", "--target"],
+    );
 }
 
 #[test]

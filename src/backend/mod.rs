@@ -22,6 +22,31 @@ pub use kernel_hmc::KernelHmcCpu;
 
 use crate::Result;
 
+/// Checks a precision vector before a backend takes it: one positive finite value per chain,
+/// and a likelihood whose residuals are not scaled already (the paper and local targets).
+pub(crate) fn check_precision(precision: &[f32], chains: usize, caches_energy: bool) -> Result<()> {
+    if caches_energy {
+        return Err(crate::Error::usage(
+            "noise",
+            "gibbs runs with the paper and local targets (its update reads the Gaussian \
+             residual), not mixture or tangent",
+        ));
+    }
+    if precision.len() != chains {
+        return Err(crate::Error::Internal(format!(
+            "set_noise_precision: {} values for {chains} chains",
+            precision.len()
+        )));
+    }
+    if let Some(i) = precision.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+        return Err(crate::Error::Internal(format!(
+            "set_noise_precision: chain {i}'s precision is {} (must be positive and finite)",
+            precision[i]
+        )));
+    }
+    Ok(())
+}
+
 /// What a backend tells the report about itself.
 #[derive(Clone, Debug, Serialize)]
 pub struct BackendInfo {
@@ -82,6 +107,22 @@ pub trait Backend {
     /// The prior's per-chain latent state (SSGL: `ssgl::stride(p)` values per chain), or None
     /// for a prior without one.
     fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(None)
+    }
+
+    /// Sets every chain's likelihood precision τ (`--noise gibbs`: one value per chain, in place
+    /// of 1/σ² in the gradients, the energies and the MH terms), then X's cached gradient under
+    /// it. A backend or likelihood that cannot learn the noise returns an error.
+    fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
+        let _ = precision;
+        Err(crate::Error::usage(
+            "noise",
+            "this backend does not learn the noise precision (use --noise fixed)",
+        ))
+    }
+
+    /// The chains' likelihood precisions τ as last set, or None for a fixed σ².
+    fn noise_precision(&mut self) -> Result<Option<Vec<f32>>> {
         Ok(None)
     }
 

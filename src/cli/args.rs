@@ -242,6 +242,21 @@ pub struct ProblemArgs {
     #[arg(long, value_name = "S2", default_value_t = 1.0)]
     pub sigma2: f32,
 
+    /// The noise model: `fixed` (σ² = --sigma2) or `gibbs` (a per-chain noise precision τ with a
+    /// Gamma(--noise-e, --noise-f) prior, drawn from its conditional once per outer iteration,
+    /// so the target does not depend on the pixel scale; paper and local targets, laplace prior;
+    /// see docs/noise.md).
+    #[arg(long, value_enum, default_value_t = NoiseArg::Fixed)]
+    pub noise: NoiseArg,
+
+    /// e, the shape of the Gamma prior on the noise precision (`--noise gibbs`; > 0).
+    #[arg(long, value_name = "E", default_value_t = rmld::model::DEFAULT_NOISE_E, allow_negative_numbers = true)]
+    pub noise_e: f32,
+
+    /// f, the rate of the Gamma prior on the noise precision (`--noise gibbs`; > 0).
+    #[arg(long, value_name = "F", default_value_t = rmld::model::DEFAULT_NOISE_F, allow_negative_numbers = true)]
+    pub noise_f: f32,
+
     /// The energy the chains sample: `paper` (the paper's posterior, centred on the mean of the
     /// data or of the chain's class), `mixture` (−log Σ_i exp(−||A X − x_i||²/(2σ²)) over the
     /// class's images: chains stay near real images and move between them), `local` (the
@@ -711,7 +726,27 @@ pub fn apply_preset(preset: Preset, args: &mut AugmentArgs, given: impl Fn(&str)
     set("reencode", &mut || args.reencode = values.reencode);
 }
 
+/// `--noise`: how the likelihood's noise level is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NoiseArg {
+    /// σ² fixed by --sigma2.
+    Fixed,
+    /// A per-chain precision learned by its Gibbs step.
+    Gibbs,
+}
+
 impl ProblemArgs {
+    /// The noise model of `--noise`, `--noise-e` and `--noise-f`.
+    pub fn noise(&self) -> rmld::model::NoiseModel {
+        match self.noise {
+            NoiseArg::Fixed => rmld::model::NoiseModel::Fixed,
+            NoiseArg::Gibbs => rmld::model::NoiseModel::Gibbs {
+                e: self.noise_e,
+                f: self.noise_f,
+            },
+        }
+    }
+
     /// The library's settings.
     pub fn settings(&self) -> ProblemSettings {
         ProblemSettings {
@@ -720,6 +755,7 @@ impl ProblemArgs {
             atoms: self.atoms,
             pixel_max: self.pixel_max,
             sigma2: self.sigma2,
+            noise: self.noise(),
             target: self.target,
             tangent_k: self.tangent_k,
             tangent_scale: self.tangent_scale,

@@ -157,6 +157,9 @@ pub fn command() -> clap::Command {
     let encode_ignores = [
         "target",
         "sigma2",
+        "noise",
+        "noise_e",
+        "noise_f",
         "tangent_k",
         "tangent_scale",
         "prior",

@@ -17,7 +17,7 @@ pub use convergence::{
 /// The convergence diagnostics of one traced quantity across chains.
 #[derive(Clone, Debug, Serialize)]
 pub struct QuantityDiagnostics {
-    /// "energy" or "projection i".
+    /// "energy", "projection i" or "noise precision".
     pub name: String,
     /// Rank-normalised split-R̂ (None with fewer than 2 draws per half-chain or no variance).
     pub rhat: Option<f64>,
@@ -180,6 +180,11 @@ pub trait ChainTrace {
     fn trace_stride(&self) -> u32 {
         1
     }
+    /// Per traced iteration and chain: the learned noise precision τ (`--noise gibbs`), or
+    /// empty when the noise is fixed.
+    fn noise_trace(&self) -> &[f32] {
+        &[]
+    }
 }
 
 /// The chains kept for nested R̂ (every group cut to the smallest group's size) and their
@@ -264,6 +269,16 @@ pub fn summarize_scoped(
                 groups.as_ref(),
             ));
         }
+    }
+    let tau = run.noise_trace();
+    if chains > 0 && tau.len() == traced * chains && traced > 0 {
+        let tau: Vec<f64> = tau[skip * chains..].iter().map(|&v| v as f64).collect();
+        quantities.push(quantity_nested(
+            "noise precision",
+            &per_chain(&tau, chains, 1, 0),
+            sampling_seconds,
+            groups.as_ref(),
+        ));
     }
     let fold = |pick: fn(&QuantityDiagnostics) -> Option<f64>, max: bool| {
         quantities

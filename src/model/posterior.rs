@@ -113,6 +113,8 @@ pub struct Target {
     pub tangent: TangentSettings,
     /// The tangent target's per-chain bases (set by `with_kind(TargetKind::Tangent, ..)`).
     pub tangent_basis: Option<Arc<TangentBasis>>,
+    /// The noise model: σ² fixed (the default) or a per-chain precision learned by Gibbs.
+    pub noise: super::NoiseModel,
 }
 
 impl Target {
@@ -151,6 +153,7 @@ impl Target {
             kind: TargetKind::Paper,
             tangent: TangentSettings::default(),
             tangent_basis: None,
+            noise: super::NoiseModel::Fixed,
         }
     }
 
@@ -208,6 +211,12 @@ impl Target {
     /// The same posterior with noise variance `sigma2` (must be positive and finite).
     pub fn with_sigma2(mut self, sigma2: f32) -> Self {
         self.sigma2 = sigma2;
+        self
+    }
+
+    /// The same posterior with the noise model `noise` (checked by the orchestrator's start).
+    pub fn with_noise(mut self, noise: super::NoiseModel) -> Self {
+        self.noise = noise;
         self
     }
 

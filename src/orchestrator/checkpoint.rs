@@ -1,7 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 3; version 2 lacked the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
+//! Layout (version 4; version 3 lacked the learned noise precision and its trace, version 2 the
+//! prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
 //! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
 //! configuration, an arbitrary JSON value that postcard cannot self-describe, is kept as JSON
@@ -29,7 +30,7 @@ use crate::io::write_atomic;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Headers larger than this are refused before reading them.
 const MAX_HEADER_BYTES: usize = 1 << 24;
 
@@ -83,6 +84,8 @@ struct SectionsOut<'a> {
     projections: LeBytes<'a>,
     prior_nonfinite: LeBytes<'a>,
     prior_state: LeBytes<'a>,
+    noise_precision: LeBytes<'a>,
+    noise_trace: LeBytes<'a>,
 }
 
 /// The same fields read back, borrowed from the file's bytes (decoded after the length checks).
@@ -98,6 +101,8 @@ struct SectionsIn<'a> {
     projections: &'a [u8],
     prior_nonfinite: &'a [u8],
     prior_state: &'a [u8],
+    noise_precision: &'a [u8],
+    noise_trace: &'a [u8],
 }
 
 /// Numbers' little-endian bytes, serialized as a byte string (borrowed on little-endian machines).
@@ -189,6 +194,8 @@ impl Checkpoint {
             projections: LeBytes::of(&run.projections),
             prior_nonfinite: LeBytes::of(&run.prior_nonfinite),
             prior_state: LeBytes::of(&run.prior_state),
+            noise_precision: LeBytes::of(&run.noise_precision),
+            noise_trace: LeBytes::of(&run.noise_trace),
         };
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
         let header = postcard::to_allocvec(&header).unwrap_or_default();
@@ -230,7 +237,10 @@ impl Checkpoint {
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
         if version != VERSION {
-            let hint = if version == 2 {
+            let hint = if version == 3 {
+                " (written by an rmld before the learned noise precision was saved: start the \
+                 run afresh)"
+            } else if version == 2 {
                 " (written by an rmld before the ssgl prior's state was saved: start the run \
                  afresh)"
             } else if version < VERSION {
@@ -295,6 +305,19 @@ impl Checkpoint {
                 sections.prior_state.len()
             ));
         }
+        // The learned noise precision (`--noise gibbs`): none, or one f32 per chain and its
+        // trace one per chain and traced iteration.
+        let (tau, tau_trace) = (sections.noise_precision.len(), sections.noise_trace.len());
+        if tau != 0 && tau != chains.saturating_mul(4)
+            || (tau == 0) != (tau_trace == 0) && traced > 0
+            || tau_trace != 0 && Some(tau_trace) != traced.checked_mul(chains * 4)
+        {
+            return Err(format!(
+                "checkpoint sections: the noise precision is {tau} bytes and its trace \
+                 {tau_trace}, neither empty nor one f32 per chain ({chains}) and per chain and \
+                 traced iteration ({traced})"
+            ));
+        }
         let counts = sections.prior_nonfinite.len();
         if counts != 0 && counts != chains.saturating_mul(4) {
             return Err(format!(
@@ -351,6 +374,8 @@ impl Checkpoint {
                 divergent: from_le_bytes(sections.divergent),
                 prior_nonfinite: from_le_bytes(sections.prior_nonfinite),
                 prior_state: from_le_bytes(sections.prior_state),
+                noise_precision: from_le_bytes(sections.noise_precision),
+                noise_trace: from_le_bytes(sections.noise_trace),
                 timings: header.timings,
             },
         })
@@ -385,6 +410,8 @@ mod tests {
                 divergent: vec![0, 2],
                 prior_nonfinite: vec![1, 0],
                 prior_state: ramp(chains * (3 * p + 2), 0.75),
+                noise_precision: vec![0.5, 2.0],
+                noise_trace: ramp(traced * chains, 0.0625),
                 timings: Timings {
                     init_seconds: 0.5,
                     sampling_seconds: 2.25,

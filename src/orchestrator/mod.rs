@@ -16,7 +16,7 @@ pub use settings::{Init, KeepPolicy, SamplerSettings};
 use crate::backend::Backend;
 use crate::methods::MhRule;
 use crate::model::likelihood::start_rows_from;
-use crate::model::Target;
+use crate::model::{gibbs_precision, residual_norms, NoiseModel, Target};
 use crate::rng::{Purpose, Stream, SHARED_CHAIN};
 use crate::{Error, Result};
 
@@ -87,6 +87,12 @@ pub struct SampleRun {
     /// The prior's latent state after `completed` iterations (SSGL: `ssgl::stride(p)` values per
     /// chain; empty for Laplace), as the last checkpoint saw it.
     pub prior_state: Vec<f32>,
+    /// The learned noise precision τ per chain after `completed` iterations (`--noise gibbs`;
+    /// empty for a fixed σ²).
+    pub noise_precision: Vec<f32>,
+    /// Per traced outer iteration and chain (K' × C): τ after the iteration (`--noise gibbs`;
+    /// empty for a fixed σ²).
+    pub noise_trace: Vec<f32>,
     /// Wall-clock seconds of each phase.
     pub timings: Timings,
 }
@@ -203,9 +209,12 @@ pub fn start(
     settings.validate()?;
     let chains = settings.chains;
     let started = Instant::now();
+    target.noise.validate()?;
     let (positions, start_indices) = initial_positions(backend, target, settings)?;
     backend.load_positions(&positions)?;
     let start_images = backend.images()?;
+    // A learned precision starts at its conditional draw given X^0 (outer iteration 0's stream).
+    let noise_precision = noise_step(backend, target, settings, &start_images, 0)?;
     let mut run = SampleRun {
         trace_stride: 1,
         final_images: start_images.clone(),
@@ -214,10 +223,37 @@ pub fn start(
         accepted: vec![0; chains],
         divergent: vec![0; chains],
         prior_nonfinite: vec![0; chains],
+        noise_precision,
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
     Ok(run)
+}
+
+/// The Gibbs step of the noise precision (`NoiseModel::Gibbs`) after outer iteration `outer`
+/// (0: the start): per chain τ ~ Gamma(e + d/2, f + ||A X − m||²/2) from X's images and the
+/// chain's mean m, drawn on the host from the chain's NoisePrecision stream (so every backend
+/// draws the same τ from the same X), then set on the backend. Empty for a fixed σ².
+pub fn noise_step(
+    backend: &mut dyn Backend,
+    target: &Target,
+    settings: &SamplerSettings,
+    images: &[f32],
+    outer: u32,
+) -> Result<Vec<f32>> {
+    let NoiseModel::Gibbs { e, f } = target.noise else {
+        return Ok(Vec::new());
+    };
+    let (chains, d) = (settings.chains, target.d());
+    let (seed, offset) = (settings.dynamics.seed, settings.dynamics.chain_offset);
+    let means = target.xbar_rows(chains)?;
+    let tau: Vec<f32> = residual_norms(images, &means, d)
+        .iter()
+        .enumerate()
+        .map(|(c, &r2)| gibbs_precision(e, f, d, r2, seed, offset + c as u32, outer))
+        .collect();
+    backend.set_noise_precision(&tau)?;
+    Ok(tau)
 }
 
 /// Runs the outer iterations after `state.completed` up to K; `backend` must hold the chains'
@@ -269,6 +305,12 @@ pub fn continue_run(
         }
         let codes = backend.positions()?;
         let images = backend.images()?;
+        if target.noise.is_gibbs() {
+            run.noise_precision = noise_step(backend, target, settings, &images, outer)?;
+            if traced {
+                run.noise_trace.extend_from_slice(&run.noise_precision);
+            }
+        }
         if traced {
             for x in codes.chunks(p) {
                 run.projections.extend(
@@ -325,6 +367,9 @@ impl crate::diagnostics::ChainTrace for SampleRun {
     fn trace_stride(&self) -> u32 {
         self.trace_stride.max(1)
     }
+    fn noise_trace(&self) -> &[f32] {
+        &self.noise_trace
+    }
 }
 
 impl SampleRun {
@@ -347,6 +392,9 @@ impl SampleRun {
         };
         keep(&mut self.energies, chains);
         keep(&mut self.projections, chains * PROJECTIONS);
+        if !self.noise_trace.is_empty() {
+            keep(&mut self.noise_trace, chains);
+        }
         let kept: Vec<f64> = self
             .log_alpha
             .chunks(chains)

@@ -54,6 +54,8 @@ pub enum Purpose {
     Projection = 8,
     /// The Gaussian ξ of a MALA proposal Z = X − h∇U(X) + sqrt(2h)·ξ.
     MalaNoise = 9,
+    /// The Gamma draw of a chain's noise precision (`--noise gibbs`), once per outer iteration.
+    NoisePrecision = 10,
     /// Parametric dictionary learning (one stream per signal and MCMC iteration).
     DictionaryLearning = 20,
 }

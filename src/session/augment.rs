@@ -577,6 +577,12 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             report["diagnostics_per_class"] = cd::report_json(&classes, target_kind, &verdict);
             verdict
         });
+    if let (Some(noise), Some(object)) = (
+        super::report::noise_json(&problem.target.noise, &run, burn_in),
+        report.as_object_mut(),
+    ) {
+        object.insert("noise".into(), noise);
+    }
     if !args.no_quality {
         clock.begin("quality check", None);
     }

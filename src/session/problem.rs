@@ -89,6 +89,7 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
     let observations = Observations::from_dataset(&dataset, args.pixel_max);
     let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda)
         .with_sigma2(args.sigma2)
+        .with_noise(args.noise)
         .with_tangent(args.tangent());
     let target = match args.prior {
         super::settings::PriorKind::Laplace => target,

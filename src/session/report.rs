@@ -79,3 +79,56 @@ pub fn ssgl_json(
         },
     })
 }
+
+/// The learned noise precision's block of a report (`--noise gibbs`), or None for a fixed σ²:
+/// the prior, the posterior mean of τ (and of σ = 1/√τ) over the chains' traced draws after
+/// `burn_in`, each chain's mean and last value, R̂ and ESS like any traced quantity, and the
+/// trace itself (per traced iteration, one value per chain).
+pub fn noise_json(
+    noise: &crate::model::NoiseModel,
+    run: &crate::orchestrator::SampleRun,
+    burn_in: u32,
+) -> Option<Value> {
+    let crate::model::NoiseModel::Gibbs { e, f } = *noise else {
+        return None;
+    };
+    let chains = run.accepted.len().max(1);
+    let stride = run.trace_stride.max(1);
+    let traced = run.noise_trace.len() / chains;
+    let skip = ((burn_in / stride) as usize).min(traced);
+    let kept = &run.noise_trace[skip * chains..];
+    let per_chain: Vec<Vec<f64>> = (0..chains)
+        .map(|c| {
+            kept.iter()
+                .skip(c)
+                .step_by(chains)
+                .map(|&v| v as f64)
+                .collect()
+        })
+        .collect();
+    let n = kept.len().max(1) as f64;
+    let mean = kept.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let sigma_mean = kept.iter().map(|&v| 1.0 / (v as f64).sqrt()).sum::<f64>() / n;
+    let diagnostics =
+        crate::diagnostics::quantity("noise precision", &per_chain, run.timings.sampling_seconds);
+    let chain_means: Vec<f64> = per_chain
+        .iter()
+        .map(|c| c.iter().sum::<f64>() / c.len().max(1) as f64)
+        .collect();
+    Some(json!({
+        "model": "gibbs",
+        "prior": { "shape_e": e, "rate_f": f },
+        "posterior_mean": if kept.is_empty() { None } else { Some(mean) },
+        "posterior_mean_sigma": if kept.is_empty() { None } else { Some(sigma_mean) },
+        "draws_per_chain": traced - skip,
+        "burn_in_excluded": burn_in,
+        "per_chain_mean": chain_means,
+        "final": run.noise_precision,
+        "rhat": diagnostics.rhat,
+        "ess_bulk": diagnostics.ess_bulk,
+        "ess_tail": diagnostics.ess_tail,
+        "mcse_mean": diagnostics.mcse_mean,
+        "trace_stride": stride,
+        "trace": run.noise_trace.chunks(chains).collect::<Vec<_>>(),
+    }))
+}

@@ -194,6 +194,9 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     if !checkpoint.run.prior_state.is_empty() {
         backend.load_prior_state(&checkpoint.run.prior_state)?;
     }
+    if !checkpoint.run.noise_precision.is_empty() {
+        backend.set_noise_precision(&checkpoint.run.noise_precision)?;
+    }
     let (c, d, p) = (settings.chains, target.d(), target.p());
     let kept = sample_args.keep.kept_up_to(
         checkpoint.run.completed,
@@ -615,6 +618,12 @@ fn write_outputs(
     let mut report = report;
     if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
         object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
+    }
+    if let (Some(noise), Some(object)) = (
+        super::report::noise_json(&target.noise, run, args.burn_in),
+        report.as_object_mut(),
+    ) {
+        object.insert("noise".into(), noise);
     }
     io::write_json_atomic(&out.join("report.json"), &report)?;
     let summary = vec![

@@ -9,7 +9,7 @@ use crate::io::postprocess::{PostProcess, Rescale};
 use crate::io::Dataset;
 use crate::methods::DynamicsSettings;
 use crate::methods::Method;
-use crate::model::{Ssgl, TangentSettings, TargetKind};
+use crate::model::{NoiseModel, Ssgl, TangentSettings, TargetKind};
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::session::shard::Shard;
 use crate::{Error, Result};
@@ -55,6 +55,10 @@ pub struct ProblemSettings {
     pub pixel_max: f32,
     /// σ², the likelihood's noise variance (1: the paper's model).
     pub sigma2: f32,
+    /// The noise model: σ² fixed (`sigma2`, the default) or a per-chain precision learned by
+    /// its Gibbs step (`NoiseModel::Gibbs { e, f }`; paper and local targets, Laplace prior).
+    #[serde(default, skip_serializing_if = "NoiseModel::is_fixed")]
+    pub noise: NoiseModel,
     /// The energy the chains sample.
     #[serde(default)]
     pub target: TargetKind,
@@ -113,6 +117,7 @@ impl Default for ProblemSettings {
             atoms: None,
             pixel_max: 255.0,
             sigma2: 1.0,
+            noise: NoiseModel::Fixed,
             target: TargetKind::Paper,
             tangent_k: default_tangent_k(),
             tangent_scale: default_tangent_scale(),
@@ -168,6 +173,29 @@ impl ProblemSettings {
         }
         if self.prior == PriorKind::Ssgl {
             self.ssgl.validate()?;
+        }
+        self.noise.validate()?;
+        if self.noise.is_gibbs() {
+            if !matches!(self.target, TargetKind::Paper | TargetKind::Local) {
+                return Err(Error::usage(
+                    "noise",
+                    "gibbs runs with `target` paper or local (its update reads the Gaussian \
+                     residual), not mixture or tangent",
+                ));
+            }
+            if self.prior != PriorKind::Laplace {
+                return Err(Error::usage(
+                    "noise",
+                    "gibbs runs with the laplace `prior` (ssgl learns its own σ)",
+                ));
+            }
+            if self.shard.is_some() {
+                return Err(Error::usage(
+                    "noise",
+                    "gibbs does not run with `shard` yet (merge does not join the precisions' \
+                     traces)",
+                ));
+            }
         }
         // The other targets ignore both settings.
         if self.target == TargetKind::Tangent {

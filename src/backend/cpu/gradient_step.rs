@@ -38,10 +38,32 @@ pub fn gradient_step(
     eta: f32,
     noise: Option<(u64, u32, u32, u32)>,
 ) {
-    gradient_step_with(product, z, momentum, p, prior, None, inv_sigma2, eta, noise);
+    gradient_step_with(
+        product,
+        z,
+        momentum,
+        p,
+        prior,
+        None,
+        &[inv_sigma2],
+        eta,
+        noise,
+    );
 }
 
-/// `gradient_step` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain).
+/// The precision of row `chain`: `inv_sigma2` holds one value for every chain (a fixed σ²) or
+/// one per chain (`--noise gibbs`).
+#[inline]
+pub fn chain_precision(inv_sigma2: &[f32], chain: usize) -> f32 {
+    if inv_sigma2.len() == 1 {
+        inv_sigma2[0]
+    } else {
+        inv_sigma2[chain]
+    }
+}
+
+/// `gradient_step` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain)
+/// and the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
 #[allow(clippy::too_many_arguments)]
 pub fn gradient_step_with(
     product: &[f32],
@@ -50,7 +72,7 @@ pub fn gradient_step_with(
     p: usize,
     prior: &Prior,
     state: Option<&[f32]>,
-    inv_sigma2: f32,
+    inv_sigma2: &[f32],
     eta: f32,
     noise: Option<(u64, u32, u32, u32)>,
 ) {
@@ -73,6 +95,7 @@ pub fn gradient_step_with(
                     .fill_normal(xi);
                 }
                 let row = prior.row(state, chain, p);
+                let inv_sigma2 = chain_precision(inv_sigma2, chain);
                 for j in 0..p {
                     let grad = g[j] * inv_sigma2 + row.gradient(j, z[j]);
                     let mut rj = r[j] - eta * grad - eta * r[j];
@@ -94,17 +117,18 @@ pub fn full_gradient(product: &mut [f32], z: &[f32], prior: &Prior, inv_sigma2: 
         .for_each(|(g, &zj)| *g = *g * inv_sigma2 + prior.gradient(zj));
 }
 
-/// `full_gradient` with the prior's per-chain state (rows of p).
+/// `full_gradient` with the prior's per-chain state (rows of p) and the precision per chain
+/// (`inv_sigma2`: one value, or one per chain).
 pub fn full_gradient_with(
     product: &mut [f32],
     z: &[f32],
     p: usize,
     prior: &Prior,
     state: Option<&[f32]>,
-    inv_sigma2: f32,
+    inv_sigma2: &[f32],
 ) {
-    if state.is_none() {
-        return full_gradient(product, z, prior, inv_sigma2);
+    if state.is_none() && inv_sigma2.len() == 1 {
+        return full_gradient(product, z, prior, inv_sigma2[0]);
     }
     product
         .par_chunks_mut(p)
@@ -112,6 +136,7 @@ pub fn full_gradient_with(
         .enumerate()
         .for_each(|(chain, (g, z))| {
             let row = prior.row(state, chain, p);
+            let inv_sigma2 = chain_precision(inv_sigma2, chain);
             for (j, (g, &zj)) in g.iter_mut().zip(z).enumerate() {
                 *g = *g * inv_sigma2 + row.gradient(j, zj);
             }

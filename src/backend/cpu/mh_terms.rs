@@ -47,11 +47,21 @@ pub fn mh_terms(
     energies: Option<(&[f32], &[f32])>,
 ) -> Vec<MhTerms> {
     mh_terms_with(
-        current, proposal, d, p, prior, None, inv_sigma2, delta, kinetic, energies,
+        current,
+        proposal,
+        d,
+        p,
+        prior,
+        None,
+        &[inv_sigma2],
+        delta,
+        kinetic,
+        energies,
     )
 }
 
-/// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain).
+/// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain) and
+/// the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
 #[allow(clippy::too_many_arguments)]
 pub fn mh_terms_with(
     current: &ChainView,
@@ -60,7 +70,7 @@ pub fn mh_terms_with(
     p: usize,
     prior: &Prior,
     state: Option<&[f32]>,
-    inv_sigma2: f32,
+    inv_sigma2: &[f32],
     delta: f32,
     kinetic: Option<&Kinetic>,
     energies: Option<(&[f32], &[f32])>,
@@ -76,6 +86,7 @@ pub fn mh_terms_with(
             let gx = &current.gradient[c * p..(c + 1) * p];
             let gz = &proposal.gradient[c * p..(c + 1) * p];
             let prior = prior.row(state, c, p);
+            let inv_sigma2 = super::gradient_step::chain_precision(inv_sigma2, c);
             let prior_x = prior.energy(x);
             let mut forward = 0f32;
             let mut reverse = 0f32;

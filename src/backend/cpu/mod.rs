@@ -48,6 +48,8 @@ pub struct CpuBackend {
     phase_seconds: Option<[f64; CpuPhase::COUNT]>,
     /// The SSGL prior's latent state (`ssgl::stride(p)` values per chain), None for Laplace.
     prior_state: Option<Vec<f32>>,
+    /// The learned noise precision τ per chain (`--noise gibbs`), None for a fixed σ².
+    precision: Option<Vec<f32>>,
 }
 
 /// The parts of a proposal the CPU backend can time (`CpuBackend::with_phase_timing`), for
@@ -163,6 +165,7 @@ impl CpuBackend {
             mixture,
             phase_seconds: None,
             prior_state,
+            precision: None,
             target,
         })
     }
@@ -234,12 +237,20 @@ impl CpuBackend {
     }
 
     /// 1/σ² as the gradient kernels apply it: the mixture's and the tangent target's residuals
-    /// arrive already scaled.
-    fn gradient_inv_sigma2(&self) -> f32 {
+    /// arrive already scaled; a learned precision is one value per chain.
+    fn gradient_inv_sigma2(&self) -> Vec<f32> {
         if self.caches_energy {
-            1.0
+            vec![1.0]
         } else {
-            self.target.inv_sigma2()
+            self.likelihood_precision()
+        }
+    }
+
+    /// The likelihood's precision as the MH terms apply it: 1/σ², or τ per chain.
+    fn likelihood_precision(&self) -> Vec<f32> {
+        match &self.precision {
+            Some(tau) => tau.clone(),
+            None => vec![self.target.inv_sigma2()],
         }
     }
 
@@ -288,7 +299,7 @@ impl CpuBackend {
             self.target.p(),
             &self.target.prior,
             self.prior_state.as_deref(),
-            self.gradient_inv_sigma2(),
+            &self.gradient_inv_sigma2(),
         );
     }
 
@@ -421,7 +432,7 @@ impl CpuBackend {
                 p,
                 &b.target.prior,
                 b.prior_state.as_deref(),
-                inv_sigma2,
+                &inv_sigma2,
                 s.eta,
                 noise,
             )
@@ -471,7 +482,7 @@ impl CpuBackend {
             p,
             &self.target.prior,
             self.prior_state.as_deref(),
-            self.target.inv_sigma2(),
+            &self.likelihood_precision(),
             s.delta(),
             kinetic.then_some(&kinetic_terms),
             self.mixture
@@ -590,6 +601,17 @@ impl Backend for CpuBackend {
         }
         self.refresh_current();
         Ok(())
+    }
+
+    fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
+        super::check_precision(precision, self.chains, self.caches_energy)?;
+        self.precision = Some(precision.to_vec());
+        self.refresh_current();
+        Ok(())
+    }
+
+    fn noise_precision(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(self.precision.clone())
     }
 
     fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {

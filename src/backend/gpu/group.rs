@@ -55,6 +55,9 @@ pub struct ChainGroup {
     mixture: Option<Vec<Launch>>,
     /// The SSGL prior's latent state of the group's chains and its update's buffers.
     pub prior: Option<PriorState>,
+    /// The likelihood's precision per chain (1/σ², or τ with `--noise gibbs`), read by the
+    /// gradient steps, the full gradients and the MH terms.
+    pub precision: wgpu::Buffer,
 }
 
 /// A stateful prior's (SSGL's) device buffers for one group: the latent state the gradient
@@ -175,6 +178,7 @@ impl ChainGroup {
         xbar_rows: &[f32],
         cached: Option<CachedEnergy>,
         prior_state: Option<&[f32]>,
+        inv_sigma2: f32,
     ) -> ChainGroup {
         let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
         let (x, z, gx, gz, momentum) = (
@@ -192,6 +196,13 @@ impl ChainGroup {
         );
         let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
         let xbar = super::buffers::upload(context, "xbar rows", bytemuck::cast_slice(xbar_rows));
+        // The likelihood's precision per chain: 1/σ² (as the params' inv_sigma2) until a learned
+        // one is set (`Backend::set_noise_precision`).
+        let precision = super::buffers::upload(
+            context,
+            "precision",
+            bytemuck::cast_slice(&vec![inv_sigma2; chains]),
+        );
         let prior = prior_state.map(|state| PriorState {
             state: super::buffers::upload(context, "prior state", bytemuck::cast_slice(state)),
             params: context.device.create_buffer(&wgpu::BufferDescriptor {
@@ -356,6 +367,7 @@ impl ChainGroup {
                 gradient_z: &gz,
                 terms: &terms,
                 momentum: &momentum,
+                chain_precision: &precision,
                 prior_state,
             }
             .bind(k, dev, s, sc.mh),
@@ -383,6 +395,7 @@ impl ChainGroup {
                 lhs: &step_residual,
                 position: &z,
                 momentum: &momentum,
+                chain_precision: &precision,
                 prior_state,
             }
             .bind(k, dev, s, sc.matmul, shape),
@@ -398,6 +411,7 @@ impl ChainGroup {
                 lhs: gradient_in_z,
                 out: &gz,
                 position: &z,
+                chain_precision: &precision,
                 prior_state,
             }
             .bind(k, dev, s, sc.matmul, shape),
@@ -413,6 +427,7 @@ impl ChainGroup {
                 lhs: gradient_in_x,
                 out: &gx,
                 position: &x,
+                chain_precision: &precision,
                 prior_state,
             }
             .bind(k, dev, s, sc.matmul, shape),
@@ -462,6 +477,7 @@ impl ChainGroup {
             binds,
             mixture: mixture_binds,
             prior,
+            precision,
         }
     }
 

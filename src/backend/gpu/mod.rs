@@ -77,6 +77,9 @@ pub struct GpuBackend {
     clock: Option<DeviceClock>,
     /// The SSGL prior's update pipeline (None for a prior without state).
     ssgl_update: Option<kernels::ssgl::SsglUpdateKernel>,
+    /// The learned noise precision τ per chain as last set (`--noise gibbs`), None for a
+    /// fixed σ².
+    precision: Option<Vec<f32>>,
 }
 
 impl GpuBackend {
@@ -213,6 +216,12 @@ impl GpuBackend {
                         prior_state
                             .as_deref()
                             .map(|s| &s[offset * stride..(offset + count) * stride]),
+                        // As `constants`: the cached-energy targets' residuals arrive scaled.
+                        if caches_energy {
+                            1.0
+                        } else {
+                            target.inv_sigma2()
+                        },
                     )
                 })
                 .collect::<Vec<_>>()
@@ -251,6 +260,7 @@ impl GpuBackend {
             lipschitz: None,
             clock,
             ssgl_update,
+            precision: None,
         })
     }
 
@@ -616,6 +626,21 @@ impl Backend for GpuBackend {
             );
         }
         self.refresh_current("refreshing X under the loaded prior state", d, p)
+    }
+
+    fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
+        crate::backend::check_precision(precision, self.chains, self.caches_energy)?;
+        for g in &self.groups {
+            let rows = &precision[g.offset..g.offset + g.chains];
+            buffers::write(&self.context, &g.precision, 0, bytemuck::cast_slice(rows));
+        }
+        self.precision = Some(precision.to_vec());
+        let (d, p) = (self.target.d(), self.target.p());
+        self.refresh_current("refreshing X under the new noise precision", d, p)
+    }
+
+    fn noise_precision(&mut self) -> Result<Option<Vec<f32>>> {
+        Ok(self.precision.clone())
     }
 
     fn device_seconds(&mut self) -> Result<Option<f64>> {

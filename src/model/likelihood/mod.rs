@@ -5,6 +5,7 @@
 pub(crate) mod gaussian;
 pub(crate) mod kernel_density;
 pub(crate) mod mixture;
+pub(crate) mod noise;
 pub(crate) mod tangent;
 
 use serde::{Deserialize, Serialize};

@@ -58,6 +58,7 @@ const GRADIENT_STEP_BINDINGS: &[Binding] = &[
     read(2, "lhs"),
     write(5, "position"),
     write(6, "momentum"),
+    read(13, "chain_precision"),
     PRIOR_STATE,
 ];
 const FULL_GRADIENT: &[Binding] = &[
@@ -65,6 +66,7 @@ const FULL_GRADIENT: &[Binding] = &[
     read(2, "lhs"),
     write(4, "out"),
     write(5, "position"),
+    read(13, "chain_precision"),
     PRIOR_STATE,
 ];
 
@@ -177,10 +179,10 @@ buffers! {
 
 buffers! {
     /// Buffers of `gradient_step`.
-    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum, prior_state }
+    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum, chain_precision, prior_state }
 }
 
 buffers! {
     /// Buffers of `full_gradient`.
-    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position, prior_state }
+    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position, chain_precision, prior_state }
 }

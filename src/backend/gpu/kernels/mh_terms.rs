@@ -50,6 +50,7 @@ pub(super) const FAMILY: Family = Family {
                 read(6, "gradient_z"),
                 write(7, "terms"),
                 read(8, "momentum"),
+                read(13, "chain_precision"),
                 PRIOR_STATE,
             ],
         },
@@ -73,7 +74,7 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `mh_terms`.
-    MhTermsBuffers(MhTermsParams) => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum, prior_state }
+    MhTermsBuffers(MhTermsParams) => Kernel::MhTerms, { x, z, residual_x, residual_z, gradient_x, gradient_z, terms, momentum, chain_precision, prior_state }
 }
 
 buffers! {
