@@ -22,9 +22,9 @@
 mod augment;
 pub(crate) mod bench;
 mod class_diagnostics;
-mod draw_stats;
 mod dict_mcmc;
 mod dictionary;
+mod draw_stats;
 mod eda_experiment;
 mod encode;
 mod estimate;
@@ -40,12 +40,12 @@ mod shard;
 
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
-pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
 pub use dict_mcmc::{group_names, DictionaryHyper, SignalResult};
 pub use dictionary::{
     family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind, Learned,
     DICTIONARY_CHECKPOINT,
 };
+pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
 pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, PAPER_SYNTHETIC};
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};
