@@ -67,6 +67,10 @@ pub trait Backend {
         Ok(None)
     }
 
+    /// Sets the step size η (MALA's h, HMC's ε) of every later proposal: the warm-up's
+    /// adaptation (`orchestrator::StepAdaptation`) feeds it between outer iterations.
+    fn set_step_size(&mut self, eta: f32) -> Result<()>;
+
     /// The prior's adaptive update after outer iteration `outer` (SSGL's stochastic
     /// approximation, equations 12-15 of Deng et al. 2019), then X's cached gradient under the
     /// new state. Per chain: 1 when the new state was not finite (the chain kept its old one),

@@ -1,7 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 3; version 2 lacked the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
+//! Layout (version 4; version 3 lacked the step size's warm-up adaptation state, version 2 the
+//! prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
 //! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
 //! configuration, an arbitrary JSON value that postcard cannot self-describe, is kept as JSON
@@ -29,7 +30,7 @@ use crate::io::write_atomic;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Headers larger than this are refused before reading them.
 const MAX_HEADER_BYTES: usize = 1 << 24;
 
@@ -66,6 +67,8 @@ struct Header {
     traced_iterations: usize,
     start_indices: Option<Vec<usize>>,
     timings: Timings,
+    /// The step size's dual-averaging state (version 4), None for a run that does not adapt.
+    adaptation: Option<super::StepAdaptation>,
 }
 
 /// The arrays, each as one serde byte string of its values' little-endian bytes: postcard writes
@@ -177,6 +180,7 @@ impl Checkpoint {
             traced_iterations: run.energies.len() / chains.max(1),
             start_indices: run.start_indices.clone(),
             timings: run.timings.clone(),
+            adaptation: run.adaptation,
         };
         let sections = SectionsOut {
             positions: LeBytes::of(&self.positions),
@@ -233,6 +237,9 @@ impl Checkpoint {
             let hint = if version == 2 {
                 " (written by an rmld before the ssgl prior's state was saved: start the run \
                  afresh)"
+            } else if version == 3 {
+                " (written by an rmld before the step size's warm-up adaptation was saved: start \
+                 the run afresh)"
             } else if version < VERSION {
                 " (written by an older rmld: start the run afresh)"
             } else {
@@ -352,6 +359,7 @@ impl Checkpoint {
                 prior_nonfinite: from_le_bytes(sections.prior_nonfinite),
                 prior_state: from_le_bytes(sections.prior_state),
                 timings: header.timings,
+                adaptation: header.adaptation,
             },
         })
     }

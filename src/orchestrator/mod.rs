@@ -1,6 +1,7 @@
 //! The orchestrator: initialises chains, runs K outer iterations on a backend, decides MH on the
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
+pub(crate) mod adapt;
 pub(crate) mod augment;
 pub(crate) mod checkpoint;
 pub(crate) mod settings;
@@ -9,6 +10,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+pub use adapt::{
+    mean_acceptance, Adaptation, StepAdaptation, HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE,
+};
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
@@ -89,6 +93,8 @@ pub struct SampleRun {
     pub prior_state: Vec<f32>,
     /// Wall-clock seconds of each phase.
     pub timings: Timings,
+    /// The step size's warm-up adaptation so far (None: the run does not adapt).
+    pub adaptation: Option<StepAdaptation>,
 }
 
 /// Wall-clock seconds spent in each phase of a run.
@@ -214,6 +220,9 @@ pub fn start(
         accepted: vec![0; chains],
         divergent: vec![0; chains],
         prior_nonfinite: vec![0; chains],
+        adaptation: settings
+            .adapt
+            .map(|a| StepAdaptation::new(settings.dynamics.eta, a)),
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
@@ -233,12 +242,32 @@ pub fn continue_run(
     settings.validate()?;
     let chains = settings.chains;
     let (seed, offset) = (settings.dynamics.seed, settings.dynamics.chain_offset);
-    let rule = MhRule {
+    let mut rule = MhRule {
         enabled: settings.mh,
         discount: settings.discount,
         delta: settings.dynamics.delta(),
         method: settings.dynamics.method,
     };
+    // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
+    // and to the MH rule's Δ before every iteration that changes it.
+    let mut dynamics = settings.dynamics.clone();
+    let mut set_step = |backend: &mut dyn Backend, rule: &mut MhRule, step: f32| -> Result<()> {
+        if step.to_bits() != dynamics.eta.to_bits() {
+            if !(step.is_finite() && step > 0.0) {
+                return Err(Error::Internal(format!(
+                    "step-size adaptation reached a step size of {step}"
+                )));
+            }
+            dynamics.eta = step;
+            rule.delta = dynamics.delta();
+            backend.set_step_size(step)?;
+        }
+        Ok(())
+    };
+    if let Some(a) = &run.adaptation {
+        set_step(backend, &mut rule, a.step())?;
+    }
+    let mut warmup_alpha = Vec::with_capacity(chains);
     let p = target.p();
     let projections = projection_vectors(p);
     let sampling = Instant::now();
@@ -248,8 +277,10 @@ pub fn continue_run(
         let host = Instant::now();
         let traced = outer.is_multiple_of(run.trace_stride);
         let mut mask = vec![false; chains];
+        warmup_alpha.clear();
         for (c, t) in terms.iter().enumerate() {
             let decision = rule.decide(t, seed, offset + c as u32, outer);
+            warmup_alpha.push(decision.log_alpha);
             mask[c] = decision.accepted;
             run.accepted[c] += decision.accepted as u32;
             run.divergent[c] += decision.divergent as u32;
@@ -257,6 +288,11 @@ pub fn continue_run(
                 run.log_alpha.push(decision.log_alpha);
                 run.energies.push(t.energy_current);
             }
+        }
+        if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
+            a.observe(&warmup_alpha);
+            let step = a.step();
+            set_step(backend, &mut rule, step)?;
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;

@@ -515,6 +515,11 @@ impl CpuBackend {
 }
 
 impl Backend for CpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        Ok(())
+    }
+
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {

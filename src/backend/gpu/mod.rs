@@ -363,6 +363,11 @@ fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
 }
 
 impl Backend for GpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        Ok(())
+    }
+
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
