@@ -51,7 +51,10 @@ fn the_default_step_accepts_nothing_and_the_run_says_so() {
     assert_eq!(r["acceptance"]["overall"], 0.0);
     assert!(r.get("adaptation").is_none());
     let note = r["step_note"].as_str().expect("a warning in the report");
-    assert!(note.contains("`burn_in`") && note.contains("`eta`"), "{note}");
+    assert!(
+        note.contains("`burn_in`") && note.contains("`eta`"),
+        "{note}"
+    );
     assert!(
         outcome.summary.iter().any(|l| l.starts_with("warning:")),
         "{:?}",
