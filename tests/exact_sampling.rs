@@ -106,10 +106,9 @@ fn sample_adapting(
         discount: 1.0,
         init: Init::Noise,
         lasso_iterations: 1,
-        adapt: (adapt > 0).then(|| Adaptation {
-            iterations: adapt,
-            target: Adaptation::target_for(method).unwrap(),
-        }),
+        adapt: (adapt > 0)
+            .then(|| Adaptation::for_method(method, adapt))
+            .flatten(),
     };
     let mut backend = make(target.clone(), dynamics, chains);
     let mut sink = MemorySink::default();
@@ -157,7 +156,11 @@ fn identity_posterior_passes_ks(
         if adapt { burn as u32 } else { 0 },
     );
     if let Some(a) = &run.adaptation {
-        eprintln!("{method:?}: step adapted {eta} → {}", a.step());
+        eprintln!(
+            "{method:?}: step adapted {eta} → {}, trajectory {:?}",
+            a.step(),
+            a.trajectory.map(|t| (t.length(), t.mean_steps))
+        );
     }
     let report = summarize(&run, 1.0);
     eprintln!(

@@ -80,15 +80,13 @@ fn gpu_backend(
     Box::new(backend.unwrap())
 }
 
-/// MALA with its step size adapting across chains over the first 4 of 6 iterations, so a stop
-/// at 2 falls mid-adaptation.
-fn adapting_settings() -> SamplerSettings {
+/// `method` (MALA; HMC with ChEES's trajectory length) with its step size adapting across
+/// chains over the first 4 of 6 iterations, so a stop at 2 falls mid-adaptation.
+fn adapting_settings(method: rmld::methods::Method) -> SamplerSettings {
     let mut s = settings(5, 6);
-    s.dynamics.method = rmld::methods::Method::Mala;
-    s.adapt = Some(orchestrator::Adaptation {
-        iterations: 4,
-        target: orchestrator::MALA_TARGET_ACCEPTANCE,
-    });
+    s.dynamics.method = method;
+    s.dynamics.leapfrog_steps = 3;
+    s.adapt = orchestrator::Adaptation::for_method(method, 4);
     s
 }
 
@@ -160,6 +158,9 @@ fn check_resume_with(make: &dyn Fn() -> Box<dyn Backend>, target: &Target, s: &S
             .expect("an adapting run keeps its adaptation");
         assert!(a.frozen() && a.step() != s.dynamics.eta, "{a:?}");
         assert!(part.adaptation.is_some_and(|p| p.count == 2 && !p.frozen()));
+        if let Some(t) = a.trajectory {
+            assert!(t.count == 4 && t.length() != t.initial_length, "{t:?}");
+        }
     }
 }
 
@@ -193,18 +194,20 @@ fn gpu_resume_equals_uninterrupted_run() {
 #[test]
 fn cpu_adaptive_resume_equals_uninterrupted_run() {
     let target = common::small_target(60, 12, 40, 0.1, 5);
-    let s = adapting_settings();
-    check_resume_with(
-        &|| {
-            Box::new(CpuBackend::new(
-                target.clone(),
-                s.dynamics.clone(),
-                s.chains,
-            ))
-        },
-        &target,
-        &s,
-    );
+    for method in [rmld::methods::Method::Mala, rmld::methods::Method::Hmc] {
+        let s = adapting_settings(method);
+        check_resume_with(
+            &|| {
+                Box::new(CpuBackend::new(
+                    target.clone(),
+                    s.dynamics.clone(),
+                    s.chains,
+                ))
+            },
+            &target,
+            &s,
+        );
+    }
 }
 
 #[cfg(feature = "gpu")]
@@ -214,8 +217,10 @@ fn gpu_adaptive_resume_equals_uninterrupted_run() {
         return;
     };
     let target = common::small_target(60, 12, 40, 0.1, 5);
-    let s = adapting_settings();
-    check_resume_with(&|| gpu_backend(&context, &target, &s), &target, &s);
+    for method in [rmld::methods::Method::Mala, rmld::methods::Method::Hmc] {
+        let s = adapting_settings(method);
+        check_resume_with(&|| gpu_backend(&context, &target, &s), &target, &s);
+    }
 }
 
 #[test]

@@ -398,6 +398,15 @@ mod tests {
                     sampling_seconds: 2.25,
                     host_mh_seconds: 0.125,
                 },
+                adaptation: Some(super::super::StepAdaptation::with_trajectory(
+                    0.25,
+                    3,
+                    super::super::Adaptation {
+                        iterations: 4,
+                        target: 0.8,
+                        chees: true,
+                    },
+                )),
             },
         }
     }
@@ -420,6 +429,7 @@ mod tests {
         assert_eq!(back.run.log_alpha[1], f64::NEG_INFINITY);
         assert_eq!(back.run.start_indices, c.run.start_indices);
         assert_eq!(back.run.timings.sampling_seconds, 2.25);
+        assert_eq!(back.run.adaptation, c.run.adaptation);
     }
 
     #[test]

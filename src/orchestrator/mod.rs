@@ -11,7 +11,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 pub use adapt::{
-    mean_acceptance, Adaptation, StepAdaptation, HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE,
+    halton, mean_acceptance, Adaptation, StepAdaptation, TrajectoryAdaptation,
+    HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use checkpoint::Checkpoint;
@@ -220,9 +221,13 @@ pub fn start(
         accepted: vec![0; chains],
         divergent: vec![0; chains],
         prior_nonfinite: vec![0; chains],
-        adaptation: settings
-            .adapt
-            .map(|a| StepAdaptation::new(settings.dynamics.eta, a)),
+        adaptation: settings.adapt.map(|a| {
+            StepAdaptation::with_trajectory(
+                settings.dynamics.eta,
+                settings.dynamics.leapfrog_steps,
+                a,
+            )
+        }),
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
@@ -251,28 +256,33 @@ pub fn continue_run(
     // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
     // and to the MH rule's Δ before every iteration that changes it.
     let mut dynamics = settings.dynamics.clone();
-    let mut set_step = |backend: &mut dyn Backend, rule: &mut MhRule, step: f32| -> Result<()> {
-        if step.to_bits() != dynamics.eta.to_bits() {
-            if !(step.is_finite() && step > 0.0) {
-                return Err(Error::Internal(format!(
-                    "step-size adaptation reached a step size of {step}"
-                )));
-            }
-            dynamics.eta = step;
-            rule.delta = dynamics.delta();
-            backend.set_step_size(step)?;
-        }
-        Ok(())
-    };
     if let Some(a) = &run.adaptation {
-        set_step(backend, &mut rule, a.step())?;
+        set_step(backend, &mut rule, &mut dynamics, a.step())?;
     }
     let mut warmup_alpha = Vec::with_capacity(chains);
+    // ChEES needs each warm-up iteration's starting positions.
+    let chees = |run: &SampleRun| {
+        run.adaptation
+            .is_some_and(|a| !a.frozen() && a.trajectory.is_some())
+    };
+    let mut before = if chees(&run) {
+        backend.positions()?
+    } else {
+        Vec::new()
+    };
     let p = target.p();
     let projections = projection_vectors(p);
     let sampling = Instant::now();
     let already = run.timings.sampling_seconds;
     for outer in run.completed + 1..=settings.samples {
+        // ChEES's jittered leapfrog count of this iteration (during the warm-up and after it).
+        if let Some(t) = run.adaptation.and_then(|a| a.trajectory) {
+            let steps = t.steps_at(outer, dynamics.eta);
+            if steps != dynamics.leapfrog_steps {
+                dynamics.leapfrog_steps = steps;
+                backend.set_leapfrog_steps(steps)?;
+            }
+        }
         let terms = backend.propose(outer)?;
         let host = Instant::now();
         let traced = outer.is_multiple_of(run.trace_stride);
@@ -289,10 +299,19 @@ pub fn continue_run(
                 run.energies.push(t.energy_current);
             }
         }
+        let proposals = if chees(&run) {
+            Some(backend.proposals()?)
+        } else {
+            None
+        };
         if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
             a.observe(&warmup_alpha);
             let step = a.step();
-            set_step(backend, &mut rule, step)?;
+            if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
+                let steps = dynamics.leapfrog_steps;
+                t.observe(&before, z, r, &warmup_alpha, halton(outer), steps, step);
+            }
+            set_step(backend, &mut rule, &mut dynamics, step)?;
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
@@ -304,6 +323,9 @@ pub fn continue_run(
             }
         }
         let codes = backend.positions()?;
+        if chees(&run) {
+            before.clone_from(&codes);
+        }
         let images = backend.images()?;
         if traced {
             for x in codes.chunks(p) {
@@ -334,6 +356,26 @@ pub fn continue_run(
     }
     run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
+}
+
+/// Feeds an adapted step size to the backend and to the MH rule's Δ when it changed.
+fn set_step(
+    backend: &mut dyn Backend,
+    rule: &mut MhRule,
+    dynamics: &mut crate::methods::DynamicsSettings,
+    step: f32,
+) -> Result<()> {
+    if step.to_bits() != dynamics.eta.to_bits() {
+        if !(step.is_finite() && step > 0.0) {
+            return Err(Error::Internal(format!(
+                "step-size adaptation reached a step size of {step}"
+            )));
+        }
+        dynamics.eta = step;
+        rule.delta = dynamics.delta();
+        backend.set_step_size(step)?;
+    }
+    Ok(())
 }
 
 impl crate::diagnostics::ChainTrace for SampleRun {

@@ -30,6 +30,13 @@ pub fn adaptation_json(run: &crate::orchestrator::SampleRun) -> Option<Value> {
         "initial_step_size": a.initial_step,
         "step_size": a.step(),
         "warmup_mean_acceptance": a.mean_acceptance,
+        "trajectory": a.trajectory.map(|t| json!({
+            "method": "ChEES (Hoffman, Radul & Sountsov 2021) by Adam on log T across chains, leapfrog counts jittered by the outer iteration's Halton number",
+            "initial_length": t.initial_length,
+            "length": t.length(),
+            "mean_leapfrog_steps_in_warmup": t.mean_steps,
+            "max_leapfrog_steps": crate::orchestrator::MAX_LEAPFROG_STEPS,
+        })),
     }))
 }
 

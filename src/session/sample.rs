@@ -638,6 +638,15 @@ fn write_outputs(
             a.target
         ));
     }
+    if let Some(t) = run.adaptation.and_then(|a| a.trajectory) {
+        summary.push(format!(
+            "trajectory length adapted by ChEES: {:.4} → {:.4} (leapfrog steps ⌈u·T/ε⌉, jittered \
+             per iteration; {:.1} on average during the warm-up)",
+            t.initial_length,
+            t.length(),
+            t.mean_steps
+        ));
+    }
     summary.extend(step_note);
     if let Some(prior) = report.get("prior") {
         let state = &prior["final_state"];

@@ -301,7 +301,8 @@ pub struct SampleSettings {
     pub checkpoint_every: u32,
     /// Keep the given step size: no warm-up adaptation. By default MALA's and HMC's step size
     /// adapts during the burn-in by dual averaging across all chains toward 0.574 (MALA) or
-    /// 0.8 (HMC) mean acceptance, then freezes (`orchestrator::StepAdaptation`).
+    /// 0.8 (HMC) mean acceptance, and HMC's trajectory length by ChEES with jittered leapfrog
+    /// counts, then both freeze (`orchestrator::StepAdaptation`).
     #[serde(default)]
     pub no_adapt: bool,
 }
@@ -327,13 +328,9 @@ impl SampleSettings {
     /// The warm-up adaptation this run makes: MALA's and HMC's step size over the burn-in
     /// (when there is one and `no_adapt` is off); None otherwise.
     pub fn adaptation(&self) -> Option<crate::orchestrator::Adaptation> {
-        let target = crate::orchestrator::Adaptation::target_for(self.method)?;
-        (!self.no_adapt && self.burn_in > 0 && self.burn_in < self.samples).then_some(
-            crate::orchestrator::Adaptation {
-                iterations: self.burn_in,
-                target,
-            },
-        )
+        (!self.no_adapt && self.burn_in > 0 && self.burn_in < self.samples)
+            .then(|| crate::orchestrator::Adaptation::for_method(self.method, self.burn_in))
+            .flatten()
     }
 
     /// Checks every setting that does not need the data; returns the orchestrator's settings.
