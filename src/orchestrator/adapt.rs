@@ -5,7 +5,9 @@
 //! 2009, as Hoffman & Gelman 2014, Algorithm 5, and Stan's `stepsize_adaptation` run it, with
 //! Stan's constants γ = 0.05, t₀ = 10, κ = 0.75 and μ = log(10 ε₀)) moves log ε toward the
 //! target. At the end of the warm-up the step size freezes at the averaged iterate exp(log ε̄),
-//! so every later draw is exact for the frozen kernel. Averaging over thousands of chains makes
+//! averaged over the warm-up's second half only (so the first iterations' transient, which
+//! starts from 10 ε₀, does not bias it; Stan restarts its average for the same reason), so
+//! every later draw is exact for the frozen kernel. Averaging over thousands of chains makes
 //! each observation nearly noise-free, which is why one iteration of the warm-up is worth many of
 //! a single chain's.
 //!
@@ -302,7 +304,15 @@ impl StepAdaptation {
         let w = 1.0 / (t + T0);
         self.h_bar = (1.0 - w) * self.h_bar + w * (self.target - accept);
         self.log_step = self.mu - t.sqrt() / GAMMA * self.h_bar;
-        let eta = t.powf(-KAPPA);
+        // ε̄ averages the second half of the warm-up only, so the first iterations' transient
+        // (dual averaging starts from 10 ε₀) does not bias the frozen step.
+        let half = self.iterations / 2;
+        let s = if self.count > half {
+            (self.count - half) as f64
+        } else {
+            t
+        };
+        let eta = s.powf(-KAPPA);
         self.log_step_bar = eta * self.log_step + (1.0 - eta) * self.log_step_bar;
     }
 }

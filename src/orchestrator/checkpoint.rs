@@ -397,6 +397,7 @@ mod tests {
                     init_seconds: 0.5,
                     sampling_seconds: 2.25,
                     host_mh_seconds: 0.125,
+                    adaptation_seconds: 0.0,
                 },
                 adaptation: Some(super::super::StepAdaptation::with_trajectory(
                     0.25,

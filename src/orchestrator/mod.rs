@@ -107,6 +107,9 @@ pub struct Timings {
     pub sampling_seconds: f64,
     /// Of which in the host's MH decisions.
     pub host_mh_seconds: f64,
+    /// Of which in the warm-up's adaptation (step size, ChEES's read-back and gradient).
+    #[serde(default)]
+    pub adaptation_seconds: f64,
 }
 
 /// The chains' starting positions (C × p) and, for LASSO starts, the data points encoded.
@@ -299,6 +302,7 @@ pub fn continue_run(
                 run.energies.push(t.energy_current);
             }
         }
+        let adapting = Instant::now();
         let proposals = if chees(&run) {
             Some(backend.proposals()?)
         } else {
@@ -312,6 +316,7 @@ pub fn continue_run(
                 t.observe(&before, z, r, &warmup_alpha, halton(outer), steps, step);
             }
             set_step(backend, &mut rule, &mut dynamics, step)?;
+            run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
