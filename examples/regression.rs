@@ -186,6 +186,7 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
         discount: 1.0,
         init: config.init,
         lasso_iterations: 500,
+        adapt: None,
     };
     let mut backend = CpuBackend::new(target.clone(), dynamics, config.chains);
     let mut sink = MemorySink::default();

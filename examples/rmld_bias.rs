@@ -64,6 +64,7 @@ fn moments(dynamics: DynamicsSettings, mh: bool, discount: f32) -> (Vec<(f64, f6
         discount,
         init: Init::Noise,
         lasso_iterations: 1,
+        adapt: None,
     };
     let mut backend = CpuBackend::new(t.clone(), dynamics, CHAINS);
     let mut sink = MemorySink::default();

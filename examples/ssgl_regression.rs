@@ -131,6 +131,7 @@ fn run(
         discount: 1.0,
         init,
         lasso_iterations: 500,
+        adapt: None,
     };
     let mut backend = CpuBackend::new(target.clone(), dynamics, 1);
     let mut sink = MeanSink {

@@ -15,6 +15,7 @@ fn run(seed: u64, init: Init) -> (orchestrator::SampleRun, MemorySink) {
         discount: 1.0,
         init,
         lasso_iterations: 50,
+        adapt: None,
     };
     let mut backend = CpuBackend::new(target.clone(), settings.dynamics.clone(), settings.chains);
     let mut sink = MemorySink::default();

@@ -87,6 +87,7 @@ fn checkpoint_seed() -> Vec<u8> {
         discount: 1.0,
         init: Init::Noise,
         lasso_iterations: 1,
+        adapt: None,
     };
     let mut backend = CpuBackend::new(target.clone(), s.dynamics.clone(), 2);
     let mut sink = orchestrator::MemorySink::default();

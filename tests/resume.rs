@@ -20,6 +20,7 @@ fn settings(chains: usize, samples: u32) -> SamplerSettings {
         discount: 1.0,
         init: Init::Lasso,
         lasso_iterations: 40,
+        adapt: None,
     }
 }
 
@@ -79,8 +80,22 @@ fn gpu_backend(
     Box::new(backend.unwrap())
 }
 
+/// `method` (MALA; HMC with ChEES's trajectory length) with its step size adapting across
+/// chains over the first 4 of 6 iterations, so a stop at 2 falls mid-adaptation.
+fn adapting_settings(method: rmld::methods::Method) -> SamplerSettings {
+    let mut s = settings(5, 6);
+    s.dynamics.method = method;
+    s.dynamics.leapfrog_steps = 3;
+    s.adapt = orchestrator::Adaptation::for_method(method, 4);
+    s
+}
+
 fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
-    let s = settings(5, 6);
+    check_resume_with(make, target, &settings(5, 6));
+}
+
+fn check_resume_with(make: &dyn Fn() -> Box<dyn Backend>, target: &Target, s: &SamplerSettings) {
+    let s = s.clone();
     let mut whole = make();
     let state = orchestrator::start(whole.as_mut(), target, &s).unwrap();
     let (full, full_samples, _) = run(whole.as_mut(), target, &s, state, None);
@@ -135,6 +150,18 @@ fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
     );
     assert_eq!(bits(&rest.projections), bits(&full.projections));
     assert_eq!(bits(&rest.prior_state), bits(&full.prior_state));
+    // The step size's adaptation state (dual averaging) travels in the checkpoint.
+    assert_eq!(rest.adaptation, full.adaptation);
+    if s.adapt.is_some() {
+        let a = full
+            .adaptation
+            .expect("an adapting run keeps its adaptation");
+        assert!(a.frozen() && a.step() != s.dynamics.eta, "{a:?}");
+        assert!(part.adaptation.is_some_and(|p| p.count == 2 && !p.frozen()));
+        if let Some(t) = a.trajectory {
+            assert!(t.count == 4 && t.length() != t.initial_length, "{t:?}");
+        }
+    }
 }
 
 #[test]
@@ -162,6 +189,38 @@ fn gpu_resume_equals_uninterrupted_run() {
     let target = common::small_target(60, 12, 40, 0.1, 5);
     let s = settings(5, 6);
     check_resume(&|| gpu_backend(&context, &target, &s), &target);
+}
+
+#[test]
+fn cpu_adaptive_resume_equals_uninterrupted_run() {
+    let target = common::small_target(60, 12, 40, 0.1, 5);
+    for method in [rmld::methods::Method::Mala, rmld::methods::Method::Hmc] {
+        let s = adapting_settings(method);
+        check_resume_with(
+            &|| {
+                Box::new(CpuBackend::new(
+                    target.clone(),
+                    s.dynamics.clone(),
+                    s.chains,
+                ))
+            },
+            &target,
+            &s,
+        );
+    }
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_adaptive_resume_equals_uninterrupted_run() {
+    let Some(context) = gpu_common::context("gpu_adaptive_resume_equals_uninterrupted_run") else {
+        return;
+    };
+    let target = common::small_target(60, 12, 40, 0.1, 5);
+    for method in [rmld::methods::Method::Mala, rmld::methods::Method::Hmc] {
+        let s = adapting_settings(method);
+        check_resume_with(&|| gpu_backend(&context, &target, &s), &target, &s);
+    }
 }
 
 #[test]
@@ -232,6 +291,14 @@ fn old_version_and_foreign_files_are_refused_by_name() {
     std::fs::write(&path, &old).unwrap();
     let err = Checkpoint::read(&path).unwrap_err().to_string();
     assert!(err.contains("version 2") && err.contains("ssgl"), "{err}");
+    // A version-3 file predates the step size's saved adaptation: said so.
+    old[8..12].copy_from_slice(&3u32.to_le_bytes());
+    std::fs::write(&path, &old).unwrap();
+    let err = Checkpoint::read(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("version 3") && err.contains("adaptation"),
+        "{err}"
+    );
     // Not a checkpoint at all.
     let path = dir.path().join("x.npy");
     rmld::io::write_npy_u8(&path, &[3], &[1, 2, 3]).unwrap();

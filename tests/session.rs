@@ -110,6 +110,46 @@ fn a_stopped_run_resumes_to_the_uninterrupted_samples() {
     }
 }
 
+/// MALA adapting its step size over a burn-in of 4 of 6 iterations, stopped at 2 (mid-warm-up) and
+/// resumed: the samples and the reported adaptation equal the uninterrupted run's.
+#[test]
+fn an_adapting_run_stopped_mid_warmup_resumes_to_the_uninterrupted_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapting = |out: &std::path::Path| {
+        let mut s = small_sample(out);
+        s.method = rmld::Method::Mala;
+        s.burn_in = 4;
+        s
+    };
+    let (whole, split) = (dir.path().join("whole"), dir.path().join("split"));
+    let full = Sampler::new(adapting(&whole)).run(&Silent).unwrap();
+    let stopper = Recorder {
+        stop_after: Some(2),
+        ..Default::default()
+    };
+    assert!(
+        Sampler::new(adapting(&split))
+            .run(&stopper)
+            .unwrap()
+            .interrupted
+    );
+    let resumed = Sampler::resume(&split, &Silent).unwrap();
+    let a = &full.report["adaptation"];
+    assert_eq!(a["adapted_iterations"], 4, "{a}");
+    assert_ne!(a["step_size"], a["initial_step_size"], "{a}");
+    assert_eq!(resumed.report["adaptation"], *a);
+    for name in ["codes.npy", "images.npy"] {
+        let a = std::fs::read(whole.join(name)).unwrap();
+        let b = std::fs::read(split.join(name)).unwrap();
+        assert!(a == b, "{name} differs after resume");
+    }
+    // --no-adapt keeps eta: no adaptation in the report.
+    let mut plain = adapting(&dir.path().join("plain"));
+    plain.no_adapt = true;
+    let outcome = Sampler::new(plain).run(&Silent).unwrap();
+    assert!(outcome.report.get("adaptation").is_none());
+}
+
 #[test]
 fn settings_errors_name_the_setting_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -226,6 +226,18 @@ fn bad_shard_options_are_refused() {
             ],
             "holds none of the run's 10 chains",
         ),
+        (
+            vec![
+                "sample",
+                "--method",
+                "mala",
+                "--burn-in",
+                "2",
+                "--shard",
+                "0/2",
+            ],
+            "pass --no-adapt with --shard",
+        ),
     ] {
         let mut all = args.clone();
         all.extend(["--backend", "cpu", "--out", out.to_str().unwrap()]);
@@ -342,11 +354,28 @@ fn merged_sample_shards_equal_the_single_run_on_the_cpu() {
     }
     // MALA from noise on the local target: per-chain anchors, MALA noise and noise starts.
     // And the tangent target's per-chain bases (every proposal accepted, so the dynamics'
-    // draws reach the samples), and kernel HMC on the mixture target.
+    // draws reach the samples), and kernel HMC on the mixture target. MALA and HMC keep their
+    // step size (`--no-adapt`): a shard cannot adapt across the single run's chains.
     let cases: [&[&str]; 3] = [
-        &["--method", "mala", "--init", "noise", "--target", "local"],
+        &[
+            "--method",
+            "mala",
+            "--init",
+            "noise",
+            "--target",
+            "local",
+            "--no-adapt",
+        ],
         &["--method", "rmld", "--target", "tangent", "--no-mh"],
-        &["--method", "hmc", "--target", "mixture", "--eta", "0.001"],
+        &[
+            "--method",
+            "hmc",
+            "--target",
+            "mixture",
+            "--eta",
+            "0.001",
+            "--no-adapt",
+        ],
     ];
     for (k, extra) in cases.iter().enumerate() {
         let single = dir.path().join(format!("single-{k}"));
@@ -371,7 +400,15 @@ fn merged_sample_shards_equal_the_single_run_on_lavapipe() {
     sample(&single, "gpu", &[]);
     sample_shards_match(&single, dir.path(), "gpu", 3, &[]);
     // Kernel HMC on the mixture target (its own streams and per-chain rows).
-    let extra = ["--method", "hmc", "--target", "mixture", "--eta", "0.001"];
+    let extra = [
+        "--method",
+        "hmc",
+        "--target",
+        "mixture",
+        "--eta",
+        "0.001",
+        "--no-adapt",
+    ];
     let single = dir.path().join("single-hmc");
     sample(&single, "gpu", &extra);
     sample_shards_match(&single, &dir.path().join("hmc"), "gpu", 3, &extra);

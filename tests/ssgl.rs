@@ -63,6 +63,7 @@ fn settings(chains: usize, samples: u32, dynamics: &DynamicsSettings) -> Sampler
         discount: 1.0,
         init: Init::Noise,
         lasso_iterations: 1,
+        adapt: None,
     }
 }
 

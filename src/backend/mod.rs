@@ -92,6 +92,29 @@ pub trait Backend {
         Ok(None)
     }
 
+    /// Sets the step size η (MALA's h, HMC's ε) of every later proposal: the warm-up's
+    /// adaptation (`orchestrator::StepAdaptation`) feeds it between outer iterations.
+    fn set_step_size(&mut self, eta: f32) -> Result<()>;
+
+    /// Sets HMC's leapfrog steps L of every later proposal (the warm-up's trajectory-length
+    /// adaptation, ChEES, jitters it per outer iteration).
+    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
+        let _ = steps;
+        Err(crate::Error::usage(
+            "adapt",
+            "this backend does not adapt HMC's trajectory length",
+        ))
+    }
+
+    /// The last proposals Z and their momenta (HMC's r_L), each C × p, read after `propose` and
+    /// before `accept` (ChEES's trajectory gradient needs them).
+    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        Err(crate::Error::usage(
+            "adapt",
+            "this backend does not adapt HMC's trajectory length",
+        ))
+    }
+
     /// The prior's adaptive update after outer iteration `outer` (SSGL's stochastic
     /// approximation, equations 12-15 of Deng et al. 2019), then X's cached gradient under the
     /// new state. Per chain: 1 when the new state was not finite (the chain kept its old one),

@@ -424,6 +424,12 @@ pub struct SampleArgs {
     /// interrupted. `rmld resume DIR` continues from it.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub checkpoint_every: u32,
+
+    /// Keep --eta as given. By default, --method mala and hmc adapt their step size during the
+    /// burn-in (dual averaging across all chains toward mean acceptance 0.574 for MALA, 0.8 for
+    /// HMC), then freeze it for the kept draws; without --burn-in nothing adapts.
+    #[arg(long)]
+    pub no_adapt: bool,
 }
 
 /// The momentum dynamics and the MH correction, shared by `rmld sample` and `rmld augment`.
@@ -801,6 +807,7 @@ impl SampleArgs {
             keep: self.keep,
             burn_in: self.burn_in,
             checkpoint_every: self.checkpoint_every,
+            no_adapt: self.no_adapt,
         }
     }
 }

@@ -119,7 +119,7 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
 /// Prints the summary and turns the outcome into an exit status.
 fn finish(terminal: &Terminal, outcome: &Outcome) -> Finished {
     for line in &outcome.summary {
-        println!("{line}");
+        println!("{}", terminal.with_flags(line));
     }
     if outcome.interrupted {
         Finished::Interrupted {

@@ -31,6 +31,11 @@ impl Terminal {
         }
     }
 
+    /// `text` with the settings it names in backticks written as this command's options.
+    pub fn with_flags(&self, text: &str) -> String {
+        super::with_flags(text, &self.options)
+    }
+
     /// The exit status for the signal that stopped the run: 128 + its number.
     pub fn exit_status(&self) -> u8 {
         self.stop.as_ref().map_or(130, StopRequest::exit_status)

@@ -1,8 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 4; version 3 lacked the learned noise precision and its trace, version 2 the
-//! prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
+//! Layout (version 4; version 3 lacked the learned noise precision, its trace and the step size's
+//! warm-up adaptation state, version 2 the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
 //! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
 //! configuration, an arbitrary JSON value that postcard cannot self-describe, is kept as JSON
@@ -67,6 +67,8 @@ struct Header {
     traced_iterations: usize,
     start_indices: Option<Vec<usize>>,
     timings: Timings,
+    /// The step size's dual-averaging state (version 4), None for a run that does not adapt.
+    adaptation: Option<super::StepAdaptation>,
 }
 
 /// The arrays, each as one serde byte string of its values' little-endian bytes: postcard writes
@@ -182,6 +184,7 @@ impl Checkpoint {
             traced_iterations: run.energies.len() / chains.max(1),
             start_indices: run.start_indices.clone(),
             timings: run.timings.clone(),
+            adaptation: run.adaptation,
         };
         let sections = SectionsOut {
             positions: LeBytes::of(&self.positions),
@@ -238,8 +241,8 @@ impl Checkpoint {
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
         if version != VERSION {
             let hint = if version == 3 {
-                " (written by an rmld before the learned noise precision was saved: start the \
-                 run afresh)"
+                " (written by an rmld before the learned noise precision and the step size's \
+                 warm-up adaptation were saved: start the run afresh)"
             } else if version == 2 {
                 " (written by an rmld before the ssgl prior's state was saved: start the run \
                  afresh)"
@@ -377,6 +380,7 @@ impl Checkpoint {
                 noise_precision: from_le_bytes(sections.noise_precision),
                 noise_trace: from_le_bytes(sections.noise_trace),
                 timings: header.timings,
+                adaptation: header.adaptation,
             },
         })
     }
@@ -416,7 +420,17 @@ mod tests {
                     init_seconds: 0.5,
                     sampling_seconds: 2.25,
                     host_mh_seconds: 0.125,
+                    adaptation_seconds: 0.0,
                 },
+                adaptation: Some(super::super::StepAdaptation::with_trajectory(
+                    0.25,
+                    3,
+                    super::super::Adaptation {
+                        iterations: 4,
+                        target: 0.8,
+                        chees: true,
+                    },
+                )),
             },
         }
     }
@@ -439,6 +453,7 @@ mod tests {
         assert_eq!(back.run.log_alpha[1], f64::NEG_INFINITY);
         assert_eq!(back.run.start_indices, c.run.start_indices);
         assert_eq!(back.run.timings.sampling_seconds, 2.25);
+        assert_eq!(back.run.adaptation, c.run.adaptation);
     }
 
     #[test]

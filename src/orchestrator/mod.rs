@@ -1,6 +1,7 @@
 //! The orchestrator: initialises chains, runs K outer iterations on a backend, decides MH on the
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
+pub(crate) mod adapt;
 pub(crate) mod augment;
 pub(crate) mod checkpoint;
 pub(crate) mod settings;
@@ -9,6 +10,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+pub use adapt::{
+    halton, mean_acceptance, Adaptation, StepAdaptation, TrajectoryAdaptation,
+    HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
+};
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
@@ -95,6 +100,8 @@ pub struct SampleRun {
     pub noise_trace: Vec<f32>,
     /// Wall-clock seconds of each phase.
     pub timings: Timings,
+    /// The step size's warm-up adaptation so far (None: the run does not adapt).
+    pub adaptation: Option<StepAdaptation>,
 }
 
 /// Wall-clock seconds spent in each phase of a run.
@@ -106,6 +113,9 @@ pub struct Timings {
     pub sampling_seconds: f64,
     /// Of which in the host's MH decisions.
     pub host_mh_seconds: f64,
+    /// Of which in the warm-up's adaptation (step size, ChEES's read-back and gradient).
+    #[serde(default)]
+    pub adaptation_seconds: f64,
 }
 
 /// The chains' starting positions (C × p) and, for LASSO starts, the data points encoded.
@@ -224,6 +234,13 @@ pub fn start(
         divergent: vec![0; chains],
         prior_nonfinite: vec![0; chains],
         noise_precision,
+        adaptation: settings.adapt.map(|a| {
+            StepAdaptation::with_trajectory(
+                settings.dynamics.eta,
+                settings.dynamics.leapfrog_steps,
+                a,
+            )
+        }),
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
@@ -269,23 +286,50 @@ pub fn continue_run(
     settings.validate()?;
     let chains = settings.chains;
     let (seed, offset) = (settings.dynamics.seed, settings.dynamics.chain_offset);
-    let rule = MhRule {
+    let mut rule = MhRule {
         enabled: settings.mh,
         discount: settings.discount,
         delta: settings.dynamics.delta(),
         method: settings.dynamics.method,
+    };
+    // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
+    // and to the MH rule's Δ before every iteration that changes it.
+    let mut dynamics = settings.dynamics.clone();
+    if let Some(a) = &run.adaptation {
+        set_step(backend, &mut rule, &mut dynamics, a.step())?;
+    }
+    let mut warmup_alpha = Vec::with_capacity(chains);
+    // ChEES needs each warm-up iteration's starting positions.
+    let chees = |run: &SampleRun| {
+        run.adaptation
+            .is_some_and(|a| !a.frozen() && a.trajectory.is_some())
+    };
+    let mut before = if chees(&run) {
+        backend.positions()?
+    } else {
+        Vec::new()
     };
     let p = target.p();
     let projections = projection_vectors(p);
     let sampling = Instant::now();
     let already = run.timings.sampling_seconds;
     for outer in run.completed + 1..=settings.samples {
+        // ChEES's jittered leapfrog count of this iteration (during the warm-up and after it).
+        if let Some(t) = run.adaptation.and_then(|a| a.trajectory) {
+            let steps = t.steps_at(outer, dynamics.eta);
+            if steps != dynamics.leapfrog_steps {
+                dynamics.leapfrog_steps = steps;
+                backend.set_leapfrog_steps(steps)?;
+            }
+        }
         let terms = backend.propose(outer)?;
         let host = Instant::now();
         let traced = outer.is_multiple_of(run.trace_stride);
         let mut mask = vec![false; chains];
+        warmup_alpha.clear();
         for (c, t) in terms.iter().enumerate() {
             let decision = rule.decide(t, seed, offset + c as u32, outer);
+            warmup_alpha.push(decision.log_alpha);
             mask[c] = decision.accepted;
             run.accepted[c] += decision.accepted as u32;
             run.divergent[c] += decision.divergent as u32;
@@ -293,6 +337,22 @@ pub fn continue_run(
                 run.log_alpha.push(decision.log_alpha);
                 run.energies.push(t.energy_current);
             }
+        }
+        let adapting = Instant::now();
+        let proposals = if chees(&run) {
+            Some(backend.proposals()?)
+        } else {
+            None
+        };
+        if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
+            a.observe(&warmup_alpha);
+            let step = a.step();
+            if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
+                let steps = dynamics.leapfrog_steps;
+                t.observe(&before, z, r, &warmup_alpha, halton(outer), steps, step);
+            }
+            set_step(backend, &mut rule, &mut dynamics, step)?;
+            run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
@@ -304,6 +364,9 @@ pub fn continue_run(
             }
         }
         let codes = backend.positions()?;
+        if chees(&run) {
+            before.clone_from(&codes);
+        }
         let images = backend.images()?;
         if target.noise.is_gibbs() {
             run.noise_precision = noise_step(backend, target, settings, &images, outer)?;
@@ -340,6 +403,26 @@ pub fn continue_run(
     }
     run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
+}
+
+/// Feeds an adapted step size to the backend and to the MH rule's Δ when it changed.
+fn set_step(
+    backend: &mut dyn Backend,
+    rule: &mut MhRule,
+    dynamics: &mut crate::methods::DynamicsSettings,
+    step: f32,
+) -> Result<()> {
+    if step.to_bits() != dynamics.eta.to_bits() {
+        if !(step.is_finite() && step > 0.0) {
+            return Err(Error::Internal(format!(
+                "step-size adaptation reached a step size of {step}"
+            )));
+        }
+        dynamics.eta = step;
+        rule.delta = dynamics.delta();
+        backend.set_step_size(step)?;
+    }
+    Ok(())
 }
 
 impl crate::diagnostics::ChainTrace for SampleRun {

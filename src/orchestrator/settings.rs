@@ -37,6 +37,9 @@ pub struct SamplerSettings {
     pub init: Init,
     /// FISTA iterations for LASSO starts.
     pub lasso_iterations: u32,
+    /// Warm-up step-size adaptation across chains (`adapt::StepAdaptation`); None runs the
+    /// given step size throughout.
+    pub adapt: Option<super::adapt::Adaptation>,
 }
 
 fn positive(field: &'static str, value: f64) -> Result<()> {
@@ -70,6 +73,24 @@ impl SamplerSettings {
                 "lasso_iterations",
                 "must be at least 1 with `init` lasso",
             ));
+        }
+        if let Some(a) = self.adapt {
+            if a.iterations >= self.samples {
+                return Err(Error::usage(
+                    "burn_in",
+                    format!(
+                        "the step size adapts during the burn-in, which must be shorter than the \
+                         {} samples, got {}",
+                        self.samples, a.iterations
+                    ),
+                ));
+            }
+            if !(a.target > 0.0 && a.target < 1.0) {
+                return Err(Error::usage(
+                    "adapt",
+                    format!("target acceptance must be in (0, 1), got {}", a.target),
+                ));
+            }
         }
         Ok(())
     }

@@ -1469,6 +1469,7 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
             Init::Lasso
         },
         lasso_iterations: args.dynamics.lasso_iterations,
+        adapt: None,
     };
     settings.validate()?;
     Ok(settings)

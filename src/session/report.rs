@@ -17,6 +17,48 @@ pub fn mh_note(mh: bool, method: crate::methods::Method, acceptance: f64) -> Opt
     })
 }
 
+/// The step size's warm-up adaptation for the report: the targets, the step it froze at and the
+/// warm-up's mean acceptance; None for a run that did not adapt.
+pub fn adaptation_json(run: &crate::orchestrator::SampleRun) -> Option<Value> {
+    let a = run.adaptation.as_ref()?;
+    Some(json!({
+        "method": "dual averaging across all chains (Hoffman & Gelman 2014; Stan's gamma 0.05, t0 10, kappa 0.75)",
+        "target_acceptance": a.target,
+        "warmup_iterations": a.iterations,
+        "adapted_iterations": a.count,
+        "frozen": a.frozen(),
+        "initial_step_size": a.initial_step,
+        "step_size": a.step(),
+        "warmup_mean_acceptance": a.mean_acceptance,
+        "trajectory": a.trajectory.map(|t| json!({
+            "method": "ChEES (Hoffman, Radul & Sountsov 2021) by Adam on log T across chains, leapfrog counts jittered by the outer iteration's Halton number",
+            "initial_length": t.initial_length,
+            "length": t.length(),
+            "mean_leapfrog_steps_in_warmup": t.mean_steps,
+            "max_leapfrog_steps": crate::orchestrator::MAX_LEAPFROG_STEPS,
+        })),
+    }))
+}
+
+/// A warning for an exact method (MALA, HMC) whose chains barely moved: acceptance under 5%
+/// with a step size that did not adapt.
+pub fn step_note(
+    method: crate::methods::Method,
+    mh: bool,
+    acceptance: f64,
+    adapted: bool,
+) -> Option<String> {
+    let exact = method != crate::methods::Method::Rmld;
+    (exact && mh && !adapted && acceptance < 0.05).then(|| {
+        format!(
+            "warning: acceptance {:.1}%: the step size `eta` is too large for this posterior and \
+             the chains hardly moved; give a burn-in (`burn_in`, e.g. half the samples) so the \
+             step size adapts, or a smaller `eta`",
+            100.0 * acceptance
+        )
+    })
+}
+
 /// The dataset's description for the report.
 pub fn dataset_json(dataset: &Dataset) -> Value {
     json!({

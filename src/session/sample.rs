@@ -616,6 +616,20 @@ fn write_outputs(
         },
     });
     let mut report = report;
+    let step_note = super::report::step_note(
+        settings.dynamics.method,
+        settings.mh,
+        acceptance,
+        run.adaptation.is_some(),
+    );
+    if let Some(object) = report.as_object_mut() {
+        if let Some(adaptation) = super::report::adaptation_json(run) {
+            object.insert("adaptation".into(), adaptation);
+        }
+        if let Some(note) = &step_note {
+            object.insert("step_note".into(), note.clone().into());
+        }
+    }
     if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
         object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
     }
@@ -638,6 +652,26 @@ fn write_outputs(
         format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];
     let mut summary = summary;
+    if let Some(a) = &run.adaptation {
+        summary.push(format!(
+            "step size adapted over {} burn-in iterations: {:.4e} → {:.4e} (dual averaging across \
+             chains toward mean acceptance {}), frozen for the kept draws",
+            a.count,
+            a.initial_step,
+            a.step(),
+            a.target
+        ));
+    }
+    if let Some(t) = run.adaptation.and_then(|a| a.trajectory) {
+        summary.push(format!(
+            "trajectory length adapted by ChEES: {:.4} → {:.4} (leapfrog steps ⌈u·T/ε⌉, jittered \
+             per iteration; {:.1} on average during the warm-up)",
+            t.initial_length,
+            t.length(),
+            t.mean_steps
+        ));
+    }
+    summary.extend(step_note);
     if let Some(prior) = report.get("prior") {
         let state = &prior["final_state"];
         summary.push(format!(

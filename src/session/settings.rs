@@ -283,6 +283,7 @@ impl DynamicsOptions {
             discount: self.discount,
             init,
             lasso_iterations: self.lasso_iterations,
+            adapt: None,
         };
         settings.validate()?;
         Ok(settings)
@@ -312,6 +313,12 @@ pub struct SampleSettings {
     pub burn_in: u32,
     /// Write a checkpoint every N outer iterations; 0: only when stopped early.
     pub checkpoint_every: u32,
+    /// Keep the given step size: no warm-up adaptation. By default MALA's and HMC's step size
+    /// adapts during the burn-in by dual averaging across all chains toward 0.574 (MALA) or
+    /// 0.8 (HMC) mean acceptance, and HMC's trajectory length by ChEES with jittered leapfrog
+    /// counts, then both freeze (`orchestrator::StepAdaptation`).
+    #[serde(default)]
+    pub no_adapt: bool,
 }
 
 impl Default for SampleSettings {
@@ -326,11 +333,20 @@ impl Default for SampleSettings {
             keep: KeepPolicy::All,
             burn_in: 0,
             checkpoint_every: 0,
+            no_adapt: false,
         }
     }
 }
 
 impl SampleSettings {
+    /// The warm-up adaptation this run makes: MALA's and HMC's step size over the burn-in
+    /// (when there is one and `no_adapt` is off); None otherwise.
+    pub fn adaptation(&self) -> Option<crate::orchestrator::Adaptation> {
+        (!self.no_adapt && self.burn_in > 0 && self.burn_in < self.samples)
+            .then(|| crate::orchestrator::Adaptation::for_method(self.method, self.burn_in))
+            .flatten()
+    }
+
     /// Checks every setting that does not need the data; returns the orchestrator's settings.
     pub fn validate(&self) -> Result<SamplerSettings> {
         let settings = self.sampler_settings()?;
@@ -354,6 +370,17 @@ impl SampleSettings {
                 format!(
                     "{} discards every one of the {} samples",
                     self.burn_in, self.samples
+                ),
+            ));
+        }
+        settings.adapt = self.adaptation();
+        if let (Some(shard), Some(_)) = (self.problem.shard, settings.adapt) {
+            return Err(Error::usage(
+                "no_adapt",
+                format!(
+                    "shard {shard} would adapt its step size over its own chains only, so the \
+                     shards would not make the single run's draws: pass `no_adapt` with `shard` \
+                     (and the single run's step size as `eta`), or no burn-in"
                 ),
             ));
         }

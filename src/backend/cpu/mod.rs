@@ -526,6 +526,20 @@ impl CpuBackend {
 }
 
 impl Backend for CpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        Ok(())
+    }
+
+    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
+        self.settings.leapfrog_steps = steps;
+        Ok(())
+    }
+
+    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        Ok((self.z.clone(), self.momentum.clone()))
+    }
+
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {

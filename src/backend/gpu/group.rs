@@ -43,6 +43,8 @@ pub struct ChainGroup {
     /// Accept mask, one word per chain.
     pub mask: wgpu::Buffer,
     z: wgpu::Buffer,
+    /// The momentum r (after a proposal: HMC's r_L), chains × p.
+    momentum: wgpu::Buffer,
     gradient_x: wgpu::Buffer,
     gradient_z: wgpu::Buffer,
     /// Minibatch steps per outer iteration (T).
@@ -468,6 +470,7 @@ impl ChainGroup {
             terms,
             mask,
             z,
+            momentum,
             gradient_x: gx,
             gradient_z: gz,
             steps: steps as usize,
@@ -479,6 +482,11 @@ impl ChainGroup {
             prior,
             precision,
         }
+    }
+
+    /// The proposals Z and their momenta r (HMC's r_L after a proposal), each chains × p.
+    pub fn proposal_buffers(&self) -> (&wgpu::Buffer, &wgpu::Buffer) {
+        (&self.z, &self.momentum)
     }
 
     /// The group's prior state buffers (an internal error for a prior without state).

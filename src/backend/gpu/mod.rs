@@ -373,6 +373,23 @@ fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
 }
 
 impl Backend for GpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        Ok(())
+    }
+
+    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
+        self.settings.leapfrog_steps = steps;
+        Ok(())
+    }
+
+    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        let p = self.target.p();
+        let z = self.read_rows(|g| g.proposal_buffers().0, p)?;
+        let r = self.read_rows(|g| g.proposal_buffers().1, p)?;
+        Ok((z, r))
+    }
+
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {

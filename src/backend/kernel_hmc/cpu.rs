@@ -432,6 +432,14 @@ impl KernelHmcCpu {
 }
 
 impl Backend for KernelHmcCpu {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        let _ = eta;
+        Err(crate::Error::usage(
+            "adapt",
+            "kernel-hmc does not adapt its step size (it runs RMLD's dynamics)",
+        ))
+    }
+
     fn info(&self) -> BackendInfo {
         let (d, m) = (self.target.d(), self.settings.batch as usize);
         BackendInfo {
