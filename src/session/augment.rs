@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::backend::kernel_hmc::KernelTarget;
-use crate::backend::Backend;
+use crate::backend::{Backend, EncodeStats};
 use crate::diagnostics::quality::LabelledImages;
 use crate::io::{self, Dataset, NpyStream, Pixels};
 use crate::methods::Method;
@@ -16,6 +16,7 @@ use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
 use crate::orchestrator::{self, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
 use crate::{Error, Result};
 
+use super::code_cache::{self, CodeKey};
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
@@ -324,6 +325,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             settings.chains,
         )?
     };
+    backend.set_lasso_tolerance(args.lasso_tolerance);
     let info = backend.info();
     clock.end();
     let estimate = estimate_augment(
@@ -476,6 +478,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
 
     // The originals' codes and the test split's, streamed into hidden partial files that the
     // writing phase finishes (renames) with the rest.
+    let mut cache_status = ["off"; 2];
     let mut original_codes = None;
     if !args.no_original_codes && !kernel {
         clock.begin("original codes", None);
@@ -489,6 +492,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             &originals,
             args,
             observer,
+            &mut cache_status[0],
         )? {
             Some(stream) => original_codes = Some(stream),
             None => return stopped(out, &mut written, &mut clock, started, observer),
@@ -507,6 +511,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
             test,
             args,
             observer,
+            &mut cache_status[1],
         )? {
             Some(stream) => test_codes = Some((stream, test)),
             None => return stopped(out, &mut written, &mut clock, started, observer),
@@ -600,6 +605,12 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
     clock.end();
+    report["lasso"] = lasso_json(args, backend.encode_stats());
+    report["code_cache"] = json!({
+        "folder": args.code_cache,
+        "original_codes": cache_status[0],
+        "test_codes": cache_status[1],
+    });
     report["phase_seconds"] = clock.json();
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
@@ -694,6 +705,21 @@ fn add_quality(
         Err(e) => return Err(e),
     };
     Ok(quality)
+}
+
+/// How the run's LASSO encodings stopped: the tolerance, the iteration cap, and (CPU) the rows
+/// encoded, their mean iterations and those the cap stopped above the tolerance.
+fn lasso_json(args: &AugmentSettings, stats: Option<EncodeStats>) -> Value {
+    let mut lasso = json!({
+        "tolerance": args.lasso_tolerance,
+        "max_iterations": args.dynamics.lasso_iterations,
+    });
+    if let Some(s) = stats {
+        lasso["rows"] = json!(s.rows);
+        lasso["mean_iterations"] = json!(s.iterations as f64 / s.rows.max(1) as f64);
+        lasso["rows_at_cap"] = json!(s.capped);
+    }
+    lasso
 }
 
 /// The training data with labels, limited to its first `limit` images.
@@ -880,6 +906,8 @@ fn generate(
 
 /// LASSO codes (--lasso-iterations) of every image of `dataset` streamed into a new NPY at
 /// `path` (not yet finished); `None`, with the partial file removed, when a stop was requested.
+/// With `args.code_cache`, codes cached for the same rows, dictionary, λ, stop rule and device
+/// are read instead, and codes encoded are cached; `status` says which ("read", "written").
 #[allow(clippy::too_many_arguments)]
 fn encode_into(
     path: &Path,
@@ -889,22 +917,69 @@ fn encode_into(
     dataset: &Dataset,
     args: &AugmentSettings,
     observer: &dyn Observer,
+    status: &mut &'static str,
 ) -> Result<Option<NpyStream>> {
     let observations = Observations::from_dataset(dataset, args.problem.pixel_max);
-    let mut stream = NpyStream::create(path, &[target.p()])?;
+    let (n, p) = (observations.n, target.p());
+    let mut stream = NpyStream::create(path, &[p])?;
     let iterations = args.dynamics.lasso_iterations;
+    let device = backend.info().device;
+    let cache = args.code_cache.as_deref().map(|dir| {
+        let key = CodeKey {
+            dictionary: &target.dictionary.a,
+            d: target.d(),
+            p,
+            lam: target.lam,
+            iterations,
+            tolerance: args.lasso_tolerance,
+            device: &device,
+        }
+        .hash((0..n).map(|i| observations.row(i)));
+        (dir, key)
+    });
+    *status = "off";
+    if let Some((dir, key)) = &cache {
+        match code_cache::load(dir, key, n, p) {
+            Ok(Some(codes)) => {
+                stream.append(&codes)?;
+                *status = "read";
+                return Ok(Some(stream));
+            }
+            Ok(None) => {}
+            Err(reason) => observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason,
+            }),
+        }
+    }
+    let mut kept = Vec::new();
     let finished = encode_batches(
         &mut |images| backend.encode(images, target.lam, iterations),
-        observations.n,
+        n,
         what,
         observer,
         |rows| rows.flat_map(|i| observations.row(i)).collect(),
-        |codes| stream.append(codes),
+        |codes| {
+            if cache.is_some() {
+                kept.extend_from_slice(codes);
+            }
+            stream.append(codes)
+        },
     )?;
     if !finished {
         drop(stream);
         let _ = std::fs::remove_file(io::partial_path(path));
         return Ok(None);
+    }
+    if let Some((dir, key)) = &cache {
+        *status = "written";
+        if let Err(e) = code_cache::store(dir, key, n, p, &kept) {
+            *status = "not written";
+            observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason: e.to_string(),
+            });
+        }
     }
     Ok(Some(stream))
 }

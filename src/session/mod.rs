@@ -20,6 +20,7 @@
 //! ```
 
 mod augment;
+mod code_cache;
 pub(crate) mod bench;
 mod encode;
 mod estimate;
@@ -34,6 +35,7 @@ mod settings;
 mod shard;
 
 pub use augment::{Augmenter, AUGMENT_PHASES};
+pub use code_cache::default_code_cache;
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};
@@ -45,6 +47,7 @@ pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     PriorKind, ProblemSettings, SampleSettings,
 };
+pub use settings::lasso_tolerance_default;
 pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 
 /// How a run ended, when it did not fail.

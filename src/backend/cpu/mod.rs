@@ -1,6 +1,8 @@
 //! The CPU backend: chains as row blocks, the two products per step through the `gemm` crate and
 //! the element-wise kernels (the CPU twins of the WGSL, named alike) through rayon.
 
+#[cfg(feature = "blas")]
+pub mod blas;
 pub mod exact;
 pub mod fista;
 pub mod gather;
@@ -40,6 +42,9 @@ pub struct CpuBackend {
     ybar: Vec<f32>,
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
+    /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
+    lasso_tolerance: f32,
+    encode_stats: fista::EncodeStats,
     chunk: usize,
     /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
     caches_energy: bool,
@@ -158,6 +163,8 @@ impl CpuBackend {
             ybar,
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
+            lasso_tolerance: 0.0,
+            encode_stats: fista::EncodeStats::default(),
             chunk: chains.max(1),
             caches_energy,
             mixture,
@@ -628,7 +635,7 @@ impl Backend for CpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
         let (d, p) = (self.target.d(), self.target.p());
         let lipschitz = self.lipschitz();
-        Ok(fista::encode_like(
+        let (codes, stats) = fista::encode_until(
             &self.target.dictionary.a,
             d,
             p,
@@ -636,8 +643,20 @@ impl Backend for CpuBackend {
             images,
             lam,
             iterations,
-            None,
+            self.lasso_tolerance,
             self.settings.run_chains as usize,
-        ))
+        );
+        self.encode_stats.rows += stats.rows;
+        self.encode_stats.iterations += stats.iterations;
+        self.encode_stats.capped += stats.capped;
+        Ok(codes)
+    }
+
+    fn set_lasso_tolerance(&mut self, tolerance: f32) {
+        self.lasso_tolerance = tolerance;
+    }
+
+    fn encode_stats(&self) -> Option<fista::EncodeStats> {
+        Some(self.encode_stats)
     }
 }
