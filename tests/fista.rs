@@ -130,7 +130,12 @@ fn gap_stop_is_within_its_tolerance_of_the_optimum() {
         previous = stats.iterations;
         for row in 0..rows {
             let x = &images[row * d..(row + 1) * d];
-            let optimum = objective(dict, x, &coordinate_descent(dict, x, lam as f64), lam as f64);
+            let optimum = objective(
+                dict,
+                x,
+                &coordinate_descent(dict, x, lam as f64),
+                lam as f64,
+            );
             let z: Vec<f64> = codes[row * p..(row + 1) * p]
                 .iter()
                 .map(|&v| v as f64)
@@ -156,7 +161,11 @@ fn gap_stop_off_is_the_fixed_iteration_encoder() {
     let fixed = fista::encode(&dict.a, d, p, lipschitz, &images, lam, 50, None);
     let (off, stats) = fista::encode_until(&dict.a, d, p, lipschitz, &images, lam, 50, 0.0, 0);
     for (i, (a, b)) in fixed.iter().zip(&off).enumerate() {
-        assert_eq!(a.to_bits(), b.to_bits(), "value {i}: fixed {a}, tolerance 0 {b}");
+        assert_eq!(
+            a.to_bits(),
+            b.to_bits(),
+            "value {i}: fixed {a}, tolerance 0 {b}"
+        );
     }
     assert_eq!(stats.iterations, 50 * rows as u64);
 }
@@ -187,5 +196,54 @@ fn gap_stop_codes_do_not_depend_on_the_batch() {
             i / p,
             i % p
         );
+    }
+}
+
+/// Coordinate descent on AᵀA: every row within its tolerance of the optimum, its gap met
+/// before the pass cap, and a row's code independent of its batch.
+#[test]
+fn coordinate_descent_encoder_is_within_its_tolerance_and_batch_free() {
+    use rmld::backend::cpu::lasso_cd;
+    let (d, p, rows, lam) = (20, 60, 8, 0.05f32);
+    let target = common::small_target(rows, d, p, lam, 37);
+    let dict = &target.dictionary;
+    let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
+    let gram = lasso_cd::gram(&dict.a, d, p);
+    for tolerance in [1e-2f32, 1e-4] {
+        let (codes, stats) =
+            lasso_cd::encode(&dict.a, &gram, d, p, &images, lam, 1000, tolerance, rows);
+        assert_eq!(stats.capped, 0, "tolerance {tolerance}: rows at the cap");
+        for row in 0..rows {
+            let x = &images[row * d..(row + 1) * d];
+            let optimum = objective(
+                dict,
+                x,
+                &coordinate_descent(dict, x, lam as f64),
+                lam as f64,
+            );
+            let z: Vec<f64> = codes[row * p..(row + 1) * p]
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let excess = (objective(dict, x, &z, lam as f64) - optimum) / optimum;
+            assert!(
+                excess <= tolerance as f64 * 1.01 + 1e-6,
+                "row {row}, tolerance {tolerance}: {excess:.2e} above the optimum {optimum}"
+            );
+        }
+        let parts: Vec<f32> = [(0, 3), (3, 4), (4, 8)]
+            .iter()
+            .flat_map(|&(a, b)| {
+                let x = &images[a * d..b * d];
+                lasso_cd::encode(&dict.a, &gram, d, p, x, lam, 1000, tolerance, rows).0
+            })
+            .collect();
+        for (i, (a, b)) in codes.iter().zip(&parts).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "value {i}: in one batch {a}, in parts {b}"
+            );
+        }
     }
 }

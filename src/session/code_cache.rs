@@ -23,7 +23,11 @@ const HEADER: usize = 8 + 4 + 8 + 8 + 16;
 /// The folder `rmld augment` caches codes in when none is named: `$RMLD_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/rmld/codes`, else `$HOME/.cache/rmld/codes`; None when none is set.
 pub fn default_code_cache() -> Option<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     var("RMLD_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("rmld").join("codes")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("rmld").join("codes")))

@@ -20,8 +20,8 @@
 //! ```
 
 mod augment;
-mod code_cache;
 pub(crate) mod bench;
+mod code_cache;
 mod encode;
 mod estimate;
 mod memory;
@@ -35,19 +35,19 @@ mod settings;
 mod shard;
 
 pub use augment::{Augmenter, AUGMENT_PHASES};
-pub use code_cache::default_code_cache;
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
+pub use code_cache::default_code_cache;
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};
 pub use observer::{Notice, Observer, Phase, Silent};
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};
 pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
+pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     PriorKind, ProblemSettings, SampleSettings,
 };
-pub use settings::lasso_tolerance_default;
 pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 
 /// How a run ended, when it did not fail.
