@@ -393,9 +393,9 @@ pub struct AugmentArgs {
     #[arg(long)]
     pub no_quality: bool,
 
-    /// Stop each LASSO encoding (starts, originals, test split, re-encoding) of a row once its
-    /// relative duality gap is at most TOL, or after --lasso-iterations (CPU backend; 0 runs
-    /// every iteration, as before this option).
+    /// Encode each row (starts, originals, test split, re-encoding) until its relative duality
+    /// gap is at most TOL (CPU: coordinate descent on AᵀA), at most --lasso-iterations passes;
+    /// 0 (the default) runs every FISTA iteration, as before this option.
     #[arg(long, value_name = "TOL", default_value_t = rmld::session::lasso_tolerance_default())]
     pub lasso_tolerance: f32,
 

@@ -479,7 +479,7 @@ pub struct AugmentSettings {
     pub fit_tangent_k_to_classes: bool,
     /// Every LASSO encoding of the run (the chains' starts, the originals', the test split's,
     /// the re-encoding) stops a row once its relative duality gap is at most this, or after
-    /// `lasso_iterations` (CPU backend; 0: every iteration, the encodings before it existed).
+    /// `lasso_iterations` (CPU backend; 0, the default: every iteration, as before it existed).
     #[serde(default = "lasso_tolerance_default")]
     pub lasso_tolerance: f32,
     /// Folder caching the originals' and the test split's LASSO codes, keyed by the encoded
@@ -489,10 +489,11 @@ pub struct AugmentSettings {
     pub code_cache: Option<PathBuf>,
 }
 
-/// `AugmentSettings::lasso_tolerance`'s default: the relative duality gap at which a LASSO
-/// code's objective is within 0.1% of the optimum.
+/// `AugmentSettings::lasso_tolerance`'s default: 0, every encoding runs all its FISTA
+/// iterations (the bytes of every earlier run). A tolerance such as 1e-3 switches the CPU to
+/// coordinate descent on AᵀA to that gap; on MNIST it was slower, not faster (docs/benchmarks.md).
 pub fn lasso_tolerance_default() -> f32 {
-    1e-3
+    0.0
 }
 
 /// `fit_batch_to_classes`'s and `fit_tangent_k_to_classes`'s default, for settings written
