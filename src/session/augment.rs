@@ -399,11 +399,19 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
     let p = target.p();
     let g = generated_labels.len();
     let label_bytes = idx_labels(&generated_labels)?;
+    let mut reencode_cache = "off";
     if args.reencode {
         clock.begin("re-encoding", None);
         let scale = full / 255.0;
         let images: Vec<f32> = generated_pixels.iter().map(|&v| v as f32 * scale).collect();
-        match encode_rows(backend.as_mut(), &target, &images, args, observer)? {
+        match encode_rows(
+            backend.as_mut(),
+            &target,
+            &images,
+            args,
+            observer,
+            &mut reencode_cache,
+        )? {
             Some(codes) => generated_codes = codes,
             None => return stopped(out, &mut written, &mut clock, started, observer),
         }
@@ -610,6 +618,7 @@ fn augment(args: &AugmentSettings, observer: &dyn Observer) -> Result<Outcome> {
         "folder": args.code_cache,
         "original_codes": cache_status[0],
         "test_codes": cache_status[1],
+        "reencoded_codes": reencode_cache,
     });
     report["phase_seconds"] = clock.json();
     report["seconds"] = json!(started.elapsed().as_secs_f64());
@@ -985,18 +994,48 @@ fn encode_into(
 }
 
 /// LASSO codes (--lasso-iterations) of `images` (rows of d, model units); `None` when a stop
-/// was requested midway.
+/// was requested midway. Read from and written to `args.code_cache` as in [`encode_into`]
+/// (a repeated run with the same seed re-encodes the same images).
 fn encode_rows(
     backend: &mut dyn Backend,
     target: &Target,
     images: &[f32],
     args: &AugmentSettings,
     observer: &dyn Observer,
+    status: &mut &'static str,
 ) -> Result<Option<Vec<f32>>> {
-    let d = target.d();
+    let (d, p) = (target.d(), target.p());
     let n = images.len() / d;
-    let mut codes = Vec::with_capacity(n * target.p());
     let iterations = args.dynamics.lasso_iterations;
+    let device = backend.info().device;
+    let cache = args.code_cache.as_deref().map(|dir| {
+        let key = CodeKey {
+            dictionary: &target.dictionary.a,
+            d,
+            p,
+            lam: target.lam,
+            iterations,
+            tolerance: args.lasso_tolerance,
+            device: &device,
+        }
+        .hash(images.chunks(d.max(1)));
+        (dir, key)
+    });
+    *status = "off";
+    if let Some((dir, key)) = &cache {
+        match code_cache::load(dir, key, n, p) {
+            Ok(Some(codes)) => {
+                *status = "read";
+                return Ok(Some(codes));
+            }
+            Ok(None) => {}
+            Err(reason) => observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason,
+            }),
+        }
+    }
+    let mut codes = Vec::with_capacity(n * p);
     let finished = encode_batches(
         &mut |batch| backend.encode(batch, target.lam, iterations),
         n,
@@ -1008,7 +1047,20 @@ fn encode_rows(
             Ok(())
         },
     )?;
-    Ok(finished.then_some(codes))
+    if !finished {
+        return Ok(None);
+    }
+    if let Some((dir, key)) = &cache {
+        *status = "written";
+        if let Err(e) = code_cache::store(dir, key, n, p, &codes) {
+            *status = "not written";
+            observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason: e.to_string(),
+            });
+        }
+    }
+    Ok(Some(codes))
 }
 
 /// Encodes `n` images ENCODE_BATCH at a time with a progress bar: `images` gives a range of rows
