@@ -736,6 +736,8 @@ mod tests {
         // Before `cli::parse` applies a preset, every option is at its own default: the paper's.
         let mut paper = AugmentSettings::paper();
         paper.preset = None;
+        // The one default the command line adds to the library's: the code cache's folder.
+        paper.code_cache = rmld::session::default_code_cache();
         assert_eq!(augment.settings(), paper);
     }
 
@@ -748,6 +750,7 @@ mod tests {
         apply_preset(Preset::Quality, &mut augment, |id| id == "eta");
         let mut want = AugmentSettings::quality();
         want.dynamics.eta = 0.5;
+        want.code_cache = rmld::session::default_code_cache();
         assert_eq!(augment.settings(), want);
     }
 }
