@@ -20,6 +20,11 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
   export XDG_RUNTIME_DIR
 fi
 
+# augment's LASSO code cache (default ~/.cache/rmld/codes): a fresh folder per test run, so the
+# suite neither reads nor fills the user's cache.
+RMLD_CACHE_DIR="$(mktemp -d)"
+export RMLD_CACHE_DIR
+
 # Real datasets (MNIST, …) for the tests that need them; CI puts ../shared beside the clone.
 export RMLD_DATASETS="${RMLD_DATASETS:-$(pwd)/../shared/datasets}"
 

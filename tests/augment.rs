@@ -386,3 +386,52 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["target"], "paper");
     assert_eq!(r["pixel_max"], 255.0);
 }
+
+/// The code cache: a second run reads the originals' and the re-encoded samples' codes (same
+/// bytes as encoding them); a damaged entry is ignored with a note, the codes encoded again and
+/// the entry rewritten.
+#[test]
+fn code_cache_is_read_back_and_a_damaged_entry_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let cache_arg = cache.to_str().unwrap().to_string();
+    let run_into = |name: &str| {
+        let out = dir.path().join(name);
+        let run = augment(&out, &["--code-cache", &cache_arg, "--reencode"]);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        let codes = std::fs::read(out.join("codes.npy")).unwrap();
+        let status = &report["code_cache"];
+        let both = [
+            status["original_codes"].clone(),
+            status["reencoded_codes"].clone(),
+        ];
+        (both, codes, stderr(&run))
+    };
+    let (first, codes, _) = run_into("first");
+    assert_eq!(first, ["written", "written"]);
+    let (second, again, _) = run_into("second");
+    assert_eq!(second, ["read", "read"]);
+    assert!(
+        codes == again,
+        "codes read from the cache differ from those encoded"
+    );
+    for entry in std::fs::read_dir(&cache).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let (third, encoded, said) = run_into("third");
+    assert_eq!(third, ["written", "written"], "{said}");
+    assert!(
+        said.contains("not used") && said.contains("checksum"),
+        "{said}"
+    );
+    assert!(
+        codes == encoded,
+        "codes encoded after a damaged entry differ"
+    );
+}

@@ -107,3 +107,143 @@ fn spectral_norm_matches_the_largest_eigenvalue_bound() {
     // Marchenko-Pastur: σ_max² ≈ (1 + sqrt(p/d))² · p/d… for N(0, 1/d) entries: (1 + sqrt(3))² ≈ 7.46.
     assert!(sigma2 > 4.0 && sigma2 < 11.0, "σ² = {sigma2}");
 }
+
+/// The duality-gap stop: every row it stops is within its tolerance of the optimum (relative),
+/// it stops before the cap, and a tighter tolerance runs longer.
+#[test]
+fn gap_stop_is_within_its_tolerance_of_the_optimum() {
+    let (d, p, rows, lam) = (20, 60, 6, 0.05f32);
+    let target = common::small_target(rows, d, p, lam, 23);
+    let dict = &target.dictionary;
+    let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
+    let lipschitz = dict.spectral_norm_squared() as f32;
+    let mut previous = 0;
+    for tolerance in [1e-2f32, 1e-3, 1e-4] {
+        let (codes, stats) =
+            fista::encode_until(&dict.a, d, p, lipschitz, &images, lam, 5000, tolerance, 0);
+        assert_eq!(stats.capped, 0, "tolerance {tolerance}: rows at the cap");
+        assert!(
+            stats.iterations > previous && stats.iterations < 5000 * rows as u64,
+            "tolerance {tolerance}: {} iterations in all (the looser one ran {previous})",
+            stats.iterations
+        );
+        previous = stats.iterations;
+        for row in 0..rows {
+            let x = &images[row * d..(row + 1) * d];
+            let optimum = objective(
+                dict,
+                x,
+                &coordinate_descent(dict, x, lam as f64),
+                lam as f64,
+            );
+            let z: Vec<f64> = codes[row * p..(row + 1) * p]
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let reached = objective(dict, x, &z, lam as f64);
+            let excess = (reached - optimum) / optimum;
+            assert!(
+                excess <= tolerance as f64 * 1.01 + 1e-6,
+                "row {row}, tolerance {tolerance}: objective {reached} is {excess:.2e} above the optimum {optimum}"
+            );
+        }
+    }
+}
+
+/// Tolerance 0 is the fixed-iteration encoder byte for byte.
+#[test]
+fn gap_stop_off_is_the_fixed_iteration_encoder() {
+    let (d, p, rows, lam) = (20, 60, 5, 0.05f32);
+    let target = common::small_target(rows, d, p, lam, 29);
+    let dict = &target.dictionary;
+    let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
+    let lipschitz = dict.spectral_norm_squared() as f32;
+    let fixed = fista::encode(&dict.a, d, p, lipschitz, &images, lam, 50, None);
+    let (off, stats) = fista::encode_until(&dict.a, d, p, lipschitz, &images, lam, 50, 0.0, 0);
+    for (i, (a, b)) in fixed.iter().zip(&off).enumerate() {
+        assert_eq!(
+            a.to_bits(),
+            b.to_bits(),
+            "value {i}: fixed {a}, tolerance 0 {b}"
+        );
+    }
+    assert_eq!(stats.iterations, 50 * rows as u64);
+}
+
+/// A row's code does not depend on the other rows of its batch, though rows leave the batch as
+/// they converge (the products are taken as over `like` rows).
+#[test]
+fn gap_stop_codes_do_not_depend_on_the_batch() {
+    let (d, p, rows, lam) = (20, 60, 8, 0.05f32);
+    let target = common::small_target(rows, d, p, lam, 31);
+    let dict = &target.dictionary;
+    let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
+    let lipschitz = dict.spectral_norm_squared() as f32;
+    let encode = |from: usize, to: usize| {
+        let x = &images[from * d..to * d];
+        fista::encode_until(&dict.a, d, p, lipschitz, x, lam, 400, 1e-3, rows).0
+    };
+    let whole = encode(0, rows);
+    let parts: Vec<f32> = [(0, 3), (3, 4), (4, 8)]
+        .iter()
+        .flat_map(|&(a, b)| encode(a, b))
+        .collect();
+    for (i, (a, b)) in whole.iter().zip(&parts).enumerate() {
+        assert_eq!(
+            a.to_bits(),
+            b.to_bits(),
+            "row {}, atom {}: in one batch {a}, in parts {b}",
+            i / p,
+            i % p
+        );
+    }
+}
+
+/// Coordinate descent on AᵀA: every row within its tolerance of the optimum, its gap met
+/// before the pass cap, and a row's code independent of its batch.
+#[test]
+fn coordinate_descent_encoder_is_within_its_tolerance_and_batch_free() {
+    use rmld::backend::cpu::lasso_cd;
+    let (d, p, rows, lam) = (20, 60, 8, 0.05f32);
+    let target = common::small_target(rows, d, p, lam, 37);
+    let dict = &target.dictionary;
+    let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
+    let gram = lasso_cd::gram(&dict.a, d, p);
+    for tolerance in [1e-2f32, 1e-4] {
+        let (codes, stats) =
+            lasso_cd::encode(&dict.a, &gram, d, p, &images, lam, 1000, tolerance, rows);
+        assert_eq!(stats.capped, 0, "tolerance {tolerance}: rows at the cap");
+        for row in 0..rows {
+            let x = &images[row * d..(row + 1) * d];
+            let optimum = objective(
+                dict,
+                x,
+                &coordinate_descent(dict, x, lam as f64),
+                lam as f64,
+            );
+            let z: Vec<f64> = codes[row * p..(row + 1) * p]
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let excess = (objective(dict, x, &z, lam as f64) - optimum) / optimum;
+            assert!(
+                excess <= tolerance as f64 * 1.01 + 1e-6,
+                "row {row}, tolerance {tolerance}: {excess:.2e} above the optimum {optimum}"
+            );
+        }
+        let parts: Vec<f32> = [(0, 3), (3, 4), (4, 8)]
+            .iter()
+            .flat_map(|&(a, b)| {
+                let x = &images[a * d..b * d];
+                lasso_cd::encode(&dict.a, &gram, d, p, x, lam, 1000, tolerance, rows).0
+            })
+            .collect();
+        for (i, (a, b)) in codes.iter().zip(&parts).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "value {i}: in one batch {a}, in parts {b}"
+            );
+        }
+    }
+}

@@ -120,6 +120,7 @@ fn settings(chains: usize, samples: u32, dynamics: &DynamicsSettings) -> Sampler
     SamplerSettings {
         chains,
         samples,
+        adapt: None,
         dynamics: dynamics.clone(),
         mh: true,
         discount: 1.0,

@@ -471,7 +471,11 @@ fn augment_shards(dir: &Path, backend: &str, n: u32, extra: &[&str]) -> Vec<Path
 
 /// A report without the keys that hold timings (at any depth).
 fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
+    // `code_cache` and `lasso` describe how this process encoded (a merge encodes nothing and
+    // reads no cache), not the run's results.
     const TIMINGS: &[&str] = &[
+        "code_cache",
+        "lasso",
         "seconds",
         "phase_seconds",
         "timings",

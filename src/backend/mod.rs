@@ -13,6 +13,7 @@ pub mod kernel_hmc;
 use serde::Serialize;
 
 pub use crate::methods::{DynamicsSettings, MhTerms};
+pub use cpu::fista::EncodeStats;
 pub use cpu::{CpuBackend, CpuPhase};
 #[cfg(feature = "gpu")]
 pub use gpu::{
@@ -85,6 +86,21 @@ pub trait Backend {
     /// LASSO codes argmin_z ½||x − A z||² + lam·||z||₁ of `images` (rows of d) by monotone FISTA
     /// with `iterations` iterations, rows of p.
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>>;
+
+    /// Lets `encode` stop a row before `iterations` once its relative duality gap (a bound on
+    /// how far its objective is above the optimum, relative to it) is at most `tolerance`; 0
+    /// (every backend's start) runs every iteration. The CPU backend honours it; a backend
+    /// without the rule ignores it and runs every iteration.
+    fn set_lasso_tolerance(&mut self, tolerance: f32) {
+        let _ = tolerance;
+    }
+
+    /// The LASSO encodings since the backend was made: rows, iterations they ran in all, and
+    /// rows that reached the iteration cap above the tolerance; None for a backend that does
+    /// not count them.
+    fn encode_stats(&self) -> Option<EncodeStats> {
+        None
+    }
 
     /// Device seconds spent in the propose and accept passes so far, measured on the device
     /// (timestamp queries); None for a backend or device that does not measure it.

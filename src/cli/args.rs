@@ -555,6 +555,22 @@ pub struct AugmentArgs {
     #[arg(long)]
     pub no_quality: bool,
 
+    /// Encode each row (starts, originals, test split, re-encoding) until its relative duality
+    /// gap is at most TOL (CPU: coordinate descent on AᵀA), at most --lasso-iterations passes;
+    /// 0 (the default) runs every FISTA iteration, as before this option.
+    #[arg(long, value_name = "TOL", default_value_t = rmld::session::lasso_tolerance_default())]
+    pub lasso_tolerance: f32,
+
+    /// Folder caching the originals' and the test split's LASSO codes, so a repeated run with
+    /// the same data, dictionary, λ and stop rule reads them instead of encoding (default:
+    /// $RMLD_CACHE_DIR, else $XDG_CACHE_HOME/rmld/codes, else ~/.cache/rmld/codes).
+    #[arg(long, value_name = "DIR")]
+    pub code_cache: Option<PathBuf>,
+
+    /// Neither read nor write the code cache.
+    #[arg(long, conflicts_with = "code_cache")]
+    pub no_code_cache: bool,
+
     /// Whether --batch was given on the command line (set by `cli::parse`): then a minibatch
     /// larger than a class is an error rather than lowered to fit.
     #[arg(skip)]
@@ -836,6 +852,14 @@ impl AugmentArgs {
             no_quality: self.no_quality,
             fit_batch_to_classes: !self.batch_given,
             fit_tangent_k_to_classes: !self.tangent_k_given,
+            lasso_tolerance: self.lasso_tolerance,
+            code_cache: if self.no_code_cache {
+                None
+            } else {
+                self.code_cache
+                    .clone()
+                    .or_else(rmld::session::default_code_cache)
+            },
         }
     }
 }
@@ -896,6 +920,8 @@ mod tests {
         // Before `cli::parse` applies a preset, every option is at its own default: the paper's.
         let mut paper = AugmentSettings::paper();
         paper.preset = None;
+        // The one default the command line adds to the library's: the code cache's folder.
+        paper.code_cache = rmld::session::default_code_cache();
         assert_eq!(augment.settings(), paper);
     }
 
@@ -908,6 +934,7 @@ mod tests {
         apply_preset(Preset::Quality, &mut augment, |id| id == "eta");
         let mut want = AugmentSettings::quality();
         want.dynamics.eta = 0.5;
+        want.code_cache = rmld::session::default_code_cache();
         assert_eq!(augment.settings(), want);
     }
 }

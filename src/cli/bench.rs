@@ -38,6 +38,23 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
     for (c, r) in &outcome.ratios {
         println!("gpu/cpu chain-steps/s at C = {c}: {r:.3}× (same run)");
     }
+    for r in &outcome.rooflines {
+        let blas = match (r.blas_chain_steps_per_second, r.fraction_of_blas) {
+            (Some(rate), Some(f)) => format!(
+                "OpenBLAS products {rate:.0} chain-steps/s ({:.1} GFLOP/s), rmld at {:.1}% of it",
+                r.blas_gflops.unwrap_or_default(),
+                100.0 * f
+            ),
+            _ => "OpenBLAS roofline not measured (build with --features blas)".into(),
+        };
+        println!(
+            "cpu roofline at C = {}: {blas}; gemm products alone {:.0} chain-steps/s (rmld at \
+             {:.1}%)",
+            r.chains,
+            r.gemm_chain_steps_per_second,
+            100.0 * r.fraction_of_gemm
+        );
+    }
     let out = &args.out;
     let plotted = plot::write(&out.join("bench.png"), &outcome.rows, outcome.d, outcome.p)?;
     if !plotted {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::backend::kernel_hmc::KernelTarget;
-use crate::backend::Backend;
+use crate::backend::{Backend, EncodeStats};
 use crate::diagnostics::quality::LabelledImages;
 use crate::io::{self, Dataset, NpyStream, Pixels};
 use crate::methods::{DynamicsSettings, Method};
@@ -16,6 +16,7 @@ use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
 use crate::orchestrator::{self, Checkpoint, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
 use crate::{Error, Result};
 
+use super::code_cache::{self, CodeKey};
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
@@ -398,6 +399,9 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             settings.chains,
         )?)
     };
+    if let Some(backend) = backend.as_mut() {
+        backend.set_lasso_tolerance(args.lasso_tolerance);
+    }
     clock.end();
     // The merge reports the first shard's device and estimate (each shard reckons the whole
     // run's).
@@ -503,12 +507,20 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     let p = target.p();
     let g = generated_labels.len();
     let label_bytes = idx_labels(&generated_labels)?;
+    let mut reencode_cache = "off";
     // The merge's codes are re-encoded already (by the shards).
     if let (true, Some(backend)) = (args.reencode, backend.as_mut()) {
         clock.begin("re-encoding", None);
         let scale = full / 255.0;
         let images: Vec<f32> = generated_pixels.iter().map(|&v| v as f32 * scale).collect();
-        match encode_rows(backend.as_mut(), &target, &images, args, observer)? {
+        match encode_rows(
+            backend.as_mut(),
+            &target,
+            &images,
+            args,
+            observer,
+            &mut reencode_cache,
+        )? {
             Some(codes) => generated_codes = codes,
             None => return stopped(out, &mut written, &mut clock, started, observer),
         }
@@ -600,6 +612,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
 
     // The originals' codes and the test split's, streamed into hidden partial files that the
     // writing phase finishes (renames) with the rest.
+    let mut cache_status = ["off"; 2];
     let mut original_codes = None;
     if !args.no_original_codes && !kernel {
         clock.begin("original codes", None);
@@ -614,6 +627,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             &originals,
             args,
             observer,
+            &mut cache_status[0],
         )? {
             Some(stream) => original_codes = Some(stream),
             None => return stopped(out, &mut written, &mut clock, started, observer),
@@ -633,6 +647,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             test,
             args,
             observer,
+            &mut cache_status[1],
         )? {
             Some(stream) => test_codes = Some((stream, test)),
             None => return stopped(out, &mut written, &mut clock, started, observer),
@@ -726,6 +741,13 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
     clock.end();
+    report["lasso"] = lasso_json(args, backend.as_ref().and_then(|b| b.encode_stats()));
+    report["code_cache"] = json!({
+        "folder": args.code_cache,
+        "original_codes": cache_status[0],
+        "test_codes": cache_status[1],
+        "reencoded_codes": reencode_cache,
+    });
     report["phase_seconds"] = clock.json();
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
@@ -986,11 +1008,12 @@ fn encode_or_join(
     dataset: &Dataset,
     args: &AugmentSettings,
     observer: &dyn Observer,
+    status: &mut &'static str,
 ) -> Result<Option<NpyStream>> {
     match (backend, mode) {
-        (Some(backend), _) => {
-            encode_into(path, "encoding", backend, target, dataset, args, observer)
-        }
+        (Some(backend), _) => encode_into(
+            path, "encoding", backend, target, dataset, args, observer, status,
+        ),
         (None, Mode::Merge(shards)) => {
             let p = target.p();
             let mut stream = NpyStream::create(path, &[p])?;
@@ -1352,6 +1375,21 @@ fn add_quality(
     Ok(quality)
 }
 
+/// How the run's LASSO encodings stopped: the tolerance, the iteration cap, and (CPU) the rows
+/// encoded, their mean iterations and those the cap stopped above the tolerance.
+fn lasso_json(args: &AugmentSettings, stats: Option<EncodeStats>) -> Value {
+    let mut lasso = json!({
+        "tolerance": args.lasso_tolerance,
+        "max_iterations": args.dynamics.lasso_iterations,
+    });
+    if let Some(s) = stats {
+        lasso["rows"] = json!(s.rows);
+        lasso["mean_iterations"] = json!(s.iterations as f64 / s.rows.max(1) as f64);
+        lasso["rows_at_cap"] = json!(s.capped);
+    }
+    lasso
+}
+
 /// The training data with labels, limited to its first `limit` images.
 /// `args` with the minibatch lowered to the smallest chosen class when it is larger and
 /// `fit_batch_to_classes` allows it, and (asked, used) when it was lowered.
@@ -1537,6 +1575,8 @@ fn generate(
 
 /// LASSO codes (--lasso-iterations) of every image of `dataset` streamed into a new NPY at
 /// `path` (not yet finished); `None`, with the partial file removed, when a stop was requested.
+/// With `args.code_cache`, codes cached for the same rows, dictionary, λ, stop rule and device
+/// are read instead, and codes encoded are cached; `status` says which ("read", "written").
 #[allow(clippy::too_many_arguments)]
 fn encode_into(
     path: &Path,
@@ -1546,39 +1586,116 @@ fn encode_into(
     dataset: &Dataset,
     args: &AugmentSettings,
     observer: &dyn Observer,
+    status: &mut &'static str,
 ) -> Result<Option<NpyStream>> {
     let observations = Observations::from_dataset(dataset, args.problem.pixel_max);
-    let mut stream = NpyStream::create(path, &[target.p()])?;
+    let (n, p) = (observations.n, target.p());
+    let mut stream = NpyStream::create(path, &[p])?;
     let iterations = args.dynamics.lasso_iterations;
+    let device = backend.info().device;
+    let cache = args.code_cache.as_deref().map(|dir| {
+        let key = CodeKey {
+            dictionary: &target.dictionary.a,
+            d: target.d(),
+            p,
+            lam: target.lam,
+            iterations,
+            tolerance: args.lasso_tolerance,
+            device: &device,
+        }
+        .hash((0..n).map(|i| observations.row(i)));
+        (dir, key)
+    });
+    *status = "off";
+    if let Some((dir, key)) = &cache {
+        match code_cache::load(dir, key, n, p) {
+            Ok(Some(codes)) => {
+                stream.append(&codes)?;
+                *status = "read";
+                return Ok(Some(stream));
+            }
+            Ok(None) => {}
+            Err(reason) => observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason,
+            }),
+        }
+    }
+    let mut kept = Vec::new();
     let finished = encode_batches(
         &mut |images| backend.encode(images, target.lam, iterations),
-        observations.n,
+        n,
         what,
         observer,
         |rows| rows.flat_map(|i| observations.row(i)).collect(),
-        |codes| stream.append(codes),
+        |codes| {
+            if cache.is_some() {
+                kept.extend_from_slice(codes);
+            }
+            stream.append(codes)
+        },
     )?;
     if !finished {
         drop(stream);
         let _ = std::fs::remove_file(io::partial_path(path));
         return Ok(None);
     }
+    if let Some((dir, key)) = &cache {
+        *status = "written";
+        if let Err(e) = code_cache::store(dir, key, n, p, &kept) {
+            *status = "not written";
+            observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason: e.to_string(),
+            });
+        }
+    }
     Ok(Some(stream))
 }
 
 /// LASSO codes (--lasso-iterations) of `images` (rows of d, model units); `None` when a stop
-/// was requested midway.
+/// was requested midway. Read from and written to `args.code_cache` as in [`encode_into`]
+/// (a repeated run with the same seed re-encodes the same images).
 fn encode_rows(
     backend: &mut dyn Backend,
     target: &Target,
     images: &[f32],
     args: &AugmentSettings,
     observer: &dyn Observer,
+    status: &mut &'static str,
 ) -> Result<Option<Vec<f32>>> {
-    let d = target.d();
+    let (d, p) = (target.d(), target.p());
     let n = images.len() / d;
-    let mut codes = Vec::with_capacity(n * target.p());
     let iterations = args.dynamics.lasso_iterations;
+    let device = backend.info().device;
+    let cache = args.code_cache.as_deref().map(|dir| {
+        let key = CodeKey {
+            dictionary: &target.dictionary.a,
+            d,
+            p,
+            lam: target.lam,
+            iterations,
+            tolerance: args.lasso_tolerance,
+            device: &device,
+        }
+        .hash(images.chunks(d.max(1)));
+        (dir, key)
+    });
+    *status = "off";
+    if let Some((dir, key)) = &cache {
+        match code_cache::load(dir, key, n, p) {
+            Ok(Some(codes)) => {
+                *status = "read";
+                return Ok(Some(codes));
+            }
+            Ok(None) => {}
+            Err(reason) => observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason,
+            }),
+        }
+    }
+    let mut codes = Vec::with_capacity(n * p);
     let finished = encode_batches(
         &mut |batch| backend.encode(batch, target.lam, iterations),
         n,
@@ -1590,7 +1707,20 @@ fn encode_rows(
             Ok(())
         },
     )?;
-    Ok(finished.then_some(codes))
+    if !finished {
+        return Ok(None);
+    }
+    if let Some((dir, key)) = &cache {
+        *status = "written";
+        if let Err(e) = code_cache::store(dir, key, n, p, &codes) {
+            *status = "not written";
+            observer.notice(&Notice::CodeCacheIgnored {
+                path: code_cache::entry_path(dir, key),
+                reason: e.to_string(),
+            });
+        }
+    }
+    Ok(Some(codes))
 }
 
 /// Encodes `n` images ENCODE_BATCH at a time with a progress bar: `images` gives a range of rows

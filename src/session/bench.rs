@@ -292,6 +292,8 @@ pub struct BenchOutcome {
     pub notes: Vec<String>,
     /// GPU over CPU chain-steps/s per chain count where both ran.
     pub ratios: Vec<(usize, f64)>,
+    /// The CPU's two products alone per chain count (gemm crate, OpenBLAS with `blas`).
+    pub rooflines: Vec<Roofline>,
     /// The observer asked to stop: the rows are those finished before (written all the same).
     pub interrupted: bool,
     /// bench.json's content.
@@ -528,6 +530,89 @@ fn cpu_phases(target: &Arc<Target>, dynamics: &DynamicsSettings, chains: usize) 
     })
 }
 
+/// The step's two products alone at one chain count (best of three each, after a warm-up),
+/// by the `gemm` crate the CPU backend uses and, with the `blas` feature, by the system
+/// OpenBLAS on as many threads; with rmld's measured chain-steps/s over each.
+#[derive(Clone, Debug, Serialize)]
+pub struct Roofline {
+    /// Chains C.
+    pub chains: usize,
+    /// gemm crate: Z (C × p) · Aᵀ, seconds.
+    pub gemm_residual_seconds: f64,
+    /// gemm crate: R (C × d) · A, seconds.
+    pub gemm_transpose_seconds: f64,
+    /// C / (both gemm products' seconds): chain-steps/s if a step were its products alone.
+    pub gemm_chain_steps_per_second: f64,
+    /// OpenBLAS: Z · Aᵀ, seconds (`blas` feature).
+    pub blas_residual_seconds: Option<f64>,
+    /// OpenBLAS: R · A, seconds.
+    pub blas_transpose_seconds: Option<f64>,
+    /// C / (both OpenBLAS products' seconds): the roofline.
+    pub blas_chain_steps_per_second: Option<f64>,
+    /// OpenBLAS's GFLOP/s on the two products.
+    pub blas_gflops: Option<f64>,
+    /// rmld's chain-steps/s in this run's row (the whole outer iteration, wall-clock).
+    pub rmld_chain_steps_per_second: f64,
+    /// rmld over the OpenBLAS roofline.
+    pub fraction_of_blas: Option<f64>,
+    /// rmld over the gemm crate's products alone.
+    pub fraction_of_gemm: f64,
+}
+
+/// The two products' roofline at `chains` (see [`Roofline`]).
+fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
+    let (d, p) = (target.d(), target.p());
+    let a = &target.dictionary.a;
+    let z: Vec<f32> = (0..chains * p)
+        .map(|i| ((i % 97) as f32 - 48.0) * 1e-3)
+        .collect();
+    let r: Vec<f32> = (0..chains * d)
+        .map(|i| ((i % 89) as f32 - 44.0) * 1e-3)
+        .collect();
+    let zeros = vec![0f32; chains * d];
+    let (mut out_d, mut out_p) = (vec![0f32; chains * d], vec![0f32; chains * p]);
+    let gemm_residual = best_of_three(|| matmul::residual_product(a, d, p, &z, &zeros, &mut out_d));
+    let gemm_transpose = best_of_three(|| matmul::transpose_product(a, d, p, &r, &mut out_p));
+    #[cfg(feature = "blas")]
+    let blas = {
+        use crate::backend::cpu::blas;
+        blas::set_threads(rayon::current_num_threads());
+        Some((
+            best_of_three(|| blas::residual_product(a, d, p, &z, &mut out_d)),
+            best_of_three(|| blas::transpose_product(a, d, p, &r, &mut out_p)),
+        ))
+    };
+    #[cfg(not(feature = "blas"))]
+    let blas: Option<(f64, f64)> = None;
+    let gemm_rate = chains as f64 / (gemm_residual + gemm_transpose);
+    let blas_rate = blas.map(|(x, y)| chains as f64 / (x + y));
+    Roofline {
+        chains,
+        gemm_residual_seconds: gemm_residual,
+        gemm_transpose_seconds: gemm_transpose,
+        gemm_chain_steps_per_second: gemm_rate,
+        blas_residual_seconds: blas.map(|b| b.0),
+        blas_transpose_seconds: blas.map(|b| b.1),
+        blas_chain_steps_per_second: blas_rate,
+        blas_gflops: blas_rate.map(|r| r * 4.0 * (d * p) as f64 / 1e9),
+        rmld_chain_steps_per_second: rmld,
+        fraction_of_blas: blas_rate.map(|b| rmld / b),
+        fraction_of_gemm: rmld / gemm_rate,
+    }
+}
+
+/// What linked BLAS the roofline used.
+fn blas_description() -> String {
+    #[cfg(feature = "blas")]
+    return format!(
+        "OpenBLAS ({}), {} threads",
+        crate::backend::cpu::blas::config().trim(),
+        rayon::current_num_threads()
+    );
+    #[cfg(not(feature = "blas"))]
+    "not measured: build with `--features blas` (links the system OpenBLAS)".into()
+}
+
 fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> {
     args.validate()?;
     super::outputs::check_output_folder(
@@ -592,6 +677,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     let mut rows = Vec::new();
     let mut ceilings = Vec::new();
     let mut phases = Vec::new();
+    let mut rooflines = Vec::new();
     if want_cpu {
         let ceiling = cpu_ceiling(args.ceiling_size);
         observer.notice(&Notice::BenchCeiling {
@@ -620,6 +706,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
                 products_gflops: Some(phase.products_gflops),
             });
             phases.push(phase);
+            rooflines.push(roofline(&target, c, row.chain_steps_per_second));
             rows.push(row);
             if args.ssgl {
                 let ssgl = crate::model::Ssgl {
@@ -671,6 +758,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         "rows": rows,
         "gpu_over_cpu": ratios.iter().map(|(c, r)| json!({ "chains": c, "ratio": r })).collect::<Vec<_>>(),
         "cpu_phases": phases,
+        "cpu_roofline": { "blas": blas_description(), "rows": rooflines },
         "notes": notes,
         "interrupted": interrupted,
     });
@@ -685,6 +773,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         ceilings,
         notes,
         ratios,
+        rooflines,
         interrupted,
         report,
     })

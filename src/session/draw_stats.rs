@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `acceptance_rate.npy` | `<f8` | min(1, α) of the MH decision whose proposal made the draw (0 for a divergent one; with `--no-mh` the α MH would have used) |
 //! | `energy.npy` | `<f4` | U(X) − const of the state the iteration making the draw started from (the potential, as `report.json`'s `energy` quantity) |
-//! | `step_size.npy` | `<f4` | the step size of that iteration (`eta`: RMLD's eta, MALA's h, HMC's ε) |
+//! | `step_size.npy` | `<f4` | the step size of that iteration (`eta`: RMLD's eta, MALA's h, HMC's ε; adapted runs: the frozen step, NaN for a kept warm-up draw) |
 //! | `diverging.npy` | `|u1` | 1 where the proposal was divergent (a non-finite energy or MH term; always rejected) |
 //! | `n_steps.npy` | `<i8` | gradient steps of the proposal: HMC's leapfrog steps L, RMLD's momentum steps T, 1 for MALA |
 //!
@@ -98,11 +98,28 @@ pub(crate) fn per_draw(
         draws,
         acceptance_rate: Vec::with_capacity(chains * draws),
         energy: Vec::with_capacity(chains * draws),
-        step_size: vec![settings.dynamics.eta; chains * draws],
+        step_size: Vec::with_capacity(chains * draws),
         diverging: Vec::with_capacity(chains * draws),
-        n_steps: vec![steps_per_proposal(settings); chains * draws],
+        n_steps: Vec::with_capacity(chains * draws),
     };
+    // An adapted run's draws after the warm-up use the frozen step size (and, with ChEES, that
+    // iteration's jittered leapfrog count); a warm-up draw's step size was not traced: NaN.
+    let (step, steps): (Vec<f32>, Vec<i64>) = kept
+        .iter()
+        .map(|&k| match &run.adaptation {
+            None => (settings.dynamics.eta, steps_per_proposal(settings)),
+            Some(a) if !a.frozen() || k <= a.iterations => (f32::NAN, steps_per_proposal(settings)),
+            Some(a) => (
+                a.step(),
+                a.trajectory.map_or(steps_per_proposal(settings), |t| {
+                    t.steps_at(k, a.step()) as i64
+                }),
+            ),
+        })
+        .unzip();
     for c in 0..chains {
+        stats.step_size.extend_from_slice(&step);
+        stats.n_steps.extend_from_slice(&steps);
         for &row in &rows {
             let log_alpha = run.log_alpha[row * chains + c];
             let divergent = !log_alpha.is_finite();
@@ -195,6 +212,7 @@ mod tests {
         let settings = SamplerSettings {
             chains,
             samples: k,
+            adapt: None,
             dynamics: crate::methods::DynamicsSettings::default(),
             mh: true,
             discount: 1.0,

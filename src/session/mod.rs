@@ -22,6 +22,7 @@
 mod augment;
 pub(crate) mod bench;
 mod class_diagnostics;
+mod code_cache;
 mod dict_mcmc;
 mod dictionary;
 mod draw_stats;
@@ -40,6 +41,7 @@ mod shard;
 
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
+pub use code_cache::default_code_cache;
 pub use dict_mcmc::{group_names, DictionaryHyper, SignalResult};
 pub use dictionary::{
     family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind, Learned,
@@ -53,6 +55,7 @@ pub use observer::{Notice, Observer, Phase, Silent};
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};
 pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
+pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     PriorKind, ProblemSettings, SampleSettings,

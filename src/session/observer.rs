@@ -70,6 +70,14 @@ pub enum Notice {
     },
     /// An encoding stopped early: nothing is written (it has nothing to resume).
     EncodeInterrupted,
+    /// A code cache entry could not be used (damaged, cut short, another shape) or written;
+    /// the codes are encoded instead.
+    CodeCacheIgnored {
+        /// The entry.
+        path: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
     /// The sample-quality metrics could not be computed (the report says why).
     QualitySkipped {
         /// What was wrong with their inputs.
@@ -168,6 +176,11 @@ impl std::fmt::Display for Notice {
                 "encoding interrupted; nothing written (run it again to encode)"
             ),
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
+            Notice::CodeCacheIgnored { path, reason } => write!(
+                f,
+                "code cache entry {} not used ({reason}); encoding instead",
+                path.display()
+            ),
             Notice::BenchStarted {
                 d,
                 p,

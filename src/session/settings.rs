@@ -518,6 +518,23 @@ pub struct AugmentSettings {
     /// it off when `--tangent-k` is given.
     #[serde(default = "fit_batch_default")]
     pub fit_tangent_k_to_classes: bool,
+    /// Every LASSO encoding of the run (the chains' starts, the originals', the test split's,
+    /// the re-encoding) stops a row once its relative duality gap is at most this, or after
+    /// `lasso_iterations` (CPU backend; 0, the default: every iteration, as before it existed).
+    #[serde(default = "lasso_tolerance_default")]
+    pub lasso_tolerance: f32,
+    /// Folder caching the originals' and the test split's LASSO codes, keyed by the encoded
+    /// rows, the dictionary, λ and the stop rule, so a repeated run reads them instead
+    /// (`session::default_code_cache` is the command line's); None: no cache.
+    #[serde(default)]
+    pub code_cache: Option<PathBuf>,
+}
+
+/// `AugmentSettings::lasso_tolerance`'s default: 0, every encoding runs all its FISTA
+/// iterations (the bytes of every earlier run). A tolerance such as 1e-3 switches the CPU to
+/// coordinate descent on AᵀA to that gap; on MNIST it was slower, not faster (docs/benchmarks.md).
+pub fn lasso_tolerance_default() -> f32 {
+    0.0
 }
 
 /// `fit_batch_to_classes`'s and `fit_tangent_k_to_classes`'s default, for settings written
@@ -577,6 +594,8 @@ impl AugmentSettings {
             no_quality: false,
             fit_batch_to_classes: true,
             fit_tangent_k_to_classes: true,
+            lasso_tolerance: lasso_tolerance_default(),
+            code_cache: None,
         }
     }
 
@@ -639,6 +658,16 @@ impl AugmentSettings {
         }
         if self.limit == Some(0) {
             return Err(Error::usage("limit", "must be at least 1"));
+        }
+        if !(self.lasso_tolerance.is_finite() && (0.0..1.0).contains(&self.lasso_tolerance)) {
+            return Err(Error::usage(
+                "lasso_tolerance",
+                format!(
+                    "must be at least 0 and below 1 (a relative duality gap; 0 runs every \
+                     iteration), got {}",
+                    self.lasso_tolerance
+                ),
+            ));
         }
         Ok(())
     }

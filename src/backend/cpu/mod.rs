@@ -1,10 +1,13 @@
 //! The CPU backend: chains as row blocks, the two products per step through the `gemm` crate and
 //! the element-wise kernels (the CPU twins of the WGSL, named alike) through rayon.
 
+#[cfg(feature = "blas")]
+pub mod blas;
 pub mod exact;
 pub mod fista;
 pub mod gather;
 pub mod gradient_step;
+pub mod lasso_cd;
 pub mod matmul;
 pub mod mh_terms;
 pub mod select;
@@ -40,6 +43,11 @@ pub struct CpuBackend {
     ybar: Vec<f32>,
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
+    /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
+    lasso_tolerance: f32,
+    encode_stats: fista::EncodeStats,
+    /// AᵀA for the coordinate-descent encoder, built at the first encoding that uses it.
+    gram: Option<Vec<f32>>,
     chunk: usize,
     /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
     caches_energy: bool,
@@ -160,6 +168,9 @@ impl CpuBackend {
             ybar,
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
+            lasso_tolerance: 0.0,
+            encode_stats: fista::EncodeStats::default(),
+            gram: None,
             chunk: chains.max(1),
             caches_energy,
             mixture,
@@ -663,17 +674,30 @@ impl Backend for CpuBackend {
 
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
         let (d, p) = (self.target.d(), self.target.p());
-        let lipschitz = self.lipschitz();
-        Ok(fista::encode_like(
-            &self.target.dictionary.a,
-            d,
-            p,
-            lipschitz,
-            images,
-            lam,
-            iterations,
-            None,
-            self.settings.run_chains as usize,
-        ))
+        let tolerance = self.lasso_tolerance;
+        // With a tolerance, coordinate descent on AᵀA (far fewer flops than FISTA's two
+        // products per iteration) where the Gram matrix fits; FISTA with the gap stop beyond.
+        let descent = tolerance > 0.0 && p <= lasso_cd::MAX_GRAM_ATOMS;
+        let lipschitz = if descent { 0.0 } else { self.lipschitz() };
+        let a = &self.target.dictionary.a;
+        let like = self.settings.run_chains as usize;
+        let (codes, stats) = if descent {
+            let gram = self.gram.get_or_insert_with(|| lasso_cd::gram(a, d, p));
+            lasso_cd::encode(a, gram, d, p, images, lam, iterations, tolerance, like)
+        } else {
+            fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
+        };
+        self.encode_stats.rows += stats.rows;
+        self.encode_stats.iterations += stats.iterations;
+        self.encode_stats.capped += stats.capped;
+        Ok(codes)
+    }
+
+    fn set_lasso_tolerance(&mut self, tolerance: f32) {
+        self.lasso_tolerance = tolerance;
+    }
+
+    fn encode_stats(&self) -> Option<fista::EncodeStats> {
+        Some(self.encode_stats)
     }
 }
