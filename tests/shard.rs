@@ -198,6 +198,26 @@ fn broken_shard_sets_are_refused_and_nothing_is_written() {
     // Intact again: the merge succeeds.
     let merged = dir.path().join("ok");
     assert!(merge(&merged, &dirs).status.success());
+    // Merging again into the merged folder: refused (its files would be replaced), they stay
+    // as they are; with --force the merge replaces them.
+    let codes = std::fs::read(merged.join("codes.npy")).unwrap();
+    std::fs::write(merged.join("codes.npy"), b"mine").unwrap();
+    let again = merge(&merged, &dirs);
+    let message = stderr(&again);
+    assert_eq!(again.status.code(), Some(2), "{message}");
+    for part in ["already exists", "--force"] {
+        assert!(message.contains(part), "{part:?} missing from: {message}");
+    }
+    assert_eq!(std::fs::read(merged.join("codes.npy")).unwrap(), b"mine");
+    let mut args = vec![
+        "merge".to_string(),
+        merged.display().to_string(),
+        "--force".into(),
+    ];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    let forced = rmld(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(std::fs::read(merged.join("codes.npy")).unwrap(), codes);
 }
 
 #[test]

@@ -157,7 +157,9 @@ def run(
             for index, (phase, rows, total) in sorted(ray.get(reporter.snapshot.remote()).items()):
                 progress(f"shard {index}/{shards}: {phase}", rows, total)
             progress("shards", finished, shards)
-    report = json.loads(_rmld.merge_shards(os.fspath(out), dirs))
+    # Like a single run, the merge replaces an earlier run's files in ``out`` only with force.
+    force = bool(settings.get("force", False))
+    report = json.loads(_rmld.merge_shards(os.fspath(out), dirs, force))
     if not keep_shards:
         shutil.rmtree(shard_root, ignore_errors=True)
     return report

@@ -399,11 +399,18 @@ fn run<'py>(
 /// `rmld merge OUT SHARD_DIR...` does; returns the merged run's report as JSON text. When a
 /// shard is missing, duplicated, from another configuration or seed, or damaged: OSError (a
 /// shard's files) or ValueError (no shards, a missing index), with the library's message naming
-/// the shard; nothing is written then.
+/// the shard; nothing is written then. Files of a merged run already in `out` are replaced only
+/// with `force`.
 #[pyfunction]
-fn merge_shards(py: Python<'_>, out: PathBuf, shards: Vec<PathBuf>) -> PyResult<String> {
+#[pyo3(signature = (out, shards, force = false))]
+fn merge_shards(
+    py: Python<'_>,
+    out: PathBuf,
+    shards: Vec<PathBuf>,
+    force: bool,
+) -> PyResult<String> {
     let outcome = py
-        .detach(|| rmld::session::merge(&out, &shards))
+        .detach(|| rmld::session::merge(&out, &shards, force))
         .map_err(to_py)?;
     Ok(outcome.report.to_string())
 }

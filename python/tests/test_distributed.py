@@ -200,7 +200,17 @@ AUGMENT_FILES = [
 
 
 def _without_timings(value):
-    timings = {"seconds", "phase_seconds", "timings", "generation_seconds", "samples_per_second"}
+    # `code_cache` and `lasso` say how a process encoded (a merge encodes nothing), as in
+    # tests/shard.rs.
+    timings = {
+        "seconds",
+        "phase_seconds",
+        "timings",
+        "generation_seconds",
+        "samples_per_second",
+        "code_cache",
+        "lasso",
+    }
     if isinstance(value, dict):
         return {k: _without_timings(v) for k, v in value.items() if k not in timings}
     return value

@@ -203,6 +203,10 @@ pub struct MergeArgs {
     /// The shards' output folders, in any order.
     #[arg(value_name = "SHARD_DIR", required = true)]
     pub shards: Vec<PathBuf>,
+
+    /// Replace the files of a merged run already in OUT (without it, the merge refuses them).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]

@@ -81,7 +81,7 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
         }
         Command::Merge(args) => {
             let terminal = terminal(None);
-            let outcome = rmld::session::merge(&args.out, &args.shards)?;
+            let outcome = rmld::session::merge(&args.out, &args.shards, args.force)?;
             Ok(finish(&terminal, &outcome))
         }
         Command::Dictionary(action) => {

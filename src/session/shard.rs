@@ -512,11 +512,13 @@ pub(crate) fn join_runs(shards: &[ShardFiles], runs: &[SampleRun]) -> Result<Sam
 
 /// Merges the shard folders `dirs` (in any order) into `out`: checks that they are every shard
 /// of one run (one configuration and seed, each part exactly once, every file as its manifest
-/// says), then writes the files the single run writes. Nothing is written when a check fails.
+/// says), then writes the files the single run writes. Nothing is written when a check fails;
+/// files of those names already in `out` are replaced only with `force` (as a single run's).
 ///
-/// The merged report.json equals the single run's except for `seconds` (the longest shard's)
-/// and `backend` (the first shard's machine).
-pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<Outcome> {
+/// The merged report.json equals the single run's except for timings, `backend` (the first
+/// shard's machine) and, for augment, `code_cache` and `lasso` (how this process encoded: a
+/// merge encodes nothing).
+pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
     let shards = read_shards(dirs)?;
     if let Ok(resolved) = out.canonicalize() {
         if dirs
@@ -532,6 +534,14 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<Outcome> {
             ));
         }
     }
+    // Like the single run, the merge replaces files already in `out` only when asked to.
+    let outputs = match shards[0].manifest.command.as_str() {
+        "encode" => super::outputs::ENCODE_OUTPUTS,
+        "sample" => super::outputs::SAMPLE_OUTPUTS,
+        "augment" => super::outputs::AUGMENT_OUTPUTS,
+        _ => &[],
+    };
+    super::outputs::check_output_folder(out, outputs, &[], force)?;
     match shards[0].manifest.command.as_str() {
         "encode" => super::encode::merge_shards(out, &shards),
         "sample" => super::sample::merge_shards(out, &shards),
