@@ -701,7 +701,7 @@ fn an_interrupted_sample_shard_resumed_merges_to_the_single_run() {
             let outcome = sampler.run(&StopAfter::new("sampling", 4)).unwrap();
             assert!(outcome.interrupted);
             assert!(out.join(rmld::session::CHECKPOINT).exists());
-            let e = merge(&dir.path().join("early"), &dirs).unwrap_err();
+            let e = merge(&dir.path().join("early"), &dirs, false).unwrap_err();
             assert!(e.to_string().contains("manifest"), "{e}");
             assert!(!dir.path().join("early").exists());
             let outcome = Sampler::resume(out, &Silent).unwrap();
@@ -711,7 +711,7 @@ fn an_interrupted_sample_shard_resumed_merges_to_the_single_run() {
         }
     }
     let merged = dir.path().join("merged");
-    merge(&merged, &dirs).unwrap();
+    merge(&merged, &dirs, false).unwrap();
     assert_eq!(
         files(&single, SAMPLE_FILES),
         files(&merged, SAMPLE_FILES),
@@ -751,12 +751,12 @@ fn an_interrupted_augment_shard_run_again_merges_to_the_single_run() {
             let outcome = augmenter.run(&StopAfter::new("burn-in", 1)).unwrap();
             assert!(outcome.interrupted);
             assert!(!out.join(rmld::session::MANIFEST).exists());
-            assert!(merge(&dir.path().join("early"), &dirs).is_err());
+            assert!(merge(&dir.path().join("early"), &dirs, false).is_err());
         }
         assert!(!augmenter.run(&Silent).unwrap().interrupted);
     }
     let merged = dir.path().join("merged");
-    merge(&merged, &dirs).unwrap();
+    merge(&merged, &dirs, false).unwrap();
     assert_eq!(
         files(&single, AUGMENT_FILES),
         files(&merged, AUGMENT_FILES),
