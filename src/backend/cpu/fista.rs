@@ -63,63 +63,152 @@ pub fn encode_like(
     mut trace: Option<&mut Vec<Vec<f64>>>,
     like: usize,
 ) -> Vec<f32> {
-    let rows = images.len() / d;
-    let step = 1.0 / lipschitz;
-    let tau = lam * step;
-    let mut z = vec![0f32; rows * p];
-    let mut z_prev = vec![0f32; rows * p];
-    let mut az = vec![0f32; rows * d];
-    let mut az_prev = vec![0f32; rows * d];
-    let mut y = vec![0f32; rows * p];
-    let mut ay = vec![0f32; rows * d];
-    let mut u = vec![0f32; rows * p];
-    let mut au = vec![0f32; rows * d];
-    let mut residual = vec![0f32; rows * d];
-    let mut grad = vec![0f32; rows * p];
-    let zeros = vec![0f32; rows * d];
-    let mut objective: Vec<f64> = images
-        .par_chunks(d)
-        .map(|x| 0.5 * x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>())
-        .collect();
-    let mut t = 1f32;
+    let problem = Problem {
+        a,
+        d,
+        p,
+        lam,
+        step: 1.0 / lipschitz,
+        like,
+    };
+    let mut state = Batch::new(images, d, p);
     for _ in 0..iterations {
-        residual
-            .par_iter_mut()
-            .zip(ay.par_iter())
-            .zip(images.par_iter())
-            .for_each(|((r, &ay), &x)| *r = ay - x);
-        transpose_product_like(a, d, p, &residual, &mut grad, like);
-        u.par_iter_mut()
-            .zip(y.par_iter())
-            .zip(grad.par_iter())
-            .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
-        residual_product_like(a, d, p, &u, &zeros, &mut au, like);
-        residual
-            .par_iter_mut()
-            .zip(au.par_iter())
-            .zip(images.par_iter())
-            .for_each(|((r, &au), &x)| *r = au - x);
-        let candidate = lasso_objective(&residual, &u, d, p, lam);
-        z_prev.copy_from_slice(&z);
-        az_prev.copy_from_slice(&az);
-        let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
-        let (c_u, c_prev) = (t / t_next, (t - 1.0) / t_next);
-        for row in 0..rows {
-            if candidate[row] <= objective[row] {
-                objective[row] = candidate[row];
-                z[row * p..(row + 1) * p].copy_from_slice(&u[row * p..(row + 1) * p]);
-                az[row * d..(row + 1) * d].copy_from_slice(&au[row * d..(row + 1) * d]);
-            }
-        }
-        // y = z + (t/t')(u − z) + ((t − 1)/t')(z − z_prev), and A y alike.
-        extrapolate(&mut y, &z, &u, &z_prev, c_u, c_prev);
-        extrapolate(&mut ay, &az, &au, &az_prev, c_u, c_prev);
-        t = t_next;
+        state.gradient(&problem, images);
+        state.advance(&problem, images);
         if let Some(trace) = trace.as_deref_mut() {
-            trace.push(objective.clone());
+            trace.push(state.objective.clone());
         }
     }
-    z
+    state.z
+}
+
+/// What every FISTA iteration of one encoding shares: A, its shape, λ, the step 1/L and the row
+/// count the products are taken as (`matmul::rows_like`).
+struct Problem<'a> {
+    a: &'a [f32],
+    d: usize,
+    p: usize,
+    lam: f32,
+    step: f32,
+    like: usize,
+}
+
+/// The iterates of a batch of rows: z (the best code so far), the extrapolated y, their images
+/// under A, the candidate u, and each row's objective at z.
+struct Batch {
+    z: Vec<f32>,
+    z_prev: Vec<f32>,
+    az: Vec<f32>,
+    az_prev: Vec<f32>,
+    y: Vec<f32>,
+    ay: Vec<f32>,
+    u: Vec<f32>,
+    au: Vec<f32>,
+    residual: Vec<f32>,
+    grad: Vec<f32>,
+    zeros: Vec<f32>,
+    objective: Vec<f64>,
+    t: f32,
+}
+
+impl Batch {
+    /// Every code 0 (so y = 0 and A y = 0), the objective ½||x||² per row.
+    fn new(images: &[f32], d: usize, p: usize) -> Self {
+        let rows = images.len() / d;
+        Batch {
+            z: vec![0f32; rows * p],
+            z_prev: vec![0f32; rows * p],
+            az: vec![0f32; rows * d],
+            az_prev: vec![0f32; rows * d],
+            y: vec![0f32; rows * p],
+            ay: vec![0f32; rows * d],
+            u: vec![0f32; rows * p],
+            au: vec![0f32; rows * d],
+            residual: vec![0f32; rows * d],
+            grad: vec![0f32; rows * p],
+            zeros: vec![0f32; rows * d],
+            objective: images
+                .par_chunks(d)
+                .map(|x| 0.5 * x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>())
+                .collect(),
+            t: 1.0,
+        }
+    }
+
+    /// The iteration's first half: residual = A y − x and grad = Aᵀ(A y − x).
+    fn gradient(&mut self, problem: &Problem, images: &[f32]) {
+        self.residual
+            .par_iter_mut()
+            .zip(self.ay.par_iter())
+            .zip(images.par_iter())
+            .for_each(|((r, &ay), &x)| *r = ay - x);
+        let Problem { a, d, p, like, .. } = *problem;
+        transpose_product_like(a, d, p, &self.residual, &mut self.grad, like);
+    }
+
+    /// The iteration's second half, after [`Batch::gradient`]: the candidate u = soft(y − ∇/L,
+    /// λ/L) replaces z where it does not raise the objective, then y and A y are extrapolated:
+    /// y = z + (t/t')(u − z) + ((t − 1)/t')(z − z_prev).
+    fn advance(&mut self, problem: &Problem, images: &[f32]) {
+        let Problem {
+            a,
+            d,
+            p,
+            lam,
+            step,
+            like,
+        } = *problem;
+        let tau = lam * step;
+        self.u
+            .par_iter_mut()
+            .zip(self.y.par_iter())
+            .zip(self.grad.par_iter())
+            .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
+        residual_product_like(a, d, p, &self.u, &self.zeros, &mut self.au, like);
+        self.residual
+            .par_iter_mut()
+            .zip(self.au.par_iter())
+            .zip(images.par_iter())
+            .for_each(|((r, &au), &x)| *r = au - x);
+        let candidate = lasso_objective(&self.residual, &self.u, d, p, lam);
+        self.z_prev.copy_from_slice(&self.z);
+        self.az_prev.copy_from_slice(&self.az);
+        let t = self.t;
+        let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
+        let (c_u, c_prev) = (t / t_next, (t - 1.0) / t_next);
+        for (row, &candidate) in candidate.iter().enumerate() {
+            if candidate <= self.objective[row] {
+                self.objective[row] = candidate;
+                self.z[row * p..(row + 1) * p].copy_from_slice(&self.u[row * p..(row + 1) * p]);
+                self.az[row * d..(row + 1) * d].copy_from_slice(&self.au[row * d..(row + 1) * d]);
+            }
+        }
+        extrapolate(&mut self.y, &self.z, &self.u, &self.z_prev, c_u, c_prev);
+        extrapolate(&mut self.ay, &self.az, &self.au, &self.az_prev, c_u, c_prev);
+        self.t = t_next;
+    }
+
+    /// Keeps the rows whose `keep` is true, in order (the rest left the batch).
+    fn retain(&mut self, keep: &[bool], d: usize, p: usize) {
+        for (v, width) in [
+            (&mut self.z, p),
+            (&mut self.z_prev, p),
+            (&mut self.az, d),
+            (&mut self.az_prev, d),
+            (&mut self.y, p),
+            (&mut self.ay, d),
+            (&mut self.residual, d),
+            (&mut self.grad, p),
+        ] {
+            compact(v, keep, width);
+        }
+        let rows = keep.iter().filter(|&&k| k).count();
+        self.u.truncate(rows * p);
+        self.au.truncate(rows * d);
+        self.zeros.truncate(rows * d);
+        let mut k = 0;
+        self.objective.retain(|_| (keep[k], k += 1).0);
+    }
 }
 
 fn extrapolate(y: &mut [f32], z: &[f32], u: &[f32], z_prev: &[f32], c_u: f32, c_prev: f32) {
@@ -208,9 +297,14 @@ pub fn encode_until(
         };
         return (codes, stats);
     }
-    let like = like.max(total);
-    let step = 1.0 / lipschitz;
-    let tau = lam * step;
+    let problem = Problem {
+        a,
+        d,
+        p,
+        lam,
+        step: 1.0 / lipschitz,
+        like: like.max(total),
+    };
     let mut out = vec![0f32; total * p];
     let mut stats = EncodeStats {
         rows: total,
@@ -219,86 +313,36 @@ pub fn encode_until(
     // The active rows' state; `index[k]` is active row k's row in `images`.
     let mut index: Vec<usize> = (0..total).collect();
     let mut x = images.to_vec();
-    let mut z = vec![0f32; total * p];
-    let mut z_prev = vec![0f32; total * p];
-    let mut az = vec![0f32; total * d];
-    let mut az_prev = vec![0f32; total * d];
-    let mut y = vec![0f32; total * p];
-    let mut ay = vec![0f32; total * d];
-    let mut u = vec![0f32; total * p];
-    let mut au = vec![0f32; total * d];
-    let mut residual = vec![0f32; total * d];
-    let mut grad = vec![0f32; total * p];
-    let mut zeros = vec![0f32; total * d];
-    let mut objective: Vec<f64> = x
-        .par_chunks(d)
-        .map(|x| 0.5 * x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>())
-        .collect();
-    let mut t = 1f32;
+    let mut state = Batch::new(&x, d, p);
     for iteration in 0..iterations {
-        residual
-            .par_iter_mut()
-            .zip(ay.par_iter())
-            .zip(x.par_iter())
-            .for_each(|((r, &ay), &x)| *r = ay - x);
-        transpose_product_like(a, d, p, &residual, &mut grad, like);
-        let gaps = relative_gaps(&residual, &grad, &x, &objective, d, p, lam);
+        state.gradient(&problem, &x);
+        let gaps = relative_gaps(
+            &state.residual,
+            &state.grad,
+            &x,
+            &state.objective,
+            d,
+            p,
+            lam,
+        );
         if gaps.iter().any(|&g| g <= tolerance as f64) {
             let keep: Vec<bool> = gaps.iter().map(|&g| g > tolerance as f64).collect();
             for (k, _) in keep.iter().enumerate().filter(|(_, &keep)| !keep) {
-                out[index[k] * p..(index[k] + 1) * p].copy_from_slice(&z[k * p..(k + 1) * p]);
+                out[index[k] * p..(index[k] + 1) * p].copy_from_slice(&state.z[k * p..(k + 1) * p]);
                 stats.iterations += iteration as u64;
             }
-            let retain = |v: &mut Vec<f32>, width: usize| compact(v, &keep, width);
-            retain(&mut x, d);
-            retain(&mut z, p);
-            retain(&mut z_prev, p);
-            retain(&mut az, d);
-            retain(&mut az_prev, d);
-            retain(&mut y, p);
-            retain(&mut ay, d);
-            retain(&mut residual, d);
-            retain(&mut grad, p);
-            let rows = keep.iter().filter(|&&k| k).count();
-            u.truncate(rows * p);
-            au.truncate(rows * d);
-            zeros.truncate(rows * d);
+            state.retain(&keep, d, p);
+            compact(&mut x, &keep, d);
             let mut k = 0;
             index.retain(|_| (keep[k], k += 1).0);
-            let mut k = 0;
-            objective.retain(|_| (keep[k], k += 1).0);
             if index.is_empty() {
                 return (out, stats);
             }
         }
-        u.par_iter_mut()
-            .zip(y.par_iter())
-            .zip(grad.par_iter())
-            .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
-        residual_product_like(a, d, p, &u, &zeros, &mut au, like);
-        residual
-            .par_iter_mut()
-            .zip(au.par_iter())
-            .zip(x.par_iter())
-            .for_each(|((r, &au), &x)| *r = au - x);
-        let candidate = lasso_objective(&residual, &u, d, p, lam);
-        z_prev.copy_from_slice(&z);
-        az_prev.copy_from_slice(&az);
-        let t_next = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
-        let (c_u, c_prev) = (t / t_next, (t - 1.0) / t_next);
-        for row in 0..index.len() {
-            if candidate[row] <= objective[row] {
-                objective[row] = candidate[row];
-                z[row * p..(row + 1) * p].copy_from_slice(&u[row * p..(row + 1) * p]);
-                az[row * d..(row + 1) * d].copy_from_slice(&au[row * d..(row + 1) * d]);
-            }
-        }
-        extrapolate(&mut y, &z, &u, &z_prev, c_u, c_prev);
-        extrapolate(&mut ay, &az, &au, &az_prev, c_u, c_prev);
-        t = t_next;
+        state.advance(&problem, &x);
     }
     for (k, &row) in index.iter().enumerate() {
-        out[row * p..(row + 1) * p].copy_from_slice(&z[k * p..(k + 1) * p]);
+        out[row * p..(row + 1) * p].copy_from_slice(&state.z[k * p..(k + 1) * p]);
     }
     stats.iterations += index.len() as u64 * iterations as u64;
     stats.capped = index.len();
