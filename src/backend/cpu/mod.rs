@@ -370,7 +370,10 @@ impl CpuBackend {
         let (p, s) = (self.target.p(), &self.settings);
         let (seed, eta, offset) = (s.seed, s.eta, s.chain_offset);
         // --noise gibbs: the proposals move in noise units (√τ per chain).
-        let scale = self.precision.is_some().then(|| self.likelihood_precision());
+        let scale = self
+            .precision
+            .is_some()
+            .then(|| self.likelihood_precision());
         match op {
             ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
             ChainOp::CopyGradient => self.z_gradient.copy_from_slice(&self.x_gradient),
