@@ -564,7 +564,6 @@ impl ChainGroup {
                     eta: c.eta,
                     noise_scale: c.noise_scale,
                     preconditioned: c.preconditioned,
-                    ..Default::default()
                 },
             );
         if let Some(hmc) = s.kernel_hmc {
