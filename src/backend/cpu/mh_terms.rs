@@ -64,7 +64,7 @@ pub fn mh_terms(
 /// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain) and
 /// the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
 /// `preconditioned` (`--noise gibbs`): `inv_sigma2` holds √τ per chain and the terms are those
-/// of the chain in noise units u = √τ·x: U = √τ·(½·√τ·||r||² + ||x||₁ prior), and the proposal
+/// of the chain in noise units w = √τ·x: U = √τ·(½·√τ·||r||² + prior(x)), and the proposal
 /// norms take the step √τ·(z − x) with the gradients (already in noise units).
 #[allow(clippy::too_many_arguments)]
 pub fn mh_terms_with(
