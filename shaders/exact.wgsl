@@ -8,7 +8,7 @@ struct ExactParams {
     p: u32,
     eta: f32,         // h (MALA), epsilon (leapfrog)
     noise_scale: f32, // sqrt(2 h), rounded on the host like the CPU
-    _pad0: u32,
+    preconditioned: u32, // 1: --noise gibbs, moves divided by chain_precision (sqrt(tau))
 }
 
 @group(0) @binding(0) var<uniform> params: ExactParams;
@@ -17,6 +17,7 @@ struct ExactParams {
 @group(0) @binding(2) var<storage, read> gradient: array<f32>;
 @group(0) @binding(3) var<storage, read_write> z: array<f32>;
 @group(0) @binding(4) var<storage, read_write> momentum: array<f32>;
+@group(0) @binding(13) var<storage, read> chain_precision: array<f32>;
 
 // Z = X - h grad U(X) + sqrt(2h) xi, xi from (seed, chain, outer, 0, MalaNoise); one Philox block
 // (four elements) per invocation.
@@ -33,7 +34,11 @@ fn mala_proposal(@builtin(global_invocation_id) gid: vec3<u32>) {
         let j = block * 4u + q;
         if (j < params.p) {
             let idx = chain * params.p + j;
-            z[idx] = x[idx] - params.eta * gradient[idx] + params.noise_scale * normals[q];
+            if (params.preconditioned != 0u) {
+                z[idx] = x[idx] + (params.noise_scale * normals[q] - params.eta * gradient[idx]) / chain_precision[chain];
+            } else {
+                z[idx] = x[idx] - params.eta * gradient[idx] + params.noise_scale * normals[q];
+            }
         }
     }
 }
@@ -49,7 +54,11 @@ fn leapfrog_drift(@builtin(global_invocation_id) gid: vec3<u32>) {
     let half = 0.5 * params.eta;
     let r = momentum[idx] - half * gradient[idx];
     momentum[idx] = r;
-    z[idx] = z[idx] + params.eta * r;
+    if (params.preconditioned != 0u) {
+        z[idx] = z[idx] + (params.eta * r) / chain_precision[gid.y];
+    } else {
+        z[idx] = z[idx] + params.eta * r;
+    }
 }
 
 // r <- r - (eps/2) grad U(z) with the gradient at the new z.

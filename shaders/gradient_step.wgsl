@@ -6,7 +6,8 @@
 @group(0) @binding(5) var<storage, read_write> position: array<f32>;
 @group(0) @binding(6) var<storage, read_write> momentum: array<f32>;
 // The likelihood's precision per chain of the group: 1 / sigma^2 in every entry for a fixed
-// sigma^2 (so the products are the uniform's, bit for bit), tau_c with --noise gibbs.
+// sigma^2 (so the products are the uniform's, bit for bit), sqrt(tau_c) with --noise gibbs
+// (the gradient in noise units; params.preconditioned is 1).
 @group(0) @binding(13) var<storage, read> chain_precision: array<f32>;
 
 // r <- N(0, I) from the stream (seed, chain, outer, 0, Momentum); one Philox block per invocation.
@@ -53,7 +54,12 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
                     next += params.noise_scale * noise_normal(m, n);
                 }
                 momentum[idx] = next;
-                position[idx] = z + eta * next;
+                if (params.preconditioned != 0u) {
+                    // --noise gibbs: chain_precision holds sqrt(tau), the move is in noise units.
+                    position[idx] = z + (eta * next) / chain_precision[m];
+                } else {
+                    position[idx] = z + eta * next;
+                }
             }
         }
     }

@@ -22,7 +22,7 @@ struct MatmulParams {
     noise_scale: f32, // sqrt(2 eta), rounded on the host like the CPU
     inv_sigma2: f32,  // 1 / sigma^2, the likelihood's precision
     lam: f32,         // the prior's scalar (`Prior::gpu_scalar`)
-    _pad0: u32,
+    preconditioned: u32, // 1: --noise gibbs (chain_precision holds sqrt(tau); gradient_step.wgsl)
     _pad1: u32,
 }
 

@@ -30,7 +30,7 @@ struct MhTermsParams {
     delta: f32,      // eta T (RMLD), h (MALA)
     inv_sigma2: f32, // 1 / sigma^2, the likelihood's precision
     lam: f32,        // the prior's scalar (`Prior::gpu_scalar`)
-    _pad0: u32,
+    preconditioned: u32, // 1: --noise gibbs, chain_precision holds sqrt(tau): terms in noise units
     _pad1: u32,
 }
 
@@ -49,10 +49,17 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
         let rz = residual_z[c * params.d + j];
         a += vec4<f32>(rx * rx, (rz - rx) * (rz + rx), 0.0, 0.0);
     }
-    let fit = proposal_terms(c, t, a);
+    let fit = proposal_terms(c, t, a, chain_precision[c], params.preconditioned != 0u);
     if (t == 0u) {
-        terms[c * TERMS] = 0.5 * fit.x * chain_precision[c] + prior_weight() * fit.z;
-        terms[c * TERMS + 1u] = 0.5 * fit.y * chain_precision[c] + prior_weight() * fit.w;
+        let current = 0.5 * fit.x * chain_precision[c] + prior_weight() * fit.z;
+        let difference = 0.5 * fit.y * chain_precision[c] + prior_weight() * fit.w;
+        if (params.preconditioned != 0u) {
+            terms[c * TERMS] = chain_precision[c] * current;
+            terms[c * TERMS + 1u] = chain_precision[c] * difference;
+        } else {
+            terms[c * TERMS] = current;
+            terms[c * TERMS + 1u] = difference;
+        }
     }
 }
 
@@ -62,7 +69,7 @@ fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
 fn mh_terms_mixture(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let c = wg.x;
     let t = lid.x;
-    let l1 = proposal_terms(c, t, vec4<f32>(0.0));
+    let l1 = proposal_terms(c, t, vec4<f32>(0.0), 1.0, false);
     if (t == 0u) {
         terms[c * TERMS] = energy_x[c] + prior_weight() * l1.z;
         terms[c * TERMS + 1u] = (energy_z[c] - energy_x[c]) + prior_weight() * l1.w;
@@ -70,15 +77,19 @@ fn mh_terms_mixture(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocat
 }
 
 // Adds the prior's sums to `a` (fit, fit difference, prior, prior difference), writes the forward,
-// reverse and kinetic terms of chain c, and returns the reduced `a` (to every invocation).
-fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>) -> vec4<f32> {
+// reverse and kinetic terms of chain c, and returns the reduced `a` (to every invocation). With
+// `scaled` (--noise gibbs) the step z - x is taken in noise units, times `step_scale` (sqrt(tau)).
+fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>, step_scale: f32, scaled: bool) -> vec4<f32> {
     var a = a_in;
     var b = vec4<f32>(0.0);
     for (var j = t; j < params.p; j += 256u) {
         let idx = c * params.p + j;
         let xj = x[idx];
         let zj = z[idx];
-        let step = zj - xj;
+        var step = zj - xj;
+        if (scaled) {
+            step = step * step_scale;
+        }
         let f = step + params.delta * gradient_x[idx];
         let r = -step + params.delta * gradient_z[idx];
         let px = prior_element(c, j, xj);

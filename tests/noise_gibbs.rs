@@ -1,5 +1,6 @@
-//! `--noise gibbs`: the conditional Gibbs draw of the noise precision against its Gamma posterior
-//! (KS, fixed X so the residual is fixed), the precision's use in the energies, bad settings
+//! `--noise gibbs`: the conditional Gibbs draw of the noise precision against its posterior
+//! (KS, fixed X so the residual is fixed: a Gamma at X = 0, the Bayesian-lasso tilt by quadrature
+//! at X ≠ 0), the precision's use in the energies, bad settings
 //! refused by name, bit-identical resume with the precision (both backends), and the GPU chains
 //! against the CPU's from one seed with per-chain precisions, element by element.
 
@@ -130,10 +131,11 @@ fn settings(chains: usize, samples: u32, dynamics: &DynamicsSettings) -> Sampler
 }
 
 /// Fixed X (never proposed, so the residual never changes) and Gaussian residuals: X = 0, so
-/// r = −y with y ~ N(0, s²) per pixel. The precision drawn by `noise_step` (the run's own
-/// Gibbs step: images, residual norms, the per-chain streams, the backend's update) must follow
-/// Gamma(e + d/2, f + ||r||²/2). 250 chains × 8 outer iterations = 2000 draws, fixed seed; the
-/// test fails when the KS p-value is below 0.001 (a correct sampler fails it for 0.1% of seeds;
+/// r = −y with y ~ N(0, s²) per pixel and ||X||₁ = 0: the precision drawn by `noise_step` (the
+/// run's own Gibbs step: images, residual norms, the per-chain streams, the backend's update)
+/// must follow Gamma(e + (d + p)/2, f + ||r||²/2) (the Bayesian-lasso prior's (λ√τ)^p normaliser
+/// adds p/2 to the shape). 250 chains × 8 outer iterations = 2000 draws, fixed seed; the test
+/// fails when the KS p-value is below 0.001 (a correct sampler fails it for 0.1% of seeds;
 /// the seed is fixed, so the test is deterministic), and when the sample mean is more than 4
 /// Monte Carlo standard errors from the posterior mean.
 #[test]
@@ -149,14 +151,15 @@ fn gibbs_draws_follow_the_gamma_posterior() {
     let dyn_ = dynamics(Method::Rmld, 5);
     let set = settings(chains, 8, &dyn_);
     let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
-    cpu.load_positions(&vec![0.0; chains * p]).unwrap();
+    let codes = vec![0.0; chains * p];
+    cpu.load_positions(&codes).unwrap();
     let images = cpu.images().unwrap();
     assert!(images.iter().all(|&v| v == 0.0));
     let r2: f64 = y.iter().map(|&v| (v as f64).powi(2)).sum();
-    let (shape, rate) = (e as f64 + d as f64 / 2.0, f as f64 + r2 / 2.0);
+    let (shape, rate) = (e as f64 + (d + p) as f64 / 2.0, f as f64 + r2 / 2.0);
     let mut draws = Vec::new();
     for outer in 1..=8 {
-        let tau = orchestrator::noise_step(&mut cpu, &t, &set, &images, outer).unwrap();
+        let tau = orchestrator::noise_step(&mut cpu, &t, &set, &images, &codes, outer).unwrap();
         assert_eq!(cpu.noise_precision().unwrap().unwrap(), tau);
         draws.extend(tau.iter().map(|&v| v as f64));
     }
@@ -179,8 +182,98 @@ fn gibbs_draws_follow_the_gamma_posterior() {
     assert!((gamma_p(1.0, 1.0) - (1.0 - (-1.0f64).exp())).abs() < 1e-12);
 }
 
+/// CDF of u = √τ with density ∝ u^(2k−1)·exp(−β·u² − γ·u), by the trapezoid rule on 100 001
+/// points over [0, m + 40 s] (m the mode, s = 1/√(−h''(m))), linearly interpolated.
+fn tilted_cdf(k: f64, beta: f64, gamma: f64) -> impl Fn(f64) -> f64 {
+    let a = 2.0 * k - 1.0;
+    let mode = 2.0 * a / (gamma + (gamma * gamma + 8.0 * beta * a).sqrt());
+    let s = 1.0 / (a / (mode * mode) + 2.0 * beta).sqrt();
+    let (lo, hi, n) = ((mode - 40.0 * s).max(0.0), mode + 40.0 * s, 100_000usize);
+    let du = (hi - lo) / n as f64;
+    let dens = |u: f64| {
+        if u <= 0.0 {
+            0.0
+        } else {
+            (a * (u / mode).ln() - beta * (u * u - mode * mode) - gamma * (u - mode)).exp()
+        }
+    };
+    let mut cdf = vec![0.0; n + 1];
+    for i in 1..=n {
+        let (u0, u1) = (lo + (i - 1) as f64 * du, lo + i as f64 * du);
+        cdf[i] = cdf[i - 1] + 0.5 * du * (dens(u0) + dens(u1));
+    }
+    let total = cdf[n];
+    move |u: f64| {
+        let x = ((u - lo) / du).clamp(0.0, n as f64);
+        let i = (x.floor() as usize).min(n - 1);
+        let f = x - i as f64;
+        (cdf[i] * (1.0 - f) + cdf[i + 1] * f) / total
+    }
+}
+
+/// The same at a fixed X ≠ 0, where the Bayesian-lasso prior exp(−λ√τ·||X||₁) tilts the
+/// conditional: √τ has density ∝ u^(2k−1)·exp(−β·u² − γ·u), k = e + (d + p)/2,
+/// β = f + ||A X − y||²/2, γ = λ·||X||₁. 2000 draws of the run's own step (per chain its own
+/// X, so its own β and γ; the KS test takes each draw through its chain's CDF by quadrature,
+/// so the transformed draws are U(0, 1)); fails below p = 0.001; γ = 0 in place of λ||X||₁
+/// must fail.
+#[test]
+fn gibbs_draws_follow_the_tilted_posterior_at_a_fixed_x() {
+    let (d, p, chains) = (48, 16, 250);
+    let mut y = vec![0f32; d];
+    rmld::rng::Stream::new(99, 0, 0, 0, rmld::rng::Purpose::InitNoise).fill_normal(&mut y);
+    let (e, f) = (2.0f32, 0.5f32);
+    let t = target(d, p, y.clone(), NoiseModel::Gibbs { e, f });
+    let dyn_ = dynamics(Method::Rmld, 5);
+    let set = settings(chains, 8, &dyn_);
+    let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
+    let codes: Vec<f32> = (0..chains * p)
+        .map(|i| ((i * 7919 % 61) as f32 / 30.0 - 1.0) * 0.4)
+        .collect();
+    cpu.load_positions(&codes).unwrap();
+    let images = cpu.images().unwrap();
+    let k = e as f64 + (d + p) as f64 / 2.0;
+    let cdfs: Vec<_> = (0..chains)
+        .map(|c| {
+            let r2: f64 = images[c * d..(c + 1) * d]
+                .iter()
+                .zip(&y)
+                .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+                .sum();
+            let l1: f64 = codes[c * p..(c + 1) * p]
+                .iter()
+                .map(|v| v.abs() as f64)
+                .sum();
+            let beta = f as f64 + r2 / 2.0;
+            (
+                tilted_cdf(k, beta, t.lam as f64 * l1),
+                tilted_cdf(k, beta, 0.0),
+            )
+        })
+        .collect();
+    let (mut right, mut untilted) = (Vec::new(), Vec::new());
+    for outer in 1..=8 {
+        let tau = orchestrator::noise_step(&mut cpu, &t, &set, &images, &codes, outer).unwrap();
+        for (c, &v) in tau.iter().enumerate() {
+            let u = (v as f64).sqrt();
+            right.push(cdfs[c].0(u));
+            untilted.push(cdfs[c].1(u));
+        }
+    }
+    let n = right.len();
+    let uniform = |x: f64| x.clamp(0.0, 1.0);
+    let pv = ks_p_value(ks_statistic(&right, uniform), n);
+    let wrong = ks_p_value(ks_statistic(&untilted, uniform), n);
+    eprintln!("tilted KS p = {pv:.3e}; against the untilted conditional p = {wrong:.3e}");
+    assert!(pv > 1e-3, "KS p = {pv:.2e} over {n} draws");
+    assert!(
+        wrong < 1e-3,
+        "the untilted conditional passes too (p = {wrong:.2e})"
+    );
+}
+
 /// The precision set on a backend is the one its energies use: U(X) = τ/2·||A X − y||² +
-/// lam·||X||₁ per chain, and the cached gradient follows (a second set restores the first MH
+/// lam·√τ·||X||₁ per chain (the Bayesian-lasso prior in noise units), and the cached gradient follows (a second set restores the first MH
 /// terms exactly).
 #[test]
 fn the_precision_is_used_in_the_energies() {
@@ -203,7 +296,7 @@ fn the_precision_is_used_in_the_energies() {
             .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
             .sum();
         let l1: f64 = x[c * p..(c + 1) * p].iter().map(|v| v.abs() as f64).sum();
-        let want = 0.5 * tau[c] as f64 * r2 + t.lam as f64 * l1;
+        let want = 0.5 * tau[c] as f64 * r2 + t.lam as f64 * (tau[c] as f64).sqrt() * l1;
         let got = terms[c].energy_current as f64;
         assert!(
             (got - want).abs() <= 1e-4 * want.abs(),
@@ -499,6 +592,93 @@ fn gpu_hmc_gibbs_matches_cpu_scalar_loads() {
         19,
         Method::Hmc,
     );
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_mala_gibbs_matches_cpu_in_two_groups() {
+    gpu_matches_cpu(
+        "gpu_mala_gibbs_matches_cpu_in_two_groups",
+        12,
+        20,
+        Method::Mala,
+    );
+}
+
+/// Scale equivariance (docs/noise.md): the same problem with the data × 255, same seed, LASSO
+/// starts. With the prior and the moves in noise units, every chain's run at scale 255 is the
+/// run at scale 1 with codes × 255 and τ / 255² (up to f32 rounding): the same MH decisions,
+/// τ·255² within 1e-3 relative, codes / 255 within 1e-2 (of the largest code), for RMLD, MALA
+/// and HMC. Under a fixed σ² the decisions differ (checked for RMLD, to show the test can fail).
+#[test]
+fn gibbs_runs_are_scale_equivariant() {
+    let (d, p, chains, k, s) = (24, 40, 6, 6u32, 255f32);
+    for method in [Method::Rmld, Method::Mala, Method::Hmc] {
+        let mut runs = Vec::new();
+        for (scale, noise) in [
+            (1.0, NoiseModel::gibbs()),
+            (s, NoiseModel::gibbs()),
+            (1.0, NoiseModel::Fixed),
+            (s, NoiseModel::Fixed),
+        ] {
+            let t = target(d, p, ramp(d, scale), noise);
+            let mut dyn_ = dynamics(method, 21);
+            dyn_.eta = match method {
+                Method::Rmld => 0.02,
+                _ => 0.05,
+            };
+            let mut set = settings(chains, k, &dyn_);
+            set.init = Init::Lasso;
+            set.lasso_iterations = 200;
+            let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
+            let mut sink = MemorySink::default();
+            let run = orchestrator::run(&mut cpu, &t, &set, &mut sink, &mut |_| {}).unwrap();
+            runs.push((run, sink));
+        }
+        let (a, b) = (&runs[0], &runs[1]);
+        eprintln!(
+            "{method:?}: accepted at 1 {:?}, at 255 {:?}; fixed σ²: {:?} vs {:?}",
+            a.0.accepted, b.0.accepted, runs[2].0.accepted, runs[3].0.accepted
+        );
+        assert_eq!(
+            a.0.accepted, b.0.accepted,
+            "{method:?}: MH decisions differ"
+        );
+        assert!(
+            a.0.accepted.iter().sum::<u32>() > 0,
+            "{method:?}: nothing accepted"
+        );
+        let mut bad = Vec::new();
+        for (i, (&t1, &t2)) in a.0.noise_trace.iter().zip(&b.0.noise_trace).enumerate() {
+            let scaled = t2 as f64 * (s as f64).powi(2);
+            if (scaled - t1 as f64).abs() > 1e-3 * t1 as f64 {
+                bad.push(format!(
+                    "τ [{i}]: scale 1 {t1:e}, scale 255 × 255² {scaled:e}"
+                ));
+            }
+        }
+        let top = a.1.codes.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+        for (i, (&x1, &x2)) in a.1.codes.iter().zip(&b.1.codes).enumerate() {
+            if (x2 as f64 / s as f64 - x1 as f64).abs() > 1e-2 * top {
+                bad.push(format!(
+                    "code [{i}]: scale 1 {x1:e}, scale 255 / 255 {:e}",
+                    x2 / s
+                ));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{method:?}: {} mismatches: {:?}",
+            bad.len(),
+            &bad[..bad.len().min(10)]
+        );
+        if method == Method::Rmld {
+            assert_ne!(
+                runs[2].0.accepted, runs[3].0.accepted,
+                "fixed σ² is scale-free too?"
+            );
+        }
+    }
 }
 
 /// Asks to stop once `stop_after` outer iterations are done.

@@ -247,9 +247,10 @@ pub struct ProblemArgs {
     pub sigma2: f32,
 
     /// The noise model: `fixed` (σ² = --sigma2) or `gibbs` (a per-chain noise precision τ with a
-    /// Gamma(--noise-e, --noise-f) prior, drawn from its conditional once per outer iteration,
-    /// so the target does not depend on the pixel scale; paper and local targets, laplace prior;
-    /// see docs/noise.md).
+    /// Gamma(--noise-e, --noise-f) prior, drawn from its conditional once per outer iteration;
+    /// --lambda and --eta are then in units of the learned noise (prior lam·√τ·||X||₁, moves
+    /// preconditioned by 1/τ), so the run does not depend on the pixel scale; paper and local
+    /// targets, laplace prior; see docs/noise.md).
     #[arg(long, value_enum, default_value_t = NoiseArg::Fixed)]
     pub noise: NoiseArg,
 

@@ -20,7 +20,7 @@ pub use classes::ChainClasses;
 pub use dictionary::Dictionary;
 pub use likelihood::kernel_density::KernelTarget;
 pub use likelihood::noise::{
-    gibbs_precision, residual_norms, NoiseModel, DEFAULT_NOISE_E, DEFAULT_NOISE_F,
+    code_l1_norms, gibbs_precision, residual_norms, NoiseModel, DEFAULT_NOISE_E, DEFAULT_NOISE_F,
 };
 pub use likelihood::tangent::{TangentBasis, TangentSettings};
 pub use likelihood::{start_rows, Likelihood, TargetKind};

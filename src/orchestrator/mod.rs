@@ -21,7 +21,7 @@ pub use settings::{Init, KeepPolicy, SamplerSettings};
 use crate::backend::Backend;
 use crate::methods::MhRule;
 use crate::model::likelihood::start_rows_from;
-use crate::model::{gibbs_precision, residual_norms, NoiseModel, Target};
+use crate::model::{code_l1_norms, gibbs_precision, residual_norms, NoiseModel, Target};
 use crate::rng::{Purpose, Stream, SHARED_CHAIN};
 use crate::{Error, Result};
 
@@ -151,10 +151,30 @@ pub fn initial_positions(
                 }
                 return Ok((images, Some(picks)));
             }
-            let codes = backend.encode(&images, target.lam, settings.lasso_iterations)?;
+            let lam = lasso_lambda(target, &images, chains)?;
+            let codes = backend.encode(&images, lam, settings.lasso_iterations)?;
             Ok((codes, Some(picks)))
         }
     }
+}
+
+/// The LASSO starts' penalty: `target.lam` for a fixed σ²; with `--noise gibbs`, where λ is in
+/// noise units (U = τ/2·||A X − m||² + λ√τ·||X||₁), λ·ŝ with ŝ the RMS of the start images
+/// around their chains' means (the noise level a code of zero leaves, an upper bound on σ), so
+/// the start codes scale with the data: argmin ½||y − A x||² + λ·ŝ·||x||₁ is the mode of the
+/// target at τ = 1/ŝ².
+pub fn lasso_lambda(target: &Target, images: &[f32], chains: usize) -> Result<f32> {
+    if target.noise.is_fixed() {
+        return Ok(target.lam);
+    }
+    let means = target.xbar_rows(chains)?;
+    let n = images.len().max(1) as f64;
+    let ss: f64 = images
+        .iter()
+        .zip(&means)
+        .map(|(&y, &m)| (y as f64 - m as f64).powi(2))
+        .sum();
+    Ok((target.lam as f64 * (ss / n).sqrt()) as f32)
 }
 
 /// The fixed unit vectors the trace projects X on (PROJECTIONS × p), from the seed-independent
@@ -224,7 +244,7 @@ pub fn start(
     backend.load_positions(&positions)?;
     let start_images = backend.images()?;
     // A learned precision starts at its conditional draw given X^0 (outer iteration 0's stream).
-    let noise_precision = noise_step(backend, target, settings, &start_images, 0)?;
+    let noise_precision = noise_step(backend, target, settings, &start_images, &positions, 0)?;
     let mut run = SampleRun {
         trace_stride: 1,
         final_images: start_images.clone(),
@@ -248,26 +268,33 @@ pub fn start(
 }
 
 /// The Gibbs step of the noise precision (`NoiseModel::Gibbs`) after outer iteration `outer`
-/// (0: the start): per chain τ ~ Gamma(e + d/2, f + ||A X − m||²/2) from X's images and the
-/// chain's mean m, drawn on the host from the chain's NoisePrecision stream (so every backend
-/// draws the same τ from the same X), then set on the backend. Empty for a fixed σ².
+/// (0: the start): per chain τ from its conditional given X (`model::gibbs_precision`: the
+/// residual ||A X − m||² from X's images and the chain's mean m, and ||X||₁ from `codes`),
+/// drawn on the host from the chain's NoisePrecision stream (so every backend draws the same τ
+/// from the same X), then set on the backend. Empty for a fixed σ².
 pub fn noise_step(
     backend: &mut dyn Backend,
     target: &Target,
     settings: &SamplerSettings,
     images: &[f32],
+    codes: &[f32],
     outer: u32,
 ) -> Result<Vec<f32>> {
     let NoiseModel::Gibbs { e, f } = target.noise else {
         return Ok(Vec::new());
     };
-    let (chains, d) = (settings.chains, target.d());
+    let (chains, d, p) = (settings.chains, target.d(), target.p());
     let (seed, offset) = (settings.dynamics.seed, settings.dynamics.chain_offset);
     let means = target.xbar_rows(chains)?;
+    let l1 = code_l1_norms(codes, p);
     let tau: Vec<f32> = residual_norms(images, &means, d)
         .iter()
+        .zip(&l1)
         .enumerate()
-        .map(|(c, &r2)| gibbs_precision(e, f, d, r2, seed, offset + c as u32, outer))
+        .map(|(c, (&r2, &l1))| {
+            let chain = offset + c as u32;
+            gibbs_precision(e, f, d, p, target.lam, r2, l1, seed, chain, outer)
+        })
         .collect();
     backend.set_noise_precision(&tau)?;
     Ok(tau)
@@ -369,7 +396,7 @@ pub fn continue_run(
         }
         let images = backend.images()?;
         if target.noise.is_gibbs() {
-            run.noise_precision = noise_step(backend, target, settings, &images, outer)?;
+            run.noise_precision = noise_step(backend, target, settings, &images, &codes, outer)?;
             if traced {
                 run.noise_trace.extend_from_slice(&run.noise_precision);
             }

@@ -6,7 +6,8 @@ use crate::rng::{Purpose, Stream};
 
 /// MALA's proposal Z = X − h·∇U(X) + sqrt(2h)·ξ per chain (rows of p), with ξ from the stream
 /// (seed, chain, outer, 0, MalaNoise) and ∇U(X) the cached full gradient; row c is chain
-/// `first_chain + c`.
+/// `first_chain + c`. With `scale` (`--noise gibbs`: √τ per chain, the gradient in noise units)
+/// the move is preconditioned: Z = X + (sqrt(2h)·ξ − h·g)/√τ.
 #[allow(clippy::too_many_arguments)]
 pub fn mala_proposal(
     seed: u64,
@@ -18,6 +19,7 @@ pub fn mala_proposal(
     p: usize,
     h: f32,
     noise_scale: f32,
+    scale: Option<&[f32]>,
 ) {
     z.par_chunks_mut(p)
         .zip(x.par_chunks(p).zip(gradient.par_chunks(p)))
@@ -33,16 +35,44 @@ pub fn mala_proposal(
                     Purpose::MalaNoise,
                 )
                 .fill_normal(xi);
-                for j in 0..p {
-                    z[j] = x[j] - h * g[j] + noise_scale * xi[j];
+                if let Some(scale) = scale {
+                    let s = scale[chain];
+                    for j in 0..p {
+                        z[j] = x[j] + (noise_scale * xi[j] - h * g[j]) / s;
+                    }
+                } else {
+                    for j in 0..p {
+                        z[j] = x[j] - h * g[j] + noise_scale * xi[j];
+                    }
                 }
             },
         );
 }
 
-/// The first half of a leapfrog step: r ← r − (ε/2)·∇U(z); z ← z + ε·r.
-pub fn leapfrog_drift(gradient: &[f32], z: &mut [f32], momentum: &mut [f32], epsilon: f32) {
+/// The first half of a leapfrog step: r ← r − (ε/2)·∇U(z); z ← z + ε·r. With `scale`
+/// (`--noise gibbs`: √τ per chain, rows of p; mass matrix τ·I) z ← z + (ε·r)/√τ.
+pub fn leapfrog_drift(
+    gradient: &[f32],
+    z: &mut [f32],
+    momentum: &mut [f32],
+    epsilon: f32,
+    scale: Option<(&[f32], usize)>,
+) {
     let half = 0.5 * epsilon;
+    if let Some((scale, p)) = scale {
+        z.par_chunks_mut(p)
+            .zip(momentum.par_chunks_mut(p))
+            .zip(gradient.par_chunks(p))
+            .enumerate()
+            .for_each(|(c, ((z, r), g))| {
+                for j in 0..p {
+                    let rj = r[j] - half * g[j];
+                    r[j] = rj;
+                    z[j] += (epsilon * rj) / scale[c];
+                }
+            });
+        return;
+    }
     z.par_iter_mut()
         .zip(momentum.par_iter_mut())
         .zip(gradient.par_iter())

@@ -46,6 +46,7 @@ pub fn gradient_step(
         prior,
         None,
         &[inv_sigma2],
+        false,
         eta,
         noise,
     );
@@ -64,6 +65,8 @@ pub fn chain_precision(inv_sigma2: &[f32], chain: usize) -> f32 {
 
 /// `gradient_step` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain)
 /// and the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
+/// `preconditioned` (`--noise gibbs`): `inv_sigma2` holds √τ per chain, so g is the gradient in
+/// noise units (σ·∇U), and the position moves by (eta·r)/√τ (docs/noise.md).
 #[allow(clippy::too_many_arguments)]
 pub fn gradient_step_with(
     product: &[f32],
@@ -73,6 +76,7 @@ pub fn gradient_step_with(
     prior: &Prior,
     state: Option<&[f32]>,
     inv_sigma2: &[f32],
+    preconditioned: bool,
     eta: f32,
     noise: Option<(u64, u32, u32, u32)>,
 ) {
@@ -103,7 +107,11 @@ pub fn gradient_step_with(
                         rj += noise_scale * xi[j];
                     }
                     r[j] = rj;
-                    z[j] += eta * rj;
+                    if preconditioned {
+                        z[j] += (eta * rj) / inv_sigma2;
+                    } else {
+                        z[j] += eta * rj;
+                    }
                 }
             },
         );

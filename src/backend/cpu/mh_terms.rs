@@ -54,6 +54,7 @@ pub fn mh_terms(
         prior,
         None,
         &[inv_sigma2],
+        false,
         delta,
         kinetic,
         energies,
@@ -62,6 +63,9 @@ pub fn mh_terms(
 
 /// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain) and
 /// the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
+/// `preconditioned` (`--noise gibbs`): `inv_sigma2` holds √τ per chain and the terms are those
+/// of the chain in noise units w = √τ·x: U = √τ·(½·√τ·||r||² + prior(x)), and the proposal
+/// norms take the step √τ·(z − x) with the gradients (already in noise units).
 #[allow(clippy::too_many_arguments)]
 pub fn mh_terms_with(
     current: &ChainView,
@@ -71,6 +75,7 @@ pub fn mh_terms_with(
     prior: &Prior,
     state: Option<&[f32]>,
     inv_sigma2: &[f32],
+    preconditioned: bool,
     delta: f32,
     kinetic: Option<&Kinetic>,
     energies: Option<(&[f32], &[f32])>,
@@ -91,7 +96,11 @@ pub fn mh_terms_with(
             let mut forward = 0f32;
             let mut reverse = 0f32;
             for j in 0..p {
-                let step = z[j] - x[j];
+                let step = if preconditioned {
+                    (z[j] - x[j]) * inv_sigma2
+                } else {
+                    z[j] - x[j]
+                };
                 let f = step + delta * gx[j];
                 let r = -step + delta * gz[j];
                 forward += f * f;
@@ -121,10 +130,13 @@ pub fn mh_terms_with(
                 ),
                 None => {
                     let fit: f32 = rx.iter().map(|v| v * v).sum();
-                    (
-                        0.5 * fit * inv_sigma2 + prior_x,
-                        energy_difference_row(rz, rx, z, x, &prior, inv_sigma2),
-                    )
+                    let current = 0.5 * fit * inv_sigma2 + prior_x;
+                    let difference = energy_difference_row(rz, rx, z, x, &prior, inv_sigma2);
+                    if preconditioned {
+                        (inv_sigma2 * current, inv_sigma2 * difference)
+                    } else {
+                        (current, difference)
+                    }
                 }
             };
             MhTerms {

@@ -257,10 +257,12 @@ impl CpuBackend {
         }
     }
 
-    /// The likelihood's precision as the MH terms apply it: 1/σ², or τ per chain.
+    /// The likelihood's precision as the kernels apply it: 1/σ², or with a learned precision
+    /// (`--noise gibbs`, preconditioned dynamics) √τ per chain, f32 square roots of the f32 τ
+    /// (the GPU uploads the same values).
     fn likelihood_precision(&self) -> Vec<f32> {
         match &self.precision {
-            Some(tau) => tau.clone(),
+            Some(tau) => tau.iter().map(|t| t.sqrt()).collect(),
             None => vec![self.target.inv_sigma2()],
         }
     }
@@ -367,6 +369,11 @@ impl CpuBackend {
     fn apply(&mut self, op: ChainOp, outer: u32) -> Option<Vec<MhTerms>> {
         let (p, s) = (self.target.p(), &self.settings);
         let (seed, eta, offset) = (s.seed, s.eta, s.chain_offset);
+        // --noise gibbs: the proposals move in noise units (√τ per chain).
+        let scale = self
+            .precision
+            .is_some()
+            .then(|| self.likelihood_precision());
         match op {
             ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
             ChainOp::CopyGradient => self.z_gradient.copy_from_slice(&self.x_gradient),
@@ -385,10 +392,12 @@ impl CpuBackend {
                     p,
                     eta,
                     (2.0 * eta).sqrt(),
+                    scale.as_deref(),
                 )
             }),
             ChainOp::LeapfrogDrift => self.timed(CpuPhase::Update, |b| {
-                exact::leapfrog_drift(&b.z_gradient, &mut b.z, &mut b.momentum, eta)
+                let scale = scale.as_deref().map(|s| (s, p));
+                exact::leapfrog_drift(&b.z_gradient, &mut b.z, &mut b.momentum, eta, scale)
             }),
             ChainOp::LeapfrogKick => self.timed(CpuPhase::Update, |b| {
                 exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, eta)
@@ -444,6 +453,7 @@ impl CpuBackend {
                 &b.target.prior,
                 b.prior_state.as_deref(),
                 &inv_sigma2,
+                b.precision.is_some(),
                 s.eta,
                 noise,
             )
@@ -494,6 +504,7 @@ impl CpuBackend {
             &self.target.prior,
             self.prior_state.as_deref(),
             &self.likelihood_precision(),
+            self.precision.is_some(),
             s.delta(),
             kinetic.then_some(&kinetic_terms),
             self.mixture

@@ -106,6 +106,8 @@ pub struct Constants {
     pub inv_sigma2: f32,
     /// 1: the MH terms add HMC's kinetic difference.
     pub kinetic: u32,
+    /// 1: `--noise gibbs`: the precision buffers hold √τ and the moves are preconditioned.
+    pub preconditioned: u32,
 }
 
 /// The group's params slots by family: per step (slot s for step s, 0..=T) for the families
@@ -448,12 +450,14 @@ impl ChainGroup {
                 x: &x,
                 gradient: &gx,
                 z: &z,
+                chain_precision: &precision,
             }
             .bind(k, dev, s, sc.exact),
             exact::LeapfrogDriftBuffers {
                 gradient: &gz,
                 z: &z,
                 momentum: &momentum,
+                chain_precision: &precision,
             }
             .bind(k, dev, s, sc.exact),
             exact::LeapfrogKickBuffers {
@@ -524,6 +528,7 @@ impl ChainGroup {
                 noise_scale: c.noise_scale,
                 inv_sigma2: c.inv_sigma2,
                 lam: c.lam,
+                preconditioned: c.preconditioned,
                 ..Default::default()
             })
             .set(
@@ -537,6 +542,7 @@ impl ChainGroup {
                     delta: c.delta,
                     inv_sigma2: c.inv_sigma2,
                     lam: c.lam,
+                    preconditioned: c.preconditioned,
                     ..Default::default()
                 },
             )
@@ -557,7 +563,7 @@ impl ChainGroup {
                     p: c.p,
                     eta: c.eta,
                     noise_scale: c.noise_scale,
-                    ..Default::default()
+                    preconditioned: c.preconditioned,
                 },
             );
         if let Some(hmc) = s.kernel_hmc {

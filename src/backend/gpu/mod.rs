@@ -305,6 +305,7 @@ impl GpuBackend {
                 t.inv_sigma2()
             },
             kinetic: 0,
+            preconditioned: self.precision.is_some() as u32,
         }
     }
 
@@ -647,8 +648,11 @@ impl Backend for GpuBackend {
 
     fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
         crate::backend::check_precision(precision, self.chains, self.caches_energy)?;
+        // The kernels read √τ (gradients in noise units, preconditioned moves), the f32 square
+        // roots of the f32 τ as the CPU backend takes them.
+        let roots: Vec<f32> = precision.iter().map(|t| t.sqrt()).collect();
         for g in &self.groups {
-            let rows = &precision[g.offset..g.offset + g.chains];
+            let rows = &roots[g.offset..g.offset + g.chains];
             buffers::write(&self.context, &g.precision, 0, bytemuck::cast_slice(rows));
         }
         self.precision = Some(precision.to_vec());

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::rng::{gamma_from_stream, Purpose, Stream};
+use crate::rng::{tilted_root_gamma, Purpose, Stream};
 use crate::{Error, Result};
 
 /// The Gamma prior's default shape e: with e = 1 the prior's density in τ is flat but for
@@ -21,9 +21,11 @@ pub enum NoiseModel {
     /// The fixed variance σ² of `Target::sigma2` (the paper's model; the default).
     #[default]
     Fixed,
-    /// A per-chain precision τ ~ Gamma(e, f) (shape e, rate f), drawn once per outer iteration
-    /// from its conditional Gamma(e + d/2, f + ||A X − m||²/2) given the chain's X; the
-    /// likelihood becomes τ/2·||A X − m||² in the gradient, the energies and the MH ratio.
+    /// A per-chain precision τ ~ Gamma(e, f) (shape e, rate f) with the prior in noise units,
+    /// p(X | τ) ∝ exp(−λ√τ·||X||₁), so that U(X | τ) = τ/2·||A X − m||² + λ√τ·||X||₁; τ is drawn
+    /// once per outer iteration from its conditional given the chain's X (`gibbs_precision`),
+    /// and the dynamics are preconditioned by σ² = 1/τ (docs/noise.md): scaling the data by s
+    /// scales the codes by s and τ by 1/s², with the same acceptance.
     Gibbs {
         /// Shape e > 0 of the Gamma prior (`noise_e`).
         e: f32,
@@ -70,22 +72,38 @@ impl NoiseModel {
     }
 }
 
-/// The conditional Gibbs draw of one chain's precision: τ ~ Gamma(e + d/2, f + ||r||²/2) with
-/// `residual_sq` = ||r||² over the chain's d pixels, from the stream (seed, chain, outer, 0,
-/// NoisePrecision), rounded once to f32 (the value every kernel multiplies by).
+/// The conditional Gibbs draw of one chain's precision under the Bayesian-lasso prior
+/// p(x | τ) ∝ (λ√τ/2)^p·exp(−λ√τ·||x||₁) (Park & Casella 2008): with u = √τ,
+/// p(u | x) ∝ u^(2k−1)·exp(−β·u² − γ·u), k = e + (d + p)/2, β = f + ||r||²/2, γ = λ·||x||₁,
+/// drawn exactly by `rng::tilted_root_gamma` from the stream (seed, chain, outer, 0,
+/// NoisePrecision); τ = u² rounded once to f32 (the value every kernel's √τ is taken from).
+#[allow(clippy::too_many_arguments)]
 pub fn gibbs_precision(
     e: f32,
     f: f32,
     d: usize,
+    p: usize,
+    lam: f32,
     residual_sq: f64,
+    l1: f64,
     seed: u64,
     chain: u32,
     outer: u32,
 ) -> f32 {
     let stream = Stream::new(seed, chain, outer, 0, Purpose::NoisePrecision);
-    let shape = e as f64 + 0.5 * d as f64;
-    let rate = f as f64 + 0.5 * residual_sq;
-    gamma_from_stream(&stream, shape, rate) as f32
+    let k = e as f64 + 0.5 * (d + p) as f64;
+    let beta = f as f64 + 0.5 * residual_sq;
+    let gamma = lam as f64 * l1;
+    let u = tilted_root_gamma(&stream, k, beta, gamma);
+    (u * u) as f32
+}
+
+/// Per chain ||x||₁ in f64 from the codes (C × p).
+pub fn code_l1_norms(codes: &[f32], p: usize) -> Vec<f64> {
+    codes
+        .chunks(p)
+        .map(|x| x.iter().map(|&v| (v as f64).abs()).sum())
+        .collect()
 }
 
 /// Per chain ||A X − m||² in f64 from the images A X and the means m (both C × d).

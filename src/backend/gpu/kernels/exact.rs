@@ -17,8 +17,8 @@ wgsl_struct! {
         eta: f32,
         /// sqrt(2 h), rounded on the host like the CPU.
         noise_scale: f32,
-        /// Padding to 16 bytes.
-        _pad0: u32,
+        /// 1: `--noise gibbs`, the moves are divided by chain_precision (√τ per chain).
+        preconditioned: u32,
     }
 }
 
@@ -31,12 +31,22 @@ pub(super) const FAMILY: Family = Family {
         Entry {
             kernel: Kernel::MalaProposal,
             entry_point: "mala_proposal",
-            bindings: &[read(1, "x"), read(2, "gradient"), write(3, "z")],
+            bindings: &[
+                read(1, "x"),
+                read(2, "gradient"),
+                write(3, "z"),
+                read(13, "chain_precision"),
+            ],
         },
         Entry {
             kernel: Kernel::LeapfrogDrift,
             entry_point: "leapfrog_drift",
-            bindings: &[read(2, "gradient"), write(3, "z"), write(4, "momentum")],
+            bindings: &[
+                read(2, "gradient"),
+                write(3, "z"),
+                write(4, "momentum"),
+                read(13, "chain_precision"),
+            ],
         },
         Entry {
             kernel: Kernel::LeapfrogKick,
@@ -48,12 +58,12 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `mala_proposal`.
-    MalaProposalBuffers(ExactParams) => Kernel::MalaProposal, { x, gradient, z }
+    MalaProposalBuffers(ExactParams) => Kernel::MalaProposal, { x, gradient, z, chain_precision }
 }
 
 buffers! {
     /// Buffers of `leapfrog_drift`.
-    LeapfrogDriftBuffers(ExactParams) => Kernel::LeapfrogDrift, { gradient, z, momentum }
+    LeapfrogDriftBuffers(ExactParams) => Kernel::LeapfrogDrift, { gradient, z, momentum, chain_precision }
 }
 
 buffers! {

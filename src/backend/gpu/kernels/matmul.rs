@@ -38,8 +38,9 @@ wgsl_struct! {
         inv_sigma2: f32,
         /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), read by its WGSL.
         lam: f32,
-        /// Padding to 16 bytes.
-        _pad0: u32,
+        /// 1: `--noise gibbs`, chain_precision holds √τ and gradient_step moves the position
+        /// by (eta·r)/√τ (preconditioned by 1/τ).
+        preconditioned: u32,
         /// Padding to 16 bytes.
         _pad1: u32,
     }

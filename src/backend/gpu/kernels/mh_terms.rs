@@ -25,8 +25,9 @@ wgsl_struct! {
         inv_sigma2: f32,
         /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), read by its WGSL.
         lam: f32,
-        /// Padding to 16 bytes.
-        _pad0: u32,
+        /// 1: `--noise gibbs`, chain_precision holds √τ and the terms are the chain's in noise
+        /// units (see `cpu::mh_terms::mh_terms_with`).
+        preconditioned: u32,
         /// Padding to 16 bytes.
         _pad1: u32,
     }
