@@ -1,7 +1,7 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 4; version 3 lacked the learned noise precision, its trace and the step size's
+//! Layout (version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
 //! warm-up adaptation state, version 2 the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
 //! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
@@ -30,7 +30,10 @@ use crate::io::write_atomic;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
+/// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
+/// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
+const SAME_LAYOUT_VERSION: u32 = 4;
 /// Headers larger than this are refused before reading them.
 const MAX_HEADER_BYTES: usize = 1 << 24;
 
@@ -239,7 +242,7 @@ impl Checkpoint {
             return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
-        if version != VERSION {
+        if version != VERSION && version != SAME_LAYOUT_VERSION {
             let hint = if version == 3 {
                 " (written by an rmld before the learned noise precision and the step size's \
                  warm-up adaptation were saved: start the run afresh)"
@@ -311,6 +314,11 @@ impl Checkpoint {
         // The learned noise precision (`--noise gibbs`): none, or one f32 per chain and its
         // trace one per chain and traced iteration.
         let (tau, tau_trace) = (sections.noise_precision.len(), sections.noise_trace.len());
+        if version == SAME_LAYOUT_VERSION && tau > 0 {
+            return Err(format!(
+                "checkpoint version {version} of a --noise gibbs run, this rmld reads version                  {VERSION} (written by an rmld whose --noise gibbs prior and moves were not in                  noise units: start the run afresh)"
+            ));
+        }
         if tau != 0 && tau != chains.saturating_mul(4)
             || (tau == 0) != (tau_trace == 0) && traced > 0
             || tau_trace != 0 && Some(tau_trace) != traced.checked_mul(chains * 4)
@@ -467,6 +475,28 @@ mod tests {
         assert!(err.contains("version 9"), "{err}");
         let err = Checkpoint::from_bytes(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'}").unwrap_err();
         assert!(err.contains("RMLDCKPT"), "{err}");
+    }
+
+    #[test]
+    fn version_4_is_read_for_fixed_noise_and_refused_for_gibbs() {
+        let as_version_4 = |checkpoint: &Checkpoint| {
+            let bytes = checkpoint.to_bytes();
+            let mut body = bytes[..bytes.len() - 8].to_vec();
+            body[8..12].copy_from_slice(&4u32.to_le_bytes());
+            seal(body)
+        };
+        let gibbs = sample();
+        assert!(!gibbs.run.noise_precision.is_empty());
+        let err = Checkpoint::from_bytes(&as_version_4(&gibbs)).unwrap_err();
+        assert!(
+            err.contains("version 4") && err.contains("--noise gibbs"),
+            "{err}"
+        );
+        let mut fixed = sample();
+        fixed.run.noise_precision.clear();
+        fixed.run.noise_trace.clear();
+        let read = Checkpoint::from_bytes(&as_version_4(&fixed)).expect("a fixed-noise version 4");
+        assert_eq!(read.positions, fixed.positions);
     }
 
     #[test]
