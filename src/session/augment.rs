@@ -1448,6 +1448,8 @@ fn fit_tangent_k(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Op
 /// What `fit_scale` changed: the data's scales and each rescaled setting's (asked, used).
 struct ScaleFitted {
     scale: DataScale,
+    /// Seconds spent measuring the data's scales.
+    seconds: f64,
     eta: Option<(f32, f32)>,
     sigma2: Option<(f32, f32)>,
     smooth: Option<(f32, f32)>,
@@ -1455,7 +1457,8 @@ struct ScaleFitted {
 
 impl ScaleFitted {
     fn json(&self) -> Value {
-        let pair = |p: Option<(f32, f32)>| p.map(|(asked, used)| json!({ "asked": asked, "used": used }));
+        let pair =
+            |p: Option<(f32, f32)>| p.map(|(asked, used)| json!({ "asked": asked, "used": used }));
         json!({
             "median_class_nn_distance": self.scale.nn_distance,
             "reference_nn_distance": data_scale::REFERENCE_NN_DISTANCE,
@@ -1465,6 +1468,7 @@ impl ScaleFitted {
             "eta": pair(self.eta),
             "sigma2": pair(self.sigma2),
             "smooth": pair(self.smooth),
+            "seconds": self.seconds,
         })
     }
 
@@ -1505,12 +1509,14 @@ fn fit_scale(
     if !fit.any() || !chains {
         return (fitted, None);
     }
+    let started = Instant::now();
     let Some(scale) = DataScale::of(dataset, labels, args.classes.as_deref()) else {
         return (fitted, None);
     };
     let length = scale.length_ratio();
     let mut changed = ScaleFitted {
         scale,
+        seconds: started.elapsed().as_secs_f64(),
         eta: None,
         sigma2: None,
         smooth: None,
