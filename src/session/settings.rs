@@ -445,7 +445,8 @@ impl AugmentMethod {
 pub enum Preset {
     /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
     /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
-    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode.
+    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode, with
+    /// --eta, --sigma2 and --smooth scaled to the data unless given (docs/adaptation.md).
     Quality,
     /// The paper's settings: every option at its own default (--target paper --method rmld
     /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
