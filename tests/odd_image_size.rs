@@ -103,6 +103,22 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
     assert!(run.status.success(), "{}", stderr(&run));
     let report = json(&out, "report.json");
     assert_eq!(report["dataset"]["height"], SIDE);
+    // The quality preset's η, σ² and smoothing follow the data's scales (issue 21): η by r/r_ref,
+    // σ² by (r/r_ref)², the smoothing by the side over 28.
+    let fit = &report["scale_fitted_to_data"];
+    let r = fit["median_class_nn_distance"].as_f64().unwrap();
+    let ratio = r / fit["reference_nn_distance"].as_f64().unwrap();
+    assert!(r > 0.0 && r.is_finite(), "{fit}");
+    assert_eq!(fit["image_side"], SIDE as f64);
+    let used = |name: &str| fit[name]["used"].as_f64().unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
+    assert!(close(used("eta"), 0.007 * ratio), "{fit}");
+    assert!(close(used("sigma2"), 0.01 * ratio * ratio), "{fit}");
+    assert!(close(used("smooth"), 0.5 * SIDE as f64 / 28.0), "{fit}");
+    assert!(
+        close(report["sigma2"].as_f64().unwrap(), used("sigma2")),
+        "{report}"
+    );
     let generated = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
     assert_eq!((generated.height, generated.width), (SIDE, SIDE));
     assert!(generated.n > 0);
@@ -120,4 +136,28 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
             .len(),
         3
     );
+
+    // An option given on the command line keeps its value; the others are still scaled.
+    let out = dir.path().join("augment-eta");
+    let run = rmld(&[
+        "augment",
+        "--data",
+        data,
+        "--backend",
+        "cpu",
+        "--no-original-codes",
+        "--no-quality",
+        "--seed",
+        "2",
+        "--eta",
+        "0.003",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report = json(&out, "report.json");
+    let fit = &report["scale_fitted_to_data"];
+    assert!(fit["eta"].is_null(), "{fit}");
+    assert!(fit["sigma2"]["used"].is_number(), "{fit}");
+    assert_eq!(report["settings"]["dynamics"]["eta"], 0.003f32 as f64);
 }

@@ -585,6 +585,11 @@ pub struct AugmentArgs {
     /// a class cannot hold is an error rather than lowered to fit.
     #[arg(skip)]
     pub tangent_k_given: bool,
+
+    /// Which of --eta, --sigma2 and --smooth were given on the command line (set by
+    /// `cli::parse`): those keep their value instead of being scaled to the data.
+    #[arg(skip)]
+    pub scale_given: rmld::session::ScaleFit,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -857,6 +862,17 @@ impl AugmentArgs {
             no_quality: self.no_quality,
             fit_batch_to_classes: !self.batch_given,
             fit_tangent_k_to_classes: !self.tangent_k_given,
+            fit_scale_to_data: {
+                let preset = self
+                    .preset
+                    .map(|p| AugmentSettings::preset(p).fit_scale_to_data)
+                    .unwrap_or_default();
+                rmld::session::ScaleFit {
+                    eta: preset.eta && !self.scale_given.eta,
+                    sigma2: preset.sigma2 && !self.scale_given.sigma2,
+                    smooth: preset.smooth && !self.scale_given.smooth,
+                }
+            },
             lasso_tolerance: self.lasso_tolerance,
             code_cache: if self.no_code_cache {
                 None

@@ -39,6 +39,11 @@ pub fn parse() -> Cli {
         args::apply_preset(preset, args, given);
         args.batch_given = given("batch");
         args.tangent_k_given = given("tangent_k");
+        args.scale_given = rmld::session::ScaleFit {
+            eta: given("eta"),
+            sigma2: given("sigma2"),
+            smooth: given("smooth"),
+        };
     }
     cli
 }

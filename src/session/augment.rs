@@ -17,6 +17,7 @@ use crate::orchestrator::{self, Checkpoint, Hooks, Init, SampleRun, SampleSink, 
 use crate::{Error, Result};
 
 use super::code_cache::{self, CodeKey};
+use super::data_scale::{self, DataScale};
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
@@ -263,7 +264,6 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     }
     let mut clock = PhaseClock::new(observer);
     clock.begin("dataset load", None);
-    let post = args.postprocess();
     let dataset = load_labelled(args)?;
     // Checked before any work: a missing test split must not cost a whole run.
     let test = if args.encode_test {
@@ -274,8 +274,10 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     let labels = dataset.labels.clone().unwrap_or_default();
     let (fitted, batch_fitted) = fit_batch(args, &labels);
     let (fitted, k_fitted) = fit_tangent_k(&fitted, &labels);
+    let (fitted, scale_fitted) = fit_scale(&fitted, &dataset, &labels);
     let original_args = args;
     let args = &fitted;
+    let post = args.postprocess();
     let samples_per_chain = match args.method {
         AugmentMethod::Compression => 1,
         _ => args.samples,
@@ -734,6 +736,9 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         write(&path)?;
         observer.phase_advance(k as u64 + 1);
     }
+    if let Some(fit) = &scale_fitted {
+        report["scale_fitted_to_data"] = fit.json();
+    }
     if let Some((asked, used)) = k_fitted {
         report["tangent_k_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
@@ -768,6 +773,9 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         clock.summary(),
         started.elapsed().as_secs_f64()
     ));
+    if let Some(fit) = &scale_fitted {
+        summary.push(fit.summary());
+    }
     if let Some((asked, used)) = k_fitted {
         summary.push(format!(
             "note: the tangent target's k was lowered from {asked} to {used}: the smallest class \
@@ -1435,6 +1443,100 @@ fn fit_tangent_k(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Op
         }
         _ => (fitted, None),
     }
+}
+
+/// What `fit_scale` changed: the data's scales and each rescaled setting's (asked, used).
+struct ScaleFitted {
+    scale: DataScale,
+    /// Seconds spent measuring the data's scales.
+    seconds: f64,
+    eta: Option<(f32, f32)>,
+    sigma2: Option<(f32, f32)>,
+    smooth: Option<(f32, f32)>,
+}
+
+impl ScaleFitted {
+    fn json(&self) -> Value {
+        let pair =
+            |p: Option<(f32, f32)>| p.map(|(asked, used)| json!({ "asked": asked, "used": used }));
+        json!({
+            "median_class_nn_distance": self.scale.nn_distance,
+            "reference_nn_distance": data_scale::REFERENCE_NN_DISTANCE,
+            "nn_images_per_class": data_scale::NN_PER_CLASS,
+            "image_side": self.scale.side,
+            "reference_side": data_scale::REFERENCE_SIDE,
+            "eta": pair(self.eta),
+            "sigma2": pair(self.sigma2),
+            "smooth": pair(self.smooth),
+            "seconds": self.seconds,
+        })
+    }
+
+    fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        let mut push = |name: &str, p: Option<(f32, f32)>| {
+            if let Some((asked, used)) = p {
+                parts.push(format!("{name} {asked} → {used:.3e}"));
+            }
+        };
+        push("η", self.eta);
+        push("σ²", self.sigma2);
+        push("smoothing (px)", self.smooth);
+        format!(
+            "note: scaled to the data (median same-class nearest-neighbour distance {:.3}, MNIST's \
+             {}; image side {:.0} px): {}",
+            self.scale.nn_distance,
+            data_scale::REFERENCE_NN_DISTANCE,
+            self.scale.side,
+            parts.join(", ")
+        )
+    }
+}
+
+/// `args` with η, σ² and the smoothing rescaled to the data's length scales where
+/// `fit_scale_to_data` asks for it (chain-based methods only), and what changed.
+fn fit_scale(
+    args: &AugmentSettings,
+    dataset: &Dataset,
+    labels: &[u32],
+) -> (AugmentSettings, Option<ScaleFitted>) {
+    let mut fitted = args.clone();
+    let fit = args.fit_scale_to_data;
+    let chains = !matches!(
+        args.method,
+        AugmentMethod::Compression | AugmentMethod::KernelHmc
+    );
+    if !fit.any() || !chains {
+        return (fitted, None);
+    }
+    let started = Instant::now();
+    let Some(scale) = DataScale::of(dataset, labels, args.classes.as_deref()) else {
+        return (fitted, None);
+    };
+    let length = scale.length_ratio();
+    let mut changed = ScaleFitted {
+        scale,
+        seconds: started.elapsed().as_secs_f64(),
+        eta: None,
+        sigma2: None,
+        smooth: None,
+    };
+    if fit.eta {
+        let used = (args.dynamics.eta as f64 * length) as f32;
+        fitted.dynamics.eta = used;
+        changed.eta = Some((args.dynamics.eta, used));
+    }
+    if fit.sigma2 {
+        let used = (args.problem.sigma2 as f64 * length * length) as f32;
+        fitted.problem.sigma2 = used;
+        changed.sigma2 = Some((args.problem.sigma2, used));
+    }
+    if fit.smooth && args.smooth > 0.0 {
+        let used = (args.smooth as f64 * scale.side_ratio()) as f32;
+        fitted.smooth = used;
+        changed.smooth = Some((args.smooth, used));
+    }
+    (fitted, Some(changed))
 }
 
 fn load_labelled(args: &AugmentSettings) -> Result<Arc<Dataset>> {

@@ -23,6 +23,7 @@ mod augment;
 pub(crate) mod bench;
 mod class_diagnostics;
 mod code_cache;
+mod data_scale;
 mod dict_mcmc;
 mod dictionary;
 mod draw_stats;
@@ -58,7 +59,7 @@ pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    PriorKind, ProblemSettings, SampleSettings,
+    PriorKind, ProblemSettings, SampleSettings, ScaleFit,
 };
 pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 

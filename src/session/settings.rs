@@ -445,7 +445,8 @@ impl AugmentMethod {
 pub enum Preset {
     /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
     /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
-    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode.
+    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode, with
+    /// --eta, --sigma2 and --smooth scaled to the data unless given (docs/adaptation.md).
     Quality,
     /// The paper's settings: every option at its own default (--target paper --method rmld
     /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
@@ -528,6 +529,38 @@ pub struct AugmentSettings {
     /// (`session::default_code_cache` is the command line's); None: no cache.
     #[serde(default)]
     pub code_cache: Option<PathBuf>,
+    /// Which of η, σ² and the smoothing are rescaled to the data's own length scales before
+    /// the run (the quality preset: all three; the command line clears the ones it was given;
+    /// settings written before it existed: none). See docs/adaptation.md, "Scales from the data".
+    #[serde(default)]
+    pub fit_scale_to_data: ScaleFit,
+}
+
+/// Which of the quality preset's MNIST-tuned constants `rmld augment` rescales to the data
+/// (η by r / r_ref, σ² by (r / r_ref)², the smoothing by side / 28; r the median in-class
+/// nearest-neighbour distance, r_ref its value on MNIST).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScaleFit {
+    /// Rescale the step size η.
+    pub eta: bool,
+    /// Rescale the noise variance σ².
+    pub sigma2: bool,
+    /// Rescale the smoothing's standard deviation.
+    pub smooth: bool,
+}
+
+impl ScaleFit {
+    /// All three rescaled.
+    pub const ALL: ScaleFit = ScaleFit {
+        eta: true,
+        sigma2: true,
+        smooth: true,
+    };
+
+    /// Whether any is rescaled.
+    pub fn any(&self) -> bool {
+        self.eta || self.sigma2 || self.smooth
+    }
 }
 
 /// `AugmentSettings::lasso_tolerance`'s default: 0, every encoding runs all its FISTA
@@ -596,12 +629,14 @@ impl AugmentSettings {
             fit_tangent_k_to_classes: true,
             lasso_tolerance: lasso_tolerance_default(),
             code_cache: None,
+            fit_scale_to_data: ScaleFit::default(),
         }
     }
 
     /// The best settings measured on the sample-quality metrics and the Table 2 SVM
     /// (docs/quality.md): the tangent target, HMC, pixel-max 1, λ 0.05, σ² 0.01, η 0.007, 60
-    /// leapfrog steps, burn-in 20, k 16, s 3, re-encoding.
+    /// leapfrog steps, burn-in 20, k 16, s 3, re-encoding; η, σ² and the smoothing rescaled to
+    /// the data's length scales (`fit_scale_to_data`; on MNIST the factors are about 1).
     pub fn quality() -> Self {
         let mut s = AugmentSettings::paper();
         s.preset = Some(Preset::Quality);
@@ -616,6 +651,7 @@ impl AugmentSettings {
         s.dynamics.leapfrog_steps = 60;
         s.burn_in = 20;
         s.reencode = true;
+        s.fit_scale_to_data = ScaleFit::ALL;
         s
     }
 
