@@ -100,6 +100,10 @@ pub struct DictCommonArgs {
     /// Signals per checkpoint.
     #[arg(long, default_value_t = 32)]
     pub chunk: usize,
+    /// Sample atoms without replacement (the paper's Wallenius prior, Section II-B): a signal's
+    /// atoms are distinct. Default: with replacement (Multinomial, Section II-A).
+    #[arg(long)]
+    pub without_replacement: bool,
 }
 
 impl DictCommonArgs {
@@ -113,6 +117,7 @@ impl DictCommonArgs {
         s.hyper.proposal_scale = self.proposal_scale;
         s.hyper.proposal_dof = self.proposal_dof;
         s.hyper.mode_iterations = self.mode_iterations;
+        s.hyper.without_replacement = self.without_replacement;
     }
 }
 

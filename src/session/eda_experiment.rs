@@ -270,8 +270,13 @@ pub fn eda_experiment(
             ));
         }
     }
+    let (mode, paper_acceptance) = if settings.learn.hyper.without_replacement {
+        ("w-o", 31.52)
+    } else {
+        ("w-", 23.22)
+    };
     lines.push(format!(
-        "MH acceptance (Table VI): {:.2}% (paper 23.22% w- rplcm)",
+        "MH acceptance (Table VI): {:.2}% (paper {paper_acceptance:.2}% {mode} rplcm)",
         100.0 * report["learning"]["mh_acceptance"].as_f64().unwrap_or(0.0)
     ));
     Ok(Outcome {
