@@ -5,6 +5,7 @@
 //! crate builds with no new dependency.
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 use super::normal;
 
@@ -12,7 +13,7 @@ use super::normal;
 const LEAK: f32 = 0.2;
 
 /// One dense layer: `out[b][o] = Σ_i x[b][i] w[i][o] + bias[o]`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Dense {
     n_in: usize,
     n_out: usize,
@@ -23,7 +24,7 @@ struct Dense {
 
 /// A multilayer perceptron: `sizes[0]` inputs, LeakyReLU(0.2) after every hidden layer, a linear
 /// last layer of `sizes.last()` outputs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Mlp {
     layers: Vec<Dense>,
 }
@@ -190,7 +191,7 @@ impl Mlp {
 }
 
 /// Adam (Kingma & Ba) with the usual β₁ = 0.5 of GAN training, β₂ = 0.999, ε = 1e-8.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Adam {
     /// Learning rate.
     pub lr: f32,

@@ -19,6 +19,7 @@
 //! # Ok::<(), rmld::Error>(())
 //! ```
 
+mod amortize;
 mod augment;
 pub(crate) mod bench;
 mod class_diagnostics;
@@ -39,6 +40,9 @@ mod sample;
 mod settings;
 mod shard;
 
+pub use amortize::{
+    load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
+};
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
 pub use code_cache::default_code_cache;
@@ -58,7 +62,7 @@ pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    PriorKind, ProblemSettings, SampleSettings,
+    PriorKind, ProblemSettings, SampleSettings, SamplerChoice,
 };
 pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 

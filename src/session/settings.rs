@@ -405,6 +405,19 @@ impl SampleSettings {
     }
 }
 
+/// Where `augment`'s new samples come from: the MCMC chains (the default) or a learned sampler
+/// trained by `rmld amortize train` (experimental; docs/amortized.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum SamplerChoice {
+    /// The chains of `method` (the default).
+    #[default]
+    Mcmc,
+    /// One pass of a trained class-conditional code sampler per sample (`model`).
+    Amortized,
+}
+
 /// What generates the new samples of an augmentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -528,6 +541,12 @@ pub struct AugmentSettings {
     /// (`session::default_code_cache` is the command line's); None: no cache.
     #[serde(default)]
     pub code_cache: Option<PathBuf>,
+    /// Where the new samples come from (`Mcmc`, the default, or `Amortized`: `model`'s sampler).
+    #[serde(default)]
+    pub sampler: SamplerChoice,
+    /// The trained sampler of `sampler = Amortized` (`rmld amortize train`).
+    #[serde(default)]
+    pub model: Option<PathBuf>,
 }
 
 /// `AugmentSettings::lasso_tolerance`'s default: 0, every encoding runs all its FISTA
@@ -596,6 +615,8 @@ impl AugmentSettings {
             fit_tangent_k_to_classes: true,
             lasso_tolerance: lasso_tolerance_default(),
             code_cache: None,
+            sampler: SamplerChoice::Mcmc,
+            model: None,
         }
     }
 
@@ -668,6 +689,27 @@ impl AugmentSettings {
                     self.lasso_tolerance
                 ),
             ));
+        }
+        match (self.sampler, &self.model) {
+            (SamplerChoice::Amortized, None) => {
+                return Err(Error::usage(
+                    "model",
+                    "the amortized sampler needs the model file from `rmld amortize train`",
+                ))
+            }
+            (SamplerChoice::Mcmc, Some(_)) => {
+                return Err(Error::usage(
+                    "model",
+                    "a model is only read by the amortized sampler (sampler = amortized)",
+                ))
+            }
+            (SamplerChoice::Amortized, Some(_)) if self.problem.shard.is_some() => {
+                return Err(Error::usage(
+                    "shard",
+                    "the amortized sampler runs no chains to share out",
+                ))
+            }
+            _ => {}
         }
         Ok(())
     }
