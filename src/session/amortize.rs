@@ -218,7 +218,11 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
                 .collect()
         })
         .collect();
-    let teacher_text = serde_json::to_string(&teacher)
+    // Recorded without the folders, so that a model does not depend on where it was trained.
+    let mut recorded = teacher.clone();
+    recorded.problem.out = PathBuf::from("MODEL.teacher");
+    recorded.code_cache = None;
+    let teacher_text = serde_json::to_string(&recorded)
         .map_err(|e| Error::Internal(format!("teacher settings: {e}")))?;
     let fresh = CodeModel::new(model_shape, args.train.clone(), teacher_text, &per_class)?;
     // Continue from a checkpoint of the same training, if there is one.
