@@ -257,7 +257,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     });
     observer.phase_advance(steps_before);
     let mut since_checkpoint = 0u64;
-    let mut class_seconds = vec![0.0f64; model.classes.len()];
+    let mut class_seconds = Vec::with_capacity(model.classes.len());
     for k in 0..model.classes.len() {
         let t0 = Instant::now();
         while model.classes[k].steps_done < args.train.steps {
@@ -283,7 +283,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
                 since_checkpoint = 0;
             }
         }
-        class_seconds[k] = t0.elapsed().as_secs_f64();
+        class_seconds.push(t0.elapsed().as_secs_f64());
     }
     save_model(&args.model, &model)?;
     if partial.exists() {
