@@ -13,6 +13,16 @@ use rmld::Error;
 
 /// A model of 2 classes over p = 6 atoms, trained a few steps.
 fn small_model() -> CodeModel {
+    let mut model = untrained_model();
+    for k in 0..2 {
+        for _ in 0..7 {
+            assert!(model.train_step(k).is_finite());
+        }
+    }
+    model
+}
+
+fn untrained_model() -> CodeModel {
     let p = 6;
     let shape = ModelShape {
         height: 2,
@@ -34,13 +44,17 @@ fn small_model() -> CodeModel {
         batch: 4,
         ..CodeTrainSettings::default()
     };
-    let mut model = CodeModel::new(shape, settings, "teacher".into(), &codes).unwrap();
-    for k in 0..2 {
-        for _ in 0..7 {
-            assert!(model.train_step(k).is_finite());
-        }
+    CodeModel::new(shape, settings, "teacher".into(), &codes).unwrap()
+}
+
+#[test]
+fn parallel_rounds_take_the_sequential_steps() {
+    let mut model = untrained_model();
+    while !model.complete() {
+        model.train_round(3);
     }
-    model
+    assert_eq!(model.steps_done(), 14);
+    assert_eq!(model.to_bytes().unwrap(), small_model().to_bytes().unwrap());
 }
 
 fn message(e: Error) -> String {
@@ -289,7 +303,7 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
         "no model before the training ends"
     );
     let partial = load_model(&partial_path(&settings.model)).unwrap();
-    assert_eq!(partial.steps_done(), 30);
+    assert_eq!(partial.steps_done(), 30, "two classes, 3 rounds of 5 steps each");
     assert!(!partial.complete());
     let second = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
     assert!(!second.interrupted);

@@ -259,50 +259,21 @@ impl CodeModel {
     /// come from a generator seeded by the seed, the class and the step, so a resumed training
     /// takes exactly the steps an uninterrupted one would.
     pub fn train_step(&mut self, k: usize) -> f32 {
-        let p = self.shape.p;
-        let settings = &self.settings;
-        let class = &mut self.classes[k];
-        let n = class.samples.len() / p;
-        let step = class.steps_done as u64;
-        let mut rng = StdRng::seed_from_u64(
-            settings.seed ^ ((class.label as u64 + 1) << 40) ^ step.wrapping_mul(0x9E37_79B9),
-        );
-        let batch = settings.batch;
-        let mut x = Vec::with_capacity(batch * p);
-        let mut y = Vec::with_capacity(batch * p);
-        for _ in 0..batch {
-            let a = rng.random_range(0..n);
-            let mut b = rng.random_range(0..n - 1);
-            if b >= a {
-                b += 1;
+        class_step(&mut self.classes[k], self.shape.p, &self.settings)
+    }
+
+    /// Up to `steps` more training steps of every unfinished class, the classes in parallel
+    /// (rayon); each class's steps are those [`CodeModel::train_step`] takes, so the result
+    /// does not depend on the threads.
+    pub fn train_round(&mut self, steps: u32) {
+        use rayon::prelude::*;
+        let (p, settings) = (self.shape.p, &self.settings);
+        self.classes.par_iter_mut().for_each(|class| {
+            let end = settings.steps.min(class.steps_done.saturating_add(steps));
+            while class.steps_done < end {
+                class_step(class, p, settings);
             }
-            x.extend_from_slice(&class.samples[a * p..(a + 1) * p]);
-            y.extend_from_slice(&class.samples[b * p..(b + 1) * p]);
-        }
-        let tape = class.net.forward(&x, batch);
-        let out = tape.output();
-        let mut grad = vec![0.0f32; batch * 2 * p];
-        let mut loss = 0.0f64;
-        let norm = 1.0 / (batch * p) as f32;
-        for r in 0..batch {
-            let o = &out[r * 2 * p..(r + 1) * 2 * p];
-            let g = &mut grad[r * 2 * p..(r + 1) * 2 * p];
-            for j in 0..p {
-                let (mu, s) = (o[j], o[p + j]);
-                let sigma = settings.sigma_min + softplus(s);
-                let resid = y[r * p + j] - x[r * p + j] - mu;
-                let z = resid / sigma;
-                loss += (0.5 * z * z + sigma.ln()) as f64;
-                g[j] = -z / sigma * norm;
-                g[p + j] = (1.0 - z * z) / sigma * sigmoid(s) * norm;
-            }
-        }
-        let mut grads = class.net.zero_grads();
-        class.net.backward(&tape, &grad, &mut grads);
-        class.adam.step(&mut class.net, &grads);
-        class.steps_done += 1;
-        class.last_loss = (loss / (batch * p) as f64) as f32;
-        class.last_loss
+        });
     }
 
     /// The index in `classes` of label `label`.
@@ -474,4 +445,49 @@ impl CodeModel {
         }
         Ok(())
     }
+}
+
+/// One training step of `class` (see [`CodeModel::train_step`]).
+fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) -> f32 {
+    let n = class.samples.len() / p;
+    let step = class.steps_done as u64;
+    let mut rng = StdRng::seed_from_u64(
+        settings.seed ^ ((class.label as u64 + 1) << 40) ^ step.wrapping_mul(0x9E37_79B9),
+    );
+    let batch = settings.batch;
+    let mut x = Vec::with_capacity(batch * p);
+    let mut y = Vec::with_capacity(batch * p);
+    for _ in 0..batch {
+        let a = rng.random_range(0..n);
+        let mut b = rng.random_range(0..n - 1);
+        if b >= a {
+            b += 1;
+        }
+        x.extend_from_slice(&class.samples[a * p..(a + 1) * p]);
+        y.extend_from_slice(&class.samples[b * p..(b + 1) * p]);
+    }
+    let tape = class.net.forward(&x, batch);
+    let out = tape.output();
+    let mut grad = vec![0.0f32; batch * 2 * p];
+    let mut loss = 0.0f64;
+    let norm = 1.0 / (batch * p) as f32;
+    for r in 0..batch {
+        let o = &out[r * 2 * p..(r + 1) * 2 * p];
+        let g = &mut grad[r * 2 * p..(r + 1) * 2 * p];
+        for j in 0..p {
+            let (mu, s) = (o[j], o[p + j]);
+            let sigma = settings.sigma_min + softplus(s);
+            let resid = y[r * p + j] - x[r * p + j] - mu;
+            let z = resid / sigma;
+            loss += (0.5 * z * z + sigma.ln()) as f64;
+            g[j] = -z / sigma * norm;
+            g[p + j] = (1.0 - z * z) / sigma * sigmoid(s) * norm;
+        }
+    }
+    let mut grads = class.net.zero_grads();
+    class.net.backward(&tape, &grad, &mut grads);
+    class.adam.step(&mut class.net, &grads);
+    class.steps_done += 1;
+    class.last_loss = (loss / (batch * p) as f64) as f32;
+    class.last_loss
 }

@@ -28,8 +28,10 @@ use super::observer::{Observer, Phase};
 use super::settings::{AugmentMethod, AugmentSettings};
 use super::{Augmenter, Outcome};
 
-/// Steps between two checkpoints of a training (also written at a stop).
-const CHECKPOINT_EVERY: u64 = 100;
+/// Seconds between two checkpoints of a training (one is also written at a stop).
+const CHECKPOINT_SECONDS: f64 = 60.0;
+/// Steps per class between two polls of the stop request.
+const ROUND_STEPS: u32 = 5;
 
 /// Settings of `rmld amortize train`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -256,35 +258,32 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         unit: "steps",
     });
     observer.phase_advance(steps_before);
-    let mut since_checkpoint = 0u64;
-    let mut class_seconds = Vec::with_capacity(model.classes.len());
-    for k in 0..model.classes.len() {
-        let t0 = Instant::now();
-        while model.classes[k].steps_done < args.train.steps {
-            if observer.stop_requested() {
-                save_model(&partial, &model)?;
-                let done = model.steps_done();
-                return Ok(Outcome {
-                    interrupted: true,
-                    report: serde_json::Value::Null,
-                    summary: vec![format!(
-                        "rmld amortize train: stopped at step {done} of {total}; the state is in \
-                         {}; run the same command to continue",
-                        partial.display()
-                    )],
-                    draw_stats: None,
-                });
-            }
-            model.train_step(k);
-            since_checkpoint += 1;
-            observer.phase_advance(model.steps_done());
-            if since_checkpoint >= CHECKPOINT_EVERY {
-                save_model(&partial, &model)?;
-                since_checkpoint = 0;
-            }
+    // Every class in parallel, a round of steps at a time: the stop request is polled and the
+    // progress moved between rounds, and a checkpoint written every CHECKPOINT_SECONDS.
+    let mut last_checkpoint = Instant::now();
+    while !model.complete() {
+        if observer.stop_requested() {
+            save_model(&partial, &model)?;
+            let done = model.steps_done();
+            return Ok(Outcome {
+                interrupted: true,
+                report: serde_json::Value::Null,
+                summary: vec![format!(
+                    "rmld amortize train: stopped at step {done} of {total}; the state is in \
+                     {}; run the same command to continue",
+                    partial.display()
+                )],
+                draw_stats: None,
+            });
         }
-        class_seconds.push(t0.elapsed().as_secs_f64());
+        model.train_round(ROUND_STEPS);
+        observer.phase_advance(model.steps_done());
+        if last_checkpoint.elapsed().as_secs_f64() >= CHECKPOINT_SECONDS && !model.complete() {
+            save_model(&partial, &model)?;
+            last_checkpoint = Instant::now();
+        }
     }
+    observer.phase_finish();
     save_model(&args.model, &model)?;
     if partial.exists() {
         std::fs::remove_file(&partial).map_err(|source| Error::Output {
@@ -304,7 +303,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "p": p,
         "settings": args.train,
         "fit_seconds": fit_seconds,
-        "fit_seconds_per_class": class_seconds,
+        "fit_threads": rayon::current_num_threads(),
         "steps_resumed_from": steps_before,
         "final_loss": model.classes.iter().map(|c| c.last_loss).collect::<Vec<_>>(),
         "macs_per_sample": model.macs_per_sample(),
