@@ -48,6 +48,29 @@ fn untrained_model() -> CodeModel {
 }
 
 #[test]
+fn pairs_are_nearest_neighbours_or_any_other_sample() {
+    let model = untrained_model();
+    for class in &model.classes {
+        let n = class.samples.len() / 6;
+        assert_eq!(class.neighbours.len(), n * 8);
+        for (i, row) in class.neighbours.chunks(8).enumerate() {
+            assert!(row.iter().all(|&j| j as usize != i && (j as usize) < n));
+        }
+    }
+    let settings = CodeTrainSettings {
+        neighbours: 0,
+        ..model.settings.clone()
+    };
+    let shape = model.shape.clone();
+    let codes: Vec<Vec<f32>> = vec![
+        vec![0.5; 12],
+        vec![1.0, 2.0, 0.0, 0.0, 1.0, 3.0, 0.0, 1.0, 2.0, 2.0, 0.0, 1.0],
+    ];
+    let model = CodeModel::new(shape, settings, String::new(), &codes).unwrap();
+    assert!(model.classes.iter().all(|c| c.neighbours.is_empty()));
+}
+
+#[test]
 fn parallel_rounds_take_the_sequential_steps() {
     let mut model = untrained_model();
     while !model.complete() {
@@ -303,7 +326,11 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
         "no model before the training ends"
     );
     let partial = load_model(&partial_path(&settings.model)).unwrap();
-    assert_eq!(partial.steps_done(), 30, "two classes, 3 rounds of 5 steps each");
+    assert_eq!(
+        partial.steps_done(),
+        30,
+        "two classes, 3 rounds of 5 steps each"
+    );
     assert!(!partial.complete());
     let second = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
     assert!(!second.interrupted);

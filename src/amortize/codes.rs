@@ -44,6 +44,12 @@ pub struct CodeTrainSettings {
     pub sigma_min: f32,
     /// Applications of G per generated sample, from an anchor.
     pub apply_steps: u32,
+    /// Pairs (u_a, u_b) take u_b among the k teacher samples nearest u_a (Euclidean, in code
+    /// space): G learns local moves and its samples stay near the teacher's. 0: u_b is any
+    /// other sample of the class, and G learns to jump to the class's distribution (a Gaussian
+    /// with the teacher's per-atom variances).
+    #[serde(default)]
+    pub neighbours: usize,
     /// Seeds the networks, the pairs and the draws.
     pub seed: u64,
 }
@@ -57,6 +63,7 @@ impl Default for CodeTrainSettings {
             lr: 1e-3,
             sigma_min: 0.05,
             apply_steps: 1,
+            neighbours: 8,
             seed: 0,
         }
     }
@@ -82,6 +89,9 @@ impl CodeTrainSettings {
         }
         if self.apply_steps == 0 || self.apply_steps > 1000 {
             return Err(Error::usage("apply_steps", "must be 1..=1000"));
+        }
+        if self.neighbours > 1000 {
+            return Err(Error::usage("neighbours", "must be 0..=1000"));
         }
         Ok(())
     }
@@ -114,6 +124,9 @@ pub struct ClassModel {
     pub scale: Vec<f32>,
     /// The teacher's codes, standardised, rows of p: the pairs of training and the anchors.
     pub samples: Vec<f32>,
+    /// Per teacher sample, its nearest others (`min(neighbours, n − 1)` each; empty when
+    /// `neighbours` is 0).
+    pub neighbours: Vec<u32>,
     /// μ and s of G: p inputs, 2p outputs.
     pub net: Mlp,
     /// Adam's state (kept so that a resumed training continues exactly).
@@ -208,6 +221,7 @@ impl CodeModel {
                         .collect::<Vec<_>>()
                 })
                 .collect();
+            let neighbours = nearest(rows, p, settings.neighbours.min(n - 1));
             let mut rng = StdRng::seed_from_u64(settings.seed ^ ((k as u64 + 1) << 48));
             let mut net = Mlp::new(&[p, settings.hidden, 2 * p], &mut rng);
             // Near the identity: small weights in the last layer, σ ≈ 0.3 + σ_min to start.
@@ -229,6 +243,7 @@ impl CodeModel {
                 mean,
                 scale,
                 samples,
+                neighbours,
                 net,
                 adam,
                 steps_done: 0,
@@ -404,6 +419,10 @@ impl CodeModel {
                 && p > 0
                 && c.samples.len() % p == 0
                 && c.samples.len() >= 2 * p
+                && c.neighbours
+                    .iter()
+                    .all(|&j| (j as usize) < c.samples.len() / p)
+                && c.neighbours.len() % (c.samples.len() / p) == 0
                 && c.net.inputs() == p
                 && c.net.outputs() == 2 * p;
             if !ok {
@@ -459,10 +478,17 @@ fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) ->
     let mut y = Vec::with_capacity(batch * p);
     for _ in 0..batch {
         let a = rng.random_range(0..n);
-        let mut b = rng.random_range(0..n - 1);
-        if b >= a {
-            b += 1;
-        }
+        let k = class.neighbours.len() / n;
+        let b = if k > 0 {
+            class.neighbours[a * k + rng.random_range(0..k)] as usize
+        } else {
+            let b = rng.random_range(0..n - 1);
+            if b >= a {
+                b + 1
+            } else {
+                b
+            }
+        };
         x.extend_from_slice(&class.samples[a * p..(a + 1) * p]);
         y.extend_from_slice(&class.samples[b * p..(b + 1) * p]);
     }
@@ -490,4 +516,33 @@ fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) ->
     class.steps_done += 1;
     class.last_loss = (loss / (batch * p) as f64) as f32;
     class.last_loss
+}
+
+/// For each of the `n` rows of `rows` (p values each), the indices of its `k` nearest other
+/// rows (squared Euclidean distance, ties by index), row by row.
+fn nearest(rows: &[f32], p: usize, k: usize) -> Vec<u32> {
+    use rayon::prelude::*;
+    if k == 0 {
+        return Vec::new();
+    }
+    let n = rows.len() / p;
+    (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let a = &rows[i * p..(i + 1) * p];
+            let mut d: Vec<(f64, usize)> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| {
+                    let b = &rows[j * p..(j + 1) * p];
+                    let s: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+                    (s, j)
+                })
+                .collect();
+            d.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+            d.into_iter()
+                .take(k)
+                .map(|(_, j)| j as u32)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }

@@ -101,6 +101,11 @@ pub struct AmortizeTrainArgs {
     /// Applications of the operator per generated sample.
     #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().apply_steps)]
     pub apply_steps: u32,
+
+    /// Train on pairs of a teacher sample and one of its K nearest (local moves; samples stay
+    /// near the teacher's); 0: any two samples of the class (a jump to the class's distribution).
+    #[arg(long, value_name = "K", default_value_t = rmld::amortize::CodeTrainSettings::default().neighbours)]
+    pub neighbours: usize,
 }
 
 impl AmortizeTrainArgs {
@@ -117,6 +122,7 @@ impl AmortizeTrainArgs {
                 lr: self.lr,
                 sigma_min: self.sigma_min,
                 apply_steps: self.apply_steps,
+                neighbours: self.neighbours,
                 seed: teacher.problem.seed,
             },
             teacher,
