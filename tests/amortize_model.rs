@@ -454,3 +454,31 @@ fn cli_trains_and_augments_with_the_model() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
 }
+
+#[test]
+fn gemm_inference_matches_the_taped_forward_pass() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let net = rmld::amortize::Mlp::new(&[37, 19, 74], &mut rng);
+    let batch = 13;
+    let x: Vec<f32> = (0..batch * 37)
+        .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+        .collect();
+    let fast = net.infer(&x, batch);
+    let tape = net.forward(&x, batch);
+    let slow = tape.output();
+    assert_eq!(fast.len(), slow.len());
+    let bad: Vec<String> = fast
+        .iter()
+        .zip(slow)
+        .enumerate()
+        .filter(|(_, (a, b))| (*a - *b).abs() > 1e-4 * (1.0 + b.abs()))
+        .map(|(i, (a, b))| format!("[{i}] gemm {a} vs forward {b}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} mismatches: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
+}

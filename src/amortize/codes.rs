@@ -314,8 +314,7 @@ impl CodeModel {
             for start in (0..count).step_by(BLOCK) {
                 let rows = BLOCK.min(count - start);
                 let part = &mut u[start * p..(start + rows) * p];
-                let tape = class.net.forward(part, rows);
-                let out = tape.output();
+                let out = class.net.infer(part, rows);
                 for r in 0..rows {
                     for j in 0..p {
                         let (mu, s) = (out[r * 2 * p + j], out[r * 2 * p + p + j]);

@@ -147,6 +147,56 @@ impl Mlp {
         Tape { batch, inputs, pre }
     }
 
+    /// The output of the forward pass over `batch` rows of `x` (`batch × inputs`), computed
+    /// with the `gemm` crate (rayon-parallel): for sampling, where no tape is needed. Equal to
+    /// [`Mlp::forward`]'s output up to the order of the float sums.
+    pub fn infer(&self, x: &[f32], batch: usize) -> Vec<f32> {
+        assert_eq!(x.len(), batch * self.inputs(), "infer: input size");
+        let mut current = x.to_vec();
+        for (l, layer) in self.layers.iter().enumerate() {
+            let mut out: Vec<f32> = (0..batch)
+                .flat_map(|_| layer.bias.iter().copied())
+                .collect();
+            if batch > 0 && layer.n_out > 0 && layer.n_in > 0 {
+                // SAFETY: out is batch × n_out (row stride n_out), current batch × n_in (row
+                // stride n_in), w n_in × n_out (row stride n_out): every index the strides reach
+                // is inside the lengths (asserted above and by construction of the layers).
+                unsafe {
+                    gemm::gemm(
+                        batch,
+                        layer.n_out,
+                        layer.n_in,
+                        out.as_mut_ptr(),
+                        1,
+                        layer.n_out as isize,
+                        true,
+                        current.as_ptr(),
+                        1,
+                        layer.n_in as isize,
+                        layer.w.as_ptr(),
+                        1,
+                        layer.n_out as isize,
+                        1.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::Rayon(rayon::current_num_threads()),
+                    );
+                }
+            }
+            if l + 1 < self.layers.len() {
+                for v in out.iter_mut() {
+                    if *v <= 0.0 {
+                        *v *= LEAK;
+                    }
+                }
+            }
+            current = out;
+        }
+        current
+    }
+
     /// The backward pass: adds d loss / d params to `grads` given `grad_out` = d loss / d output
     /// (`batch × outputs`), and returns d loss / d input (`batch × inputs`).
     pub fn backward(&self, tape: &Tape, grad_out: &[f32], grads: &mut Grads) -> Vec<f32> {
