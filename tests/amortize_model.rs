@@ -40,8 +40,8 @@ fn untrained_model() -> CodeModel {
         .collect();
     let settings = CodeTrainSettings {
         hidden: 5,
-        steps: 7,
-        batch: 4,
+        fit_steps: 7,
+        pairs: 4,
         ..CodeTrainSettings::default()
     };
     CodeModel::new(shape, settings, "teacher".into(), &codes).unwrap()
@@ -208,17 +208,17 @@ fn bad_training_settings_are_refused_by_name() {
         ),
         (
             CodeTrainSettings {
-                steps: 0,
+                fit_steps: 0,
                 ..ok.clone()
             },
-            "steps",
+            "fit_steps",
         ),
         (
             CodeTrainSettings {
-                batch: 0,
+                pairs: 0,
                 ..ok.clone()
             },
-            "batch",
+            "pairs",
         ),
         (
             CodeTrainSettings {
@@ -281,8 +281,8 @@ fn training(dir: &Path) -> AmortizeSettings {
         model: dir.join("m.amz"),
         train: CodeTrainSettings {
             hidden: 8,
-            steps: 25,
-            batch: 8,
+            fit_steps: 25,
+            pairs: 8,
             ..CodeTrainSettings::default()
         },
         force: false,
@@ -416,6 +416,24 @@ fn cli_trains_and_augments_with_the_model() {
         "--samples",
         "2",
     ];
+    // Bad training settings name their options, before any work.
+    for (flag, needle) in [
+        ("--fit-steps", "--fit-steps"),
+        ("--pairs", "--pairs"),
+        ("--hidden", "--hidden"),
+    ] {
+        let out = run(&[
+            "amortize",
+            "train",
+            "--out",
+            model.to_str().unwrap(),
+            flag,
+            "0",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{needle} not in {err}");
+    }
     let mut train = vec!["amortize", "train", "--out", model.to_str().unwrap()];
     train.extend_from_slice(&common);
     train.extend_from_slice(&["--ratio", "1:1", "--fit-steps", "10", "--hidden", "4"]);

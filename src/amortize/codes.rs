@@ -35,9 +35,9 @@ pub struct CodeTrainSettings {
     /// Width of the operator network's hidden layer.
     pub hidden: usize,
     /// Adam steps per class.
-    pub steps: u32,
+    pub fit_steps: u32,
     /// Pairs per step.
-    pub batch: usize,
+    pub pairs: usize,
     /// Adam's learning rate.
     pub lr: f32,
     /// The smallest σ of a move (standardised units).
@@ -58,8 +58,8 @@ impl Default for CodeTrainSettings {
     fn default() -> Self {
         CodeTrainSettings {
             hidden: 64,
-            steps: 600,
-            batch: 64,
+            fit_steps: 600,
+            pairs: 64,
             lr: 1e-3,
             sigma_min: 0.05,
             apply_steps: 1,
@@ -75,11 +75,11 @@ impl CodeTrainSettings {
         if self.hidden == 0 || self.hidden > 4096 {
             return Err(Error::usage("hidden", "must be 1..=4096"));
         }
-        if self.steps == 0 {
-            return Err(Error::usage("steps", "must be at least 1"));
+        if self.fit_steps == 0 {
+            return Err(Error::usage("fit_steps", "must be at least 1"));
         }
-        if self.batch == 0 || self.batch > 65536 {
-            return Err(Error::usage("batch", "must be 1..=65536"));
+        if self.pairs == 0 || self.pairs > 65536 {
+            return Err(Error::usage("pairs", "must be 1..=65536"));
         }
         if !(self.lr.is_finite() && self.lr > 0.0 && self.lr <= 1.0) {
             return Err(Error::usage("lr", "must be in (0, 1]"));
@@ -262,7 +262,7 @@ impl CodeModel {
     pub fn complete(&self) -> bool {
         self.classes
             .iter()
-            .all(|c| c.steps_done >= self.settings.steps)
+            .all(|c| c.steps_done >= self.settings.fit_steps)
     }
 
     /// Steps taken, over all classes.
@@ -284,7 +284,9 @@ impl CodeModel {
         use rayon::prelude::*;
         let (p, settings) = (self.shape.p, &self.settings);
         self.classes.par_iter_mut().for_each(|class| {
-            let end = settings.steps.min(class.steps_done.saturating_add(steps));
+            let end = settings
+                .fit_steps
+                .min(class.steps_done.saturating_add(steps));
             while class.steps_done < end {
                 class_step(class, p, settings);
             }
@@ -472,7 +474,7 @@ fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) ->
     let mut rng = StdRng::seed_from_u64(
         settings.seed ^ ((class.label as u64 + 1) << 40) ^ step.wrapping_mul(0x9E37_79B9),
     );
-    let batch = settings.batch;
+    let batch = settings.pairs;
     let mut x = Vec::with_capacity(batch * p);
     let mut y = Vec::with_capacity(batch * p);
     for _ in 0..batch {

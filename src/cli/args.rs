@@ -83,11 +83,11 @@ pub struct AmortizeTrainArgs {
     pub hidden: usize,
 
     /// Adam steps per class.
-    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().steps)]
+    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().fit_steps)]
     pub fit_steps: u32,
 
     /// Pairs of teacher samples per step.
-    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().batch)]
+    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().pairs)]
     pub pairs: usize,
 
     /// Adam's learning rate.
@@ -117,8 +117,8 @@ impl AmortizeTrainArgs {
             force: teacher.problem.force,
             train: rmld::amortize::CodeTrainSettings {
                 hidden: self.hidden,
-                steps: self.fit_steps,
-                batch: self.pairs,
+                fit_steps: self.fit_steps,
+                pairs: self.pairs,
                 lr: self.lr,
                 sigma_min: self.sigma_min,
                 apply_steps: self.apply_steps,

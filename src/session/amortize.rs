@@ -248,7 +248,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         }
         false => fresh,
     };
-    let total = args.train.steps as u64 * model.classes.len() as u64;
+    let total = args.train.fit_steps as u64 * model.classes.len() as u64;
     let fit_started = Instant::now();
     let steps_before = model.steps_done();
     observer.phase_start(&Phase {
