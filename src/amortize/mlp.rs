@@ -5,6 +5,7 @@
 //! crate builds with no new dependency.
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 use super::normal;
 
@@ -12,7 +13,7 @@ use super::normal;
 const LEAK: f32 = 0.2;
 
 /// One dense layer: `out[b][o] = Σ_i x[b][i] w[i][o] + bias[o]`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Dense {
     n_in: usize,
     n_out: usize,
@@ -23,7 +24,7 @@ struct Dense {
 
 /// A multilayer perceptron: `sizes[0]` inputs, LeakyReLU(0.2) after every hidden layer, a linear
 /// last layer of `sizes.last()` outputs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Mlp {
     layers: Vec<Dense>,
 }
@@ -146,6 +147,56 @@ impl Mlp {
         Tape { batch, inputs, pre }
     }
 
+    /// The output of the forward pass over `batch` rows of `x` (`batch × inputs`), computed
+    /// with the `gemm` crate (rayon-parallel): for sampling, where no tape is needed. Equal to
+    /// [`Mlp::forward`]'s output up to the order of the float sums.
+    pub fn infer(&self, x: &[f32], batch: usize) -> Vec<f32> {
+        assert_eq!(x.len(), batch * self.inputs(), "infer: input size");
+        let mut current = x.to_vec();
+        for (l, layer) in self.layers.iter().enumerate() {
+            let mut out: Vec<f32> = (0..batch)
+                .flat_map(|_| layer.bias.iter().copied())
+                .collect();
+            if batch > 0 && layer.n_out > 0 && layer.n_in > 0 {
+                // SAFETY: out is batch × n_out (row stride n_out), current batch × n_in (row
+                // stride n_in), w n_in × n_out (row stride n_out): every index the strides reach
+                // is inside the lengths (asserted above and by construction of the layers).
+                unsafe {
+                    gemm::gemm(
+                        batch,
+                        layer.n_out,
+                        layer.n_in,
+                        out.as_mut_ptr(),
+                        1,
+                        layer.n_out as isize,
+                        true,
+                        current.as_ptr(),
+                        1,
+                        layer.n_in as isize,
+                        layer.w.as_ptr(),
+                        1,
+                        layer.n_out as isize,
+                        1.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::Rayon(rayon::current_num_threads()),
+                    );
+                }
+            }
+            if l + 1 < self.layers.len() {
+                for v in out.iter_mut() {
+                    if *v <= 0.0 {
+                        *v *= LEAK;
+                    }
+                }
+            }
+            current = out;
+        }
+        current
+    }
+
     /// The backward pass: adds d loss / d params to `grads` given `grad_out` = d loss / d output
     /// (`batch × outputs`), and returns d loss / d input (`batch × inputs`).
     pub fn backward(&self, tape: &Tape, grad_out: &[f32], grads: &mut Grads) -> Vec<f32> {
@@ -190,7 +241,7 @@ impl Mlp {
 }
 
 /// Adam (Kingma & Ba) with the usual β₁ = 0.5 of GAN training, β₂ = 0.999, ε = 1e-8.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Adam {
     /// Learning rate.
     pub lr: f32,

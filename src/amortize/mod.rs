@@ -4,15 +4,18 @@
 //! [`Toy`] targets of Table 1); the trained [`Operator`] draws chains by repeated application,
 //! with or without a Metropolis-Hastings correction ([`Operator::chain`]). [`Hmc2d`] is the HMC
 //! baseline on the same targets. The networks are the hand-written [`Mlp`] (CPU only; there is
-//! no GPU path yet). See docs/amortized.md for the choices and the measurements.
+//! no GPU path yet). [`CodeModel`] is the class-conditional code sampler behind
+//! `rmld amortize train` and `rmld augment --sampler amortized`. See docs/amortized.md for the choices and the measurements.
 
 pub(crate) mod agsvgd;
+pub(crate) mod codes;
 pub(crate) mod hmc2d;
 pub(crate) mod mlp;
 pub(crate) mod sal;
 pub(crate) mod targets;
 
 pub use agsvgd::{stein_gradient, step as agsvgd_step, AgSvgdSettings};
+pub use codes::{ClassModel, CodeModel, CodeTrainSettings, ModelShape, MODEL_MAGIC, MODEL_VERSION};
 pub use hmc2d::Hmc2d;
 pub use mlp::{Adam, Grads, Mlp, Tape};
 pub use sal::{train, Adjust, ChainRun, MhRatio, Operator, Progress, SalSettings, TrainStats};

@@ -16,7 +16,7 @@ use rmld::session::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     ProblemSettings, QualitySettings, SampleSettings,
 };
-use rmld::session::{BenchBackends, Shard};
+use rmld::session::{BenchBackends, SamplerChoice, Shard};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -56,6 +56,78 @@ pub enum Command {
     /// EDA experiment.
     #[command(subcommand)]
     Dictionary(DictionaryCommand),
+    /// A learned sampler for augmentation (experimental, CPU; docs/amortized.md): `train` fits
+    /// one to augment's MCMC samples and writes the model `augment --sampler amortized` reads.
+    #[command(subcommand)]
+    Amortize(AmortizeCommand),
+}
+
+/// `rmld amortize ...`.
+#[derive(Subcommand, Debug)]
+pub enum AmortizeCommand {
+    /// Run augment's MCMC sampler with these options as the teacher (into MODEL.teacher/), fit a
+    /// per-class code sampler to its samples and write it to --out MODEL; interrupted (Ctrl-C),
+    /// the same command continues from MODEL.partial.
+    Train(AmortizeTrainArgs),
+}
+
+/// `rmld amortize train`: augment's options (the teacher; --out is the model file) and the
+/// sampler's.
+#[derive(Args, Debug, Clone)]
+pub struct AmortizeTrainArgs {
+    #[command(flatten)]
+    pub augment: AugmentArgs,
+
+    /// Width of the operator network's hidden layer.
+    #[arg(long, value_name = "H", default_value_t = rmld::amortize::CodeTrainSettings::default().hidden)]
+    pub hidden: usize,
+
+    /// Adam steps per class.
+    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().fit_steps)]
+    pub fit_steps: u32,
+
+    /// Pairs of teacher samples per step.
+    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().pairs)]
+    pub pairs: usize,
+
+    /// Adam's learning rate.
+    #[arg(long, value_name = "LR", default_value_t = rmld::amortize::CodeTrainSettings::default().lr)]
+    pub lr: f32,
+
+    /// The smallest standard deviation of a move, in standardised code units.
+    #[arg(long, value_name = "S", default_value_t = rmld::amortize::CodeTrainSettings::default().sigma_min)]
+    pub sigma_min: f32,
+
+    /// Applications of the operator per generated sample.
+    #[arg(long, value_name = "N", default_value_t = rmld::amortize::CodeTrainSettings::default().apply_steps)]
+    pub apply_steps: u32,
+
+    /// Train on pairs of a teacher sample and one of its K nearest (local moves; samples stay
+    /// near the teacher's); 0: any two samples of the class (a jump to the class's distribution).
+    #[arg(long, value_name = "K", default_value_t = rmld::amortize::CodeTrainSettings::default().neighbours)]
+    pub neighbours: usize,
+}
+
+impl AmortizeTrainArgs {
+    /// The library's settings (augment's preset already applied by `cli::parse`).
+    pub fn settings(&self) -> rmld::session::AmortizeSettings {
+        let teacher = self.augment.settings();
+        rmld::session::AmortizeSettings {
+            model: teacher.problem.out.clone(),
+            force: teacher.problem.force,
+            train: rmld::amortize::CodeTrainSettings {
+                hidden: self.hidden,
+                fit_steps: self.fit_steps,
+                pairs: self.pairs,
+                lr: self.lr,
+                sigma_min: self.sigma_min,
+                apply_steps: self.apply_steps,
+                neighbours: self.neighbours,
+                seed: teacher.problem.seed,
+            },
+            teacher,
+        }
+    }
 }
 
 /// `rmld dictionary ...`.
@@ -581,6 +653,15 @@ pub struct AugmentArgs {
     #[arg(long, conflicts_with = "code_cache")]
     pub no_code_cache: bool,
 
+    /// Where the new samples come from: `mcmc` (the chains of --method) or `amortized` (one
+    /// pass of the learned sampler in --model per sample; experimental, docs/amortized.md).
+    #[arg(long, value_enum, default_value_t = SamplerChoice::Mcmc)]
+    pub sampler: SamplerChoice,
+
+    /// The model of --sampler amortized, written by `rmld amortize train`.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+
     /// Whether --batch was given on the command line (set by `cli::parse`): then a minibatch
     /// larger than a class is an error rather than lowered to fit.
     #[arg(skip)]
@@ -886,6 +967,8 @@ impl AugmentArgs {
                     .clone()
                     .or_else(rmld::session::default_code_cache)
             },
+            sampler: self.sampler,
+            model: self.model.clone(),
         }
     }
 }

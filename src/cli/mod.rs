@@ -28,9 +28,17 @@ pub fn parse() -> Cli {
     use clap::FromArgMatches;
     let matches = command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    if let (Command::Augment(args), Some(("augment", sub))) =
-        (&mut cli.command, matches.subcommand())
-    {
+    let augment = match (&mut cli.command, matches.subcommand()) {
+        (Command::Augment(args), Some(("augment", sub))) => Some((args, sub)),
+        (Command::Amortize(args::AmortizeCommand::Train(train)), Some(("amortize", outer))) => {
+            match outer.subcommand() {
+                Some(("train", sub)) => Some((&mut train.augment, sub)),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    if let Some((args, sub)) = augment {
         let given = |id: &str| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
         let preset = args
             .preset
@@ -103,6 +111,11 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
                     outcome
                 }
             };
+            Ok(finish(&terminal, &outcome))
+        }
+        Command::Amortize(args::AmortizeCommand::Train(args)) => {
+            let terminal = terminal(Some(StopRequest::install()));
+            let outcome = rmld::session::AmortizeTrainer::new(args.settings()).run(&terminal)?;
             Ok(finish(&terminal, &outcome))
         }
         Command::Quality(args) => {
@@ -265,6 +278,9 @@ pub fn options_of(command: &Command) -> Vec<String> {
         }
         Command::Dictionary(args::DictionaryCommand::EdaExperiment(_)) => {
             return options_nested("dictionary", "eda-experiment")
+        }
+        Command::Amortize(args::AmortizeCommand::Train(_)) => {
+            return options_nested("amortize", "train")
         }
     })
 }

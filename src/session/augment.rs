@@ -16,6 +16,7 @@ use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
 use crate::orchestrator::{self, Checkpoint, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
 use crate::{Error, Result};
 
+use super::amortize::amortized_generation;
 use super::code_cache::{self, CodeKey};
 use super::data_scale::{self, DataScale};
 use super::estimate::{estimate_augment, AugmentWork};
@@ -24,7 +25,7 @@ use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
 use super::sample::{hashes, lock_output, remove_if_present};
-use super::settings::{AugmentMethod, AugmentSettings};
+use super::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
 use super::shard::{self, Shard, ShardFiles};
 use super::{memory, outputs, Outcome};
 
@@ -295,6 +296,12 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     let originals = dataset.try_subset(&original_rows)?;
     let sorted = dataset.try_subset(&plan.order)?;
     let kernel = args.method == AugmentMethod::KernelHmc;
+    if kernel && args.sampler == SamplerChoice::Amortized {
+        return Err(Error::usage(
+            "sampler",
+            "the amortized sampler generates codes; kernel-hmc has none",
+        ));
+    }
     if kernel && args.reencode {
         return Err(Error::usage(
             "reencode",
@@ -421,7 +428,8 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
                 kernel,
                 &info,
             );
-            if estimate.worth_announcing() && !matches!(mode, Mode::Shard(_)) {
+            let amortized = args.sampler == SamplerChoice::Amortized;
+            if estimate.worth_announcing() && !matches!(mode, Mode::Shard(_)) && !amortized {
                 observer.notice(&Notice::Estimate {
                     seconds: estimate.seconds,
                     device: info.device.clone(),
@@ -446,7 +454,16 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     } else {
         args.burn_in
     };
+    let amortized = args.sampler == SamplerChoice::Amortized;
+    let mut amortized_info = Value::Null;
     let (mut sink, run) = match backend.as_mut() {
+        Some(_) if amortized => {
+            clock.begin("sampling", None);
+            let (h, w) = (problem.dataset.height, problem.dataset.width);
+            let (sink, run, info) = amortized_generation(args, &plan, &target, h, w)?;
+            amortized_info = info;
+            (sink, run)
+        }
         Some(backend) => {
             let mut sink = AugmentSink::for_chains(&plan, chain_range.clone(), burn_in, !kernel);
             let run = generate(
@@ -574,6 +591,10 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "samples_per_second": g as f64 / generation_seconds.max(1e-9),
         "estimate": estimate,
     });
+    if amortized {
+        report["sampler"] = json!("amortized");
+        report["amortized"] = amortized_info;
+    }
     if let (Some(ssgl), Some(object)) = (problem.target.prior.ssgl(), report.as_object_mut()) {
         object.insert(
             "prior".into(),
@@ -756,7 +777,23 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     report["phase_seconds"] = clock.json();
     report["seconds"] = json!(started.elapsed().as_secs_f64());
     io::write_json_atomic(&out.join("report.json"), &report)?;
-    let mut summary = vec![format!(
+    let mut summary = vec![if amortized {
+        format!(
+            "rmld augment (amortized sampler {}): {g} samples of {} classes in {:.2} s of \
+             generation ({:.0} samples/s); {} originals; wrote {}",
+            args.model.as_deref().unwrap_or(Path::new("?")).display(),
+            plan.classes.len(),
+            report["amortized"]["generation_seconds"]
+                .as_f64()
+                .unwrap_or(0.0),
+            report["amortized"]["samples_per_second"]
+                .as_f64()
+                .unwrap_or(0.0),
+            originals.n,
+            out.display()
+        )
+    } else {
+        format!(
         "rmld augment ({}): {g} samples of {} classes from {} chains on {} in {generation_seconds:.1} s \
          ({:.0} samples/s, acceptance {:.1}%); {} originals; wrote {}",
         args.method.name(),
@@ -767,7 +804,8 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         100.0 * run.acceptance_rate(),
         originals.n,
         out.display()
-    )];
+    )
+    }];
     summary.push(format!(
         "{} (in all {:.1} s)",
         clock.summary(),

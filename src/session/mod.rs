@@ -19,6 +19,7 @@
 //! # Ok::<(), rmld::Error>(())
 //! ```
 
+mod amortize;
 mod augment;
 pub(crate) mod bench;
 mod class_diagnostics;
@@ -40,6 +41,9 @@ mod sample;
 mod settings;
 mod shard;
 
+pub use amortize::{
+    load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
+};
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
 pub use code_cache::default_code_cache;
@@ -59,7 +63,7 @@ pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    PriorKind, ProblemSettings, SampleSettings, ScaleFit,
+    PriorKind, ProblemSettings, SampleSettings, SamplerChoice, ScaleFit,
 };
 pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 

@@ -405,6 +405,19 @@ impl SampleSettings {
     }
 }
 
+/// Where `augment`'s new samples come from: the MCMC chains (the default) or a learned sampler
+/// trained by `rmld amortize train` (experimental; docs/amortized.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum SamplerChoice {
+    /// The chains of `method` (the default).
+    #[default]
+    Mcmc,
+    /// One pass of a trained class-conditional code sampler per sample (`model`).
+    Amortized,
+}
+
 /// What generates the new samples of an augmentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -534,6 +547,12 @@ pub struct AugmentSettings {
     /// settings written before it existed: none). See docs/adaptation.md, "Scales from the data".
     #[serde(default)]
     pub fit_scale_to_data: ScaleFit,
+    /// Where the new samples come from (`Mcmc`, the default, or `Amortized`: `model`'s sampler).
+    #[serde(default)]
+    pub sampler: SamplerChoice,
+    /// The trained sampler of `sampler = Amortized` (`rmld amortize train`).
+    #[serde(default)]
+    pub model: Option<PathBuf>,
 }
 
 /// Which of the quality preset's MNIST-tuned constants `rmld augment` rescales to the data
@@ -630,6 +649,8 @@ impl AugmentSettings {
             lasso_tolerance: lasso_tolerance_default(),
             code_cache: None,
             fit_scale_to_data: ScaleFit::default(),
+            sampler: SamplerChoice::Mcmc,
+            model: None,
         }
     }
 
@@ -704,6 +725,27 @@ impl AugmentSettings {
                     self.lasso_tolerance
                 ),
             ));
+        }
+        match (self.sampler, &self.model) {
+            (SamplerChoice::Amortized, None) => {
+                return Err(Error::usage(
+                    "model",
+                    "the amortized sampler needs the model file from `rmld amortize train`",
+                ))
+            }
+            (SamplerChoice::Mcmc, Some(_)) => {
+                return Err(Error::usage(
+                    "model",
+                    "a model is only read by the amortized sampler (sampler = amortized)",
+                ))
+            }
+            (SamplerChoice::Amortized, Some(_)) if self.problem.shard.is_some() => {
+                return Err(Error::usage(
+                    "shard",
+                    "the amortized sampler runs no chains to share out",
+                ))
+            }
+            _ => {}
         }
         Ok(())
     }

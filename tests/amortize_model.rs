@@ -1,0 +1,502 @@
+//! The amortised sampler's model file (round trip, each bad file refused by name), its training's interruption and resumption (the same bytes as an uninterrupted run), and `augment --sampler amortized`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rmld::amortize::{CodeModel, CodeTrainSettings, ModelShape, MODEL_VERSION};
+use rmld::session::{
+    load_model, partial_path, AmortizeSettings, AmortizeTrainer, AugmentSettings, Augmenter,
+    BackendChoice, Observer, Phase, SamplerChoice, Silent,
+};
+use rmld::Error;
+
+/// A model of 2 classes over p = 6 atoms, trained a few steps.
+fn small_model() -> CodeModel {
+    let mut model = untrained_model();
+    for k in 0..2 {
+        for _ in 0..7 {
+            assert!(model.train_step(k).is_finite());
+        }
+    }
+    model
+}
+
+fn untrained_model() -> CodeModel {
+    let p = 6;
+    let shape = ModelShape {
+        height: 2,
+        width: 3,
+        p,
+        dictionary_hash: 42,
+        classes: vec![3, 7],
+    };
+    let codes: Vec<Vec<f32>> = (0..2)
+        .map(|c| {
+            (0..10 * p)
+                .map(|i| ((i * 7 + c * 3) % 11) as f32 / 5.0 - 1.0)
+                .collect()
+        })
+        .collect();
+    let settings = CodeTrainSettings {
+        hidden: 5,
+        fit_steps: 7,
+        pairs: 4,
+        ..CodeTrainSettings::default()
+    };
+    CodeModel::new(shape, settings, "teacher".into(), &codes).unwrap()
+}
+
+#[test]
+fn pairs_are_nearest_neighbours_or_any_other_sample() {
+    let model = untrained_model();
+    for class in &model.classes {
+        let n = class.samples.len() / 6;
+        assert_eq!(class.neighbours.len(), n * 8);
+        for (i, row) in class.neighbours.chunks(8).enumerate() {
+            assert!(row.iter().all(|&j| j as usize != i && (j as usize) < n));
+        }
+    }
+    let settings = CodeTrainSettings {
+        neighbours: 0,
+        ..model.settings.clone()
+    };
+    let shape = model.shape.clone();
+    let codes: Vec<Vec<f32>> = vec![
+        vec![0.5; 12],
+        vec![1.0, 2.0, 0.0, 0.0, 1.0, 3.0, 0.0, 1.0, 2.0, 2.0, 0.0, 1.0],
+    ];
+    let model = CodeModel::new(shape, settings, String::new(), &codes).unwrap();
+    assert!(model.classes.iter().all(|c| c.neighbours.is_empty()));
+}
+
+#[test]
+fn parallel_rounds_take_the_sequential_steps() {
+    let mut model = untrained_model();
+    while !model.complete() {
+        model.train_round(3);
+    }
+    assert_eq!(model.steps_done(), 14);
+    assert_eq!(model.to_bytes().unwrap(), small_model().to_bytes().unwrap());
+}
+
+fn message(e: Error) -> String {
+    e.to_string()
+}
+
+#[test]
+fn model_round_trips_bytes_and_samples() {
+    let model = small_model();
+    assert!(model.complete());
+    let bytes = model.to_bytes().unwrap();
+    let back = CodeModel::from_bytes(Path::new("m.amz"), &bytes).unwrap();
+    assert_eq!(back.to_bytes().unwrap(), bytes);
+    assert_eq!(back.sample(1, 9, 5), model.sample(1, 9, 5));
+    let draws = model.sample(0, 9, 5);
+    assert_eq!(draws.len(), 9 * 6);
+    assert!(draws.iter().all(|v| v.is_finite()));
+    // A file written and read back through the session layer.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.amz");
+    rmld::session::save_model(&path, &model).unwrap();
+    assert_eq!(load_model(&path).unwrap().to_bytes().unwrap(), bytes);
+}
+
+#[test]
+fn each_bad_file_is_refused_naming_the_file_and_what_was_expected() {
+    let bytes = small_model().to_bytes().unwrap();
+    let path = Path::new("/some/where/m.amz");
+    let refused = |b: &[u8], needles: &[&str]| {
+        let text = message(CodeModel::from_bytes(path, b).unwrap_err());
+        assert!(
+            text.contains("/some/where/m.amz"),
+            "no file name in {text:?}"
+        );
+        for n in needles {
+            assert!(text.contains(n), "{n:?} not in {text:?}");
+        }
+    };
+    refused(b"", &["not an rmld amortised-sampler model"]);
+    refused(
+        b"P5\n3 3 255\n...",
+        &["not an rmld amortised-sampler model"],
+    );
+    refused(&bytes[..14], &["truncated", "header"]);
+    let mut other = bytes.clone();
+    other[8..12].copy_from_slice(&(MODEL_VERSION + 1).to_le_bytes());
+    refused(
+        &other,
+        &[
+            &format!("version {}", MODEL_VERSION + 1),
+            &format!("reads version {MODEL_VERSION}"),
+        ],
+    );
+    refused(&bytes[..bytes.len() - 1], &["truncated", "announces"]);
+    refused(&bytes[..bytes.len() / 2], &["truncated"]);
+    let mut longer = bytes.clone();
+    longer.push(0);
+    refused(&longer, &["1 bytes after"]);
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 3;
+    flipped[last] ^= 0x40;
+    refused(&flipped, &["checksum mismatch"]);
+    // A missing file names it too.
+    let text = message(load_model(Path::new("/no/such/m.amz")).unwrap_err());
+    assert!(text.contains("/no/such/m.amz"), "{text}");
+}
+
+#[test]
+fn a_model_of_another_shape_is_refused() {
+    let model = small_model();
+    let path = Path::new("m.amz");
+    let same = model.shape.clone();
+    model.check_matches(path, &same).unwrap();
+    let mut subset = same.clone();
+    subset.classes = vec![7];
+    model.check_matches(path, &subset).unwrap();
+    let cases: Vec<(ModelShape, &str)> = vec![
+        (
+            ModelShape {
+                height: 28,
+                width: 28,
+                ..same.clone()
+            },
+            "trained on 2×3 images, but this run's are 28×28",
+        ),
+        (
+            ModelShape {
+                p: 7,
+                ..same.clone()
+            },
+            "another dictionary (6 atoms",
+        ),
+        (
+            ModelShape {
+                dictionary_hash: 43,
+                ..same.clone()
+            },
+            "another dictionary",
+        ),
+        (
+            ModelShape {
+                classes: vec![3, 5],
+                ..same.clone()
+            },
+            "no model of classes [5]: it was trained on classes [3, 7]",
+        ),
+    ];
+    for (want, needle) in cases {
+        let text = message(model.check_matches(path, &want).unwrap_err());
+        assert!(
+            text.contains("m.amz") && text.contains(needle),
+            "{needle:?} not in {text:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_training_settings_are_refused_by_name() {
+    let ok = CodeTrainSettings::default();
+    ok.validate().unwrap();
+    for (s, name) in [
+        (
+            CodeTrainSettings {
+                hidden: 0,
+                ..ok.clone()
+            },
+            "hidden",
+        ),
+        (
+            CodeTrainSettings {
+                fit_steps: 0,
+                ..ok.clone()
+            },
+            "fit_steps",
+        ),
+        (
+            CodeTrainSettings {
+                pairs: 0,
+                ..ok.clone()
+            },
+            "pairs",
+        ),
+        (
+            CodeTrainSettings {
+                lr: f32::NAN,
+                ..ok.clone()
+            },
+            "lr",
+        ),
+        (
+            CodeTrainSettings {
+                sigma_min: 0.0,
+                ..ok.clone()
+            },
+            "sigma_min",
+        ),
+        (
+            CodeTrainSettings {
+                apply_steps: 0,
+                ..ok.clone()
+            },
+            "apply_steps",
+        ),
+    ] {
+        let text = message(s.validate().unwrap_err());
+        assert!(text.contains(name), "{name} not in {text}");
+    }
+}
+
+/// Stops the run once the fitting has reached `after` steps.
+struct StopFitting {
+    after: u64,
+    fitting: AtomicBool,
+    position: AtomicU64,
+}
+
+impl Observer for StopFitting {
+    fn phase_start(&self, phase: &Phase) {
+        self.fitting
+            .store(phase.name == "fitting", Ordering::Relaxed);
+    }
+    fn phase_advance(&self, position: u64) {
+        self.position.store(position, Ordering::Relaxed);
+    }
+    fn stop_requested(&self) -> bool {
+        self.fitting.load(Ordering::Relaxed) && self.position.load(Ordering::Relaxed) >= self.after
+    }
+}
+
+/// A small training on the embedded digits (classes 0 and 1) into `dir/m.amz`.
+fn training(dir: &Path) -> AmortizeSettings {
+    let mut teacher = AugmentSettings::paper();
+    teacher.problem.backend = BackendChoice::Cpu;
+    teacher.dynamics.lasso_iterations = 30;
+    teacher.classes = Some(vec![0, 1]);
+    teacher.limit = Some(120);
+    teacher.ratio = 1.0;
+    teacher.samples = 2;
+    AmortizeSettings {
+        teacher,
+        model: dir.join("m.amz"),
+        train: CodeTrainSettings {
+            hidden: 8,
+            fit_steps: 25,
+            pairs: 8,
+            ..CodeTrainSettings::default()
+        },
+        force: false,
+    }
+}
+
+fn augment_settings(out: PathBuf, model: Option<PathBuf>) -> AugmentSettings {
+    let mut s = AugmentSettings::paper();
+    s.problem.backend = BackendChoice::Cpu;
+    s.dynamics.lasso_iterations = 30;
+    s.problem.out = out;
+    s.classes = Some(vec![0, 1]);
+    s.limit = Some(120);
+    s.sampler = SamplerChoice::Amortized;
+    s.model = model;
+    s
+}
+
+#[test]
+fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
+    let whole = tempfile::tempdir().unwrap();
+    let split = tempfile::tempdir().unwrap();
+    let done = AmortizeTrainer::new(training(whole.path()))
+        .run(&Silent)
+        .unwrap();
+    assert!(!done.interrupted);
+    let reference = std::fs::read(whole.path().join("m.amz")).unwrap();
+
+    let settings = training(split.path());
+    let stopper = StopFitting {
+        after: 30,
+        fitting: AtomicBool::new(false),
+        position: AtomicU64::new(0),
+    };
+    let first = AmortizeTrainer::new(settings.clone())
+        .run(&stopper)
+        .unwrap();
+    assert!(first.interrupted);
+    assert!(
+        !settings.model.exists(),
+        "no model before the training ends"
+    );
+    let partial = load_model(&partial_path(&settings.model)).unwrap();
+    assert_eq!(
+        partial.steps_done(),
+        30,
+        "two classes, 3 rounds of 5 steps each"
+    );
+    assert!(!partial.complete());
+    let second = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
+    assert!(!second.interrupted);
+    assert_eq!(second.report["teacher_reused"], true);
+    assert_eq!(second.report["steps_resumed_from"], 30);
+    assert_eq!(
+        std::fs::read(&settings.model).unwrap(),
+        reference,
+        "a resumed training writes the uninterrupted one's bytes"
+    );
+    assert!(!partial_path(&settings.model).exists());
+
+    // An existing model is kept unless forced.
+    let text = message(
+        AmortizeTrainer::new(settings.clone())
+            .run(&Silent)
+            .unwrap_err(),
+    );
+    assert!(text.contains("force"), "{text}");
+
+    // augment --sampler amortized with it: the generated set and the report say so.
+    let out = split.path().join("aug");
+    let outcome = Augmenter::new(augment_settings(out.clone(), Some(settings.model.clone())))
+        .run(&Silent)
+        .unwrap();
+    assert_eq!(outcome.report["sampler"], "amortized");
+    let g = outcome.report["generated_count"].as_u64().unwrap() as usize;
+    assert!(g >= 2, "{g} generated");
+    let codes = rmld::io::read_npy_matrix_f32(&out.join("generated-codes.npy")).unwrap();
+    assert_eq!(codes.0, vec![g, 256]);
+    assert!(codes.1.iter().all(|v| v.is_finite()));
+
+    // Without a model, with an unfinished one, with another dictionary or classes: refused.
+    let text = message(
+        Augmenter::new(augment_settings(split.path().join("a2"), None))
+            .run(&Silent)
+            .unwrap_err(),
+    );
+    assert!(text.contains("model"), "{text}");
+    let mut other = augment_settings(split.path().join("a3"), Some(settings.model.clone()));
+    other.problem.seed = 9;
+    let text = message(Augmenter::new(other).run(&Silent).unwrap_err());
+    assert!(
+        text.contains("m.amz") && text.contains("another dictionary"),
+        "{text}"
+    );
+    let mut other = augment_settings(split.path().join("a4"), Some(settings.model.clone()));
+    other.classes = Some(vec![0, 2]);
+    let text = message(Augmenter::new(other).run(&Silent).unwrap_err());
+    assert!(text.contains("no model of classes [2]"), "{text}");
+    let unfinished = split.path().join("unfinished.amz");
+    rmld::session::save_model(&unfinished, &partial).unwrap();
+    let text = message(
+        Augmenter::new(augment_settings(split.path().join("a5"), Some(unfinished)))
+            .run(&Silent)
+            .unwrap_err(),
+    );
+    assert!(text.contains("unfinished training"), "{text}");
+}
+
+#[test]
+fn cli_trains_and_augments_with_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.amz");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rmld"))
+            .args(args)
+            .env("RMLD_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .unwrap()
+    };
+    let common = [
+        "--backend",
+        "cpu",
+        "--preset",
+        "paper",
+        "--classes",
+        "3,5",
+        "--limit",
+        "100",
+        "--lasso-iterations",
+        "20",
+        "--samples",
+        "2",
+    ];
+    // Bad training settings name their options, before any work.
+    for (flag, needle) in [
+        ("--fit-steps", "--fit-steps"),
+        ("--pairs", "--pairs"),
+        ("--hidden", "--hidden"),
+    ] {
+        let out = run(&[
+            "amortize",
+            "train",
+            "--out",
+            model.to_str().unwrap(),
+            flag,
+            "0",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{needle} not in {err}");
+    }
+    let mut train = vec!["amortize", "train", "--out", model.to_str().unwrap()];
+    train.extend_from_slice(&common);
+    train.extend_from_slice(&["--ratio", "1:1", "--fit-steps", "10", "--hidden", "4"]);
+    let out = run(&train);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let aug = dir.path().join("aug");
+    let mut augment = vec!["augment", "--out", aug.to_str().unwrap()];
+    augment.extend_from_slice(&common);
+    augment.extend_from_slice(&["--sampler", "amortized", "--model", model.to_str().unwrap()]);
+    let out = run(&augment);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("amortized sampler"));
+    // A damaged model: exit status 2 and the file named.
+    let bytes = std::fs::read(&model).unwrap();
+    std::fs::write(&model, &bytes[..bytes.len() / 3]).unwrap();
+    augment[2] = "unused";
+    let aug2 = dir.path().join("aug2");
+    augment[2] = aug2.to_str().unwrap();
+    let out = run(&augment);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("m.amz") && err.contains("truncated"), "{err}");
+    // --sampler amortized without --model names the option.
+    let aug3 = dir.path().join("aug3");
+    augment.truncate(augment.len() - 2);
+    augment[2] = aug3.to_str().unwrap();
+    let out = run(&augment);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
+}
+
+#[test]
+fn gemm_inference_matches_the_taped_forward_pass() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let net = rmld::amortize::Mlp::new(&[37, 19, 74], &mut rng);
+    let batch = 13;
+    let x: Vec<f32> = (0..batch * 37)
+        .map(|i| ((i * 31 % 17) as f32 - 8.0) / 4.0)
+        .collect();
+    let fast = net.infer(&x, batch);
+    let tape = net.forward(&x, batch);
+    let slow = tape.output();
+    assert_eq!(fast.len(), slow.len());
+    let bad: Vec<String> = fast
+        .iter()
+        .zip(slow)
+        .enumerate()
+        .filter(|(_, (a, b))| (*a - *b).abs() > 1e-4 * (1.0 + b.abs()))
+        .map(|(i, (a, b))| format!("[{i}] gemm {a} vs forward {b}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} mismatches: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
+}
