@@ -36,12 +36,12 @@ fn noise_normal(chain: u32, j: u32) -> f32 {
 }
 
 // g = A^T r * chain_precision[chain] + grad(-log prior)(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(16, 8)
 fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
     let eta = params.eta;
-    for (var i = 0u; i < 4u; i++) {
-        let m = wg.y * TILE_M + lid.y * 4u + i;
+    for (var i = 0u; i < 8u; i++) {
+        let m = wg.y * TILE_M + lid.y * 8u + i;
         for (var jj = 0u; jj < 4u; jj++) {
             let n = wg.x * TILE_N + lid.x * 4u + jj;
             if (m < params.chains && n < params.p) {
@@ -66,11 +66,11 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
 }
 
 // out = A^T r * chain_precision[chain] + grad(-log prior)(position), the full gradient when lhs holds A x - xbar.
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(16, 8)
 fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
-    for (var i = 0u; i < 4u; i++) {
-        let m = wg.y * TILE_M + lid.y * 4u + i;
+    for (var i = 0u; i < 8u; i++) {
+        let m = wg.y * TILE_M + lid.y * 8u + i;
         for (var jj = 0u; jj < 4u; jj++) {
             let n = wg.x * TILE_N + lid.x * 4u + jj;
             if (m < params.chains && n < params.p) {

@@ -4,15 +4,15 @@
 @group(0) @binding(2) var<storage, read> lhs: array<f32>;
 
 // lhs (chains x K) . A^T with K = p, N = d: A is read along its rows (contiguous in k).
-fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 16> {
+fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
     let tid = lid.y * 16u + lid.x;
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let kdim = params.p;
-    var acc: array<f32, 16>;
+    var acc: array<f32, 32>;
     for (var k0 = 0u; k0 < kdim; k0 += TILE_K) {
-        for (var r = 0u; r < 4u; r++) {
-            let e = tid + r * 256u;
+        for (var r = 0u; r < 8u; r++) {
+            let e = tid + r * 128u;
             let mk = e / TILE_K;
             let kk = e % TILE_K;
             let gk = k0 + kk;
@@ -20,12 +20,12 @@ fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 16> {
             if (row0 + mk < params.chains && gk < kdim) {
                 v = lhs[(row0 + mk) * kdim + gk];
             }
-            tile_l[kk * TILE_M + mk] = v;
+            tile_l[kk * TILE_M4 + mk / 4u][mk % 4u] = v;
             var w = 0.0;
             if (col0 + mk < params.d && gk < kdim) {
                 w = dict[(col0 + mk) * kdim + gk];
             }
-            tile_r[kk * TILE_N + mk] = w;
+            tile_r[kk * TILE_N4 + mk / 4u][mk % 4u] = w;
         }
         workgroupBarrier();
         accumulate_slice(lid, &acc);
@@ -35,29 +35,29 @@ fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 16> {
 }
 
 // lhs (chains x K) . A with K = d, N = p: A is read along its rows (contiguous in n).
-fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 16> {
+fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
     let tid = lid.y * 16u + lid.x;
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let kdim = params.d;
-    var acc: array<f32, 16>;
+    var acc: array<f32, 32>;
     for (var k0 = 0u; k0 < kdim; k0 += TILE_K) {
-        for (var r = 0u; r < 4u; r++) {
-            let e = tid + r * 256u;
+        for (var r = 0u; r < 8u; r++) {
+            let e = tid + r * 128u;
             let mk = e / TILE_K;
             let kk = e % TILE_K;
             var v = 0.0;
             if (row0 + mk < params.chains && k0 + kk < kdim) {
                 v = lhs[(row0 + mk) * kdim + k0 + kk];
             }
-            tile_l[kk * TILE_M + mk] = v;
+            tile_l[kk * TILE_M4 + mk / 4u][mk % 4u] = v;
             let kn = e / TILE_N;
             let nn = e % TILE_N;
             var w = 0.0;
             if (k0 + kn < kdim && col0 + nn < params.p) {
                 w = dict[(k0 + kn) * params.p + col0 + nn];
             }
-            tile_r[kn * TILE_N + nn] = w;
+            tile_r[kn * TILE_N4 + nn / 4u][nn % 4u] = w;
         }
         workgroupBarrier();
         accumulate_slice(lid, &acc);

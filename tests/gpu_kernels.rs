@@ -126,6 +126,19 @@ fn products_match_f64_small_odd_shapes() {
     check_products(37, 129, 5, "products_match_f64_small_odd_shapes");
 }
 
+/// d and p multiples of 4 (the vec4-load kernels) but not of the 64 x 64 tile, and more chains
+/// than one tile row, uneven: the double-buffered K loop's last slice and the edge tiles.
+#[test]
+fn products_match_f64_vec4_odd_tiles() {
+    check_products(36, 132, 67, "products_match_f64_vec4_odd_tiles");
+}
+
+/// The scalar-load kernels over more than one tile in every direction, no shape a multiple of 4.
+#[test]
+fn products_match_f64_scalar_odd_tiles() {
+    check_products(67, 133, 65, "products_match_f64_scalar_odd_tiles");
+}
+
 #[test]
 fn products_match_f64_mnist_shape() {
     check_products(784, 3136, 3, "products_match_f64_mnist_shape");
