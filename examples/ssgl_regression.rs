@@ -1,9 +1,12 @@
 //! Table 1 of Deng et al. (NeurIPS 2019, paper 003) with rmld's SSGL prior: SGLD-SA against SGLD-EM and SGLD on the paper's large-p-small-n regression, test MAE / MSE for its four (v0, σ) settings over several seeds.
 //!
 //! `cargo run --release --example ssgl_regression -- [--iterations K] [--seeds S] [--eta-scale E]
-//! [--init lasso|noise]` (defaults 20000, 5, 1, lasso: the chain starts at the LASSO code of y
-//! with lam 1; from white noise N(0, I) the adaptive prior locks onto "every coefficient is slab",
-//! see docs/priors.md).
+//! [--init zero|lasso|noise]` (defaults 20000, 5, 1, zero: β starts at 0, as in the paper's
+//! loop; `lasso` starts at the LASSO code of y with lam 1, from which SGLD-EM never meets the
+//! all-spike trap and ties SGLD-SA; from white noise N(0, I) the adaptive prior locks onto "every
+//! coefficient is slab"; see docs/priors.md). `--paper-loop` runs the paper's own loop, with
+//! `--batch`, `--untied`, `--lr0`, `--decay`, `--lasso-start` to change one of its differences
+//! from rmld's sampler at a time.
 //!
 //! The design is the paper's Section 5.1 (`examples/regression.rs` generates it: n = 100,
 //! p = 1000, rows N(0, Σ) with Σ_ij = 0.6^|i−j|, β = (3, 2, 1) + N(0, 0.2²) then zeros, noise
@@ -335,7 +338,7 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 fn main() {
     let (mut iterations, mut seeds, mut eta_scale) = (20_000u32, 5u64, 1.0f32);
     // (start, lam of the LASSO start): lam = 1e9 makes the LASSO code exactly 0 (`--init zero`).
-    let mut init = (Init::Lasso, 1.0f32);
+    let mut init = (Init::Lasso, 1e9f32);
     let mut paper = false;
     let mut options = LoopOptions::default();
     let mut only_methods: Option<Vec<String>> = None;
