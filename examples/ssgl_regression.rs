@@ -414,7 +414,10 @@ fn main() {
         if paper {
             format!("the paper's loop, {options:?}")
         } else {
-            format!("rmld's sampler, {:?} starts (LASSO lam {})", init.0, init.1)
+            match init {
+                (Init::Lasso, lam) if lam >= 1e9 => "rmld's sampler, beta from 0".to_string(),
+                (start, lam) => format!("rmld's sampler, {start:?} starts (LASSO lam {lam})"),
+            }
         }
     );
     let columns: Vec<usize> = only_columns.unwrap_or_else(|| (0..COLUMNS.len()).collect());
