@@ -238,7 +238,12 @@ pub fn eda_experiment(
         learn_seconds
     )];
     lines.push("relative RMS error vs OMP iterations (Fig. 3, synthetic):".into());
-    lines.push("  OMP it.   initial   learned (MCMC w- rplcm)".into());
+    let mode = if settings.learn.hyper.without_replacement {
+        "w-o"
+    } else {
+        "w-"
+    };
+    lines.push(format!("  OMP it.   initial   learned (MCMC {mode} rplcm)"));
     for i in 0..settings.omp_iterations {
         lines.push(format!(
             "  {:>6}   {:>7.4}   {:>7.4}",
@@ -252,7 +257,9 @@ pub fn eda_experiment(
         report["coherence_initial"].as_f64().unwrap_or(f64::NAN),
         learned_coherence
     ));
-    lines.push("Geweke P(|z| < 2) (Table V, synthetic w- rplcm):   ours   paper".into());
+    lines.push(format!(
+        "Geweke P(|z| < 2) (Table V, synthetic; ours {mode} rplcm, paper w- rplcm):   ours   paper"
+    ));
     let paper = |key: &str| {
         PAPER_SYNTHETIC
             .iter()
@@ -270,10 +277,10 @@ pub fn eda_experiment(
             ));
         }
     }
-    let (mode, paper_acceptance) = if settings.learn.hyper.without_replacement {
-        ("w-o", 31.52)
+    let paper_acceptance = if settings.learn.hyper.without_replacement {
+        31.52
     } else {
-        ("w-", 23.22)
+        23.22
     };
     lines.push(format!(
         "MH acceptance (Table VI): {:.2}% (paper {paper_acceptance:.2}% {mode} rplcm)",
