@@ -353,6 +353,85 @@ fn bench_writes_its_table_and_refuses_a_bad_chain_list() {
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
 }
 
+/// `rmld bench --peer-python` runs the NumPy peer (benches/peers/numpy_step.py) beside the CPU
+/// rows and reports rmld over NumPy; a Python that cannot run it leaves a note, not a failure.
+/// The Python is the Table 2 harness's (`RMLD_TABLE2_PYTHON`, else target/table2-venv); in CI
+/// (`gpu_common::gpu_required()`) a missing one fails the test.
+#[test]
+fn bench_runs_the_numpy_peer_beside_the_cpu_rows() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = match std::env::var_os("RMLD_TABLE2_PYTHON") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => root.join("target/table2-venv/bin/python"),
+    };
+    if !python.is_file() {
+        assert!(
+            !gpu_common::gpu_required(),
+            "in CI the Python with NumPy (scripts/table2/setup_env.sh, RMLD_TABLE2_PYTHON) must \
+             be present: {}",
+            python.display()
+        );
+        eprintln!("skipping: no Python with NumPy (run scripts/table2/setup_env.sh)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = |python: &Path, out: &Path| {
+        rmld(&[
+            "bench",
+            "--backend",
+            "cpu",
+            "--chains",
+            "1,3",
+            "--dim",
+            "16",
+            "--atoms",
+            "64",
+            "--outer",
+            "1",
+            "--steps",
+            "2",
+            "--ceiling-size",
+            "64",
+            "--images",
+            "50",
+            "--peer-python",
+            python.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let out = dir.path().join("bench");
+    let ran = run(&python, &out);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(stdout.contains("numpy peer at C = 3:"), "{stdout}");
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let peers = bench["numpy_peer"]["rows"].as_array().unwrap();
+    assert_eq!(peers.len(), 2, "{}", bench["notes"]);
+    for (peer, chains) in peers.iter().zip([1, 3]) {
+        assert_eq!(peer["chains"], chains);
+        let numpy = peer["numpy_chain_steps_per_second"].as_f64().unwrap();
+        let rmld = peer["rmld_chain_steps_per_second"].as_f64().unwrap();
+        assert!(numpy > 0.0 && rmld > 0.0, "{peer}");
+        assert!(
+            (peer["rmld_over_numpy"].as_f64().unwrap() - rmld / numpy).abs() < 1e-9 * rmld / numpy
+        );
+    }
+    // A Python that does not exist: the bench still writes its rows, with a note naming it.
+    let out = dir.path().join("missing");
+    let ran = run(&dir.path().join("no-such-python"), &out);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(bench["numpy_peer"]["rows"].as_array().unwrap().len(), 0);
+    assert!(
+        bench["notes"].to_string().contains("no-such-python"),
+        "{}",
+        bench["notes"]
+    );
+}
+
 /// On a GPU, `rmld bench` times the device by timestamp queries where the adapter offers them
 /// (lavapipe does), says so, and the device time of the passes fits inside their wall time.
 #[test]

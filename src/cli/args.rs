@@ -810,6 +810,16 @@ pub struct BenchArgs {
     /// timed with accept).
     #[arg(long = "prior", value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
     pub bench_prior: rmld::session::PriorKind,
+
+    /// Also time the NumPy peer (benches/peers/numpy_step.py: the same step at the same sizes,
+    /// its BLAS on as many threads) at every CPU chain count and print rmld over NumPy.
+    #[arg(long)]
+    pub peers: bool,
+
+    /// The Python (with NumPy) that runs the peer; implies --peers [default: $RMLD_PEER_PYTHON,
+    /// else python3].
+    #[arg(long, value_name = "PATH")]
+    pub peer_python: Option<PathBuf>,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every

@@ -28,6 +28,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         out: args.out.clone(),
         force: args.force,
         ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
+        peer_python: peer_python(args),
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     let options = super::options_named("bench");
@@ -54,6 +55,27 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
             r.gemm_chain_steps_per_second,
             100.0 * r.fraction_of_gemm
         );
+        if let (Some(rate), Some(f)) = (
+            r.rmld_blas_products_chain_steps_per_second,
+            r.fraction_of_blas_with_blas_products,
+        ) {
+            println!(
+                "cpu roofline at C = {}: rmld with its products on OpenBLAS {rate:.0} \
+                 chain-steps/s, {:.1}% of the OpenBLAS roofline",
+                r.chains,
+                100.0 * f
+            );
+        }
+    }
+    for r in &outcome.peers {
+        println!(
+            "numpy peer at C = {}: {:.0} chain-steps/s ({}); rmld {:.0}, {:.2}× numpy (same run)",
+            r.chains,
+            r.numpy_chain_steps_per_second,
+            r.numpy,
+            r.rmld_chain_steps_per_second,
+            r.rmld_over_numpy
+        );
     }
     let out = &args.out;
     let plotted = plot::write(&out.join("bench.png"), &outcome.rows, outcome.d, outcome.p)?;
@@ -64,6 +86,18 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
     }
     println!("wrote {}", out.display());
     Ok(outcome.interrupted)
+}
+
+/// The peer's Python: --peer-python, else with --peers $RMLD_PEER_PYTHON, else python3.
+fn peer_python(args: &BenchArgs) -> Option<std::path::PathBuf> {
+    if let Some(p) = &args.peer_python {
+        return Some(p.clone());
+    }
+    args.peers
+        .then(|| match std::env::var_os("RMLD_PEER_PYTHON") {
+            Some(p) if !p.is_empty() => p.into(),
+            _ => "python3".into(),
+        })
 }
 
 fn parse_chains(list: &str) -> Result<Vec<usize>> {

@@ -69,6 +69,11 @@ pub struct BenchSettings {
     /// Laplace rows.
     #[serde(default)]
     pub ssgl: bool,
+    /// Also time the NumPy peer (benches/peers/numpy_step.py, the same step at the same sizes,
+    /// its BLAS pinned to rayon's thread count) with this Python at every CPU chain count, and
+    /// report rmld over NumPy (`numpy_peer` in bench.json). `None`: not run.
+    #[serde(default)]
+    pub peer_python: Option<PathBuf>,
 }
 
 impl Default for BenchSettings {
@@ -88,6 +93,7 @@ impl Default for BenchSettings {
             out: PathBuf::from("rmld-bench"),
             force: false,
             ssgl: false,
+            peer_python: None,
         }
     }
 }
@@ -294,6 +300,8 @@ pub struct BenchOutcome {
     pub ratios: Vec<(usize, f64)>,
     /// The CPU's two products alone per chain count (gemm crate, OpenBLAS with `blas`).
     pub rooflines: Vec<Roofline>,
+    /// The NumPy peer per CPU chain count (`peer_python`); empty when not run.
+    pub peers: Vec<super::bench_peer::PeerRow>,
     /// The observer asked to stop: the rows are those finished before (written all the same).
     pub interrupted: bool,
     /// bench.json's content.
@@ -557,6 +565,11 @@ pub struct Roofline {
     pub fraction_of_blas: Option<f64>,
     /// rmld over the gemm crate's products alone.
     pub fraction_of_gemm: f64,
+    /// `blas` feature: rmld's whole outer iteration with its products on OpenBLAS
+    /// (`CpuBackend::with_blas_products`, measuring only), chain-steps/s.
+    pub rmld_blas_products_chain_steps_per_second: Option<f64>,
+    /// That over the OpenBLAS roofline: what the gather, update and full gradient leave.
+    pub fraction_of_blas_with_blas_products: Option<f64>,
 }
 
 /// The two products' roofline at `chains` (see [`Roofline`]).
@@ -598,6 +611,8 @@ fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
         rmld_chain_steps_per_second: rmld,
         fraction_of_blas: blas_rate.map(|b| rmld / b),
         fraction_of_gemm: rmld / gemm_rate,
+        rmld_blas_products_chain_steps_per_second: None,
+        fraction_of_blas_with_blas_products: None,
     }
 }
 
@@ -624,6 +639,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     let chain_counts = &args.chains;
     let (observations, source) = observations(args)?;
     let d = observations.d;
+    let n = observations.n;
     args.check_dictionary_fits(d)?;
     let p = args.atoms.unwrap_or(4 * d);
     if p == 0 {
@@ -678,6 +694,17 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     let mut ceilings = Vec::new();
     let mut phases = Vec::new();
     let mut rooflines = Vec::new();
+    let mut peers = Vec::new();
+    let peer_problem = super::bench_peer::PeerProblem {
+        d,
+        p,
+        batch: args.batch,
+        steps: args.steps,
+        outer: args.outer,
+        images: n,
+        seed: args.seed,
+        threads: rayon::current_num_threads(),
+    };
     if want_cpu {
         let ceiling = cpu_ceiling(args.ceiling_size);
         observer.notice(&Notice::BenchCeiling {
@@ -706,7 +733,30 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
                 products_gflops: Some(phase.products_gflops),
             });
             phases.push(phase);
-            rooflines.push(roofline(&target, c, row.chain_steps_per_second));
+            #[allow(unused_mut)]
+            let mut line = roofline(&target, c, row.chain_steps_per_second);
+            #[cfg(feature = "blas")]
+            {
+                let mut backend =
+                    CpuBackend::new(target.clone(), dynamics.clone(), c).with_blas_products();
+                let blas_row = measure(&mut backend, &dynamics, d, p, args.outer)?;
+                let rate = blas_row.chain_steps_per_second;
+                line.rmld_blas_products_chain_steps_per_second = Some(rate);
+                line.fraction_of_blas_with_blas_products =
+                    line.blas_chain_steps_per_second.map(|b| rate / b);
+            }
+            rooflines.push(line);
+            if let Some(python) = &args.peer_python {
+                match super::bench_peer::run_peer(
+                    python,
+                    &peer_problem,
+                    c,
+                    row.chain_steps_per_second,
+                ) {
+                    Ok(peer) => peers.push(peer),
+                    Err(e) => notes.push(format!("NumPy peer not measured at C = {c}: {e}")),
+                }
+            }
             rows.push(row);
             if args.ssgl {
                 let ssgl = crate::model::Ssgl {
@@ -759,6 +809,8 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         "gpu_over_cpu": ratios.iter().map(|(c, r)| json!({ "chains": c, "ratio": r })).collect::<Vec<_>>(),
         "cpu_phases": phases,
         "cpu_roofline": { "blas": blas_description(), "rows": rooflines },
+        "numpy_peer": { "python": args.peer_python, "threads": rayon::current_num_threads(),
+                        "script": "benches/peers/numpy_step.py", "rows": peers },
         "notes": notes,
         "interrupted": interrupted,
     });
@@ -774,6 +826,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         notes,
         ratios,
         rooflines,
+        peers,
         interrupted,
         report,
     })

@@ -22,6 +22,7 @@
 mod amortize;
 mod augment;
 pub(crate) mod bench;
+pub(crate) mod bench_peer;
 mod class_diagnostics;
 mod code_cache;
 mod data_scale;
@@ -46,6 +47,7 @@ pub use amortize::{
 };
 pub use augment::{Augmenter, AUGMENT_PHASES};
 pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
+pub use bench_peer::PeerRow;
 pub use code_cache::default_code_cache;
 pub use dict_mcmc::{group_names, DictionaryHyper, SignalResult};
 pub use dictionary::{

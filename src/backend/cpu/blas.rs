@@ -1,6 +1,6 @@
 //! The system OpenBLAS's `cblas_sgemm` (the `blas` feature) on the step's two products: the CPU roofline `rmld bench` reports.
 //!
-//! Only for measuring: the backend's own products stay on the `gemm` crate, so draws do not
+//! Only for measuring: sampling keeps its products on the `gemm` crate, so draws do not
 //! depend on the feature. Needs `libopenblas` at link time (`apt-get install libopenblas-dev`).
 
 use std::ffi::{c_char, CStr};

@@ -54,6 +54,9 @@ pub struct CpuBackend {
     mixture: Option<Mixture>,
     /// Seconds per `CpuPhase` since timing was switched on (`with_phase_timing`).
     phase_seconds: Option<[f64; CpuPhase::COUNT]>,
+    /// The step's products by the system OpenBLAS (`with_blas_products`; measuring only).
+    #[cfg(feature = "blas")]
+    blas_products: bool,
     /// The SSGL prior's latent state (`ssgl::stride(p)` values per chain), None for Laplace.
     prior_state: Option<Vec<f32>>,
     /// The learned noise precision τ per chain (`--noise gibbs`), None for a fixed σ².
@@ -175,6 +178,8 @@ impl CpuBackend {
             caches_energy,
             mixture,
             phase_seconds: None,
+            #[cfg(feature = "blas")]
+            blas_products: false,
             prior_state,
             precision: None,
             target,
@@ -223,9 +228,27 @@ impl CpuBackend {
         }
     }
 
+    /// Runs the products (residual, transpose, full gradient) on the system OpenBLAS instead of
+    /// gemm: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
+    /// sums may depend on the chain count (OpenBLAS picks kernels by shape), so sampling never
+    /// uses it.
+    #[cfg(feature = "blas")]
+    pub fn with_blas_products(mut self) -> Self {
+        self.blas_products = true;
+        self
+    }
+
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
+        #[cfg(feature = "blas")]
+        if self.blas_products {
+            blas::residual_product(a, d, p, z, out);
+            out.par_chunks_mut(d)
+                .zip(y.par_chunks(d))
+                .for_each(|(o, y)| o.iter_mut().zip(y).for_each(|(o, y)| *o -= y));
+            return;
+        }
         let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
         for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
             matmul::residual_product_like(a, d, p, z, y, out, self.like_rows());
@@ -235,6 +258,11 @@ impl CpuBackend {
     /// Per chain Aᵀ r, block by block.
     fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
         let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
+        #[cfg(feature = "blas")]
+        if self.blas_products {
+            blas::transpose_product(a, d, p, r, out);
+            return;
+        }
         for (r, out) in r.chunks(self.chunk * d).zip(out.chunks_mut(self.chunk * p)) {
             matmul::transpose_product_like(a, d, p, r, out, self.like_rows());
         }
