@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::{Backend, DynamicsSettings};
-use rmld::diagnostics::reference::{ks_p_value, ks_statistic};
+use rmld::diagnostics::reference::{ks_p_value, ks_statistic, tilted_root_gamma_cdf};
 use rmld::io::Pixels;
 use rmld::methods::Method;
 use rmld::model::{Dictionary, NoiseModel, Observations, Target};
@@ -182,35 +182,6 @@ fn gibbs_draws_follow_the_gamma_posterior() {
     assert!((gamma_p(1.0, 1.0) - (1.0 - (-1.0f64).exp())).abs() < 1e-12);
 }
 
-/// CDF of u = √τ with density ∝ u^(2k−1)·exp(−β·u² − γ·u), by the trapezoid rule on 100 001
-/// points over [0, m + 40 s] (m the mode, s = 1/√(−h''(m))), linearly interpolated.
-fn tilted_cdf(k: f64, beta: f64, gamma: f64) -> impl Fn(f64) -> f64 {
-    let a = 2.0 * k - 1.0;
-    let mode = 2.0 * a / (gamma + (gamma * gamma + 8.0 * beta * a).sqrt());
-    let s = 1.0 / (a / (mode * mode) + 2.0 * beta).sqrt();
-    let (lo, hi, n) = ((mode - 40.0 * s).max(0.0), mode + 40.0 * s, 100_000usize);
-    let du = (hi - lo) / n as f64;
-    let dens = |u: f64| {
-        if u <= 0.0 {
-            0.0
-        } else {
-            (a * (u / mode).ln() - beta * (u * u - mode * mode) - gamma * (u - mode)).exp()
-        }
-    };
-    let mut cdf = vec![0.0; n + 1];
-    for i in 1..=n {
-        let (u0, u1) = (lo + (i - 1) as f64 * du, lo + i as f64 * du);
-        cdf[i] = cdf[i - 1] + 0.5 * du * (dens(u0) + dens(u1));
-    }
-    let total = cdf[n];
-    move |u: f64| {
-        let x = ((u - lo) / du).clamp(0.0, n as f64);
-        let i = (x.floor() as usize).min(n - 1);
-        let f = x - i as f64;
-        (cdf[i] * (1.0 - f) + cdf[i + 1] * f) / total
-    }
-}
-
 /// The same at a fixed X ≠ 0, where the Bayesian-lasso prior exp(−λ√τ·||X||₁) tilts the
 /// conditional: √τ has density ∝ u^(2k−1)·exp(−β·u² − γ·u), k = e + (d + p)/2,
 /// β = f + ||A X − y||²/2, γ = λ·||X||₁. 2000 draws of the run's own step (per chain its own
@@ -246,8 +217,8 @@ fn gibbs_draws_follow_the_tilted_posterior_at_a_fixed_x() {
                 .sum();
             let beta = f as f64 + r2 / 2.0;
             (
-                tilted_cdf(k, beta, t.lam as f64 * l1),
-                tilted_cdf(k, beta, 0.0),
+                tilted_root_gamma_cdf(k, beta, t.lam as f64 * l1, 100_000),
+                tilted_root_gamma_cdf(k, beta, 0.0, 100_000),
             )
         })
         .collect();

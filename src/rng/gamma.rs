@@ -172,35 +172,6 @@ mod tests {
         assert_eq!(standard_gamma(&s, 2.5), standard_gamma(&s, 2.5));
         assert!(standard_gamma(&s, 2.5) > 0.0);
     }
-    /// The conditional's CDF by quadrature: the trapezoid rule for exp(h(u) − h(m)) on 200 001
-    /// points over [max(0, m − 40 s), m + 40 s], cumulated and normalised, linearly interpolated.
-    fn tilted_cdf(k: f64, beta: f64, gamma: f64) -> impl Fn(f64) -> f64 {
-        let a = 2.0 * k - 1.0;
-        let mode = (-gamma + (gamma * gamma + 8.0 * beta * a).sqrt()) / (4.0 * beta);
-        let s = 1.0 / (a / (mode * mode) + 2.0 * beta).sqrt();
-        let (lo, hi, n) = ((mode - 40.0 * s).max(0.0), mode + 40.0 * s, 200_000usize);
-        let du = (hi - lo) / n as f64;
-        let dens = |u: f64| {
-            if u <= 0.0 {
-                0.0
-            } else {
-                (a * (u / mode).ln() - beta * (u * u - mode * mode) - gamma * (u - mode)).exp()
-            }
-        };
-        let mut cdf = vec![0.0; n + 1];
-        for i in 1..=n {
-            let (u0, u1) = (lo + (i - 1) as f64 * du, lo + i as f64 * du);
-            cdf[i] = cdf[i - 1] + 0.5 * du * (dens(u0) + dens(u1));
-        }
-        let total = cdf[n];
-        move |u: f64| {
-            let x = ((u - lo) / du).clamp(0.0, n as f64);
-            let i = (x.floor() as usize).min(n - 1);
-            let f = x - i as f64;
-            (cdf[i] * (1.0 - f) + cdf[i + 1] * f) / total
-        }
-    }
-
     /// KS test (fixed seed, 4000 draws each) of `tilted_root_gamma` against its density
     /// integrated by quadrature, from a Gamma-like case (γ = 0) to one the tilt dominates
     /// (γ·m ≫ k) and one at pixel scale 255 (β, γ scaled by 255², 255); fails below p = 0.001,
@@ -208,7 +179,7 @@ mod tests {
     /// detectable in 4000 draws (k < 10).
     #[test]
     fn tilted_root_gamma_matches_its_density() {
-        use crate::diagnostics::reference::{ks_p_value, ks_statistic};
+        use crate::diagnostics::reference::{ks_p_value, ks_statistic, tilted_root_gamma_cdf};
         for &(k, beta, gamma) in &[
             (1.5, 2.0, 0.0),
             (393.0, 12.0, 3.0),
@@ -223,10 +194,10 @@ mod tests {
                     tilted_root_gamma(&s, k, beta, gamma)
                 })
                 .collect();
-            let d = ks_statistic(&draws, tilted_cdf(k, beta, gamma));
+            let d = ks_statistic(&draws, tilted_root_gamma_cdf(k, beta, gamma, 200_000));
             let p = ks_p_value(d, n as usize);
             let wrong = ks_p_value(
-                ks_statistic(&draws, tilted_cdf(k + 1.0, beta, gamma)),
+                ks_statistic(&draws, tilted_root_gamma_cdf(k + 1.0, beta, gamma, 200_000)),
                 n as usize,
             );
             eprintln!("k {k} beta {beta} gamma {gamma}: KS D = {d:.4} p = {p:.3} (k + 1: p = {wrong:.1e})");

@@ -19,6 +19,9 @@ pub(crate) const NN_PER_CLASS: usize = 100;
 /// 5.30 on the first 3,000 training images (which 100 images are taken moves it by about 10%).
 pub(crate) const REFERENCE_NN_DISTANCE: f64 = 5.88;
 
+/// Below this median distance (0..1 pixels) the data is taken as repeated images, not a scale.
+const MIN_NN_DISTANCE: f64 = 1e-6;
+
 /// The image side (pixels) the smoothing's 0.5 px was chosen at.
 pub(crate) const REFERENCE_SIDE: f64 = 28.0;
 
@@ -33,9 +36,11 @@ pub(crate) struct DataScale {
 
 impl DataScale {
     /// The scales of the images of `dataset` whose label is in `classes` (all when None);
-    /// None when no class has two images.
+    /// None when no class has two images, or when the median distance is zero (classes of
+    /// repeated images), which would scale η and σ² to zero: the run then keeps the preset's.
     pub(crate) fn of(dataset: &Dataset, labels: &[u32], classes: Option<&[u32]>) -> Option<Self> {
-        let nn_distance = median_class_nn(dataset, labels, classes)?;
+        let nn_distance = median_class_nn(dataset, labels, classes)
+            .filter(|r| r.is_finite() && *r > MIN_NN_DISTANCE)?;
         Some(DataScale {
             nn_distance,
             side: ((dataset.height * dataset.width) as f64).sqrt(),
@@ -143,5 +148,12 @@ mod tests {
         let mut data = dataset(&[[0.0, 0.0], [0.0, 8.0]]);
         data.full_scale = 16.0;
         assert_eq!(median_class_nn(&data, &[0, 0], None), Some(0.5));
+    }
+
+    #[test]
+    fn repeated_images_give_no_scale() {
+        let data = dataset(&[[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]]);
+        assert_eq!(median_class_nn(&data, &[0, 0, 0], None), Some(0.0));
+        assert_eq!(DataScale::of(&data, &[0, 0, 0], None), None);
     }
 }
