@@ -411,27 +411,6 @@ fn resume_with_the_precision_is_bit_identical() {
 }
 
 #[cfg(feature = "gpu")]
-fn gpu_backend(
-    ctx: &Arc<rmld::backend::gpu::GpuContext>,
-    t: &Arc<Target>,
-    dyn_: &DynamicsSettings,
-    chains: usize,
-    max_binding_bytes: Option<u64>,
-) -> rmld::backend::gpu::GpuBackend {
-    rmld::backend::gpu::GpuBackend::with_context(
-        ctx.clone(),
-        t.clone(),
-        dyn_.clone(),
-        chains,
-        rmld::backend::gpu::GpuOptions {
-            max_binding_bytes,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
-
-#[cfg(feature = "gpu")]
 #[test]
 fn gpu_resume_with_the_precision_is_bit_identical() {
     let Some(ctx) = gpu_common::context("gpu_resume_with_the_precision_is_bit_identical") else {
@@ -439,7 +418,10 @@ fn gpu_resume_with_the_precision_is_bit_identical() {
     };
     let t = target(12, 20, ramp(12, 2.0), NoiseModel::gibbs());
     let dyn_ = dynamics(Method::Rmld, 7);
-    assert_resume_identical(&mut || Box::new(gpu_backend(&ctx, &t, &dyn_, 4, None)), &t);
+    assert_resume_identical(
+        &mut || Box::new(gpu_common::backend(&ctx, &t, &dyn_, 4, None)),
+        &t,
+    );
 }
 
 /// |a − b| ≤ tol·max(|a|, |b|, floor), both finite.
@@ -462,7 +444,7 @@ fn gpu_matches_cpu(label: &str, d: usize, p: usize, method: Method) {
     let dyn_ = dynamics(method, 11);
     // Two chains per group: each group's precision buffer is indexed from its own first chain.
     let limit = Some((4 * d.max(p) * chains / 2) as u64);
-    let mut gpu = gpu_backend(&ctx, &t, &dyn_, chains, limit);
+    let mut gpu = gpu_common::backend(&ctx, &t, &dyn_, chains, limit);
     assert_eq!(gpu.groups(), 2);
     let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
     let start: Vec<f32> = (0..chains * p)
@@ -520,7 +502,7 @@ fn gpu_matches_cpu(label: &str, d: usize, p: usize, method: Method) {
     // Whole runs: the precisions drawn from one seed on both backends.
     let mut sink = MemorySink::default();
     let s = settings(chains, 5, &dyn_);
-    let mut gpu = gpu_backend(&ctx, &t, &dyn_, chains, limit);
+    let mut gpu = gpu_common::backend(&ctx, &t, &dyn_, chains, limit);
     let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
     let rg = orchestrator::run(&mut gpu, &t, &s, &mut sink, &mut |_| {}).unwrap();
     let rc = orchestrator::run(&mut cpu, &t, &s, &mut sink, &mut |_| {}).unwrap();

@@ -419,7 +419,7 @@ fn frozen_posterior_on(
     let (chains, samples, burn) = (32, 800, 50);
     let mut backend: Box<dyn Backend> = match gpu {
         #[cfg(feature = "gpu")]
-        Some(ctx) => Box::new(gpu_backend(&ctx, &t, &dyn_, chains, None)),
+        Some(ctx) => Box::new(gpu_common::backend(&ctx, &t, &dyn_, chains, None)),
         #[cfg(not(feature = "gpu"))]
         Some(()) => unreachable!(),
         None => Box::new(CpuBackend::new(t.clone(), dyn_.clone(), chains)),
@@ -502,27 +502,6 @@ fn problem(d: usize, p: usize, ssgl: Ssgl) -> Arc<Target> {
     target(a, d, p, y, ssgl, 1.0)
 }
 
-#[cfg(feature = "gpu")]
-fn gpu_backend(
-    ctx: &Arc<rmld::backend::gpu::GpuContext>,
-    t: &Arc<Target>,
-    dyn_: &DynamicsSettings,
-    chains: usize,
-    max_binding_bytes: Option<u64>,
-) -> rmld::backend::gpu::GpuBackend {
-    rmld::backend::gpu::GpuBackend::with_context(
-        ctx.clone(),
-        t.clone(),
-        dyn_.clone(),
-        chains,
-        rmld::backend::gpu::GpuOptions {
-            max_binding_bytes,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
-
 /// |a − b| ≤ tol·max(|a|, |b|, floor), both finite.
 #[cfg(feature = "gpu")]
 fn close(a: f32, b: f32, tol: f64, floor: f64) -> bool {
@@ -573,7 +552,7 @@ fn gpu_matches_cpu(label: &str, d: usize, p: usize, method: Method, groups: usiz
     };
     // A binding limit of chains/groups chains' state splits the chains into `groups` groups.
     let limit = (groups > 1).then(|| (4 * stride(p) * chains / groups) as u64);
-    let mut gpu = gpu_backend(&ctx, &t, &dyn_, chains, limit);
+    let mut gpu = gpu_common::backend(&ctx, &t, &dyn_, chains, limit);
     assert_eq!(gpu.groups(), groups);
     let mut cpu = CpuBackend::new(t.clone(), dyn_.clone(), chains);
     let start: Vec<f32> = (0..chains * p)
@@ -720,7 +699,7 @@ fn gpu_resume_with_the_latent_state_is_bit_identical() {
     };
     let t = small_problem(ssgl);
     let dyn_ = dynamics(Method::Rmld, 0.01, 1, 7);
-    let mut full = gpu_backend(&ctx, &t, &dyn_, 4, None);
+    let mut full = gpu_common::backend(&ctx, &t, &dyn_, 4, None);
     let mut sink = MemorySink::default();
     let run = orchestrator::run(
         &mut full,
@@ -735,7 +714,7 @@ fn gpu_resume_with_the_latent_state_is_bit_identical() {
         full.positions().unwrap(),
         full.prior_state().unwrap().unwrap(),
     );
-    let mut first = gpu_backend(&ctx, &t, &dyn_, 4, None);
+    let mut first = gpu_common::backend(&ctx, &t, &dyn_, 4, None);
     let mut sink = MemorySink::default();
     let run6 = orchestrator::run(
         &mut first,
@@ -750,7 +729,7 @@ fn gpu_resume_with_the_latent_state_is_bit_identical() {
         first.prior_state().unwrap().unwrap(),
     );
     assert_ne!(state, state_full, "the state adapted after iteration 6");
-    let mut second = gpu_backend(&ctx, &t, &dyn_, 4, None);
+    let mut second = gpu_common::backend(&ctx, &t, &dyn_, 4, None);
     second.load_positions(&positions).unwrap();
     second.load_prior_state(&state).unwrap();
     let hooks = Hooks {
@@ -780,7 +759,7 @@ fn gpu_non_finite_update_is_counted() {
         mode: SsglMode::Continuous,
         ..Ssgl::default()
     });
-    let mut backend = gpu_backend(&ctx, &t, &dynamics(Method::Mala, 0.01, 1, 3), 2, None);
+    let mut backend = gpu_common::backend(&ctx, &t, &dynamics(Method::Mala, 0.01, 1, 3), 2, None);
     let mut x = vec![0.1f32; 40];
     x[25] = 1e30;
     backend.load_positions(&x).unwrap();

@@ -596,32 +596,25 @@ pub(crate) fn run_signal(
         // replacement by MH (`index_mh_without_replacement`).
         if hyper.without_replacement {
             index_mh_without_replacement(&mut rng, &atoms, &pi, gamma, &s, &mut z, &mut r);
-        }
-        for li in (0..slots).filter(|_| !hyper.without_replacement) {
-            for (ri, a) in r.iter_mut().zip(atoms.col(z[li])) {
-                *ri += s[li] * a;
-            }
-            let logits: Vec<f64> = (0..k_atoms)
-                .map(|k| {
-                    pi[k].max(1e-300).ln()
-                        - 0.5 * gamma * s[li] * (s[li] - 2.0 * dot(&r, atoms.col(k)))
-                })
-                .collect();
-            let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let weights: Vec<f64> = logits.iter().map(|v| (v - top).exp()).collect();
-            let total: f64 = weights.iter().sum();
-            let mut u = rng.random::<f64>() * total;
-            let mut pick = k_atoms - 1;
-            for (k, w) in weights.iter().enumerate() {
-                if u < *w {
-                    pick = k;
-                    break;
+        } else {
+            for li in 0..slots {
+                for (ri, a) in r.iter_mut().zip(atoms.col(z[li])) {
+                    *ri += s[li] * a;
                 }
-                u -= w;
-            }
-            z[li] = pick;
-            for (ri, a) in r.iter_mut().zip(atoms.col(pick)) {
-                *ri -= s[li] * a;
+                let (pick, _) = draw_slot_index(
+                    &mut rng,
+                    &atoms,
+                    &pi,
+                    gamma,
+                    s[li],
+                    &r,
+                    |_| false,
+                    k_atoms - 1,
+                );
+                z[li] = pick;
+                for (ri, a) in r.iter_mut().zip(atoms.col(pick)) {
+                    *ri -= s[li] * a;
+                }
             }
         }
         // 2. Coefficients s_l by Gibbs: N((γs μ_l + γε φᵀe_l)/(γs + γε), 1/(γs + γε)).
@@ -825,6 +818,43 @@ pub(crate) fn run_signal(
     }
 }
 
+/// One categorical draw of a slot's atom from its Gibbs weights π_k·exp(−γε/2 · s_l(s_l −
+/// 2 e_lᵀφ_k)), e_l the residual with the slot's own atom added back, the atoms `excluded` says
+/// no (weight 0); `fallback` when rounding leaves no pick. Returns the pick and the weights' sum
+/// (relative to the largest, so at least 1 unless every atom is excluded).
+#[allow(clippy::too_many_arguments)]
+fn draw_slot_index(
+    rng: &mut PhiloxRng,
+    atoms: &Atoms,
+    pi: &[f64],
+    gamma: f64,
+    s_l: f64,
+    e: &[f64],
+    excluded: impl Fn(usize) -> bool,
+    fallback: usize,
+) -> (usize, f64) {
+    let logits: Vec<f64> = (0..pi.len())
+        .map(|k| {
+            if excluded(k) {
+                f64::NEG_INFINITY
+            } else {
+                pi[k].max(1e-300).ln() - 0.5 * gamma * s_l * (s_l - 2.0 * dot(e, atoms.col(k)))
+            }
+        })
+        .collect();
+    let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = logits.iter().map(|v| (v - top).exp()).collect();
+    let total: f64 = weights.iter().sum();
+    let mut u = rng.random::<f64>() * total;
+    for (k, w) in weights.iter().enumerate() {
+        if *w > 0.0 && u < *w {
+            return (k, total);
+        }
+        u -= w;
+    }
+    (fallback, total)
+}
+
 /// Step 1 without replacement: z is an ordered draw of L distinct atoms from Wallenius' urn
 /// with weights π, W(z) = Π_r π_{z_r} / (1 − Σ_{s<r} π_{z_s}) (the sequential draw whose unordered
 /// set is Wallenius-distributed). Per slot, an MH step whose proposal is the with-replacement
@@ -842,7 +872,6 @@ fn index_mh_without_replacement(
     z: &mut [usize],
     r: &mut [f64],
 ) {
-    let k_atoms = pi.len();
     let slots = z.len();
     let log_d = |z: &[usize]| -> f64 {
         let mut used = 0.0f64;
@@ -861,28 +890,7 @@ fn index_mh_without_replacement(
     for li in 0..slots {
         add(r, z[li], s[li]);
         let held = |k: usize| z.iter().enumerate().any(|(j, &zk)| j != li && zk == k);
-        let logits: Vec<f64> = (0..k_atoms)
-            .map(|k| {
-                if held(k) {
-                    f64::NEG_INFINITY
-                } else {
-                    pi[k].max(1e-300).ln()
-                        - 0.5 * gamma * s[li] * (s[li] - 2.0 * dot(r, atoms.col(k)))
-                }
-            })
-            .collect();
-        let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let weights: Vec<f64> = logits.iter().map(|v| (v - top).exp()).collect();
-        let total: f64 = weights.iter().sum();
-        let mut u = rng.random::<f64>() * total;
-        let mut pick = z[li];
-        for (k, w) in weights.iter().enumerate() {
-            if *w > 0.0 && u < *w {
-                pick = k;
-                break;
-            }
-            u -= w;
-        }
+        let (pick, total) = draw_slot_index(rng, atoms, pi, gamma, s[li], r, held, z[li]);
         let mut proposed = z.to_vec();
         proposed[li] = pick;
         let log_ratio = log_d(&proposed) - log_d(z);

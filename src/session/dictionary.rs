@@ -221,6 +221,22 @@ fn fingerprint(
     h.digest()
 }
 
+/// The outcome of a learning run stopped after `learned.results` of `signals` signals: the
+/// command to run again and the checkpoint it resumes from.
+pub(crate) fn interrupted_outcome(learned: &Learned, signals: usize, out: &Path) -> Outcome {
+    Outcome {
+        interrupted: true,
+        report: serde_json::Value::Null,
+        summary: vec![format!(
+            "interrupted after {} of {} signals; run the same command again to resume from {}",
+            learned.results.len(),
+            signals,
+            out.join(DICTIONARY_CHECKPOINT).display()
+        )],
+        draw_stats: None,
+    }
+}
+
 /// Runs every signal's chain (signal i with `atoms[i]` atoms), checkpointing into `out` after each
 /// chunk and resuming from a checkpoint there that the same data and settings wrote.
 pub fn learn_signals(
@@ -497,17 +513,7 @@ impl DictionaryLearner {
         let started = Instant::now();
         let learned = learn_signals(&family, &signals, &atoms, s, &s.out, observer)?;
         if learned.interrupted {
-            return Ok(Outcome {
-                interrupted: true,
-                report: serde_json::Value::Null,
-                summary: vec![format!(
-                    "interrupted after {} of {} signals; run the same command again to resume from {}",
-                    learned.results.len(),
-                    signals.len(),
-                    s.out.join(DICTIONARY_CHECKPOINT).display()
-                )],
-                draw_stats: None,
-            });
+            return Ok(interrupted_outcome(&learned, signals.len(), &s.out));
         }
         let refs: Vec<&SignalResult> = learned.results.iter().collect();
         let (final_atoms, params) = combine(&family, &refs, s.centers, s.seed, 0);

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::dict_mcmc::{coherence, Initial, SignalResult};
 use super::dictionary::{
-    combine, learn_signals, omp_error_curve, summarize, write_atoms_png, DictionarySettings,
-    DICTIONARY_CHECKPOINT,
+    combine, interrupted_outcome, learn_signals, omp_error_curve, summarize, write_atoms_png,
+    DictionarySettings,
 };
 use super::{Observer, Outcome};
 use crate::io;
@@ -147,17 +147,7 @@ pub fn eda_experiment(
         observer,
     )?;
     if learned.interrupted {
-        return Ok(Outcome {
-            interrupted: true,
-            report: serde_json::Value::Null,
-            summary: vec![format!(
-                "interrupted after {} of {} signals; run the same command again to resume from {}",
-                learned.results.len(),
-                signals.len(),
-                settings.out.join(DICTIONARY_CHECKPOINT).display()
-            )],
-            draw_stats: None,
-        });
+        return Ok(interrupted_outcome(&learned, signals.len(), &settings.out));
     }
     let learn_seconds = started.elapsed().as_secs_f64();
     let initial = Initial::new(&family);

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
-use rmld::backend::gpu::{adapter_available, GpuContext};
+use rmld::backend::gpu::{adapter_available, GpuBackend, GpuContext, GpuOptions};
+use rmld::backend::DynamicsSettings;
+use rmld::model::Target;
 
 /// True when a missing adapter must fail the test rather than skip it: CI is "true" or
 /// RMLD_REQUIRE_GPU is "1".
@@ -85,4 +87,26 @@ pub fn assert_none(bad: Vec<String>) {
         bad.len(),
         bad.join("\n")
     );
+}
+
+/// A GPU backend of `chains` chains on `context` with the default options but for
+/// `max_binding_bytes` (small values split the chains into several groups).
+pub fn backend(
+    context: &Arc<GpuContext>,
+    target: &Arc<Target>,
+    dynamics: &DynamicsSettings,
+    chains: usize,
+    max_binding_bytes: Option<u64>,
+) -> GpuBackend {
+    GpuBackend::with_context(
+        context.clone(),
+        target.clone(),
+        dynamics.clone(),
+        chains,
+        GpuOptions {
+            max_binding_bytes,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("GPU backend: {e}"))
 }
