@@ -38,8 +38,10 @@ def main(argv):
     f32 = np.float32
     dictionary = rng.standard_normal((a.d, a.p), dtype=f32) / f32(np.sqrt(a.d))
     dictionary_t = np.ascontiguousarray(dictionary.T)
-    images = rng.integers(0, 256, size=(a.images, a.d), dtype=np.uint8).astype(f32) / f32(255)
-    xbar = images.mean(axis=0, dtype=f32)
+    # 8-bit images, as rmld keeps them: the gather reads a quarter of the bytes of float32 rows.
+    images = rng.integers(0, 256, size=(a.images, a.d), dtype=np.uint8)
+    xbar = images.mean(axis=0, dtype=f32) / f32(255)
+    gather_scale = f32(1.0 / (255.0 * a.batch))
     z = np.zeros((a.chains, a.p), dtype=f32)
     r = np.zeros((a.chains, a.p), dtype=f32)
     ybar = np.empty((a.chains, a.d), dtype=f32)
@@ -51,9 +53,10 @@ def main(argv):
         nonlocal z, r, residual, gradient  # updated in place
         r[:] = rng.standard_normal((a.chains, a.p), dtype=f32)
         for _ in range(a.steps):
-            # Gather: each chain's minibatch mean.
+            # Gather: each chain's minibatch mean (summed from the 8-bit rows, then scaled).
             rows = rng.integers(0, a.images, size=(a.chains, a.batch))
-            np.mean(images[rows], axis=1, dtype=f32, out=ybar)
+            np.add.reduce(images[rows], axis=1, dtype=f32, out=ybar)
+            np.multiply(ybar, gather_scale, out=ybar)
             # The two products.
             np.matmul(z, dictionary_t, out=residual)
             residual -= ybar
