@@ -2,8 +2,6 @@
 //!
 //! Chain states are stored C × p (positions) and C × d (residuals), row-major; A is d × p.
 
-use gemm::{gemm, Parallelism};
-
 /// A matrix operand: its values and its (row, column) strides in elements.
 struct Strided<'a> {
     values: &'a [f32],
@@ -21,44 +19,62 @@ fn product(m: usize, n: usize, k: usize, out: &mut [f32], keep: f32, lhs: Stride
     };
     assert!(out.len() >= m * n, "product: output too small");
     assert!(k == 0 || (last(&lhs, m, k) < lhs.values.len() && last(&rhs, k, n) < rhs.values.len()));
-    // SAFETY: the asserts above bound every index the strides reach.
-    unsafe {
-        gemm(
-            m,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            keep != 0.0,
-            lhs.values.as_ptr(),
-            lhs.col_stride as isize,
-            lhs.row_stride as isize,
-            rhs.values.as_ptr(),
-            rhs.col_stride as isize,
-            rhs.row_stride as isize,
-            keep,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::Rayon(rayon::current_num_threads()),
-        );
+    // One call shape for both gemm versions: the crates' signatures are the same.
+    macro_rules! call {
+        ($krate:ident) => {
+            // SAFETY: the asserts above bound every index the strides reach.
+            unsafe {
+                $krate::gemm(
+                    m,
+                    n,
+                    k,
+                    out.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    keep != 0.0,
+                    lhs.values.as_ptr(),
+                    lhs.col_stride as isize,
+                    lhs.row_stride as isize,
+                    rhs.values.as_ptr(),
+                    rhs.col_stride as isize,
+                    rhs.row_stride as isize,
+                    keep,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    $krate::Parallelism::Rayon(rayon::current_num_threads()),
+                )
+            }
+        };
+    }
+    if m >= WIDE_MIN_ROWS {
+        call!(gemm_wide);
+    } else {
+        call!(gemm);
     }
 }
+
+/// Products of at least this many rows go to `gemm_wide` (gemm 0.19 with its AVX-512 kernels),
+/// fewer to gemm 0.18 (AVX2 at most). Measured by `rmld bench --backend cpu` at 784 × 3136 on an
+/// AVX-512 Xeon (docs/benchmarks.md): the AVX-512 kernels are 1.08x at 128 rows, 1.37x at 256 and
+/// 1.57x at 1024-2048, but 0.76x at 64 and 0.46x at 16, where their 48-row register tile is mostly
+/// empty. On a CPU without AVX-512 both crates run the same AVX2 kernels.
+pub const WIDE_MIN_ROWS: usize = 128;
 
 /// The rows a product of `m` rows and `n` columns must be computed with so that each row's
 /// values equal those it gets in a product of `like` rows (a shard's chains computing as the
 /// single run's): `gemm` 0.18 picks its path by the row count (a gemv for one row, its
 /// horizontal kernel when m·n ≤ 256, small-block parameters when m ≤ 64 and n ≤ 64; beyond
 /// those a row's sums do not depend on m), so the rows are padded with zero rows up to the
-/// first count on `like`'s side of every threshold it is past. `m` when `like ≤ m`.
+/// first count on `like`'s side of every threshold it is past, [`WIDE_MIN_ROWS`] (the switch
+/// between the two gemm versions) included. `m` when `like ≤ m`.
 pub fn rows_like(m: usize, n: usize, like: usize) -> usize {
     if like <= m {
         return m;
     }
     let small = if n <= 64 { 64 } else { 0 };
-    [1, 256 / n.max(1), small]
+    [1, 256 / n.max(1), small, WIDE_MIN_ROWS - 1]
         .into_iter()
         .filter(|&t| like > t)
         .map(|t| t + 1)
@@ -179,4 +195,77 @@ pub fn square_product(a: &[f32], b: &[f32], out: &mut [f32], n: usize) {
         col_stride: 1,
     };
     product(n, n, n, out, 0.0, lhs, rhs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic values in [−1, 1) (a 32-bit LCG), enough for product tests.
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// Both gemm versions (row counts on each side of `WIDE_MIN_ROWS`) against an f64 product,
+    /// every mismatch listed with its index and both values.
+    #[test]
+    fn products_on_both_sides_of_the_wide_switch_match_f64() {
+        let (d, p) = (37, 133);
+        let a = values(d * p, 1);
+        for m in [1, 5, WIDE_MIN_ROWS - 1, WIDE_MIN_ROWS, 301] {
+            let r = values(m * d, 2 + m as u32);
+            let mut out = vec![0f32; m * p];
+            transpose_product(&a, d, p, &r, &mut out);
+            let mut bad = Vec::new();
+            for i in 0..m {
+                for j in 0..p {
+                    let (mut exact, mut scale) = (0f64, 0f64);
+                    for k in 0..d {
+                        let t = r[i * d + k] as f64 * a[k * p + j] as f64;
+                        exact += t;
+                        scale += t.abs();
+                    }
+                    let got = out[i * p + j] as f64;
+                    if (got - exact).abs() > 1e-5 * scale.max(1.0) {
+                        bad.push(format!("m {m} [{i}, {j}]: {got} vs {exact}"));
+                    }
+                }
+            }
+            assert!(
+                bad.is_empty(),
+                "{} mismatches:\n{}",
+                bad.len(),
+                bad.join("\n")
+            );
+        }
+    }
+
+    /// A few rows computed `like` a wide product equal those rows of the wide product bit for
+    /// bit (a shard's chains as the single run's), and `rows_like` pads across the switch.
+    #[test]
+    fn rows_like_a_wide_product_are_bit_identical_to_it() {
+        let (d, p, like) = (37, 133, 200);
+        assert_eq!(rows_like(5, p, like), WIDE_MIN_ROWS);
+        assert_eq!(rows_like(5, p, WIDE_MIN_ROWS - 1), 5.max(256 / p + 1));
+        let a = values(d * p, 3);
+        let r = values(like * d, 4);
+        let mut full = vec![0f32; like * p];
+        transpose_product(&a, d, p, &r, &mut full);
+        let mut few = vec![0f32; 5 * p];
+        transpose_product_like(&a, d, p, &r[..5 * d], &mut few, like);
+        let bad: Vec<String> = few
+            .iter()
+            .zip(&full[..5 * p])
+            .enumerate()
+            .filter(|(_, (x, y))| x.to_bits() != y.to_bits())
+            .map(|(i, (x, y))| format!("[{}, {}]: {x} vs {y}", i / p, i % p))
+            .collect();
+        assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
+    }
 }
