@@ -332,6 +332,18 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
         "two classes, 3 rounds of 5 steps each"
     );
     assert!(!partial.complete());
+    // The checkpoint keeps Adam's state (so the resumed steps are the uninterrupted ones); the
+    // finished model does not: it is what generation needs, a quarter of the bytes.
+    assert!(partial.classes.iter().all(|c| c.adam.is_some()));
+    let finished = load_model(&whole.path().join("m.amz")).unwrap();
+    assert!(finished.complete());
+    assert!(finished.classes.iter().all(|c| c.adam.is_none()));
+    assert!(
+        (reference.len() as f64) < 0.5 * partial.to_bytes().unwrap().len() as f64,
+        "finished model {} bytes, checkpoint {} bytes",
+        reference.len(),
+        partial.to_bytes().unwrap().len()
+    );
     let second = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
     assert!(!second.interrupted);
     assert_eq!(second.report["teacher_reused"], true);

@@ -25,7 +25,7 @@ use crate::{Error, Result};
 /// The first bytes of a model file.
 pub const MODEL_MAGIC: &[u8; 8] = b"RMLDAMZ\n";
 /// The model file format this build writes and reads.
-pub const MODEL_VERSION: u32 = 1;
+pub const MODEL_VERSION: u32 = 2;
 /// Magic, version, length and checksum.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8;
 
@@ -129,8 +129,10 @@ pub struct ClassModel {
     pub neighbours: Vec<u32>,
     /// μ and s of G: p inputs, 2p outputs.
     pub net: Mlp,
-    /// Adam's state (kept so that a resumed training continues exactly).
-    pub adam: Adam,
+    /// Adam's state while training: kept in `MODEL.partial` so that a resumed training continues
+    /// exactly, dropped from the finished model file ([`CodeModel::drop_optimiser_state`]), where
+    /// it was three quarters of the bytes. A step taken without it starts Adam afresh.
+    pub adam: Option<Adam>,
     /// Steps taken.
     pub steps_done: u32,
     /// The last step's mean negative log-likelihood per atom.
@@ -237,7 +239,7 @@ impl CodeModel {
                     *b = if j >= p { s0 } else { 0.0 };
                 }
             }
-            let adam = Adam::new(&net, settings.lr);
+            let adam = Some(Adam::new(&net, settings.lr));
             classes.push(ClassModel {
                 label,
                 mean,
@@ -263,6 +265,14 @@ impl CodeModel {
         self.classes
             .iter()
             .all(|c| c.steps_done >= self.settings.fit_steps)
+    }
+
+    /// Drops every class's optimiser state: what a finished model keeps (the generator needs
+    /// only the networks and the teacher's statistics).
+    pub fn drop_optimiser_state(&mut self) {
+        for class in &mut self.classes {
+            class.adam = None;
+        }
     }
 
     /// Steps taken, over all classes.
@@ -513,7 +523,10 @@ fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) ->
     }
     let mut grads = class.net.zero_grads();
     class.net.backward(&tape, &grad, &mut grads);
-    class.adam.step(&mut class.net, &grads);
+    class
+        .adam
+        .get_or_insert_with(|| Adam::new(&class.net, settings.lr))
+        .step(&mut class.net, &grads);
     class.steps_done += 1;
     class.last_loss = (loss / (batch * p) as f64) as f32;
     class.last_loss

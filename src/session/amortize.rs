@@ -283,6 +283,8 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         }
     }
     observer.phase_finish();
+    // The finished model keeps no optimiser state (MODEL.partial had it, for resuming).
+    model.drop_optimiser_state();
     save_model(&args.model, &model)?;
     if partial.exists() {
         std::fs::remove_file(&partial).map_err(|source| Error::Output {
