@@ -269,17 +269,21 @@ fn rmld_normal(rng: &mut StdRng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// Times one training step (forward, backward, Adam) of a 784-512-512-784 MLP on 64 rows.
+/// Times one training step (forward, backward, Adam) of a 784-512-512-784 MLP on 256 rows (the
+/// size docs/amortized.md compares with burn).
 fn mlp_bench() {
     use rmld::amortize::{Adam, Mlp};
     let mut rng = StdRng::seed_from_u64(1);
     let mut net = Mlp::new(&[784, 512, 512, 784], &mut rng);
     let mut adam = Adam::new(&net, 1e-3);
-    let batch = 64;
+    let batch = 256;
     let x: Vec<f32> = (0..batch * 784).map(|i| (i % 7) as f32 * 0.1).collect();
-    let reps = 5;
-    let t = Instant::now();
-    for _ in 0..reps {
+    let reps = 10;
+    let mut t = Instant::now();
+    for i in 0..reps + 2 {
+        if i == 2 {
+            t = Instant::now(); // two warm-up steps, as the burn measurement
+        }
         let tape = net.forward(&x, batch);
         let g: Vec<f32> = tape.output().iter().map(|o| o * 1e-3).collect();
         let mut grads = net.zero_grads();
@@ -289,9 +293,10 @@ fn mlp_bench() {
     let s = t.elapsed().as_secs_f64() / reps as f64;
     let flops = 6.0 * net.macs() as f64 * batch as f64;
     println!(
-        "784-512-512-784 MLP, batch {batch}: {:.1} ms per training step ({:.2} GFLOP/s, one thread)",
+        "784-512-512-784 MLP, batch {batch}: {:.1} ms per training step ({:.2} GFLOP/s, {} threads)",
         s * 1e3,
-        flops / s / 1e9
+        flops / s / 1e9,
+        rayon::current_num_threads()
     );
 }
 
