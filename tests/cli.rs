@@ -359,21 +359,15 @@ fn bench_writes_its_table_and_refuses_a_bad_chain_list() {
 /// (`gpu_common::gpu_required()`) a missing one fails the test.
 #[test]
 fn bench_runs_the_numpy_peer_beside_the_cpu_rows() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let python = match std::env::var_os("RMLD_TABLE2_PYTHON") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => root.join("target/table2-venv/bin/python"),
-    };
-    if !python.is_file() {
+    let Some(python) = gpu_common::harness_python() else {
         assert!(
             !gpu_common::gpu_required(),
             "in CI the Python with NumPy (scripts/table2/setup_env.sh, RMLD_TABLE2_PYTHON) must \
-             be present: {}",
-            python.display()
+             be present"
         );
         eprintln!("skipping: no Python with NumPy (run scripts/table2/setup_env.sh)");
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let run = |python: &Path, out: &Path| {
         rmld(&[

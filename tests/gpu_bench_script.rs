@@ -14,24 +14,18 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The Table 2 harness's Python (`RMLD_TABLE2_PYTHON`, else target/table2-venv), or None where
-/// it is missing outside CI.
+/// The Table 2 harness's Python, or None where it is missing outside CI (a failure in CI).
 fn python() -> Option<PathBuf> {
-    let python = match std::env::var_os("RMLD_TABLE2_PYTHON") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => root().join("target/table2-venv/bin/python"),
-    };
-    if python.is_file() {
-        return Some(python);
+    let python = gpu_common::harness_python();
+    if python.is_none() {
+        assert!(
+            !gpu_common::gpu_required(),
+            "in CI the Python with NumPy (scripts/table2/setup_env.sh, RMLD_TABLE2_PYTHON) must \
+             be present"
+        );
+        eprintln!("skipping: no Python with NumPy (run scripts/table2/setup_env.sh)");
     }
-    assert!(
-        !gpu_common::gpu_required(),
-        "in CI the Python with NumPy (scripts/table2/setup_env.sh, RMLD_TABLE2_PYTHON) must be \
-         present: {}",
-        python.display()
-    );
-    eprintln!("skipping: no Python with NumPy (run scripts/table2/setup_env.sh)");
-    None
+    python
 }
 
 fn script(args: &[&str]) -> std::process::Output {

@@ -9,20 +9,10 @@ use std::process::Command;
 
 use rmld::io::shared_datasets_dir;
 
-/// The harness's Python: `RMLD_TABLE2_PYTHON` (scripts/test.sh sets it), else the venv that
-/// scripts/table2/setup_env.sh makes. `None` outside CI when neither exists (the test skips).
-fn harness_python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidate = match std::env::var_os("RMLD_TABLE2_PYTHON") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => root.join("target/table2-venv/bin/python"),
-    };
-    candidate.is_file().then_some(candidate)
-}
-
 #[test]
 fn compression_beats_pixels_and_rmld_does_not_hurt_compression() {
-    let (Some(datasets), Some(python)) = (shared_datasets_dir(), harness_python()) else {
+    let (Some(datasets), Some(python)) = (shared_datasets_dir(), gpu_common::harness_python())
+    else {
         // Required where the GPU is: scripts/test.sh sets RMLD_REQUIRE_GPU=1 with the datasets beside it.
         assert!(
             !gpu_common::gpu_required(),

@@ -110,3 +110,14 @@ pub fn backend(
     )
     .unwrap_or_else(|e| panic!("GPU backend: {e}"))
 }
+
+/// The Table 2 harness's Python (with NumPy): `RMLD_TABLE2_PYTHON` (scripts/test.sh sets it),
+/// else the venv that scripts/table2/setup_env.sh makes; `None` when neither exists.
+pub fn harness_python() -> Option<std::path::PathBuf> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let candidate = match std::env::var_os("RMLD_TABLE2_PYTHON") {
+        Some(p) if !p.is_empty() => std::path::PathBuf::from(p),
+        _ => root.join("target/table2-venv/bin/python"),
+    };
+    candidate.is_file().then_some(candidate)
+}
