@@ -187,6 +187,7 @@ pub fn run_regression(config: &RegressionConfig) -> RegressionResult {
         init: config.init,
         lasso_iterations: 500,
         adapt: None,
+        auto_burn_in: None,
     };
     let mut backend = CpuBackend::new(target.clone(), dynamics, config.chains);
     let mut sink = MemorySink::default();

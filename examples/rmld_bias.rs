@@ -65,6 +65,7 @@ fn moments(dynamics: DynamicsSettings, mh: bool, discount: f32) -> (Vec<(f64, f6
         init: Init::Noise,
         lasso_iterations: 1,
         adapt: None,
+        auto_burn_in: None,
     };
     let mut backend = CpuBackend::new(t.clone(), dynamics, CHAINS);
     let mut sink = MemorySink::default();

@@ -136,6 +136,7 @@ fn run(
         init,
         lasso_iterations: 500,
         adapt: None,
+        auto_burn_in: None,
     };
     let mut backend = CpuBackend::new(target.clone(), dynamics, 1);
     let mut sink = MeanSink {

@@ -225,6 +225,54 @@ fn bad_settings_are_refused() {
     );
 }
 
+/// `--burn-in auto` ends the warm-up on its own: the report and the summary say where, and the
+/// files hold exactly the draws after it; bad values are refused by name.
+#[test]
+fn an_automatic_burn_in_says_where_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = rmld(&[
+        "sample",
+        "--backend",
+        "cpu",
+        "--method",
+        "mala",
+        "--chains",
+        "16",
+        "--samples",
+        "80",
+        "--burn-in",
+        "auto",
+        "--seed",
+        "3",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("burn-in: automatic"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap();
+    let auto = &report["burn_in_auto"];
+    assert_eq!(auto["cap"], 40, "{auto}");
+    assert_eq!(auto["window"], 10, "{auto}");
+    let end = auto["ended_at"].as_u64().expect("the warm-up ended");
+    assert!((20..=40).contains(&end), "{auto}");
+    assert_eq!(report["burn_in"], end);
+    assert_eq!(report["kept_samples"], 80 - end);
+    let codes = io::read_npy(&out_dir.join("codes.npy")).unwrap();
+    assert_eq!(codes.shape[0] as u64, 80 - end);
+    assert_eq!(report["diagnostics"]["burn_in_excluded"], end);
+    for bad in ["auto:0", "soon", "auto:x"] {
+        assert_refused(&["--burn-in", bad], &["--burn-in"]);
+    }
+    assert_refused(&["--samples", "10", "--burn-in", "auto:10"], &["--burn-in"]);
+    assert_refused(
+        &["--samples", "10", "--burn-in", "auto", "--shard", "0/2"],
+        &["--burn-in", "shard"],
+    );
+}
+
 #[test]
 fn an_unwritable_out_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,7 @@ fn run(seed: u64, init: Init) -> (orchestrator::SampleRun, MemorySink) {
         init,
         lasso_iterations: 50,
         adapt: None,
+        auto_burn_in: None,
     };
     let mut backend = CpuBackend::new(target.clone(), settings.dynamics.clone(), settings.chains);
     let mut sink = MemorySink::default();

@@ -20,7 +20,9 @@ use rmld::diagnostics::{ess_bulk, ess_tail, summarize};
 use rmld::io::Pixels;
 use rmld::methods::{Method, MhRule};
 use rmld::model::{Dictionary, Observations, Target};
-use rmld::orchestrator::{self, Adaptation, Init, MemorySink, SampleRun, SamplerSettings};
+use rmld::orchestrator::{
+    self, Adaptation, AutoBurnIn, Init, MemorySink, SampleRun, SamplerSettings,
+};
 
 type Factory = dyn Fn(Arc<Target>, DynamicsSettings, usize) -> Box<dyn Backend>;
 
@@ -109,6 +111,7 @@ fn sample_adapting(
         adapt: (adapt > 0)
             .then(|| Adaptation::for_method(method, adapt))
             .flatten(),
+        auto_burn_in: None,
     };
     let mut backend = make(target.clone(), dynamics, chains);
     let mut sink = MemorySink::default();
@@ -168,10 +171,18 @@ fn identity_posterior_passes_ks(
         report.acceptance.overall, report.divergences
     );
     assert!(report.acceptance.overall > 0.3 && report.divergences == 0);
+    let bad = ks_failures(method, &codes, chains, burn);
+    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
+}
+
+/// The A = I posterior's coordinates whose draws after `burn` iterations, thinned to about one
+/// per effective sample, fail the KS test at level 0.01 (Bonferroni over the coordinates).
+fn ks_failures(method: Method, codes: &[f32], chains: usize, burn: usize) -> Vec<String> {
+    let p = Y.len();
     let alpha = 0.01 / p as f64;
     let mut bad = Vec::new();
     for (j, &y) in Y.iter().enumerate() {
-        let draws = coordinate(&codes, chains, p, j, burn);
+        let draws = coordinate(codes, chains, p, j, burn);
         // HMC's draws can be antithetic in x (bulk ESS > draws) yet positively correlated in |x|,
         // so thin by the smaller of the bulk and tail ESS.
         let ess = ess_bulk(&draws).unwrap().min(ess_tail(&draws).unwrap());
@@ -196,7 +207,7 @@ fn identity_posterior_passes_ks(
             bad.push(format!("coordinate {j}: D {d}, p {pv} < {alpha}"));
         }
     }
-    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
+    bad
 }
 
 /// Solves the small symmetric system by Gauss-Jordan: returns M⁻¹.
@@ -414,6 +425,58 @@ fn adapted_step_reaches_target_acceptance(make: &Factory, method: Method, eta: f
     );
 }
 
+/// With an automatic burn-in (cap 200 of 400 iterations, 64 chains, white-noise starts, the
+/// step far from the right one), the warm-up settles before its cap, the frozen step's
+/// acceptance after it is within 0.05 of the target, and the draws after it pass the KS checks.
+/// Returns where it ended and the frozen step.
+fn auto_burn_in_settles_then_samples_exactly(
+    make: &Factory,
+    method: Method,
+    eta: f32,
+) -> (u32, f32) {
+    let p = Y.len();
+    let t = target(identity(p), p, p, Y.to_vec(), LAM, SIGMA2);
+    let (chains, samples, cap) = (64, 400, 200);
+    let dynamics = dynamics(method, eta, 5, 23);
+    let settings = SamplerSettings {
+        chains,
+        samples,
+        dynamics: dynamics.clone(),
+        mh: true,
+        discount: 1.0,
+        init: Init::Noise,
+        lasso_iterations: 1,
+        adapt: Adaptation::for_method(method, cap),
+        auto_burn_in: Some(AutoBurnIn { cap }),
+    };
+    let mut backend = make(t.clone(), dynamics, chains);
+    let mut sink = MemorySink::default();
+    let run = orchestrator::run(backend.as_mut(), &t, &settings, &mut sink, &mut |_| {}).unwrap();
+    let monitor = run.burn_in.clone().expect("an automatic burn-in");
+    let a = run.adaptation.expect("the run adapts");
+    eprintln!(
+        "{method:?} auto burn-in: ended at {:?} (settled {}), step {eta} → {}, last check {:?}",
+        monitor.ended_at,
+        monitor.settled,
+        a.step(),
+        monitor.last_check
+    );
+    let end = monitor.ended_at.expect("the warm-up ended");
+    assert!(monitor.settled && end < cap, "{method:?}: {monitor:?}");
+    assert!(a.frozen() && a.count == end, "{a:?}");
+    let frozen = &run.log_alpha[end as usize * chains..];
+    let acceptance = orchestrator::mean_acceptance(frozen);
+    assert!(
+        (acceptance - a.target).abs() <= 0.05,
+        "{method:?}: acceptance {acceptance} after the automatic burn-in froze step {}, target {}",
+        a.step(),
+        a.target
+    );
+    let bad = ks_failures(method, &sink.codes, chains, end as usize);
+    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
+    (end, a.step())
+}
+
 fn all_checks(make: &Factory) {
     identity_posterior_passes_ks(make, Method::Mala, 0.15, 1, false);
     identity_posterior_passes_ks(make, Method::Hmc, 0.3, 5, false);
@@ -427,6 +490,8 @@ fn all_checks(make: &Factory) {
     gaussian_posterior_moments(make, Method::Hmc, 0.01, 5, true);
     adapted_step_reaches_target_acceptance(make, Method::Mala, 3.0);
     adapted_step_reaches_target_acceptance(make, Method::Hmc, 0.005);
+    auto_burn_in_settles_then_samples_exactly(make, Method::Mala, 3.0);
+    auto_burn_in_settles_then_samples_exactly(make, Method::Hmc, 0.005);
     for method in [Method::Mala, Method::Hmc] {
         cached_energy_is_fresh(make, method, 0.3);
         step_size_controls_acceptance(make, method);
@@ -445,5 +510,15 @@ fn exact_methods_sample_known_posteriors_on_the_cpu() {
 fn exact_methods_sample_known_posteriors_on_the_gpu() {
     if let Some(make) = gpu("exact_methods_sample_known_posteriors_on_the_gpu") {
         all_checks(make.as_ref());
+        // One seed, both backends: MALA's automatic burn-in ends at the same iteration with the
+        // same frozen step (HMC's f32 trajectories may flip an MH decision: docs/adaptation.md).
+        let on_cpu = auto_burn_in_settles_then_samples_exactly(cpu().as_ref(), Method::Mala, 3.0);
+        let on_gpu = auto_burn_in_settles_then_samples_exactly(make.as_ref(), Method::Mala, 3.0);
+        assert_eq!(
+            on_cpu.0, on_gpu.0,
+            "burn-in ends: CPU {on_cpu:?}, GPU {on_gpu:?}"
+        );
+        let gap = (on_cpu.1 / on_gpu.1 - 1.0).abs();
+        assert!(gap < 1e-5, "frozen steps: CPU {on_cpu:?}, GPU {on_gpu:?}");
     }
 }

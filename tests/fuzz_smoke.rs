@@ -88,6 +88,7 @@ fn checkpoint_seed() -> Vec<u8> {
         init: Init::Noise,
         lasso_iterations: 1,
         adapt: None,
+        auto_burn_in: None,
     };
     let mut backend = CpuBackend::new(target.clone(), s.dynamics.clone(), 2);
     let mut sink = orchestrator::MemorySink::default();

@@ -122,6 +122,7 @@ fn settings(chains: usize, samples: u32, dynamics: &DynamicsSettings) -> Sampler
         chains,
         samples,
         adapt: None,
+        auto_burn_in: None,
         dynamics: dynamics.clone(),
         mh: true,
         discount: 1.0,

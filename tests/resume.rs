@@ -21,6 +21,7 @@ fn settings(chains: usize, samples: u32) -> SamplerSettings {
         init: Init::Lasso,
         lasso_iterations: 40,
         adapt: None,
+        auto_burn_in: None,
     }
 }
 
@@ -90,6 +91,17 @@ fn adapting_settings(method: rmld::methods::Method) -> SamplerSettings {
     s
 }
 
+/// `method` with an automatic burn-in of at most 30 of 45 iterations (windows of 10): a stop at
+/// 2 falls mid-warm-up and the settle check after iteration 20 is made after the resume.
+fn auto_burn_in_settings(method: rmld::methods::Method) -> SamplerSettings {
+    let mut s = settings(5, 45);
+    s.dynamics.method = method;
+    s.dynamics.leapfrog_steps = 3;
+    s.adapt = orchestrator::Adaptation::for_method(method, 30);
+    s.auto_burn_in = Some(orchestrator::AutoBurnIn { cap: 30 });
+    s
+}
+
 fn check_resume(make: &dyn Fn() -> Box<dyn Backend>, target: &Target) {
     check_resume_with(make, target, &settings(5, 6));
 }
@@ -152,7 +164,14 @@ fn check_resume_with(make: &dyn Fn() -> Box<dyn Backend>, target: &Target, s: &S
     assert_eq!(bits(&rest.prior_state), bits(&full.prior_state));
     // The step size's adaptation state (dual averaging) travels in the checkpoint.
     assert_eq!(rest.adaptation, full.adaptation);
-    if s.adapt.is_some() {
+    // So does an automatic burn-in's monitor: the resumed run ends the warm-up where the
+    // uninterrupted one does.
+    assert_eq!(rest.burn_in, full.burn_in);
+    if let Some(m) = &full.burn_in {
+        assert!(m.checks >= 1 && m.ended_at.is_some(), "{m:?}");
+        assert!(part.burn_in.as_ref().is_some_and(|p| p.warming_up()));
+    }
+    if s.adapt.is_some() && s.auto_burn_in.is_none() {
         let a = full
             .adaptation
             .expect("an adapting run keeps its adaptation");
@@ -224,6 +243,43 @@ fn gpu_adaptive_resume_equals_uninterrupted_run() {
 }
 
 #[test]
+fn cpu_auto_burn_in_resume_equals_uninterrupted_run() {
+    let target = common::small_target(60, 12, 40, 0.1, 5);
+    use rmld::methods::Method;
+    for method in [Method::Rmld, Method::Mala, Method::Hmc] {
+        let mut s = auto_burn_in_settings(method);
+        if method == Method::Rmld {
+            s.adapt = None;
+        }
+        check_resume_with(
+            &|| {
+                Box::new(CpuBackend::new(
+                    target.clone(),
+                    s.dynamics.clone(),
+                    s.chains,
+                ))
+            },
+            &target,
+            &s,
+        );
+    }
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn gpu_auto_burn_in_resume_equals_uninterrupted_run() {
+    let Some(context) = gpu_common::context("gpu_auto_burn_in_resume_equals_uninterrupted_run")
+    else {
+        return;
+    };
+    let target = common::small_target(60, 12, 40, 0.1, 5);
+    for method in [rmld::methods::Method::Mala, rmld::methods::Method::Hmc] {
+        let s = auto_burn_in_settings(method);
+        check_resume_with(&|| gpu_backend(&context, &target, &s), &target, &s);
+    }
+}
+
+#[test]
 fn cpu_chunk_sizes_give_identical_samples() {
     let target = common::small_target(60, 12, 40, 0.1, 9);
     let s = settings(13, 3);
@@ -283,7 +339,7 @@ fn old_version_and_foreign_files_are_refused_by_name() {
     let err = Checkpoint::read(&path).unwrap_err().to_string();
     assert!(err.contains("old.rmld"), "{err}");
     assert!(
-        err.contains("version 1") && err.contains("version 5"),
+        err.contains("version 1") && err.contains("versions 4 to 6"),
         "{err}"
     );
     // A version-2 file predates the prior's saved state (the ssgl prior): said so.

@@ -64,6 +64,7 @@ fn settings(chains: usize, samples: u32, dynamics: &DynamicsSettings) -> Sampler
         init: Init::Noise,
         lasso_iterations: 1,
         adapt: None,
+        auto_burn_in: None,
     }
 }
 

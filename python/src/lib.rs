@@ -147,6 +147,30 @@ const OPTIONAL_PROBLEM_SETTINGS: &[&str] = &["shard"];
 
 /// `defaults` with each of `overrides` put where the setting lives: at the top level or in one
 /// nested group (`problem`, `dynamics`). An unknown name is an error that lists the known ones.
+/// `burn_in="auto"` or `"auto:CAP"` (as the CLI's `--burn-in`): an automatic burn-in, at most
+/// CAP iterations (half the samples without one).
+fn auto_burn_in(mut overrides: Map<String, Value>) -> PyResult<Map<String, Value>> {
+    let Some(Value::String(text)) = overrides.get("burn_in").cloned() else {
+        return Ok(overrides);
+    };
+    let cap = match text.trim().to_ascii_lowercase().strip_prefix("auto") {
+        Some("") => Some(0),
+        Some(rest) => rest
+            .strip_prefix(':')
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|&n| n > 0),
+        None => None,
+    };
+    let Some(cap) = cap else {
+        return Err(PyValueError::new_err(format!(
+            "invalid setting burn_in: expected a count, \"auto\" or \"auto:CAP\", got {text:?}"
+        )));
+    };
+    overrides.insert("burn_in".into(), cap.into());
+    overrides.insert("auto_burn_in".into(), true.into());
+    Ok(overrides)
+}
+
 fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> {
     let Value::Object(top) = &mut defaults else {
         return Err(PyRuntimeError::new_err(
@@ -339,6 +363,7 @@ fn run<'py>(
     let overrides = self::overrides(settings)?;
     let outcome: rmld::Result<Outcome> = match command {
         "sample" => {
+            let overrides = auto_burn_in(overrides)?;
             let mut s: SampleSettings = self::settings(&SampleSettings::default(), overrides)?;
             s.problem.dataset = dataset;
             py.detach(|| Sampler::new(s).run(&observer))

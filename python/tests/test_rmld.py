@@ -115,6 +115,19 @@ def test_inference_data_has_arviz_groups_and_dims():
     assert len(summary) == result.codes.shape[2]
 
 
+def test_an_automatic_burn_in_keeps_the_draws_after_it():
+    result = rmld.sample(chains=8, samples=80, method="mala", burn_in="auto", seed=2, backend="cpu")
+    auto = result.report["burn_in_auto"]
+    end = auto["ended_at"]
+    assert auto["cap"] == 40 and 20 <= end <= 40, auto
+    assert result.report["burn_in"] == end
+    assert result.codes.shape[:2] == (8, 80 - end)
+    stats = result.to_inference_data().sample_stats
+    assert stats["energy"].shape == (8, 80 - end)
+    with pytest.raises(ValueError, match="burn_in"):
+        rmld.sample(chains=2, samples=4, burn_in="auto:x", backend="cpu")
+
+
 def test_augment_returns_the_generated_and_the_augmented_set():
     images, labels = rmld.load_digits()
     result = rmld.augment(images[:300], labels[:300], ratio=10, method="compression",

@@ -498,9 +498,13 @@ pub struct SampleArgs {
     #[arg(long, value_name = "POLICY", default_value = "all", value_parser = parse_keep)]
     pub keep: KeepPolicy,
 
-    /// Outer iterations discarded before any sample is kept.
-    #[arg(long, value_name = "B", default_value_t = 0)]
-    pub burn_in: u32,
+    /// Outer iterations discarded before any sample is kept: a count B, or `auto` (or
+    /// `auto:CAP`) to end the warm-up where the adapted step size (and HMC's trajectory length)
+    /// and the chains' traced statistics settle, checked every ⌈CAP/20⌉ (at least 10)
+    /// iterations, at most after CAP (default: half the samples); the report and summary say
+    /// where it ended and whether it settled (docs/adaptation.md).
+    #[arg(long, value_name = "B|auto[:CAP]", default_value = "0", value_parser = parse_burn_in)]
+    pub burn_in: BurnInArg,
 
     /// Write a checkpoint (checkpoint.rmld in --out) every N outer iterations; 0: only when
     /// interrupted. `rmld resume DIR` continues from it.
@@ -737,6 +741,39 @@ fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
     text.parse()
 }
 
+/// `--burn-in`: a fixed count, or an automatic burn-in with an optional cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BurnInArg {
+    /// The count, or the automatic burn-in's cap (0: half the samples).
+    pub count: u32,
+    /// `auto`.
+    pub auto: bool,
+}
+
+fn parse_burn_in(text: &str) -> Result<BurnInArg, String> {
+    let text = text.trim();
+    let count = |n: &str| {
+        n.parse::<u32>()
+            .map_err(|_| format!("expected a count B, auto or auto:CAP, got {text:?}"))
+    };
+    match text.to_ascii_lowercase().strip_prefix("auto") {
+        Some("") => Ok(BurnInArg {
+            count: 0,
+            auto: true,
+        }),
+        Some(rest) => match rest.strip_prefix([':', '=']).map(count) {
+            Some(Ok(cap)) if cap > 0 => Ok(BurnInArg {
+                count: cap,
+                auto: true,
+            }),
+            _ => Err(format!(
+                "expected auto:CAP with a cap CAP ≥ 1 iterations, got {text:?}"
+            )),
+        },
+        None => count(text).map(|count| BurnInArg { count, auto: false }),
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct EncodeArgs {
     #[command(flatten)]
@@ -927,7 +964,8 @@ impl SampleArgs {
             init: self.init,
             dynamics: self.dynamics.options(),
             keep: self.keep,
-            burn_in: self.burn_in,
+            burn_in: self.burn_in.count,
+            auto_burn_in: self.burn_in.auto,
             checkpoint_every: self.checkpoint_every,
             no_adapt: self.no_adapt,
         }

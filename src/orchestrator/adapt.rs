@@ -282,6 +282,13 @@ impl StepAdaptation {
         self.count >= self.iterations
     }
 
+    /// Ends the warm-up now (an automatic burn-in settled): the step size freezes at
+    /// exp(`log_step`), and ChEES's length at its averaged value.
+    pub fn freeze_at(&mut self, log_step: f64) {
+        self.log_step_bar = log_step;
+        self.iterations = self.count;
+    }
+
     /// The step size the next iteration runs with: ε_t during the warm-up, exp(log ε̄) after.
     pub fn step(&self) -> f32 {
         if self.frozen() && self.count > 0 {

@@ -31,6 +31,10 @@ use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
 const VERSION: u32 = 5;
+/// Version 6 is version 5 with the automatic burn-in's state after the header
+/// (`BurnInMonitor`); only a run with an automatic burn-in writes it, so every other run's
+/// checkpoint stays a version 5 file that older rmld builds read.
+const AUTO_BURN_IN_VERSION: u32 = 6;
 /// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
 /// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
 const SAME_LAYOUT_VERSION: u32 = 4;
@@ -204,9 +208,13 @@ impl Checkpoint {
             noise_trace: LeBytes::of(&run.noise_trace),
         };
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
-        let header = postcard::to_allocvec(&header).unwrap_or_default();
+        let (version, header) = match &run.burn_in {
+            None => (VERSION, postcard::to_allocvec(&header)),
+            Some(b) => (AUTO_BURN_IN_VERSION, postcard::to_allocvec(&(&header, b))),
+        };
+        let header = header.unwrap_or_default();
         let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&(header.len() as u32).to_le_bytes());
         out.extend_from_slice(&header);
         let out = postcard::to_extend(&sections, out).unwrap_or_default();
@@ -242,20 +250,21 @@ impl Checkpoint {
             return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
-        if version != VERSION && version != SAME_LAYOUT_VERSION {
+        if ![VERSION, SAME_LAYOUT_VERSION, AUTO_BURN_IN_VERSION].contains(&version) {
             let hint = if version == 3 {
                 " (written by an rmld before the learned noise precision and the step size's \
                  warm-up adaptation were saved: start the run afresh)"
             } else if version == 2 {
                 " (written by an rmld before the ssgl prior's state was saved: start the run \
                  afresh)"
-            } else if version < VERSION {
+            } else if version < AUTO_BURN_IN_VERSION {
                 " (written by an older rmld: start the run afresh)"
             } else {
                 " (written by a newer rmld)"
             };
             return Err(format!(
-                "checkpoint version {version}, this rmld reads version {VERSION}{hint}"
+                "checkpoint version {version}, this rmld reads versions 4 to \
+                 {AUTO_BURN_IN_VERSION}{hint}"
             ));
         }
         let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
@@ -273,7 +282,12 @@ impl Checkpoint {
             );
         }
         let (header, sections) = body[fixed..].split_at(header_len);
-        let header: Header = decode_exact(header, "header")?;
+        let (header, burn_in) = if version == AUTO_BURN_IN_VERSION {
+            let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
+            (header, Some(burn_in))
+        } else {
+            (decode_exact::<Header>(header, "header")?, None)
+        };
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
             .map_err(|e| format!("corrupt checkpoint header: the configuration: {e}"))?;
@@ -389,6 +403,7 @@ impl Checkpoint {
                 noise_trace: from_le_bytes(sections.noise_trace),
                 timings: header.timings,
                 adaptation: header.adaptation,
+                burn_in,
             },
         })
     }
@@ -439,6 +454,7 @@ mod tests {
                         chees: true,
                     },
                 )),
+                burn_in: None,
             },
         }
     }
@@ -462,6 +478,21 @@ mod tests {
         assert_eq!(back.run.start_indices, c.run.start_indices);
         assert_eq!(back.run.timings.sampling_seconds, 2.25);
         assert_eq!(back.run.adaptation, c.run.adaptation);
+    }
+
+    #[test]
+    fn an_automatic_burn_in_travels_in_a_version_6_file_and_others_stay_version_5() {
+        let mut c = sample();
+        let plain = c.to_bytes();
+        assert_eq!(u32::from_le_bytes(plain[8..12].try_into().unwrap()), 5);
+        let mut monitor = super::super::BurnInMonitor::new(super::super::AutoBurnIn { cap: 40 });
+        monitor.record(Some(0.1), None);
+        c.run.burn_in = Some(monitor);
+        let bytes = c.to_bytes();
+        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 6);
+        let back = Checkpoint::from_bytes(&bytes).unwrap();
+        assert_eq!(back.run.burn_in, c.run.burn_in);
+        assert_eq!(Checkpoint::from_bytes(&plain).unwrap().run.burn_in, None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub(crate) mod adapt;
 pub(crate) mod augment;
+pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
 pub(crate) mod settings;
 
@@ -15,6 +16,7 @@ pub use adapt::{
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
+pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
 
@@ -32,6 +34,9 @@ pub const PROJECTIONS: usize = 4;
 pub trait SampleSink {
     /// Sample `outer` (1-based) of every chain: codes C × p and images C × d.
     fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()>;
+
+    /// An automatic burn-in ended after outer iteration `outer`: the draws after it are kept.
+    fn warm_up_ended(&mut self, _outer: u32) {}
 
     /// Makes everything recorded so far durable; called before every checkpoint.
     fn sync(&mut self) -> Result<()> {
@@ -102,6 +107,8 @@ pub struct SampleRun {
     pub timings: Timings,
     /// The step size's warm-up adaptation so far (None: the run does not adapt).
     pub adaptation: Option<StepAdaptation>,
+    /// The automatic burn-in so far (None: a fixed burn-in, or none).
+    pub burn_in: Option<BurnInMonitor>,
 }
 
 /// Wall-clock seconds spent in each phase of a run.
@@ -261,6 +268,7 @@ pub fn start(
                 a,
             )
         }),
+        burn_in: settings.auto_burn_in.map(BurnInMonitor::new),
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
@@ -371,6 +379,13 @@ pub fn continue_run(
         } else {
             None
         };
+        if let Some(m) = run.burn_in.as_mut().filter(|m| m.warming_up()) {
+            let a = run.adaptation.as_ref();
+            m.record(
+                a.map(|_| dynamics.eta),
+                a.and_then(|a| a.trajectory).map(|t| t.length()),
+            );
+        }
         if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
             a.observe(&warmup_alpha);
             let step = a.step();
@@ -411,6 +426,17 @@ pub fn continue_run(
             }
             run.thin_trace_if_full(chains);
         }
+        let checking = Instant::now();
+        let ended = end_warm_up(&mut run, settings, outer);
+        if run.burn_in.is_some() {
+            run.timings.adaptation_seconds += checking.elapsed().as_secs_f64();
+        }
+        if ended {
+            if let Some(a) = &run.adaptation {
+                set_step(backend, &mut rule, &mut dynamics, a.step())?;
+            }
+            hooks.sink.warm_up_ended(outer);
+        }
         (hooks.sink).record(outer, &codes, &images)?;
         run.final_images = images;
         run.completed = outer;
@@ -430,6 +456,35 @@ pub fn continue_run(
     }
     run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
+}
+
+/// The automatic burn-in's check after outer iteration `outer`; when it ends the warm-up there,
+/// the step size (and ChEES's length) freeze at the last window's values. True when it ended.
+fn end_warm_up(run: &mut SampleRun, settings: &SamplerSettings, outer: u32) -> bool {
+    let Some(monitor) = run.burn_in.as_mut() else {
+        return false;
+    };
+    let trace = burn_in::TraceView {
+        chains: settings.chains,
+        stride: run.trace_stride.max(1),
+        log_alpha: &run.log_alpha,
+        energies: &run.energies,
+        projections: &run.projections,
+        per_chain: PROJECTIONS,
+        noise: &run.noise_trace,
+    };
+    let adapting = run.adaptation.filter(|a| !a.frozen());
+    let target = adapting.map(|a| a.target);
+    let chees = adapting.is_some_and(|a| a.trajectory.is_some());
+    if !monitor.after_iteration(outer, &trace, target, chees) {
+        return false;
+    }
+    if let (Some(a), Some(log_step)) = (run.adaptation.as_mut(), monitor.last_window_log_step) {
+        if !a.frozen() {
+            a.freeze_at(log_step);
+        }
+    }
+    true
 }
 
 /// Feeds an adapted step size to the backend and to the MH rule's Δ when it changed.

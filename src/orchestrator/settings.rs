@@ -40,6 +40,11 @@ pub struct SamplerSettings {
     /// Warm-up step-size adaptation across chains (`adapt::StepAdaptation`); None runs the
     /// given step size throughout.
     pub adapt: Option<super::adapt::Adaptation>,
+    /// An automatic burn-in (`burn_in::BurnInMonitor`): the warm-up ends where the adapted
+    /// quantities settle and the chains stop drifting, at most at its cap; `adapt`'s iterations
+    /// must then equal the cap. None: the burn-in, if any, is `adapt`'s fixed count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_burn_in: Option<super::burn_in::AutoBurnIn>,
 }
 
 fn positive(field: &'static str, value: f64) -> Result<()> {
@@ -85,10 +90,33 @@ impl SamplerSettings {
                     ),
                 ));
             }
+            if self.auto_burn_in.is_some_and(|b| b.cap != a.iterations) {
+                return Err(Error::usage(
+                    "burn_in",
+                    format!(
+                        "an automatic burn-in adapts up to its cap {}, the adaptation's \
+                         iterations are {}",
+                        self.auto_burn_in.map_or(0, |b| b.cap),
+                        a.iterations
+                    ),
+                ));
+            }
             if !(a.target > 0.0 && a.target < 1.0) {
                 return Err(Error::usage(
                     "adapt",
                     format!("target acceptance must be in (0, 1), got {}", a.target),
+                ));
+            }
+        }
+        if let Some(b) = self.auto_burn_in {
+            if b.cap == 0 || b.cap >= self.samples {
+                return Err(Error::usage(
+                    "burn_in",
+                    format!(
+                        "an automatic burn-in's cap must be at least 1 and below the {} samples, \
+                         got {}",
+                        self.samples, b.cap
+                    ),
                 ));
             }
         }

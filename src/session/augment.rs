@@ -1648,6 +1648,7 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
         },
         lasso_iterations: args.dynamics.lasso_iterations,
         adapt: None,
+        auto_burn_in: None,
     };
     settings.validate()?;
     Ok(settings)

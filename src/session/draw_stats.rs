@@ -213,6 +213,7 @@ mod tests {
             chains,
             samples: k,
             adapt: None,
+            auto_burn_in: None,
             dynamics: crate::methods::DynamicsSettings::default(),
             mh: true,
             discount: 1.0,

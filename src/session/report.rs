@@ -17,6 +17,62 @@ pub fn mh_note(mh: bool, method: crate::methods::Method, acceptance: f64) -> Opt
     })
 }
 
+/// The automatic burn-in for the report: where it ended, whether it settled, the last check's
+/// measurements and the thresholds they were held to.
+pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {
+    use crate::orchestrator::burn_in::{ACCEPTANCE_TOLERANCE, DRIFT_T_LIMIT, LOG_CHANGE};
+    json!({
+        "cap": monitor.cap,
+        "window": monitor.window,
+        "ended_at": monitor.ended_at,
+        "settled": monitor.settled,
+        "checks": monitor.checks,
+        "last_check": monitor.last_check,
+        "criteria": {
+            "acceptance_within": ACCEPTANCE_TOLERANCE,
+            "log_step_and_length_change_at_most": LOG_CHANGE,
+            "drift_t_at_most": DRIFT_T_LIMIT,
+            "method": "docs/adaptation.md, \"Automatic burn-in\"",
+        },
+    })
+}
+
+/// The automatic burn-in's summary line: where the warm-up ended and why.
+pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
+    let check = monitor.last_check.map_or(String::new(), |c| {
+        let mut parts = vec![format!("drift |t| {:.2}", c.drift_t)];
+        if c.step_change.is_some() {
+            parts.push(format!("acceptance {:.3}", c.acceptance));
+        }
+        if let Some(s) = c.step_change {
+            parts.push(format!("log-step change {s:.3}"));
+        }
+        if let Some(l) = c.length_change {
+            parts.push(format!("log-length change {l:.3}"));
+        }
+        format!(
+            " (last check after iteration {}: {})",
+            c.iteration,
+            parts.join(", ")
+        )
+    });
+    match monitor.ended_at {
+        Some(end) if monitor.settled => format!(
+            "burn-in: automatic, settled after {end} of at most {} iterations{check}",
+            monitor.cap
+        ),
+        Some(end) => format!(
+            "burn-in: automatic, did not settle within its cap of {end} iterations{check}; the \
+             kept draws may still carry the chains' starts: give a longer run (--samples) or a \
+             larger cap (--burn-in auto:CAP)"
+        ),
+        None => format!(
+            "burn-in: automatic, still running (at most {} iterations)",
+            monitor.cap
+        ),
+    }
+}
+
 /// The step size's warm-up adaptation for the report: the targets, the step it froze at and the
 /// warm-up's mean acceptance; None for a run that did not adapt.
 pub fn adaptation_json(run: &crate::orchestrator::SampleRun) -> Option<Value> {

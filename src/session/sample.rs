@@ -95,7 +95,8 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
         memory::sampler_bytes(settings.chains, d, p),
     )?;
-    let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in);
+    let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
+    refuse_auto_burn_in_with_adapting_prior(args, &problem)?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
@@ -116,7 +117,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         codes: NpyStream::create(&out.join("codes.npy"), &[c, p])?,
         images: NpyStream::create(&out.join("images.npy"), &[c, d])?,
         keep: args.keep,
-        burn_in: args.burn_in,
+        burn_in: args.burn_in_cap(),
         samples: args.samples,
     };
     let hashes = hashes(&problem.target);
@@ -142,7 +143,7 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     sample_args.problem.out = dir.to_path_buf();
     let settings = sample_args.sampler_settings()?;
     let problem = shard_problem(&sample_args, load_problem(&sample_args.problem)?)?
-        .with_adapt_iterations(sample_args.burn_in);
+        .with_adapt_iterations(sample_args.burn_in_cap());
     let target = &problem.target;
     let (data_hash, dictionary_hash) = hashes(target);
     if data_hash != checkpoint.data_hash {
@@ -198,16 +199,20 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         backend.set_noise_precision(&checkpoint.run.noise_precision)?;
     }
     let (c, d, p) = (settings.chains, target.d(), target.p());
-    let kept = sample_args.keep.kept_up_to(
-        checkpoint.run.completed,
-        sample_args.burn_in,
-        sample_args.samples,
-    );
+    // An automatic burn-in's end so far (its cap while it still runs).
+    let burn_in = checkpoint
+        .run
+        .burn_in
+        .as_ref()
+        .map_or(sample_args.burn_in_cap(), |m| m.burn_in());
+    let kept = sample_args
+        .keep
+        .kept_up_to(checkpoint.run.completed, burn_in, sample_args.samples);
     let streams = SampleStreams {
         codes: resume_stream(&out.join("codes.npy"), &[c, p], kept)?,
         images: resume_stream(&out.join("images.npy"), &[c, d], kept)?,
         keep: sample_args.keep,
-        burn_in: sample_args.burn_in,
+        burn_in,
         samples: sample_args.samples,
     };
     observer.notice(&Notice::Resuming {
@@ -358,10 +363,27 @@ impl SampleSink for SampleStreams {
         Ok(())
     }
 
+    fn warm_up_ended(&mut self, outer: u32) {
+        self.burn_in = outer;
+    }
+
     fn sync(&mut self) -> Result<()> {
         self.codes.sync()?;
         self.images.sync()
     }
+}
+
+/// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
+/// may end earlier, would leave it adapting into the kept draws.
+fn refuse_auto_burn_in_with_adapting_prior(args: &SampleSettings, problem: &Problem) -> Result<()> {
+    let adapting = problem.target.prior.ssgl().is_some_and(|s| s.adapts_at(1));
+    if args.auto_burn_in && adapting {
+        return Err(Error::usage(
+            "burn_in",
+            "the ssgl prior in adapt mode adapts over a fixed burn-in: give a count, not auto",
+        ));
+    }
+    Ok(())
 }
 
 /// Runs the remaining iterations and writes every output; shared by `sample` and `resume`.
@@ -506,6 +528,8 @@ fn write_outputs(
 ) -> Result<(serde_json::Value, Vec<String>)> {
     let target = &problem.target;
     let out: &PathBuf = &args.problem.out;
+    // The burn-in the run made: an automatic one's end (its cap if interrupted before it).
+    let burn_in = run.burn_in.as_ref().map_or(args.burn_in, |m| m.burn_in());
     let (d, p, c, k) = (
         target.d(),
         target.p(),
@@ -569,7 +593,7 @@ fn write_outputs(
                 None => (starts.clone(), "chains started from one image"),
             });
     let scope = crate::diagnostics::Scope {
-        burn_in: args.burn_in,
+        burn_in,
         superchains: start_groups
             .as_ref()
             .map(|(ids, what)| (ids.as_slice(), *what)),
@@ -578,7 +602,7 @@ fn write_outputs(
         crate::diagnostics::summarize_scoped(run, run.timings.sampling_seconds, scope);
     // Per-draw statistics beside the draws (a shard's are written by `merge`).
     let sample_stats = match args.problem.shard {
-        None => super::draw_stats::write_sample_stats(out, run, settings, args.keep, args.burn_in)?,
+        None => super::draw_stats::write_sample_stats(out, run, settings, args.keep, burn_in)?,
         Some(_) => serde_json::Value::Null,
     };
     let report = json!({
@@ -588,7 +612,7 @@ fn write_outputs(
         "lambda": target.lam,
         "pixel_max": args.problem.pixel_max,
         "keep": args.keep,
-        "burn_in": args.burn_in,
+        "burn_in": burn_in,
         "dataset": dataset_json(&problem.dataset),
         "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
         "backend": info,
@@ -629,12 +653,15 @@ fn write_outputs(
         if let Some(note) = &step_note {
             object.insert("step_note".into(), note.clone().into());
         }
+        if let Some(monitor) = &run.burn_in {
+            object.insert("burn_in_auto".into(), super::report::burn_in_json(monitor));
+        }
     }
     if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
         object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
     }
     if let (Some(noise), Some(object)) = (
-        super::report::noise_json(&target.noise, run, args.burn_in),
+        super::report::noise_json(&target.noise, run, burn_in),
         report.as_object_mut(),
     ) {
         object.insert("noise".into(), noise);
@@ -652,6 +679,7 @@ fn write_outputs(
         format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];
     let mut summary = summary;
+    summary.extend(run.burn_in.as_ref().map(super::report::burn_in_line));
     if let Some(a) = &run.adaptation {
         summary.push(format!(
             "step size adapted over {} burn-in iterations: {:.4e} → {:.4e} (dual averaging across \

@@ -284,6 +284,7 @@ impl DynamicsOptions {
             init,
             lasso_iterations: self.lasso_iterations,
             adapt: None,
+            auto_burn_in: None,
         };
         settings.validate()?;
         Ok(settings)
@@ -309,8 +310,13 @@ pub struct SampleSettings {
     pub dynamics: DynamicsOptions,
     /// Which samples are written (after the burn-in).
     pub keep: KeepPolicy,
-    /// Outer iterations discarded before any sample is kept.
+    /// Outer iterations discarded before any sample is kept; with `auto_burn_in`, the most
+    /// (0: half the samples).
     pub burn_in: u32,
+    /// End the burn-in automatically, where the adapted quantities settle and the chains stop
+    /// drifting (`orchestrator::BurnInMonitor`), at most after `burn_in` iterations.
+    #[serde(default)]
+    pub auto_burn_in: bool,
     /// Write a checkpoint every N outer iterations; 0: only when stopped early.
     pub checkpoint_every: u32,
     /// Keep the given step size: no warm-up adaptation. By default MALA's and HMC's step size
@@ -332,6 +338,7 @@ impl Default for SampleSettings {
             dynamics: DynamicsOptions::default(),
             keep: KeepPolicy::All,
             burn_in: 0,
+            auto_burn_in: false,
             checkpoint_every: 0,
             no_adapt: false,
         }
@@ -342,9 +349,25 @@ impl SampleSettings {
     /// The warm-up adaptation this run makes: MALA's and HMC's step size over the burn-in
     /// (when there is one and `no_adapt` is off); None otherwise.
     pub fn adaptation(&self) -> Option<crate::orchestrator::Adaptation> {
-        (!self.no_adapt && self.burn_in > 0 && self.burn_in < self.samples)
-            .then(|| crate::orchestrator::Adaptation::for_method(self.method, self.burn_in))
+        let burn_in = self.burn_in_cap();
+        (!self.no_adapt && burn_in > 0 && burn_in < self.samples)
+            .then(|| crate::orchestrator::Adaptation::for_method(self.method, burn_in))
             .flatten()
+    }
+
+    /// The fixed burn-in, or an automatic one's cap (`burn_in`, or half the samples when 0).
+    pub fn burn_in_cap(&self) -> u32 {
+        if self.auto_burn_in && self.burn_in == 0 {
+            self.samples / 2
+        } else {
+            self.burn_in
+        }
+    }
+
+    /// The automatic burn-in, if asked for and the run is long enough to have one.
+    pub fn auto_burn_in(&self) -> Option<crate::orchestrator::AutoBurnIn> {
+        let cap = self.burn_in_cap();
+        (self.auto_burn_in && cap > 0).then_some(crate::orchestrator::AutoBurnIn { cap })
     }
 
     /// Checks every setting that does not need the data; returns the orchestrator's settings.
@@ -364,16 +387,27 @@ impl SampleSettings {
             self.init,
             self.problem.seed,
         )?;
-        if self.keep != KeepPolicy::Last && self.burn_in >= self.samples {
+        if self.keep != KeepPolicy::Last && self.burn_in_cap() >= self.samples {
             return Err(Error::usage(
                 "burn_in",
                 format!(
                     "{} discards every one of the {} samples",
-                    self.burn_in, self.samples
+                    self.burn_in_cap(),
+                    self.samples
                 ),
             ));
         }
         settings.adapt = self.adaptation();
+        settings.auto_burn_in = self.auto_burn_in();
+        if let (Some(shard), Some(_)) = (self.problem.shard, settings.auto_burn_in) {
+            return Err(Error::usage(
+                "burn_in",
+                format!(
+                    "shard {shard} would end its automatic burn-in on its own chains only, so the \
+                     shards would not make the single run's draws: give a fixed burn-in"
+                ),
+            ));
+        }
         if let (Some(shard), Some(_)) = (self.problem.shard, settings.adapt) {
             return Err(Error::usage(
                 "no_adapt",
