@@ -1,6 +1,5 @@
-// matmul.wgsl's tile loads for any shape: guarded scalar loads (edges read zeros).
-
-@group(0) @binding(1) var<storage, read> dict: array<f32>;
+// matmul.wgsl's tile loads for any shape: guarded scalar loads (edges read zeros). The
+// dictionary's storage (`dict_at`) comes from dict_f32.wgsl or dict_f16.wgsl.
 @group(0) @binding(2) var<storage, read> lhs: array<f32>;
 
 // lhs (chains x K) . A^T with K = p, N = d: A is read along its rows (contiguous in k).
@@ -23,7 +22,7 @@ fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
             tile_l[kk * TILE_M4 + mk / 4u][mk % 4u] = v;
             var w = 0.0;
             if (col0 + mk < params.d && gk < kdim) {
-                w = dict[(col0 + mk) * kdim + gk];
+                w = dict_at((col0 + mk) * kdim + gk);
             }
             tile_r[kk * TILE_N4 + mk / 4u][mk % 4u] = w;
         }
@@ -55,7 +54,7 @@ fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
             let nn = e % TILE_N;
             var w = 0.0;
             if (k0 + kn < kdim && col0 + nn < params.p) {
-                w = dict[(k0 + kn) * params.p + col0 + nn];
+                w = dict_at((k0 + kn) * params.p + col0 + nn);
             }
             tile_r[kn * TILE_N4 + nn / 4u][nn % 4u] = w;
         }

@@ -4,9 +4,9 @@
 // Double-buffered K loop: each invocation stages quads q = tid and tid + 128 of each slice and
 // holds the next slice's four quads in registers; they
 // are fetched (guarded, zeros past the end) right after the current slice is staged, so the
-// global loads are in flight while the current slice's FMAs run.
+// global loads are in flight while the current slice's FMAs run. The dictionary's storage
+// (`dict_quad`) comes from dict_f32_vec4.wgsl or dict_f16_vec4.wgsl.
 
-@group(0) @binding(1) var<storage, read> dict: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> lhs: array<vec4<f32>>;
 
 // Quad q (0..256) of lhs rows row0.. (row length kdim) over k0..k0+16.
@@ -35,7 +35,7 @@ fn fetch_dict_nt(q: u32, col0: u32, k0: u32, kdim: u32) -> vec4<f32> {
     let kq = (q % 4u) * 4u;
     var w = vec4<f32>(0.0);
     if (col0 + nk < params.d && k0 + kq < kdim) {
-        w = dict[((col0 + nk) * kdim + k0 + kq) / 4u];
+        w = dict_quad(((col0 + nk) * kdim + k0 + kq) / 4u);
     }
     return w;
 }
@@ -83,7 +83,7 @@ fn fetch_dict_nn(q: u32, col0: u32, k0: u32, kdim: u32) -> vec4<f32> {
     let nq = (q % 16u) * 4u;
     var w = vec4<f32>(0.0);
     if (k0 + kn < kdim && col0 + nq < params.p) {
-        w = dict[((k0 + kn) * params.p + col0 + nq) / 4u];
+        w = dict_quad(((k0 + kn) * params.p + col0 + nq) / 4u);
     }
     return w;
 }

@@ -273,6 +273,55 @@ fn an_automatic_burn_in_says_where_it_ended() {
     );
 }
 
+/// `--precision f16`: the run says so in its report and computes with A rounded to f16 (so its
+/// draws differ from f32's by rounding only); a dictionary f16 cannot hold is refused by name.
+#[test]
+fn f16_precision_is_reported_and_refused_where_it_cannot_hold_a() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |precision: &str| {
+        let out_dir = dir.path().join(precision);
+        let out = rmld(&[
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "4",
+            "--samples",
+            "3",
+            "--precision",
+            precision,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap();
+        let codes = match io::read_npy(&out_dir.join("codes.npy")).unwrap().data {
+            io::Pixels::F32(v) => v,
+            io::Pixels::U8(_) => panic!("codes.npy holds floats"),
+        };
+        (report, codes)
+    };
+    let (f32_report, f32_codes) = run("f32");
+    let (f16_report, f16_codes) = run("f16");
+    assert!(f32_report["dictionary"].get("precision").is_none());
+    assert_eq!(f16_report["dictionary"]["precision"], "f16");
+    let scale = f32_codes.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let gap = f32_codes
+        .iter()
+        .zip(&f16_codes)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(gap > 0.0 && gap < 0.02 * scale, "gap {gap}, scale {scale}");
+    let big = dir.path().join("big.npy");
+    let mut a = vec![0.1f32; 64 * 8];
+    a[9] = 1.0e5;
+    io::write_npy_f32(&big, &[64, 8], &a).unwrap();
+    assert_refused(
+        &["--precision", "f16", "--dictionary", big.to_str().unwrap()],
+        &["--precision", "65504", "(1, 1)"],
+    );
+}
+
 #[test]
 fn an_unwritable_out_is_refused() {
     let dir = tempfile::tempdir().unwrap();

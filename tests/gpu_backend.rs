@@ -12,7 +12,7 @@ use rmld::backend::gpu::{GpuBackend, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings, MhTerms};
 use rmld::io::Pixels;
 use rmld::methods::Method;
-use rmld::model::{ChainClasses, Dictionary, Observations, Target, TargetKind};
+use rmld::model::{ChainClasses, Dictionary, Observations, Precision, Target, TargetKind};
 use rmld::rng::{Purpose, Stream};
 
 const D: usize = 37;
@@ -160,17 +160,20 @@ fn outer_iteration_matches_with(
         (lam, steps, noise, method, sigma2, classes, kind),
         label,
         None,
+        Precision::F32,
     );
 }
 
 /// lam, T (or L), SGHMC noise, method, σ², class-conditional chains, target.
 type Case = (f32, u32, bool, Method, f32, bool, TargetKind);
 
-/// The comparison of `outer_iteration_matches_with`, from a fixed seed when `seed` is given.
+/// The comparison of `outer_iteration_matches_with`, from a fixed seed when `seed` is given,
+/// with A stored in `precision` (both backends compute with A rounded to it).
 fn outer_iteration_matches_from(
     (lam, steps, noise, method, sigma2, classes, kind): Case,
     label: &str,
     seed: Option<u64>,
+    precision: Precision,
 ) {
     let Some(ctx) = context(label) else {
         return;
@@ -180,7 +183,11 @@ fn outer_iteration_matches_from(
         None => rng(label),
     };
     let seed: u64 = r.random();
-    let mut conditioned = (*target(lam, seed)).clone().with_sigma2(sigma2);
+    let mut conditioned = (*target(lam, seed))
+        .clone()
+        .with_precision(precision)
+        .unwrap()
+        .with_sigma2(sigma2);
     if classes {
         conditioned = with_classes(conditioned);
     }
@@ -393,6 +400,7 @@ fn tangent_chains_match_cpu() {
         (0.0, 3, false, Method::Rmld, 0.5, true, TargetKind::Tangent),
         "tangent_chains_match_cpu",
         Some(0x7A4E_0001),
+        Precision::F32,
     );
 }
 
@@ -403,6 +411,7 @@ fn tangent_mala_matches_cpu() {
         (0.05, 1, false, Method::Mala, 0.5, true, TargetKind::Tangent),
         "tangent_mala_matches_cpu",
         Some(0x7A4E_0002),
+        Precision::F32,
     );
 }
 
@@ -413,7 +422,99 @@ fn tangent_hmc_matches_cpu() {
         (0.0, 3, false, Method::Hmc, 0.5, true, TargetKind::Tangent),
         "tangent_hmc_matches_cpu",
         Some(0x7A4E_0003),
+        Precision::F32,
     );
+}
+
+/// `--precision f16`: the GPU reads A stored as f16 (odd shapes: the scalar loads) and the CPU
+/// twin computes with the same rounded entries in f32; RMLD (the minibatch products, the fused
+/// step) and HMC (the full gradient) match as the f32 path does.
+#[test]
+fn f16_dictionary_matches_cpu() {
+    for (method, seed) in [(Method::Rmld, 0x0F16_0001), (Method::Hmc, 0x0F16_0002)] {
+        outer_iteration_matches_from(
+            (0.05, 3, false, method, 1.0, false, TargetKind::Paper),
+            "f16_dictionary_matches_cpu",
+            Some(seed),
+            Precision::F16,
+        );
+    }
+}
+
+/// A stored as f16 reads exactly the rounded values: the GPU with the f16 buffer and the GPU
+/// with the rounded entries as f32 give the same LASSO starts, positions and images bit for bit,
+/// through the scalar loads (37 × 129) and the vec4 loads (64 × 256).
+#[test]
+fn f16_storage_reads_the_rounded_values_bit_for_bit() {
+    let label = "f16_storage_reads_the_rounded_values_bit_for_bit";
+    let Some(ctx) = context(label) else {
+        return;
+    };
+    for (d, p) in [(37, 129), (64, 256)] {
+        let mut r = fixed_rng(label, (d * 1000 + p) as u64);
+        let n = 30;
+        let observations = Arc::new(Observations {
+            n,
+            d,
+            pixels: Pixels::U8((0..n * d).map(|_| r.random()).collect()),
+            scale: 1.0 / 255.0,
+        });
+        let dictionary = Dictionary::gaussian(d, p, 3);
+        let half = Target::new(Arc::new(dictionary.clone()), observations.clone(), 0.05)
+            .with_precision(Precision::F16)
+            .unwrap();
+        let rounded = dictionary.rounded_to(Precision::F16);
+        let full = Target::new(Arc::new(rounded), observations, 0.05);
+        assert_eq!(full.precision, Precision::F32);
+        let s = settings(3, false, 11);
+        let mut backends: Vec<GpuBackend> = [half, full]
+            .into_iter()
+            .map(|t| {
+                let options = GpuOptions::default();
+                GpuBackend::with_context(ctx.clone(), Arc::new(t), s.clone(), CHAINS, options)
+                    .unwrap()
+            })
+            .collect();
+        let images: Vec<f32> = uniform(&mut r, CHAINS * d);
+        let starts: Vec<Vec<f32>> = backends
+            .iter_mut()
+            .map(|b| b.encode(&images, 0.05, 30).unwrap())
+            .collect();
+        let mut bad = bitwise(&format!("{d}×{p} LASSO starts"), &starts[0], &starts[1]);
+        for b in &mut backends {
+            b.load_positions(&starts[0]).unwrap();
+        }
+        for outer in 1..=2 {
+            for b in &mut backends {
+                let terms = b.propose(outer).unwrap();
+                b.accept(&decisions(&terms, &s, outer)).unwrap();
+            }
+            let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
+            bad.extend(bitwise(
+                &format!("{d}×{p} positions, outer {outer}"),
+                &a,
+                &b,
+            ));
+            let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
+            bad.extend(bitwise(&format!("{d}×{p} images, outer {outer}"), &a, &b));
+        }
+        assert_none(bad);
+    }
+}
+
+/// Every index where `a` and `b` differ in their bits, with both values.
+fn bitwise(what: &str, a: &[f32], b: &[f32]) -> Vec<String> {
+    let mut bad: Vec<String> = a
+        .iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x.to_bits() != y.to_bits())
+        .map(|(i, (x, y))| format!("{what}[{i}]: f16 storage {x:e}, rounded f32 {y:e}"))
+        .collect();
+    if a.len() != b.len() {
+        bad.push(format!("{what}: lengths {} and {}", a.len(), b.len()));
+    }
+    bad
 }
 
 #[test]

@@ -143,7 +143,7 @@ impl Observer for PyObserver {
 }
 
 /// Problem settings that the defaults do not serialise while unset (`shard`).
-const OPTIONAL_PROBLEM_SETTINGS: &[&str] = &["shard"];
+const OPTIONAL_PROBLEM_SETTINGS: &[&str] = &["shard", "precision"];
 
 /// `defaults` with each of `overrides` put where the setting lives: at the top level or in one
 /// nested group (`problem`, `dynamics`). An unknown name is an error that lists the known ones.

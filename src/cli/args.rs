@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use rmld::io::Rescale;
 use rmld::methods::Method;
-use rmld::model::{Ssgl, SsglMode, TargetKind};
+use rmld::model::{Precision, Ssgl, SsglMode, TargetKind};
 use rmld::orchestrator::parse_ratio;
 use rmld::orchestrator::{Init, KeepPolicy};
 use rmld::session::{
@@ -379,6 +379,13 @@ pub struct ProblemArgs {
     /// Where the chains run.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+
+    /// How the dictionary A is stored for the products: f32, or f16 (half the bytes on the
+    /// GPU, read with unpack2x16float and widened: every product still multiplies and sums in
+    /// f32). With f16 A's entries are rounded to half precision on every backend alike, so the
+    /// CPU runs the same model (docs/benchmarks.md, "Half precision").
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
 
     /// Output folder (created if missing; files are written atomically).
     #[arg(long, value_name = "DIR", default_value = "rmld-out")]
@@ -857,6 +864,11 @@ pub struct BenchArgs {
     /// else python3].
     #[arg(long, value_name = "PATH")]
     pub peer_python: Option<PathBuf>,
+
+    /// Also measure the GPU with the dictionary stored as f16 (rows `gpu-f16`, beside the f32
+    /// rows of the same run; `--precision f16` of sample and augment).
+    #[arg(long)]
+    pub f16: bool,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every
@@ -933,6 +945,7 @@ impl ProblemArgs {
             dataset: None,
             force: self.force,
             shard: self.shard,
+            precision: self.precision,
         }
     }
 }

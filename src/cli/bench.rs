@@ -29,6 +29,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         force: args.force,
         ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
         peer_python: peer_python(args),
+        f16: args.f16,
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     let options = super::options_named("bench");

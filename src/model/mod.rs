@@ -17,7 +17,7 @@ pub(crate) mod prior;
 
 pub use atoms::AtomFamily;
 pub use classes::ChainClasses;
-pub use dictionary::Dictionary;
+pub use dictionary::{Dictionary, Precision};
 pub use likelihood::kernel_density::KernelTarget;
 pub use likelihood::noise::{
     code_l1_norms, gibbs_precision, residual_norms, NoiseModel, DEFAULT_NOISE_E, DEFAULT_NOISE_F,

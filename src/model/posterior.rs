@@ -115,6 +115,9 @@ pub struct Target {
     pub tangent_basis: Option<Arc<TangentBasis>>,
     /// The noise model: σ² fixed (the default) or a per-chain precision learned by Gibbs.
     pub noise: super::NoiseModel,
+    /// How a device stores A (`with_precision`); the dictionary's entries are already rounded to
+    /// it, so every backend and the host compute with the values the device reads.
+    pub precision: super::Precision,
 }
 
 impl Target {
@@ -154,6 +157,7 @@ impl Target {
             tangent: TangentSettings::default(),
             tangent_basis: None,
             noise: super::NoiseModel::Fixed,
+            precision: super::Precision::F32,
         }
     }
 
@@ -206,6 +210,18 @@ impl Target {
     pub fn with_prior(mut self, prior: Prior) -> Self {
         self.prior = prior;
         self
+    }
+
+    /// The posterior with A stored in `precision`: its entries rounded to it (F16: to the
+    /// nearest half-precision value), checked first that it can hold them.
+    pub fn with_precision(mut self, precision: super::Precision) -> Result<Self> {
+        self.dictionary.check_precision(precision)?;
+        if precision != self.precision {
+            let rounded = Dictionary::clone(&self.dictionary).rounded_to(precision);
+            self.dictionary = Arc::new(rounded);
+            self.precision = precision;
+        }
+        Ok(self)
     }
 
     /// The same posterior with noise variance `sigma2` (must be positive and finite).

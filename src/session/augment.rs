@@ -571,7 +571,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "dictionary": if kernel {
             json!("none: kernel-hmc samples images")
         } else {
-            json!({ "source": problem.dictionary_source, "d": d, "p": p })
+            super::report::dictionary_json(&problem, d, p)
         },
         "backend": info,
         "original_count": originals.n,

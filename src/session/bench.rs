@@ -74,6 +74,10 @@ pub struct BenchSettings {
     /// report rmld over NumPy (`numpy_peer` in bench.json). `None`: not run.
     #[serde(default)]
     pub peer_python: Option<PathBuf>,
+    /// Also measure the GPU with A stored as f16 (`Precision::F16`; rows `gpu-f16`, beside the
+    /// f32 rows of the same run).
+    #[serde(default)]
+    pub f16: bool,
 }
 
 impl Default for BenchSettings {
@@ -94,6 +98,7 @@ impl Default for BenchSettings {
             force: false,
             ssgl: false,
             peer_python: None,
+            f16: false,
         }
     }
 }
@@ -1190,7 +1195,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 };
                 let target =
                     Arc::new(Target::clone(target).with_prior(crate::model::Prior::Ssgl(ssgl)));
-                let mut backend = GpuBackend::new(target, dynamics.clone(), c, options)?;
+                let mut backend = GpuBackend::new(target, dynamics.clone(), c, options.clone())?;
                 let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, true)?;
                 row.backend = "gpu-ssgl".into();
                 row.timing = timing.into();
@@ -1198,6 +1203,22 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
                 observer.notice(&Notice::BenchMeasured {
                     backend: "gpu-ssgl".into(),
+                    chains: c,
+                    chain_steps_per_second: row.chain_steps_per_second,
+                    products_gflops: None,
+                });
+                rows.push(row);
+            }
+            if args.f16 {
+                let target = Target::clone(target).with_precision(crate::model::Precision::F16)?;
+                let mut backend = GpuBackend::new(Arc::new(target), dynamics.clone(), c, options)?;
+                let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
+                row.backend = "gpu-f16".into();
+                row.timing = timing.into();
+                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
+                row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
+                observer.notice(&Notice::BenchMeasured {
+                    backend: "gpu-f16".into(),
                     chains: c,
                     chain_steps_per_second: row.chain_steps_per_second,
                     products_gflops: None,

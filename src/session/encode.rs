@@ -159,7 +159,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "iterations": args.lasso_iterations,
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
+        "dictionary": super::report::dictionary_json(&problem, d, p),
         "backend": info,
     });
     if let Some(shard) = args.problem.shard {

@@ -90,7 +90,8 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
     let target = Target::new(Arc::new(dictionary), Arc::new(observations), args.lambda)
         .with_sigma2(args.sigma2)
         .with_noise(args.noise)
-        .with_tangent(args.tangent());
+        .with_tangent(args.tangent())
+        .with_precision(args.precision)?;
     let target = match args.prior {
         super::settings::PriorKind::Laplace => target,
         super::settings::PriorKind::Ssgl => target.with_prior(crate::model::Prior::Ssgl(args.ssgl)),

@@ -17,6 +17,16 @@ pub fn mh_note(mh: bool, method: crate::methods::Method, acceptance: f64) -> Opt
     })
 }
 
+/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
+/// products store it.
+pub fn dictionary_json(problem: &super::Problem, d: usize, p: usize) -> Value {
+    let mut json = json!({ "source": problem.dictionary_source, "d": d, "p": p });
+    if problem.target.precision != crate::model::Precision::F32 {
+        json["precision"] = json!(problem.target.precision);
+    }
+    json
+}
+
 /// The automatic burn-in for the report: where it ended, whether it settled, the last check's
 /// measurements and the thresholds they were held to.
 pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {

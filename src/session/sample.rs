@@ -614,7 +614,7 @@ fn write_outputs(
         "keep": args.keep,
         "burn_in": burn_in,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": { "source": problem.dictionary_source, "d": d, "p": p },
+        "dictionary": super::report::dictionary_json(problem, d, p),
         "backend": info,
         "completed_iterations": run.completed,
         "interrupted": run.interrupted,

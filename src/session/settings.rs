@@ -9,7 +9,7 @@ use crate::io::postprocess::{PostProcess, Rescale};
 use crate::io::Dataset;
 use crate::methods::DynamicsSettings;
 use crate::methods::Method;
-use crate::model::{NoiseModel, Ssgl, TangentSettings, TargetKind};
+use crate::model::{NoiseModel, Precision, Ssgl, TangentSettings, TargetKind};
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::session::shard::Shard;
 use crate::{Error, Result};
@@ -97,6 +97,14 @@ pub struct ProblemSettings {
     /// its part and a manifest; `merge` joins the shards into the single run's files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// How A is stored for the products (`Target::with_precision`): f32, or f16 (half the bytes
+    /// on a device; its entries rounded, products still in f32) on every backend alike.
+    #[serde(default, skip_serializing_if = "is_f32")]
+    pub precision: Precision,
+}
+
+fn is_f32(precision: &Precision) -> bool {
+    *precision == Precision::F32
 }
 
 /// `tangent_k`'s default, for settings written before the setting existed.
@@ -130,6 +138,7 @@ impl Default for ProblemSettings {
             force: false,
             dataset: None,
             shard: None,
+            precision: Precision::F32,
         }
     }
 }

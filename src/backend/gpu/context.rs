@@ -3,8 +3,11 @@
 use std::sync::{Arc, Mutex};
 
 use super::kernels::Kernels;
-use crate::model::{Laplace, Prior};
+use crate::model::{Laplace, Precision, Prior};
 use crate::{Error, Result};
+
+/// What a set of pipelines is compiled for: the prior's WGSL and the dictionary's storage.
+type KernelsKey = (&'static str, Precision);
 
 /// A device with the adapter's own limits and every pipeline compiled once.
 pub struct GpuContext {
@@ -19,7 +22,7 @@ pub struct GpuContext {
     /// The compiled pipelines and their layouts (with the Laplace prior, the default).
     pub kernels: Arc<Kernels>,
     /// The pipelines of other priors, compiled on first use, by the prior's WGSL.
-    prior_kernels: Mutex<Vec<(&'static str, Arc<Kernels>)>>,
+    prior_kernels: Mutex<Vec<(KernelsKey, Arc<Kernels>)>>,
     info: wgpu::AdapterInfo,
 }
 
@@ -78,25 +81,25 @@ impl GpuContext {
     }
 
     /// The pipelines compiled with `prior`'s WGSL: the default ones for Laplace, others compiled
-    /// once on first use and cached by the prior's source.
-    pub fn kernels_for(&self, prior: &Prior) -> Result<Arc<Kernels>> {
+    /// once on first use and cached by the prior's source and the dictionary's precision.
+    pub fn kernels_for(&self, prior: &Prior, precision: Precision) -> Result<Arc<Kernels>> {
         let source = prior.wgsl();
-        if source == Prior::Laplace(Laplace { lam: 0.0 }).wgsl() {
+        if source == Prior::Laplace(Laplace { lam: 0.0 }).wgsl() && precision == Precision::F32 {
             return Ok(self.kernels.clone());
         }
         let mut cache = self
             .prior_kernels
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, kernels)) = cache.iter().find(|(s, _)| *s == source) {
+        if let Some((_, kernels)) = cache.iter().find(|(s, _)| *s == (source, precision)) {
             return Ok(kernels.clone());
         }
         let kernels = Arc::new(scoped(
             &self.device,
             "compiling the prior's kernels",
-            || Kernels::with_state(&self.device, source, prior.has_state()),
+            || Kernels::with_state(&self.device, source, prior.has_state(), precision),
         )?);
-        cache.push((source, kernels.clone()));
+        cache.push(((source, precision), kernels.clone()));
         Ok(kernels)
     }
 

@@ -107,7 +107,8 @@ fn encode_group(
                 },
             )
             .finish(context);
-        let k = &context.kernels;
+        // The pipelines built for this target (its prior and A's precision): `dict` is its A.
+        let k = &backend.shared.kernels;
         let (dev, s, dict) = (&context.device, &params, &backend.shared.dict);
         let shape = (d, p);
         let with = |launch, groups| (launch, groups);

@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 use bytemuck::Pod;
 
 use super::buffers::ParamSlots;
+use crate::model::Precision;
 
 /// One member of a params struct as Rust lays it out: its name, its WGSL type, its byte offset,
 /// and the layout of the struct it holds (None for a scalar).
@@ -350,6 +351,13 @@ const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
 /// The workgroup reduction, shared by the kernel-HMC and tangent modules.
 const WORKGROUP_SUM: &str = include_str!("../../../shaders/workgroup_sum.wgsl");
 
+/// The dictionary's storage for the scalar-load products (`dict_at`), by precision.
+const DICT_F32: &str = include_str!("../../../shaders/dict_f32.wgsl");
+const DICT_F16: &str = include_str!("../../../shaders/dict_f16.wgsl");
+/// The dictionary's storage for the vec4-load products (`dict_quad`), by precision.
+const DICT_F32_VEC4: &str = include_str!("../../../shaders/dict_f32_vec4.wgsl");
+const DICT_F16_VEC4: &str = include_str!("../../../shaders/dict_f16_vec4.wgsl");
+
 /// One piece of a shader module: WGSL has no includes, so a module is its pieces concatenated.
 #[derive(Clone, Copy, Debug)]
 enum Source {
@@ -357,6 +365,24 @@ enum Source {
     File(&'static str),
     /// The prior's WGSL (`Prior::wgsl`), supplied when the pipelines are built.
     Prior,
+    /// The dictionary's binding and `dict_at` in the precision the pipelines are built for.
+    Dict,
+    /// The dictionary's binding and `dict_quad` in that precision.
+    DictVec4,
+}
+
+impl Source {
+    /// The piece's text, with `prior`'s WGSL and the dictionary stored in `precision`.
+    fn text<'a>(&self, prior: &'a str, precision: Precision) -> &'a str {
+        match (self, precision) {
+            (Source::File(text), _) => text,
+            (Source::Prior, _) => prior,
+            (Source::Dict, Precision::F32) => DICT_F32,
+            (Source::Dict, Precision::F16) => DICT_F16,
+            (Source::DictVec4, Precision::F32) => DICT_F32_VEC4,
+            (Source::DictVec4, Precision::F16) => DICT_F16_VEC4,
+        }
+    }
 }
 
 /// A storage binding of an entry point: its number, its name in the WGSL, and its access.
@@ -516,22 +542,25 @@ impl Kernels {
     /// Compiles every family's module, with `prior_wgsl` (a `Prior::wgsl()` of a prior without
     /// state) where a family takes the prior, and builds every pipeline (once per device and prior).
     pub fn new(device: &wgpu::Device, prior_wgsl: &str) -> Kernels {
-        Kernels::with_state(device, prior_wgsl, false)
+        Kernels::with_state(device, prior_wgsl, false, Precision::F32)
     }
 
-    /// `new` for any prior: with `stateful` (`Prior::has_state`) the entries that splice the
-    /// prior also bind its per-chain state, `prior_state`.
-    pub fn with_state(device: &wgpu::Device, prior_wgsl: &str, stateful: bool) -> Kernels {
+    /// `new` for any prior and dictionary storage: with `stateful` (`Prior::has_state`) the
+    /// entries that splice the prior also bind its per-chain state, `prior_state`; with
+    /// `precision` F16 the products read A stored as f16 (`upload_dictionary`).
+    pub fn with_state(
+        device: &wgpu::Device,
+        prior_wgsl: &str,
+        stateful: bool,
+        precision: Precision,
+    ) -> Kernels {
         let modules: Vec<wgpu::ShaderModule> = FAMILIES
             .iter()
             .map(|family| {
                 let source: String = family
                     .sources
                     .iter()
-                    .map(|part| match part {
-                        Source::File(text) => text,
-                        Source::Prior => prior_wgsl,
-                    })
+                    .map(|part| part.text(prior_wgsl, precision))
                     .collect();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(family.module),
@@ -741,14 +770,16 @@ mod tests {
 
     /// A family's module source as `Kernels::new` concatenates it, with `prior`'s WGSL.
     fn source(family: &Family, prior: &Prior) -> String {
+        source_in(family, prior, Precision::F32)
+    }
+
+    /// `source` with the dictionary stored in `precision`.
+    fn source_in(family: &Family, prior: &Prior, precision: Precision) -> String {
         let prior = prior.wgsl();
         family
             .sources
             .iter()
-            .map(|part| match part {
-                Source::File(text) => text,
-                Source::Prior => prior,
-            })
+            .map(|part| part.text(prior, precision))
             .collect()
     }
 
@@ -954,10 +985,7 @@ mod tests {
             let source: String = family
                 .sources
                 .iter()
-                .map(|part| match part {
-                    Source::File(text) => text,
-                    Source::Prior => "",
-                })
+                .map(|part| part.text("", Precision::F32))
                 .collect();
             // A stateful prior's bindings are declared by its WGSL (SSGL's `prior_state`).
             let stateful = source.clone() + Prior::Ssgl(crate::model::Ssgl::default()).wgsl();

@@ -49,6 +49,25 @@ pub struct GpuOptions {
     pub timestamps: bool,
 }
 
+/// A on the device in `precision` (`Target::with_precision`): its f32 entries, or their f16 bit
+/// patterns two per word, read by the products with `unpack2x16float` and widened to f32.
+fn upload_dictionary(
+    context: &GpuContext,
+    dictionary: &crate::model::Dictionary,
+    precision: crate::model::Precision,
+) -> wgpu::Buffer {
+    match precision {
+        crate::model::Precision::F32 => {
+            buffers::upload(context, "A", bytemuck::cast_slice(&dictionary.a))
+        }
+        crate::model::Precision::F16 => buffers::upload(
+            context,
+            "A (f16)",
+            bytemuck::cast_slice(&dictionary.f16_words()),
+        ),
+    }
+}
+
 /// Device time of the propose and accept passes, by timestamp queries.
 struct DeviceClock {
     propose: PassTimer,
@@ -177,10 +196,10 @@ impl GpuBackend {
         chain_rows.extend(target.chain_rows(chains)?);
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
             Ok(Shared {
-                dict: buffers::upload(&context, "A", bytemuck::cast_slice(&target.dictionary.a)),
+                dict: upload_dictionary(&context, &target.dictionary, target.precision),
                 data: upload_observations(&context, &target.observations)?,
                 chain_rows: buffers::upload(&context, "rows", bytemuck::cast_slice(&chain_rows)),
-                kernels: context.kernels_for(&target.prior)?,
+                kernels: context.kernels_for(&target.prior, target.precision)?,
             })
         })??;
         let groups = context.checked("allocating the chain state", || {

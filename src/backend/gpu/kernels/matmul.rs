@@ -76,6 +76,7 @@ pub(super) const SCALAR: Family = Family {
     module: "matmul",
     sources: &[
         Source::File(PHILOX),
+        Source::Dict,
         Source::File(MATMUL_SCALAR),
         Source::File(MATMUL),
         Source::Prior,
@@ -116,6 +117,7 @@ pub(super) const VEC4: Family = Family {
     module: "matmul_vec4",
     sources: &[
         Source::File(PHILOX),
+        Source::DictVec4,
         Source::File(MATMUL_VEC4),
         Source::File(MATMUL),
         Source::Prior,
