@@ -68,19 +68,30 @@ impl Observations {
 
     /// The mean of the rows `indices`, in model units; the CPU twin of the gather kernel.
     pub fn batch_mean(&self, indices: &[u32], out: &mut [f32]) {
-        out.iter_mut().for_each(|o| *o = 0.0);
-        for &i in indices {
-            let i = i as usize;
-            match &self.pixels {
-                Pixels::U8(v) => {
-                    for (o, &x) in out.iter_mut().zip(&v[i * self.d..(i + 1) * self.d]) {
-                        *o += x as f32;
-                    }
+        match &self.pixels {
+            // 8-bit rows sum in integers: every partial sum of up to 257 values of at most 255
+            // fits a u16 (and any sum below 2^24 is exact in f32), so the result equals the f32
+            // sum bit for bit, at twice the SIMD lanes and without a conversion per pixel.
+            Pixels::U8(v) if indices.len() <= U16_SUM_ROWS => {
+                let mut sum = vec![0u16; self.d];
+                for &i in indices {
+                    let row = &v[i as usize * self.d..(i as usize + 1) * self.d];
+                    sum.iter_mut().zip(row).for_each(|(s, &x)| *s += x as u16);
                 }
-                Pixels::F32(v) => {
-                    for (o, &x) in out.iter_mut().zip(&v[i * self.d..(i + 1) * self.d]) {
-                        *o += x;
-                    }
+                out.iter_mut().zip(&sum).for_each(|(o, &s)| *o = s as f32);
+            }
+            Pixels::U8(v) => {
+                out.iter_mut().for_each(|o| *o = 0.0);
+                for &i in indices {
+                    let row = &v[i as usize * self.d..(i as usize + 1) * self.d];
+                    out.iter_mut().zip(row).for_each(|(o, &x)| *o += x as f32);
+                }
+            }
+            Pixels::F32(v) => {
+                out.iter_mut().for_each(|o| *o = 0.0);
+                for &i in indices {
+                    let row = &v[i as usize * self.d..(i as usize + 1) * self.d];
+                    out.iter_mut().zip(row).for_each(|(o, &x)| *o += x);
                 }
             }
         }
@@ -88,6 +99,9 @@ impl Observations {
         out.iter_mut().for_each(|o| *o *= factor);
     }
 }
+
+/// The most 8-bit rows `batch_mean` sums in u16: 257 · 255 = 65535.
+const U16_SUM_ROWS: usize = 257;
 
 /// The RMLD posterior U(X) = 1/(2σ²)·||A X − xbar||² + lam·||X||₁ (+ const), with its data.
 /// σ² = 1 is the paper's model; a larger σ² widens the posterior of A X.
@@ -261,5 +275,44 @@ pub fn sign(x: f32) -> f32 {
         -1.0
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 8-bit rows' integer sums (up to 257 rows in u16, more in f32) equal the f32 sum of
+    /// the pixels bit for bit, repeated rows included.
+    #[test]
+    fn batch_mean_of_8_bit_rows_equals_the_f32_sum() {
+        let (n, d) = (300, 13);
+        let pixels: Vec<u8> = (0..n * d).map(|i| (i * 97 % 256) as u8).collect();
+        let rows = Observations {
+            n,
+            d,
+            pixels: Pixels::U8(pixels.clone()),
+            scale: 1.0 / 255.0,
+        };
+        for count in [1, 64, 257, 258, 600] {
+            let indices: Vec<u32> = (0..count).map(|k| (k * 7 % n) as u32).collect();
+            let mut reference = vec![0f32; d];
+            for &i in &indices {
+                for (r, &x) in reference.iter_mut().zip(&pixels[i as usize * d..][..d]) {
+                    *r += x as f32;
+                }
+            }
+            let factor = rows.scale / count as f32;
+            reference.iter_mut().for_each(|r| *r *= factor);
+            let mut out = vec![f32::NAN; d];
+            rows.batch_mean(&indices, &mut out);
+            for (j, (a, b)) in out.iter().zip(&reference).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{count} rows, pixel {j}: {a} vs {b}"
+                );
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use rayon::prelude::*;
 
+use crate::model::prior::PriorRow;
 use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
 
@@ -100,6 +101,20 @@ pub fn gradient_step_with(
                 }
                 let row = prior.row(state, chain, p);
                 let inv_sigma2 = chain_precision(inv_sigma2, chain);
+                // The common case (a Laplace prior, no SGHMC noise, a fixed σ²) in a loop without
+                // per-element branches, which the compiler vectorises: the same operations in
+                // the same order as the general loop below, so the same bits.
+                if let (PriorRow::Shared(Prior::Laplace(laplace)), None, false) =
+                    (&row, noise, preconditioned)
+                {
+                    for ((zj, rj), &gj) in z.iter_mut().zip(r.iter_mut()).zip(g.iter()) {
+                        let grad = gj * inv_sigma2 + laplace.gradient(*zj);
+                        let next = *rj - eta * grad - eta * *rj;
+                        *rj = next;
+                        *zj += eta * next;
+                    }
+                    return;
+                }
                 for j in 0..p {
                     let grad = g[j] * inv_sigma2 + row.gradient(j, z[j]);
                     let mut rj = r[j] - eta * grad - eta * r[j];
