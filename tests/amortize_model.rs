@@ -1,5 +1,7 @@
 //! The amortised sampler's model file (round trip, each bad file refused by name), its training's interruption and resumption (the same bytes as an uninterrupted run), and `augment --sampler amortized`.
 
+mod gpu_common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -374,6 +376,30 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
     let codes = rmld::io::read_npy_matrix_f32(&out.join("generated-codes.npy")).unwrap();
     assert_eq!(codes.0, vec![g, 256]);
     assert!(codes.1.iter().all(|v| v.is_finite()));
+    assert_eq!(outcome.report["amortized"]["generation_device"], "CPU");
+
+    // The same generation with the network on the GPU (lavapipe in CI): the same anchors and
+    // noise, the codes equal to the network's rounding.
+    if gpu_common::context("augment --sampler amortized --backend gpu").is_some() {
+        let out_gpu = split.path().join("aug-gpu");
+        let mut on_gpu = augment_settings(out_gpu.clone(), Some(settings.model.clone()));
+        on_gpu.problem.backend = BackendChoice::Gpu;
+        let outcome = Augmenter::new(on_gpu).run(&Silent).unwrap();
+        let device = outcome.report["amortized"]["generation_device"].to_string();
+        assert!(device != "\"CPU\"", "{device}");
+        let gpu_codes =
+            rmld::io::read_npy_matrix_f32(&out_gpu.join("generated-codes.npy")).unwrap();
+        assert_eq!(gpu_codes.0, codes.0);
+        let bad: Vec<String> = gpu_codes
+            .1
+            .iter()
+            .zip(&codes.1)
+            .enumerate()
+            .filter(|(_, (g, c))| (*g - *c).abs() > 1e-3 * g.abs().max(c.abs()).max(1.0))
+            .map(|(i, (g, c))| format!("code {i}: gpu {g}, cpu {c}"))
+            .collect();
+        assert!(bad.is_empty(), "{}", bad.join("; "));
+    }
 
     // Without a model, with an unfinished one, with another dictionary or classes: refused.
     let text = message(

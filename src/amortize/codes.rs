@@ -22,6 +22,9 @@ use super::mlp::{Adam, Mlp};
 use super::normal;
 use crate::{Error, Result};
 
+/// G's network applied to `rows` rows of p (returns rows of 2p: μ and σ's pre-activation).
+type Infer<'a> = dyn FnMut(&[f32], usize) -> Result<Vec<f32>> + 'a;
+
 /// The first bytes of a model file.
 pub const MODEL_MAGIC: &[u8; 8] = b"RMLDAMZ\n";
 /// The model file format this build writes and reads.
@@ -311,6 +314,34 @@ impl CodeModel {
     /// `count` codes (rows of p) of class `k`: each starts at a random anchor and takes
     /// `apply_steps` applications of G; `seed` seeds the draws.
     pub fn sample(&self, k: usize, count: usize, seed: u64) -> Vec<f32> {
+        let net = &self.classes[k].net;
+        let infer = &mut |x: &[f32], rows: usize| Ok(net.infer(x, rows));
+        // The CPU network cannot fail.
+        self.sample_with(k, count, seed, infer).unwrap_or_default()
+    }
+
+    /// `sample` with G's network run on the GPU of `context` (uploaded once): the same anchors
+    /// and noise, G's outputs equal to rounding.
+    #[cfg(feature = "gpu")]
+    pub fn sample_on_gpu(
+        &self,
+        context: std::sync::Arc<crate::backend::gpu::GpuContext>,
+        k: usize,
+        count: usize,
+        seed: u64,
+    ) -> Result<Vec<f32>> {
+        let net = self.classes[k].net.on_gpu(context)?;
+        self.sample_with(k, count, seed, &mut |x, rows| net.infer(x, rows))
+    }
+
+    /// `sample` with G's network applied by `infer`.
+    fn sample_with(
+        &self,
+        k: usize,
+        count: usize,
+        seed: u64,
+        infer: &mut Infer,
+    ) -> Result<Vec<f32>> {
         let p = self.shape.p;
         let class = &self.classes[k];
         let n = class.samples.len() / p;
@@ -326,7 +357,7 @@ impl CodeModel {
             for start in (0..count).step_by(BLOCK) {
                 let rows = BLOCK.min(count - start);
                 let part = &mut u[start * p..(start + rows) * p];
-                let out = class.net.infer(part, rows);
+                let out = infer(part, rows)?;
                 for r in 0..rows {
                     for j in 0..p {
                         let (mu, s) = (out[r * 2 * p + j], out[r * 2 * p + p + j]);
@@ -341,7 +372,7 @@ impl CodeModel {
                 *v = *v * s + m;
             }
         }
-        u
+        Ok(u)
     }
 
     /// Multiply-adds of G per generated sample.

@@ -201,6 +201,27 @@ impl Mlp {
         Tape { batch, inputs, pre }
     }
 
+    /// The network on the GPU of `context` (`backend::gpu::dense`), its layers uploaded once;
+    /// its `infer` is this one's twin.
+    #[cfg(feature = "gpu")]
+    pub fn on_gpu(
+        &self,
+        context: std::sync::Arc<crate::backend::gpu::GpuContext>,
+    ) -> crate::Result<crate::backend::gpu::dense::DenseNet> {
+        use crate::backend::gpu::dense::{DenseLayerRef, DenseNet};
+        let layers: Vec<DenseLayerRef> = self
+            .layers
+            .iter()
+            .map(|l| DenseLayerRef {
+                n_in: l.n_in,
+                n_out: l.n_out,
+                weights: &l.w,
+                bias: &l.bias,
+            })
+            .collect();
+        DenseNet::new(context, &layers, LEAK)
+    }
+
     /// The output of the forward pass over `batch` rows of `x` (`batch × inputs`), computed
     /// with the same products as [`Mlp::forward`] (so equal to its output): for sampling, where
     /// no tape is needed.

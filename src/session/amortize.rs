@@ -327,6 +327,37 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     })
 }
 
+/// Where the learned sampler's network runs: the GPU for `gpu`, and for `auto` when a hardware
+/// adapter exists (a software one is slower than the CPU's gemm); else the CPU (None).
+#[cfg(feature = "gpu")]
+type GenerationDevice = Option<std::sync::Arc<crate::backend::gpu::GpuContext>>;
+#[cfg(not(feature = "gpu"))]
+type GenerationDevice = Option<()>;
+
+#[cfg(feature = "gpu")]
+fn generation_device(choice: super::BackendChoice) -> Result<GenerationDevice> {
+    use crate::backend::gpu::{adapter_available, software_adapter, GpuContext};
+    match choice {
+        super::BackendChoice::Cpu => Ok(None),
+        super::BackendChoice::Gpu => Ok(Some(GpuContext::shared()?)),
+        super::BackendChoice::Auto => Ok((adapter_available() && software_adapter().is_none())
+            .then(GpuContext::shared)
+            .transpose()
+            .ok()
+            .flatten()),
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn generation_device(choice: super::BackendChoice) -> Result<GenerationDevice> {
+    match choice {
+        super::BackendChoice::Gpu => Err(Error::Gpu(
+            "this rmld was built without the `gpu` feature".into(),
+        )),
+        _ => Ok(None),
+    }
+}
+
 /// `augment --sampler amortized`: the model's samples for every class of `plan`, as the MCMC
 /// path's sink and an empty run (no chains) hold them; images are A·z, as the chains' are.
 pub(crate) fn amortized_generation(
@@ -358,6 +389,7 @@ pub(crate) fn amortized_generation(
         classes: plan.classes.iter().map(|c| c.label).collect(),
     };
     model.check_matches(path, &want)?;
+    let gpu = generation_device(args.problem.backend)?;
     let started = Instant::now();
     let mut sink = AugmentSink::new(plan, 0, true);
     let dict = &target.dictionary;
@@ -366,7 +398,13 @@ pub(crate) fn amortized_generation(
         let k = model
             .class_index(class.label)
             .ok_or_else(|| Error::Internal("class checked above".into()))?;
-        let codes = model.sample(k, class.generated, args.problem.seed);
+        let codes = match &gpu {
+            #[cfg(feature = "gpu")]
+            Some(context) => {
+                model.sample_on_gpu(context.clone(), k, class.generated, args.problem.seed)?
+            }
+            _ => model.sample(k, class.generated, args.problem.seed),
+        };
         // A z for every code, as the chains' images are made (Z Aᵀ − 0 through gemm).
         let mut images = vec![0.0f32; class.generated * d];
         let zeros = vec![0.0f32; class.generated * d];
@@ -389,6 +427,11 @@ pub(crate) fn amortized_generation(
         "format_version": crate::amortize::MODEL_VERSION,
         "settings": model.settings,
         "macs_per_sample": model.macs_per_sample(),
+        "generation_device": match &gpu {
+            #[cfg(feature = "gpu")]
+            Some(context) => context.describe(),
+            _ => "CPU".to_string(),
+        },
         "generation_seconds": seconds,
         "samples_per_second": generated as f64 / seconds.max(1e-9),
     });

@@ -254,6 +254,8 @@ pub enum Kernel {
     TangentEnergy,
     /// `tangent_step`: the tangent likelihood's step residual.
     TangentStep,
+    /// `dense_layer`: one layer of the learned sampler's network.
+    DenseLayer,
 }
 
 /// Declares a family's typed buffer set for one entry point: a field per storage binding, named
@@ -325,6 +327,7 @@ macro_rules! buffers {
     };
 }
 
+pub(crate) mod dense;
 pub(crate) mod exact;
 pub(crate) mod fista;
 pub(crate) mod gather;
@@ -336,6 +339,7 @@ pub(crate) mod select;
 pub mod ssgl;
 pub(crate) mod tangent;
 
+pub use dense::DenseParams;
 pub use exact::ExactParams;
 pub use fista::FistaParams;
 pub use gather::GatherParams;
@@ -446,7 +450,7 @@ struct Family {
 }
 
 /// Every family, in the order their modules are compiled.
-const FAMILIES: [&Family; 10] = [
+const FAMILIES: [&Family; 11] = [
     &philox_probe::FAMILY,
     &gather::FAMILY,
     &matmul::SCALAR,
@@ -457,10 +461,11 @@ const FAMILIES: [&Family; 10] = [
     &matmul::VEC4,
     &kernel_hmc::FAMILY,
     &tangent::FAMILY,
+    &dense::FAMILY,
 ];
 
 /// How many kernels `Kernel` names.
-const KERNELS: usize = Kernel::TangentStep as usize + 1;
+const KERNELS: usize = Kernel::DenseLayer as usize + 1;
 
 /// Per kernel (by discriminant): its family's index in `FAMILIES` and its entry's index there.
 /// Built at compile time: a kernel no family declares, or one declared twice, fails to compile,

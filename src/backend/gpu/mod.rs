@@ -6,6 +6,7 @@
 pub(crate) mod buffers;
 pub(crate) mod context;
 mod dataset;
+pub mod dense;
 mod fista;
 mod group;
 pub(crate) mod kernel_hmc;
