@@ -128,6 +128,15 @@ def test_an_automatic_burn_in_keeps_the_draws_after_it():
         rmld.sample(chains=2, samples=4, burn_in="auto:x", backend="cpu")
 
 
+def test_f16_precision_reaches_the_run():
+    result = rmld.sample(chains=4, samples=3, precision="f16", seed=1, backend="cpu")
+    assert result.report["dictionary"]["precision"] == "f16"
+    plain = rmld.sample(chains=4, samples=3, seed=1, backend="cpu")
+    assert "precision" not in plain.report["dictionary"]
+    gap = np.abs(result.codes - plain.codes).max()
+    assert 0 < gap < 0.02 * np.abs(plain.codes).max()
+
+
 def test_augment_returns_the_generated_and_the_augmented_set():
     images, labels = rmld.load_digits()
     result = rmld.augment(images[:300], labels[:300], ratio=10, method="compression",
