@@ -1,12 +1,14 @@
 //! The learned sampler's network on the GPU (`backend::gpu::dense`, `shaders/dense.wgsl`) against its CPU twin `Mlp::infer`, element by element, and the generated codes of both paths.
 
 #[cfg(feature = "gpu")]
+mod amortize_common;
+#[cfg(feature = "gpu")]
 mod gpu_common;
 
 #[cfg(feature = "gpu")]
 mod on_gpu {
     use super::gpu_common::{assert_none, context, fixed_rng, uniform};
-    use rmld::amortize::{CodeModel, CodeTrainSettings, Mlp, ModelShape};
+    use rmld::amortize::Mlp;
 
     /// Every output where GPU and CPU differ by more than `tol` relative (floor 1, as the
     /// outputs are O(1)), with its row, column and both values.
@@ -70,33 +72,7 @@ mod on_gpu {
         let Some(ctx) = context(label) else {
             return;
         };
-        let p = 6;
-        let shape = ModelShape {
-            height: 2,
-            width: 3,
-            p,
-            dictionary_hash: 42,
-            classes: vec![3, 7],
-        };
-        let codes: Vec<Vec<f32>> = (0..2)
-            .map(|c| {
-                (0..10 * p)
-                    .map(|i| ((i * 7 + c * 3) % 11) as f32 / 5.0 - 1.0)
-                    .collect()
-            })
-            .collect();
-        let settings = CodeTrainSettings {
-            hidden: 21,
-            fit_steps: 7,
-            pairs: 4,
-            ..CodeTrainSettings::default()
-        };
-        let mut model = CodeModel::new(shape, settings, "teacher".into(), &codes).unwrap();
-        for k in 0..2 {
-            for _ in 0..7 {
-                assert!(model.train_step(k).is_finite());
-            }
-        }
+        let (p, model) = (6, crate::amortize_common::trained_tiny_model(21));
         let mut bad = Vec::new();
         for k in 0..2 {
             let on_cpu = model.sample(k, 300, 9);

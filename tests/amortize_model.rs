@@ -1,5 +1,6 @@
 //! The amortised sampler's model file (round trip, each bad file refused by name), its training's interruption and resumption (the same bytes as an uninterrupted run), and `augment --sampler amortized`.
 
+mod amortize_common;
 mod gpu_common;
 
 use std::path::{Path, PathBuf};
@@ -15,38 +16,11 @@ use rmld::Error;
 
 /// A model of 2 classes over p = 6 atoms, trained a few steps.
 fn small_model() -> CodeModel {
-    let mut model = untrained_model();
-    for k in 0..2 {
-        for _ in 0..7 {
-            assert!(model.train_step(k).is_finite());
-        }
-    }
-    model
+    amortize_common::trained_tiny_model(5)
 }
 
 fn untrained_model() -> CodeModel {
-    let p = 6;
-    let shape = ModelShape {
-        height: 2,
-        width: 3,
-        p,
-        dictionary_hash: 42,
-        classes: vec![3, 7],
-    };
-    let codes: Vec<Vec<f32>> = (0..2)
-        .map(|c| {
-            (0..10 * p)
-                .map(|i| ((i * 7 + c * 3) % 11) as f32 / 5.0 - 1.0)
-                .collect()
-        })
-        .collect();
-    let settings = CodeTrainSettings {
-        hidden: 5,
-        fit_steps: 7,
-        pairs: 4,
-        ..CodeTrainSettings::default()
-    };
-    CodeModel::new(shape, settings, "teacher".into(), &codes).unwrap()
+    amortize_common::tiny_model(5)
 }
 
 #[test]

@@ -180,6 +180,7 @@ fn bench_measures_gpu_ssgl_beside_laplace() {
         "gpu",
         "--prior",
         "ssgl",
+        "--f16",
         "--chains",
         "2",
         "--outer",
@@ -200,7 +201,8 @@ fn bench_measures_gpu_ssgl_beside_laplace() {
         .iter()
         .map(|r| r["backend"].as_str().unwrap())
         .collect();
-    assert_eq!(backends, ["gpu", "gpu-ssgl"], "{report}");
+    // The SSGL and the f16-dictionary variants beside the plain row, at every chain count.
+    assert_eq!(backends, ["gpu", "gpu-ssgl", "gpu-f16"], "{report}");
     for row in rows {
         assert!(
             row["chain_steps_per_second"].as_f64().unwrap() > 0.0,

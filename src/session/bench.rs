@@ -1188,37 +1188,30 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             });
             rows.push(row);
             drop(backend);
+            // The variants measured beside the plain row: (label, target, SSGL's SA update).
+            let mut variants: Vec<(&str, Target, bool)> = Vec::new();
             if args.ssgl {
                 let ssgl = crate::model::Ssgl {
                     mode: crate::model::SsglMode::Continuous,
                     ..crate::model::Ssgl::default()
                 };
-                let target =
-                    Arc::new(Target::clone(target).with_prior(crate::model::Prior::Ssgl(ssgl)));
-                let mut backend = GpuBackend::new(target, dynamics.clone(), c, options.clone())?;
-                let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, true)?;
-                row.backend = "gpu-ssgl".into();
-                row.timing = timing.into();
-                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
-                row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
-                observer.notice(&Notice::BenchMeasured {
-                    backend: "gpu-ssgl".into(),
-                    chains: c,
-                    chain_steps_per_second: row.chain_steps_per_second,
-                    products_gflops: None,
-                });
-                rows.push(row);
+                let ssgl = Target::clone(target).with_prior(crate::model::Prior::Ssgl(ssgl));
+                variants.push(("gpu-ssgl", ssgl, true));
             }
             if args.f16 {
-                let target = Target::clone(target).with_precision(crate::model::Precision::F16)?;
-                let mut backend = GpuBackend::new(Arc::new(target), dynamics.clone(), c, options)?;
-                let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
-                row.backend = "gpu-f16".into();
+                let f16 = Target::clone(target).with_precision(crate::model::Precision::F16)?;
+                variants.push(("gpu-f16", f16, false));
+            }
+            for (label, variant, adapts) in variants {
+                let variant = Arc::new(variant);
+                let mut backend = GpuBackend::new(variant, dynamics.clone(), c, options.clone())?;
+                let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, adapts)?;
+                row.backend = label.into();
                 row.timing = timing.into();
                 row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
                 row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
                 observer.notice(&Notice::BenchMeasured {
-                    backend: "gpu-f16".into(),
+                    backend: label.into(),
                     chains: c,
                     chain_steps_per_second: row.chain_steps_per_second,
                     products_gflops: None,
