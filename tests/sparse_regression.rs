@@ -3,6 +3,7 @@
 //! --method mala`. Without a burn-in the default step size accepts nothing, and the run says so;
 //! with one, the step size adapts across chains to MALA's 0.574 and the chains move; the verdict
 //! states plainly whether they mixed (at this short length they do not: it says "not converged").
+//! HMC with ChEES and the automatic burn-in does mix (8 chains × 2000 iterations).
 
 use rmld::orchestrator::MALA_TARGET_ACCEPTANCE;
 use rmld::rng::{Purpose, Stream};
@@ -94,4 +95,28 @@ fn with_a_burn_in_the_step_adapts_and_the_verdict_is_honest() {
     let rhat = r["diagnostics"]["max_rhat"].as_f64().unwrap();
     let verdict = r["diagnostics"]["verdict"].as_str().unwrap();
     assert_eq!(verdict.starts_with("converged"), rhat <= 1.01, "{verdict}");
+}
+
+/// With HMC (its trajectory length adapted by ChEES) and the automatic burn-in, 8 chains ×
+/// 2000 iterations mix with no step-size flag: split R̂ ≤ 1.01 (Vehtari et al. 2021) and the
+/// verdict says "converged". The way docs/adaptation.md gives to run sparse regression.
+#[test]
+fn hmc_with_an_automatic_burn_in_mixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(dir.path(), "hmc");
+    s.method = Method::Hmc;
+    s.chains = 8;
+    s.samples = 2000;
+    s.auto_burn_in = true;
+    let outcome = Sampler::new(s).run(&Silent).unwrap();
+    let r = &outcome.report;
+    let auto = &r["burn_in_auto"];
+    let rhat = r["diagnostics"]["max_rhat"].as_f64().unwrap();
+    let verdict = r["diagnostics"]["verdict"].as_str().unwrap();
+    eprintln!("burn-in {auto}, R-hat {rhat}, verdict {verdict}");
+    assert!(auto["settled"].as_bool().unwrap(), "{auto}");
+    assert!(
+        rhat <= 1.01 && verdict.starts_with("converged"),
+        "{verdict}"
+    );
 }
