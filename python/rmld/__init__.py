@@ -247,7 +247,9 @@ def sample(
     to a dataset file or folder, as ``rmld sample --data`` reads; None: the embedded 8x8 digits).
 
     Keyword settings are the library's (``rmld sample``'s, with underscores): ``chains``,
-    ``samples``, ``method`` ("rmld", "mala", "hmc"), ``eta``, ``steps``, ``batch``, ``burn_in``,
+    ``samples``, ``method`` ("rmld", "mala", "hmc"), ``eta``, ``steps``, ``batch``, ``burn_in``
+    (a count, or "auto" / "auto:CAP" to end the warm-up where it settles), ``precision`` ("f32",
+    "f16": the dictionary stored as half precision),
     ``keep``, ``init``, ``pixel_max``, ``sigma2``, ``lam``, ``target``, ``seed``, ``backend``
     ("auto", "cpu", "gpu"), ... ``out`` keeps the run's folder (codes.npy, report.json, ...);
     ``progress(phase, done, total)`` is called as the run advances.
