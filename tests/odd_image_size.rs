@@ -115,6 +115,16 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
     assert!(close(used("eta"), 0.007 * ratio), "{fit}");
     assert!(close(used("sigma2"), 0.01 * ratio * ratio), "{fit}");
     assert!(close(used("smooth"), 0.5 * SIDE as f64 / 28.0), "{fit}");
+    // The tangent span s = 3 narrows by the class margin m / m_ref when below 1, never below 1.
+    let m = fit["class_margin"].as_f64().unwrap();
+    let expected = (3.0 * (m / fit["reference_class_margin"].as_f64().unwrap()).min(1.0)).max(1.0);
+    let scale = report["tangent"]["scale"].as_f64().unwrap();
+    assert!((scale - expected).abs() <= 1e-6 * expected, "{fit}");
+    if expected == 3.0 {
+        assert!(fit["tangent_scale"].is_null(), "{fit}");
+    } else {
+        assert!(close(used("tangent_scale"), scale), "{fit}");
+    }
     assert!(
         close(report["sigma2"].as_f64().unwrap(), used("sigma2")),
         "{report}"
@@ -151,6 +161,8 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
         "2",
         "--eta",
         "0.003",
+        "--tangent-scale",
+        "2.5",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -158,6 +170,8 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
     let report = json(&out, "report.json");
     let fit = &report["scale_fitted_to_data"];
     assert!(fit["eta"].is_null(), "{fit}");
+    assert!(fit["tangent_scale"].is_null(), "{fit}");
+    assert_eq!(report["tangent"]["scale"], 2.5);
     assert!(fit["sigma2"]["used"].is_number(), "{fit}");
     assert_eq!(report["settings"]["dynamics"]["eta"], 0.003f32 as f64);
 }

@@ -171,6 +171,12 @@ fn auto_burn_in(mut overrides: Map<String, Value>) -> PyResult<Map<String, Value
     Ok(overrides)
 }
 
+/// Groups of switches named like the settings they switch (`fit_scale_to_data.eta`): a flat
+/// name never resolves into them; they are given whole, by their own name.
+const SWITCH_GROUPS: [&str; 1] = ["fit_scale_to_data"];
+
+/// `defaults` with each override put where its name is: at the top level, or in the settings
+/// group that holds it (`eta` in `dynamics`, `sigma2` in `problem`).
 fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> {
     let Value::Object(top) = &mut defaults else {
         return Err(PyRuntimeError::new_err(
@@ -190,8 +196,9 @@ fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> 
             }
         }
         let group = top
-            .values_mut()
-            .filter_map(Value::as_object_mut)
+            .iter_mut()
+            .filter(|(key, _)| !SWITCH_GROUPS.contains(&key.as_str()))
+            .filter_map(|(_, group)| group.as_object_mut())
             .find(|group| group.contains_key(&name));
         match group {
             Some(group) => {
@@ -338,6 +345,40 @@ fn stats_dict<'py>(py: Python<'py>, stats: &DrawStats, out: &Bound<'py, PyDict>)
     Ok(())
 }
 
+/// Augment settings that, given by the caller, are used as given: as on the command line, the
+/// preset's fitting to the data (η, σ², the smoothing and the tangent scale to its length
+/// scales, the batch and k to the smallest class) leaves them alone, unless the caller also
+/// gives the fitting switch itself.
+const GIVEN_KEEPS_VALUE: [&str; 9] = [
+    "eta",
+    "sigma2",
+    "smooth",
+    "tangent_scale",
+    "batch",
+    "tangent_k",
+    "fit_scale_to_data",
+    "fit_batch_to_classes",
+    "fit_tangent_k_to_classes",
+];
+
+/// Turns off the fitting of each setting `given` (flags in `GIVEN_KEEPS_VALUE`'s order).
+fn keep_given_values(s: &mut AugmentSettings, given: &[bool]) {
+    let [eta, sigma2, smooth, tangent_scale, batch, tangent_k, fit_scale, fit_batch, fit_k] =
+        given.try_into().unwrap_or([false; 9]);
+    if !fit_scale {
+        s.fit_scale_to_data.eta &= !eta;
+        s.fit_scale_to_data.sigma2 &= !sigma2;
+        s.fit_scale_to_data.smooth &= !smooth;
+        s.fit_scale_to_data.tangent_scale &= !tangent_scale;
+    }
+    if batch && !fit_batch {
+        s.fit_batch_to_classes = false;
+    }
+    if tangent_k && !fit_k {
+        s.fit_tangent_k_to_classes = false;
+    }
+}
+
 /// Runs `command` ("sample", "augment" or "encode") with the library's settings (`preset`, then
 /// the JSON object `settings` of setting names and values) on `data` (a numpy array; `None`: the
 /// settings' `data` path or the embedded digits), writing into the settings' `out` folder.
@@ -380,7 +421,12 @@ fn run<'py>(
                     )))
                 }
             };
+            let given: Vec<bool> = GIVEN_KEEPS_VALUE
+                .iter()
+                .map(|name| overrides.contains_key(*name))
+                .collect();
             let mut s: AugmentSettings = self::settings(&base, overrides)?;
+            keep_given_values(&mut s, &given);
             s.problem.dataset = dataset;
             py.detach(|| Augmenter::new(s).run(&observer))
         }

@@ -149,6 +149,26 @@ def test_augment_returns_the_generated_and_the_augmented_set():
     assert result.report["generated_count"] == generated
 
 
+def test_augment_uses_given_scales_as_given():
+    # As on the command line: the quality preset fits η, σ², the smoothing and the tangent scale
+    # to the data, except the ones the caller gives.
+    images, labels = rmld.load_digits()
+    common = dict(ratio=10, samples=2, burn_in=2, no_quality=True, backend="cpu", seed=1)
+    fitted = rmld.augment(images[:300], labels[:300], **common).report
+    scaled = fitted["scale_fitted_to_data"]
+    assert scaled["eta"]["used"] != 0.003 and scaled["class_margin"] > 0
+    # sigma2 and tangent_scale are also names of fit_scale_to_data's switches: a flat name
+    # reaches the setting, not the switch.
+    given = rmld.augment(images[:300], labels[:300], eta=0.003, sigma2=0.02, tangent_scale=2.5,
+                         **common).report
+    scaled = given["scale_fitted_to_data"]
+    assert scaled["eta"] is None and scaled["sigma2"] is None and scaled["tangent_scale"] is None
+    assert scaled["smooth"]["used"] == fitted["scale_fitted_to_data"]["smooth"]["used"]
+    assert given["settings"]["dynamics"]["eta"] == pytest.approx(0.003)
+    assert given["sigma2"] == pytest.approx(0.02)
+    assert given["tangent"]["scale"] == 2.5
+
+
 def test_imblearn_pipeline_uses_the_augmenter():
     import imblearn.pipeline as pipeline
     from sklearn.linear_model import LogisticRegression

@@ -19,6 +19,7 @@ images. Needs numpy and scikit-learn. Prints a Markdown table and writes OUT_DIR
 import argparse
 import gzip
 import json
+import shlex
 import struct
 import subprocess
 import sys
@@ -75,6 +76,8 @@ def main() -> int:
     ap.add_argument("--test", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--rmld-args", default="",
+                    help="extra options for every `rmld augment`, one string (shell words)")
     args = ap.parse_args()
     names = args.only or ["mnist", "fashion-mnist", "quickdraw", "digits-8x8"]
     print("| dataset | image | logistic: gen. % (real %) | RBF SVM: gen. % (real %) | novelty | "
@@ -83,7 +86,14 @@ def main() -> int:
     for name in names:
         images, labels = load(name, args.datasets)
         order = np.random.default_rng(args.seed).permutation(len(images))
-        train, test = order[: args.train], order[args.train : args.train + args.test]
+        n_train, n_test = args.train, args.test
+        if n_train + n_test > len(images):
+            # A small dataset (the 8x8 digits: 1,797 images) keeps the asked split's proportions.
+            n_train = len(images) * args.train // (args.train + args.test)
+            n_test = len(images) - n_train
+            print(f"note: {name} has {len(images)} images, fewer than {args.train} + {args.test}: "
+                  f"cut into {n_train} + {n_test}", file=sys.stderr)
+        train, test = order[:n_train], order[n_train : n_train + n_test]
         folder = args.out / "data" / name
         folder.mkdir(parents=True, exist_ok=True)
         write_idx(folder / "train-images-idx3-ubyte.gz", images[train])
@@ -92,7 +102,7 @@ def main() -> int:
         write_idx(folder / "t10k-labels-idx1-ubyte.gz", labels[test])
         out = args.out / name
         cmd = [args.rmld, "augment", "--data", str(folder), "--backend", "cpu", "--seed",
-               str(args.seed), "--no-original-codes", "--force", "--out", str(out)]
+               str(args.seed), "--no-original-codes", "--force", "--out", str(out)] + shlex.split(args.rmld_args)
         started = time.time()
         run = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.time() - started

@@ -1018,6 +1018,7 @@ impl AugmentArgs {
                     eta: preset.eta && !self.scale_given.eta,
                     sigma2: preset.sigma2 && !self.scale_given.sigma2,
                     smooth: preset.smooth && !self.scale_given.smooth,
+                    tangent_scale: preset.tangent_scale && !self.scale_given.tangent_scale,
                 }
             },
             lasso_tolerance: self.lasso_tolerance,

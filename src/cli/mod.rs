@@ -51,6 +51,7 @@ pub fn parse() -> Cli {
             eta: given("eta"),
             sigma2: given("sigma2"),
             smooth: given("smooth"),
+            tangent_scale: given("tangent_scale"),
         };
     }
     cli

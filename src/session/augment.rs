@@ -1491,6 +1491,7 @@ struct ScaleFitted {
     eta: Option<(f32, f32)>,
     sigma2: Option<(f32, f32)>,
     smooth: Option<(f32, f32)>,
+    tangent_scale: Option<(f32, f32)>,
 }
 
 impl ScaleFitted {
@@ -1506,6 +1507,9 @@ impl ScaleFitted {
             "eta": pair(self.eta),
             "sigma2": pair(self.sigma2),
             "smooth": pair(self.smooth),
+            "class_margin": self.scale.class_margin,
+            "reference_class_margin": data_scale::REFERENCE_CLASS_MARGIN,
+            "tangent_scale": pair(self.tangent_scale),
             "seconds": self.seconds,
         })
     }
@@ -1520,9 +1524,16 @@ impl ScaleFitted {
         push("η", self.eta);
         push("σ²", self.sigma2);
         push("smoothing (px)", self.smooth);
+        push("tangent scale", self.tangent_scale);
+        let margin = self.scale.class_margin.map_or(String::new(), |m| {
+            format!(
+                "; class margin {m:.3}, MNIST's {}",
+                data_scale::REFERENCE_CLASS_MARGIN
+            )
+        });
         format!(
             "note: scaled to the data (median same-class nearest-neighbour distance {:.3}, MNIST's \
-             {}; image side {:.0} px): {}",
+             {}{margin}; image side {:.0} px): {}",
             self.scale.nn_distance,
             data_scale::REFERENCE_NN_DISTANCE,
             self.scale.side,
@@ -1558,6 +1569,7 @@ fn fit_scale(
         eta: None,
         sigma2: None,
         smooth: None,
+        tangent_scale: None,
     };
     if fit.eta {
         let used = (args.dynamics.eta as f64 * length) as f32;
@@ -1573,6 +1585,15 @@ fn fit_scale(
         let used = (args.smooth as f64 * scale.side_ratio()) as f32;
         fitted.smooth = used;
         changed.smooth = Some((args.smooth, used));
+    }
+    if fit.tangent_scale && args.problem.target == TargetKind::Tangent {
+        // Never below 1: the neighbours' own spread (the tangent target's unscaled span).
+        let asked = args.problem.tangent_scale;
+        let used = ((asked as f64 * scale.tangent_ratio()) as f32).max(asked.min(1.0));
+        if used != asked {
+            fitted.problem.tangent_scale = used;
+            changed.tangent_scale = Some((asked, used));
+        }
     }
     (fitted, Some(changed))
 }

@@ -7,7 +7,12 @@
 //! first `NN_PER_CLASS` images of each class, so that r does not shrink with the data's size)
 //! and r_ref its value on MNIST; the smoothing (in pixels) by the image side over 28. On MNIST
 //! the factors are 1 to within the reference's rounding (docs/adaptation.md, "Scales from the
-//! data").
+//! data"). The tangent target's span s narrows with the classes' separation: by m / m_ref when
+//! the class margin m (the median over images of the nearest other-class distance over the
+//! nearest same-class distance, minus 1) is below MNIST's m_ref, so that chains on classes that sit
+//! closer together than MNIST's stay in their class; it never widens past the preset's.
+
+use rayon::prelude::*;
 
 use crate::io::{Dataset, Pixels};
 
@@ -18,6 +23,11 @@ pub(crate) const NN_PER_CLASS: usize = 100;
 /// of the quality table's MNIST cut (1,000 images, numpy seed 0; the first 100 of each class);
 /// 5.30 on the first 3,000 training images (which 100 images are taken moves it by about 10%).
 pub(crate) const REFERENCE_NN_DISTANCE: f64 = 5.88;
+
+/// m on MNIST, where the tangent scale s = 3 was tuned: the class margin of the quality table's
+/// MNIST cut (0.213 with numpy seed 0; 0.222 and 0.226 on cuts of 2,000 and 3,000 images with
+/// seeds 1 and 2; Fashion-MNIST 0.135-0.173, Quick Draw 0.32-0.36, the 8 × 8 digits 0.71-0.77).
+pub(crate) const REFERENCE_CLASS_MARGIN: f64 = 0.22;
 
 /// Below this median distance (0..1 pixels) the data is taken as repeated images, not a scale.
 const MIN_NN_DISTANCE: f64 = 1e-6;
@@ -32,6 +42,8 @@ pub(crate) struct DataScale {
     pub nn_distance: f64,
     /// Image side, √(height · width).
     pub side: f64,
+    /// The class margin m (None with fewer than two classes of two images).
+    pub class_margin: Option<f64>,
 }
 
 impl DataScale {
@@ -39,12 +51,20 @@ impl DataScale {
     /// None when no class has two images, or when the median distance is zero (classes of
     /// repeated images), which would scale η and σ² to zero: the run then keeps the preset's.
     pub(crate) fn of(dataset: &Dataset, labels: &[u32], classes: Option<&[u32]>) -> Option<Self> {
-        let nn_distance = median_class_nn(dataset, labels, classes)
+        let neighbours = class_neighbours(dataset, labels, classes);
+        let nn_distance = median(neighbours.iter().map(|n| n.same).collect())
             .filter(|r| r.is_finite() && *r > MIN_NN_DISTANCE)?;
         Some(DataScale {
             nn_distance,
             side: ((dataset.height * dataset.width) as f64).sqrt(),
+            class_margin: class_margin(&neighbours),
         })
+    }
+
+    /// The factor of the tangent target's span s: min(1, m / m_ref), 1 without a margin.
+    pub(crate) fn tangent_ratio(&self) -> f64 {
+        self.class_margin
+            .map_or(1.0, |m| (m / REFERENCE_CLASS_MARGIN).clamp(0.0, 1.0))
     }
 
     /// The factor of η (σ²'s is its square).
@@ -67,13 +87,20 @@ fn pixel(dataset: &Dataset, i: usize, j: usize) -> f64 {
     raw / dataset.full_scale as f64
 }
 
-/// The median over images of the distance to the nearest other image of the same class, each
-/// class represented by its first `NN_PER_CLASS` images.
-pub(crate) fn median_class_nn(
+/// An image's nearest same-class and other-class distances (0..1 pixels; infinite when none).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Neighbours {
+    pub same: f64,
+    pub other: f64,
+}
+
+/// Per image of the chosen classes' first `NN_PER_CLASS` images (classes of at least two), its
+/// nearest same-class and other-class distances among those images.
+pub(crate) fn class_neighbours(
     dataset: &Dataset,
     labels: &[u32],
     classes: Option<&[u32]>,
-) -> Option<f64> {
+) -> Vec<Neighbours> {
     let mut members = std::collections::BTreeMap::<u32, Vec<usize>>::new();
     for (i, &label) in labels.iter().enumerate().take(dataset.n) {
         if classes.is_some_and(|c| !c.contains(&label)) {
@@ -85,31 +112,81 @@ pub(crate) fn median_class_nn(
         }
     }
     let d = dataset.d;
-    let mut nearest = Vec::new();
-    for rows in members.values().filter(|r| r.len() >= 2) {
-        let images: Vec<Vec<f64>> = rows
+    let images: Vec<(u32, Vec<f64>)> = members
+        .iter()
+        .filter(|(_, rows)| rows.len() >= 2)
+        .flat_map(|(&label, rows)| {
+            rows.iter()
+                .map(move |&i| (label, (0..d).map(|j| pixel(dataset, i, j)).collect()))
+        })
+        .collect();
+    images
+        .par_iter()
+        .enumerate()
+        .map(|(a, (label, x))| {
+            let mut nearest = Neighbours {
+                same: f64::INFINITY,
+                other: f64::INFINITY,
+            };
+            for (b, (other_label, y)) in images.iter().enumerate() {
+                if b == a {
+                    continue;
+                }
+                let distance = x.iter().zip(y).map(|(p, q)| (p - q) * (p - q)).sum::<f64>();
+                let slot = if other_label == label {
+                    &mut nearest.same
+                } else {
+                    &mut nearest.other
+                };
+                *slot = slot.min(distance);
+            }
+            Neighbours {
+                same: nearest.same.sqrt(),
+                other: nearest.other.sqrt(),
+            }
+        })
+        .collect()
+}
+
+/// The median over images of the distance to the nearest other image of the same class, each
+/// class represented by its first `NN_PER_CLASS` images.
+#[cfg(test)]
+pub(crate) fn median_class_nn(
+    dataset: &Dataset,
+    labels: &[u32],
+    classes: Option<&[u32]>,
+) -> Option<f64> {
+    median(
+        class_neighbours(dataset, labels, classes)
             .iter()
-            .map(|&i| (0..d).map(|j| pixel(dataset, i, j)).collect())
-            .collect();
-        for (a, x) in images.iter().enumerate() {
-            let best = images
-                .iter()
-                .enumerate()
-                .filter(|&(b, _)| b != a)
-                .map(|(_, y)| x.iter().zip(y).map(|(p, q)| (p - q) * (p - q)).sum::<f64>())
-                .fold(f64::INFINITY, f64::min);
-            nearest.push(best.sqrt());
-        }
-    }
-    if nearest.is_empty() {
+            .map(|n| n.same)
+            .collect(),
+    )
+}
+
+/// The class margin: the median over images of other / same − 1 (images with both distances
+/// finite and a same-class distance above `MIN_NN_DISTANCE`); None when no image has both.
+pub(crate) fn class_margin(neighbours: &[Neighbours]) -> Option<f64> {
+    median(
+        neighbours
+            .iter()
+            .filter(|n| n.other.is_finite() && n.same.is_finite() && n.same > MIN_NN_DISTANCE)
+            .map(|n| n.other / n.same - 1.0)
+            .collect(),
+    )
+}
+
+/// The median of `values` (the mean of the middle two for an even count); None when empty.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
         return None;
     }
-    nearest.sort_by(f64::total_cmp);
-    let m = nearest.len();
+    values.sort_by(f64::total_cmp);
+    let m = values.len();
     Some(if m % 2 == 1 {
-        nearest[m / 2]
+        values[m / 2]
     } else {
-        0.5 * (nearest[m / 2 - 1] + nearest[m / 2])
+        0.5 * (values[m / 2 - 1] + values[m / 2])
     })
 }
 
@@ -148,6 +225,33 @@ mod tests {
         let mut data = dataset(&[[0.0, 0.0], [0.0, 8.0]]);
         data.full_scale = 16.0;
         assert_eq!(median_class_nn(&data, &[0, 0], None), Some(0.5));
+    }
+
+    #[test]
+    fn class_margin_is_the_median_ratio_of_other_to_same_class_distances() {
+        // Class 0: 0, 1, 3; class 1: 10, 14. Nearest same / other: 0 → 1 / 10, 1 → 1 / 9,
+        // 3 → 2 / 7, 10 → 4 / 7, 14 → 4 / 11: ratios − 1 = 9, 8, 2.5, 0.75, 1.75; median 2.5.
+        let data = dataset(&[[0.0, 0.0], [10.0, 0.0], [1.0, 0.0], [3.0, 0.0], [14.0, 0.0]]);
+        let labels = [0, 1, 0, 0, 1];
+        let scale = DataScale::of(&data, &labels, None).unwrap();
+        assert_eq!(scale.class_margin, Some(2.5));
+        // Wide apart: the span is not widened past the preset's.
+        assert_eq!(scale.tangent_ratio(), 1.0);
+        // One class: no margin, no change.
+        let one = DataScale::of(&data, &labels, Some(&[0])).unwrap();
+        assert_eq!((one.class_margin, one.tangent_ratio()), (None, 1.0));
+        // Classes closer than MNIST's: the span narrows by m / m_ref.
+        let close = dataset(&[[0.0, 0.0], [1.0, 0.0], [1.1, 0.0], [2.1, 0.0]]);
+        let scale = DataScale::of(&close, &[0, 0, 1, 1], None).unwrap();
+        let m = scale.class_margin.unwrap();
+        // Every image: same 1, other 0.1 or 1.1 (inner pair 0.1): ratios − 1 = 0.1, −0.9, −0.9, 0.1.
+        assert!((m - (-0.4)).abs() < 1e-6, "{m}");
+        assert_eq!(scale.tangent_ratio(), 0.0);
+        let scale = DataScale {
+            class_margin: Some(0.11),
+            ..scale
+        };
+        assert!((scale.tangent_ratio() - 0.5).abs() < 1e-12);
     }
 
     #[test]
