@@ -198,3 +198,43 @@ fn augment_diagnoses_every_class_on_the_draws_after_its_burn_in() {
         assert!(class["diagnostics"]["chains"].as_u64().unwrap() <= chains);
     }
 }
+
+#[test]
+fn quality_preset_verdict_does_not_ask_for_longer_chains() {
+    // The quality preset stops its chains short of equilibrium on purpose: a failing R-hat is
+    // reported with what the run is judged by, not with advice to run longer.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("quality");
+    let run = rmld(&[
+        "augment",
+        "--limit",
+        "150",
+        "--no-quality",
+        "--no-original-codes",
+        "--backend",
+        "cpu",
+        "--seed",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report = json(&out, "report.json");
+    let per_class = &report["diagnostics_per_class"];
+    let verdict = per_class["verdict"].as_str().unwrap();
+    let failing = per_class["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| {
+            let d = &c["diagnostics"];
+            d["max_nested_rhat"].as_f64().or(d["max_rhat"].as_f64())
+        })
+        .any(|r| r > 1.01);
+    // Four draws per chain of the short chains: not converged, by design.
+    assert!(failing, "{per_class}");
+    assert!(verdict.contains("as expected"), "{verdict}");
+    assert!(verdict.contains("quality metrics"), "{verdict}");
+    assert!(!verdict.contains("run longer"), "{verdict}");
+    assert!(stdout(&run).contains(verdict), "{}", stdout(&run));
+}

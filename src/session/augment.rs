@@ -25,7 +25,7 @@ use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
 use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
 use super::sample::{hashes, lock_output, remove_if_present};
-use super::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use super::settings::{AugmentMethod, AugmentSettings, Preset, SamplerChoice};
 use super::shard::{self, Shard, ShardFiles};
 use super::{memory, outputs, Outcome};
 
@@ -608,7 +608,11 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             let target_kind = args.problem.target;
             let seconds = run.timings.sampling_seconds;
             let classes = cd::per_class(&plan, &run, target_kind, burn_in, seconds);
-            let verdict = cd::verdict(&classes);
+            let verdict = if args.preset == Some(Preset::Quality) {
+                cd::verdict_of_short_chains(&classes)
+            } else {
+                cd::verdict(&classes)
+            };
             report["diagnostics_per_class"] = cd::report_json(&classes, target_kind, &verdict);
             verdict
         });
