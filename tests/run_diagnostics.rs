@@ -4,7 +4,7 @@
 
 mod cli_common;
 
-use cli_common::{json, rmld, small_augment, stderr, stdout};
+use cli_common::{json, rmld, small_augment, small_augment_with, stderr, stdout};
 
 /// A `.npy` v1.0 file's dtype, shape and data bytes.
 fn read(out: &std::path::Path, name: &str) -> (String, Vec<usize>, Vec<u8>) {
@@ -205,19 +205,7 @@ fn quality_preset_verdict_does_not_ask_for_longer_chains() {
     // reported with what the run is judged by, not with advice to run longer.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("quality");
-    let run = rmld(&[
-        "augment",
-        "--limit",
-        "150",
-        "--no-quality",
-        "--no-original-codes",
-        "--backend",
-        "cpu",
-        "--seed",
-        "4",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = small_augment_with(&out, "quality", &["--seed", "4"]);
     assert!(run.status.success(), "{}", stderr(&run));
     let report = json(&out, "report.json");
     let per_class = &report["diagnostics_per_class"];

@@ -31,10 +31,15 @@ pub fn json(dir: &Path, name: &str) -> serde_json::Value {
 /// `rmld augment` with the paper's preset on the first 150 embedded digits, on the CPU, without
 /// the quality metrics or the originals' codes, into `out`, with `extra` options.
 pub fn small_augment(out: &Path, extra: &[&str]) -> Output {
+    small_augment_with(out, "paper", extra)
+}
+
+/// [`small_augment`] with the preset `preset` ("paper" or "quality").
+pub fn small_augment_with(out: &Path, preset: &str, extra: &[&str]) -> Output {
     let mut args = vec![
         "augment",
         "--preset",
-        "paper",
+        preset,
         "--limit",
         "150",
         "--no-quality",
