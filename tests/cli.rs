@@ -273,6 +273,62 @@ fn an_automatic_burn_in_says_where_it_ended() {
     );
 }
 
+/// Without `--burn-in`, MALA and HMC warm up automatically (at most half the samples) and RMLD,
+/// `--no-adapt` and a shard keep every iteration, as `SampleSettings::with_default_warm_up`.
+#[test]
+fn mala_and_hmc_warm_up_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = |name: &str, extra: &[&str]| {
+        let out_dir = dir.path().join(name);
+        let mut args = vec![
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "8",
+            "--samples",
+            "40",
+            "--seed",
+            "5",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = rmld(&args);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap();
+        report
+    };
+    for method in ["mala", "hmc"] {
+        let r = report(method, &["--method", method]);
+        assert_eq!(
+            r["burn_in_auto"]["cap"], 20,
+            "{method}: {}",
+            r["burn_in_auto"]
+        );
+        let end = r["burn_in"].as_u64().unwrap();
+        assert!((1..=20).contains(&end), "{method}: burn-in {end}");
+        assert_eq!(r["kept_samples"], 40 - end, "{method}");
+        assert!(r["adaptation"].is_object(), "{method}: no adaptation");
+    }
+    for (name, extra) in [
+        ("rmld", &["--method", "rmld"][..]),
+        ("no-adapt", &["--method", "mala", "--no-adapt"][..]),
+        ("shard", &["--method", "mala", "--shard", "0/2"][..]),
+    ] {
+        let r = report(name, extra);
+        assert_eq!(r["burn_in"], 0, "{name}");
+        assert!(r["burn_in_auto"].is_null(), "{name}: {}", r["burn_in_auto"]);
+    }
+    // A given count is kept as given.
+    let r = report("fixed", &["--method", "mala", "--burn-in", "5"]);
+    assert_eq!(
+        (r["burn_in"].as_u64(), r["burn_in_auto"].is_null()),
+        (Some(5), true)
+    );
+}
+
 /// `--precision f16`: the run says so in its report and computes with A rounded to f16 (so its
 /// draws differ from f32's by rounding only); a dictionary f16 cannot hold is refused by name.
 #[test]

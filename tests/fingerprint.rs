@@ -35,15 +35,17 @@ struct Record {
 }
 
 /// (name, arguments) of the CPU cases: every method, every target, both augment presets, encode.
+/// MALA and HMC give `--burn-in 0`: the no-warm-up runs recorded before they warmed up by default
+/// (the default warm-up has its own test, `tests/cli.rs::mala_and_hmc_warm_up_by_default`).
 const CPU_CASES: &[(&str, &str)] = &[
     ("sample-rmld-paper", "sample --chains 6 --samples 3 --seed 7"),
     (
         "sample-mala-mixture",
-        "sample --method mala --target mixture --chains 6 --samples 3 --seed 7 --pixel-max 4 --eta 0.005",
+        "sample --method mala --target mixture --chains 6 --samples 3 --seed 7 --pixel-max 4 --eta 0.005 --burn-in 0",
     ),
     (
         "sample-hmc-tangent",
-        "sample --method hmc --target tangent --chains 6 --samples 3 --seed 7 --pixel-max 4 --eta 0.005 --tangent-k 4",
+        "sample --method hmc --target tangent --chains 6 --samples 3 --seed 7 --pixel-max 4 --eta 0.005 --tangent-k 4 --burn-in 0",
     ),
     (
         "sample-rmld-local-noise",

@@ -404,8 +404,12 @@ fn run<'py>(
     let overrides = self::overrides(settings)?;
     let outcome: rmld::Result<Outcome> = match command {
         "sample" => {
+            let burn_in_given = overrides.contains_key("burn_in");
             let overrides = auto_burn_in(overrides)?;
             let mut s: SampleSettings = self::settings(&SampleSettings::default(), overrides)?;
+            if !burn_in_given {
+                s = s.with_default_warm_up();
+            }
             s.problem.dataset = dataset;
             py.detach(|| Sampler::new(s).run(&observer))
         }

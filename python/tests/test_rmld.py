@@ -42,10 +42,11 @@ def test_sample_equals_the_command_line_with_the_same_settings(tmp_path):
         check=True, capture_output=True,
     )
     codes = np.load(out / "codes.npy")
-    assert result.codes.shape == (5, 4, codes.shape[2])
+    kept = 4 - result.report["burn_in"]  # MALA's default warm-up: at most half the samples
+    assert result.codes.shape == (5, kept, codes.shape[2])
     np.testing.assert_array_equal(result.codes, codes.transpose(1, 0, 2))
     images = np.load(out / "images.npy")
-    np.testing.assert_array_equal(result.images.reshape(5, 4, -1), images.transpose(1, 0, 2))
+    np.testing.assert_array_equal(result.images.reshape(5, kept, -1), images.transpose(1, 0, 2))
     assert result.report["settings"]["dynamics"]["method"] == "mala"
 
 
@@ -83,7 +84,8 @@ def test_errors_are_python_exceptions_with_the_library_message(tmp_path):
 
 def test_inference_data_has_arviz_groups_and_dims():
     import arviz as az
-    result = rmld.sample(chains=4, samples=120, method="hmc", seed=5, backend="cpu")
+    # burn_in=0: no warm-up, so every draw is kept and the leapfrog count is the fixed one.
+    result = rmld.sample(chains=4, samples=120, method="hmc", burn_in=0, seed=5, backend="cpu")
     idata = result.to_inference_data()
     codes = idata.posterior["codes"]
     assert codes.dims == ("chain", "draw", "coefficient")
@@ -147,6 +149,19 @@ def test_augment_returns_the_generated_and_the_augmented_set():
     assert result.codes.shape[0] == generated
     assert len(result.augmented_images) == 300 + generated
     assert result.report["generated_count"] == generated
+
+
+def test_mala_warms_up_by_default_as_on_the_command_line():
+    # No burn_in given: MALA and HMC end an automatic warm-up (at most half the samples), RMLD
+    # keeps every iteration.
+    mala = rmld.sample(method="mala", chains=4, samples=30, backend="cpu", seed=2)
+    assert mala.report["burn_in_auto"]["cap"] == 15
+    assert 1 <= mala.report["burn_in"] <= 15
+    assert mala.codes.shape[1] == 30 - mala.report["burn_in"]
+    plain = rmld.sample(chains=4, samples=6, backend="cpu", seed=2)
+    assert plain.report["burn_in"] == 0 and plain.report.get("burn_in_auto") is None
+    fixed = rmld.sample(method="mala", chains=4, samples=30, burn_in=3, backend="cpu", seed=2)
+    assert fixed.report["burn_in"] == 3 and fixed.report.get("burn_in_auto") is None
 
 
 def test_augment_uses_given_scales_as_given():

@@ -509,9 +509,11 @@ pub struct SampleArgs {
     /// `auto:CAP`) to end the warm-up where the adapted step size (and HMC's trajectory length)
     /// and the chains' traced statistics settle, checked every ⌈CAP/20⌉ (at least 10)
     /// iterations, at most after CAP (default: half the samples); the report and summary say
-    /// where it ended and whether it settled (docs/adaptation.md).
-    #[arg(long, value_name = "B|auto[:CAP]", default_value = "0", value_parser = parse_burn_in)]
-    pub burn_in: BurnInArg,
+    /// where it ended and whether it settled (docs/adaptation.md). Default: `auto` for
+    /// `--method mala` and `hmc` (their step size adapts during it), 0 for rmld, with
+    /// `--no-adapt`, `--shard` or an adapting `--prior ssgl`.
+    #[arg(long, value_name = "B|auto[:CAP]", value_parser = parse_burn_in)]
+    pub burn_in: Option<BurnInArg>,
 
     /// Write a checkpoint (checkpoint.rmld in --out) every N outer iterations; 0: only when
     /// interrupted. `rmld resume DIR` continues from it.
@@ -520,7 +522,7 @@ pub struct SampleArgs {
 
     /// Keep --eta as given. By default, --method mala and hmc adapt their step size during the
     /// burn-in (dual averaging across all chains toward mean acceptance 0.574 for MALA, 0.8 for
-    /// HMC), then freeze it for the kept draws; without --burn-in nothing adapts.
+    /// HMC), then freeze it for the kept draws; with --burn-in 0 nothing adapts.
     #[arg(long)]
     pub no_adapt: bool,
 }
@@ -969,7 +971,7 @@ impl DynamicsArgs {
 impl SampleArgs {
     /// The library's settings.
     pub fn settings(&self) -> SampleSettings {
-        SampleSettings {
+        let settings = SampleSettings {
             problem: self.problem.settings(),
             chains: self.chains,
             samples: self.samples,
@@ -977,10 +979,14 @@ impl SampleArgs {
             init: self.init,
             dynamics: self.dynamics.options(),
             keep: self.keep,
-            burn_in: self.burn_in.count,
-            auto_burn_in: self.burn_in.auto,
+            burn_in: self.burn_in.map_or(0, |b| b.count),
+            auto_burn_in: self.burn_in.is_some_and(|b| b.auto),
             checkpoint_every: self.checkpoint_every,
             no_adapt: self.no_adapt,
+        };
+        match self.burn_in {
+            Some(_) => settings,
+            None => settings.with_default_warm_up(),
         }
     }
 }

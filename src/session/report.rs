@@ -106,8 +106,8 @@ pub fn adaptation_json(run: &crate::orchestrator::SampleRun) -> Option<Value> {
     }))
 }
 
-/// A warning for an exact method (MALA, HMC) whose chains barely moved: acceptance under 5%
-/// with a step size that did not adapt.
+/// A warning for an exact method (MALA, HMC) whose chains barely moved: acceptance under 5%,
+/// with a step size that did not adapt, or whose warm-up was too short for it to get there.
 pub fn step_note(
     method: crate::methods::Method,
     mh: bool,
@@ -115,13 +115,23 @@ pub fn step_note(
     adapted: bool,
 ) -> Option<String> {
     let exact = method != crate::methods::Method::Rmld;
-    (exact && mh && !adapted && acceptance < 0.05).then(|| {
-        format!(
-            "warning: acceptance {:.1}%: the step size `eta` is too large for this posterior and \
-             the chains hardly moved; give a burn-in (`burn_in`, e.g. half the samples) so the \
-             step size adapts, or a smaller `eta`",
-            100.0 * acceptance
-        )
+    (exact && mh && acceptance < 0.05).then(|| {
+        if adapted {
+            format!(
+                "warning: acceptance {:.1}%: the step size adapted during the burn-in but not far \
+                 enough for this posterior, and the chains hardly moved; give a longer burn-in \
+                 (more `samples`: an automatic burn-in takes at most half of them) or a smaller \
+                 `eta` to start from",
+                100.0 * acceptance
+            )
+        } else {
+            format!(
+                "warning: acceptance {:.1}%: the step size `eta` is too large for this posterior \
+                 and the chains hardly moved; give a burn-in (`burn_in`, e.g. auto) so the step \
+                 size adapts, or a smaller `eta`",
+                100.0 * acceptance
+            )
+        }
     })
 }
 

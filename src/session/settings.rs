@@ -364,6 +364,22 @@ impl SampleSettings {
             .flatten()
     }
 
+    /// `self` with the warm-up a run gets when none is given: for MALA and HMC, which adapt
+    /// their step size (and HMC its trajectory length) during the burn-in, an automatic burn-in
+    /// capped at half the samples (Stan's default warm-up share); none (`burn_in` 0) for RMLD,
+    /// with `no_adapt`, for a shard (its warm-up would see its own chains only) and for an SSGL
+    /// prior in adapt mode (it adapts over a burn-in fixed in advance). The CLI and the Python
+    /// package apply it when `burn_in` is not given.
+    pub fn with_default_warm_up(mut self) -> Self {
+        let adapts = matches!(self.method, Method::Mala | Method::Hmc) && !self.no_adapt;
+        let ssgl_adapts = self.problem.prior == PriorKind::Ssgl
+            && self.problem.ssgl.mode == crate::model::SsglMode::Adapt;
+        self.burn_in = 0;
+        self.auto_burn_in =
+            adapts && self.problem.shard.is_none() && !ssgl_adapts && self.samples >= 2;
+        self
+    }
+
     /// The fixed burn-in, or an automatic one's cap (`burn_in`, or half the samples when 0).
     pub fn burn_in_cap(&self) -> u32 {
         if self.auto_burn_in && self.burn_in == 0 {
