@@ -26,10 +26,11 @@ fn untrained_model() -> CodeModel {
 #[test]
 fn pairs_are_nearest_neighbours_or_any_other_sample() {
     let model = untrained_model();
+    let k = model.settings.neighbours;
     for class in &model.classes {
         let n = class.samples.len() / 6;
-        assert_eq!(class.neighbours.len(), n * 8);
-        for (i, row) in class.neighbours.chunks(8).enumerate() {
+        assert_eq!(class.neighbours.len(), n * k);
+        for (i, row) in class.neighbours.chunks(k).enumerate() {
             assert!(row.iter().all(|&j| j as usize != i && (j as usize) < n));
         }
     }

@@ -66,7 +66,10 @@ impl Default for CodeTrainSettings {
             lr: 1e-3,
             sigma_min: 0.05,
             apply_steps: 1,
-            neighbours: 8,
+            // 4 / 6 / 8 / 16 on MNIST 2000: diversity 0.76 / 0.72 / 0.69 / 0.62 (the Gaussian
+            // averages over its neighbours); 6 meets every goal on MNIST and Fashion-MNIST
+            // (docs/amortized.md, "The number of neighbours").
+            neighbours: 6,
             seed: 0,
         }
     }
