@@ -345,40 +345,6 @@ fn stats_dict<'py>(py: Python<'py>, stats: &DrawStats, out: &Bound<'py, PyDict>)
     Ok(())
 }
 
-/// Augment settings that, given by the caller, are used as given: as on the command line, the
-/// preset's fitting to the data (η, σ², the smoothing and the tangent scale to its length
-/// scales, the batch and k to the smallest class) leaves them alone, unless the caller also
-/// gives the fitting switch itself.
-const GIVEN_KEEPS_VALUE: [&str; 9] = [
-    "eta",
-    "sigma2",
-    "smooth",
-    "tangent_scale",
-    "batch",
-    "tangent_k",
-    "fit_scale_to_data",
-    "fit_batch_to_classes",
-    "fit_tangent_k_to_classes",
-];
-
-/// Turns off the fitting of each setting `given` (flags in `GIVEN_KEEPS_VALUE`'s order).
-fn keep_given_values(s: &mut AugmentSettings, given: &[bool]) {
-    let [eta, sigma2, smooth, tangent_scale, batch, tangent_k, fit_scale, fit_batch, fit_k] =
-        given.try_into().unwrap_or([false; 9]);
-    if !fit_scale {
-        s.fit_scale_to_data.eta &= !eta;
-        s.fit_scale_to_data.sigma2 &= !sigma2;
-        s.fit_scale_to_data.smooth &= !smooth;
-        s.fit_scale_to_data.tangent_scale &= !tangent_scale;
-    }
-    if batch && !fit_batch {
-        s.fit_batch_to_classes = false;
-    }
-    if tangent_k && !fit_k {
-        s.fit_tangent_k_to_classes = false;
-    }
-}
-
 /// Runs `command` ("sample", "augment" or "encode") with the library's settings (`preset`, then
 /// the JSON object `settings` of setting names and values) on `data` (a numpy array; `None`: the
 /// settings' `data` path or the embedded digits), writing into the settings' `out` folder.
@@ -425,12 +391,10 @@ fn run<'py>(
                     )))
                 }
             };
-            let given: Vec<bool> = GIVEN_KEEPS_VALUE
-                .iter()
-                .map(|name| overrides.contains_key(*name))
-                .collect();
+            // As on the command line, the settings given keep their value.
+            let given: Vec<String> = overrides.keys().cloned().collect();
             let mut s: AugmentSettings = self::settings(&base, overrides)?;
-            keep_given_values(&mut s, &given);
+            s.keep_given(|name| given.iter().any(|g| g == name));
             s.problem.dataset = dataset;
             py.detach(|| Augmenter::new(s).run(&observer))
         }

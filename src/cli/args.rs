@@ -675,20 +675,11 @@ pub struct AugmentArgs {
     #[arg(long, value_name = "FILE")]
     pub model: Option<PathBuf>,
 
-    /// Whether --batch was given on the command line (set by `cli::parse`): then a minibatch
-    /// larger than a class is an error rather than lowered to fit.
+    /// Which of `AugmentSettings::KEPT_WHEN_GIVEN` were given on the command line (set by
+    /// `cli::parse`): those keep their value instead of being fitted to the data, and a
+    /// --batch or --tangent-k that a class cannot hold is an error rather than lowered to fit.
     #[arg(skip)]
-    pub batch_given: bool,
-
-    /// Whether --tangent-k was given on the command line (set by `cli::parse`): then a k that
-    /// a class cannot hold is an error rather than lowered to fit.
-    #[arg(skip)]
-    pub tangent_k_given: bool,
-
-    /// Which of --eta, --sigma2 and --smooth were given on the command line (set by
-    /// `cli::parse`): those keep their value instead of being scaled to the data.
-    #[arg(skip)]
-    pub scale_given: rmld::session::ScaleFit,
+    pub given: Vec<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -994,7 +985,7 @@ impl SampleArgs {
 impl AugmentArgs {
     /// The library's settings (the preset already applied by `cli::parse`).
     pub fn settings(&self) -> AugmentSettings {
-        AugmentSettings {
+        let mut settings = AugmentSettings {
             preset: self.preset,
             problem: self.problem.settings(),
             labels: self.labels.clone(),
@@ -1013,20 +1004,12 @@ impl AugmentArgs {
             reencode: self.reencode,
             test_limit: self.test_limit,
             no_quality: self.no_quality,
-            fit_batch_to_classes: !self.batch_given,
-            fit_tangent_k_to_classes: !self.tangent_k_given,
-            fit_scale_to_data: {
-                let preset = self
-                    .preset
-                    .map(|p| AugmentSettings::preset(p).fit_scale_to_data)
-                    .unwrap_or_default();
-                rmld::session::ScaleFit {
-                    eta: preset.eta && !self.scale_given.eta,
-                    sigma2: preset.sigma2 && !self.scale_given.sigma2,
-                    smooth: preset.smooth && !self.scale_given.smooth,
-                    tangent_scale: preset.tangent_scale && !self.scale_given.tangent_scale,
-                }
-            },
+            fit_batch_to_classes: true,
+            fit_tangent_k_to_classes: true,
+            fit_scale_to_data: self
+                .preset
+                .map(|p| AugmentSettings::preset(p).fit_scale_to_data)
+                .unwrap_or_default(),
             lasso_tolerance: self.lasso_tolerance,
             code_cache: if self.no_code_cache {
                 None
@@ -1037,7 +1020,9 @@ impl AugmentArgs {
             },
             sampler: self.sampler,
             model: self.model.clone(),
-        }
+        };
+        settings.keep_given(|name| self.given.iter().any(|g| g == name));
+        settings
     }
 }
 

@@ -45,14 +45,11 @@ pub fn parse() -> Cli {
             .unwrap_or(rmld::session::Preset::default_for(given("method")));
         args.preset = Some(preset);
         args::apply_preset(preset, args, given);
-        args.batch_given = given("batch");
-        args.tangent_k_given = given("tangent_k");
-        args.scale_given = rmld::session::ScaleFit {
-            eta: given("eta"),
-            sigma2: given("sigma2"),
-            smooth: given("smooth"),
-            tangent_scale: given("tangent_scale"),
-        };
+        args.given = rmld::session::AugmentSettings::KEPT_WHEN_GIVEN
+            .iter()
+            .filter(|id| given(id))
+            .map(|id| id.to_string())
+            .collect();
     }
     cli
 }

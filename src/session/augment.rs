@@ -608,11 +608,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             let target_kind = args.problem.target;
             let seconds = run.timings.sampling_seconds;
             let classes = cd::per_class(&plan, &run, target_kind, burn_in, seconds);
-            let verdict = if args.preset == Some(Preset::Quality) {
-                cd::verdict_of_short_chains(&classes)
-            } else {
-                cd::verdict(&classes)
-            };
+            let verdict = cd::verdict(&classes, args.preset == Some(Preset::Quality));
             report["diagnostics_per_class"] = cd::report_json(&classes, target_kind, &verdict);
             verdict
         });

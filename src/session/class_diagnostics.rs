@@ -172,45 +172,11 @@ pub(crate) fn per_class(
     out
 }
 
-/// Whether an assessed class's R-hat is above the threshold.
-pub(crate) fn any_not_converged(classes: &[ClassDiagnostics]) -> bool {
-    classes
-        .iter()
-        .filter_map(|c| rhat_of(&c.report))
-        .any(|r| r > diagnostics::RHAT_THRESHOLD)
-}
-
-/// `verdict` for a run whose chains stop short of equilibrium on purpose (augment's quality
-/// preset): the R-hat is reported, but the advice to run longer is replaced by what the run is
-/// judged by, as longer chains carry samples out of their class.
-pub(crate) fn verdict_of_short_chains(classes: &[ClassDiagnostics]) -> String {
-    let plain = verdict(classes);
-    if !any_not_converged(classes) {
-        return plain;
-    }
-    let worst = classes
-        .iter()
-        .filter_map(|c| rhat_of(&c.report).map(|r| (c.label, r)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    let failing = classes
-        .iter()
-        .filter_map(|c| rhat_of(&c.report))
-        .filter(|&r| r > diagnostics::RHAT_THRESHOLD)
-        .count();
-    let (label, r) = worst.unwrap_or((0, f64::NAN));
-    format!(
-        "per class: {failing} of {} classes not converged (worst: class {label}, R-hat {r:.3} > \
-         {}), as expected: the quality preset stops its chains short of the target's equilibrium \
-         on purpose (docs/adaptation.md), so its samples are judged by the quality metrics, not by \
-         R-hat; longer chains carry samples out of their class. For converged draws use `rmld \
-         sample` or the paper preset with more samples",
-        classes.len(),
-        diagnostics::RHAT_THRESHOLD
-    )
-}
-
-/// The run's verdict from its classes' diagnostics: the worst class decides.
-pub(crate) fn verdict(classes: &[ClassDiagnostics]) -> String {
+/// The run's verdict from its classes' diagnostics: the worst class decides. With
+/// `short_chains` (augment's quality preset, whose chains stop short of equilibrium on purpose)
+/// a failing R-hat is reported as expected, with what the run is judged by instead of the advice
+/// to run longer, as longer chains carry samples out of their class.
+pub(crate) fn verdict(classes: &[ClassDiagnostics], short_chains: bool) -> String {
     let assessed: Vec<(u32, &DiagnosticsReport, f64)> = classes
         .iter()
         .filter_map(|c| rhat_of(&c.report).map(|r| (c.label, &c.report, r)))
@@ -236,6 +202,16 @@ pub(crate) fn verdict(classes: &[ClassDiagnostics]) -> String {
         format!(
             "per class: every assessed class converged (worst: class {label}: {}){missing}",
             worst.verdict
+        )
+    } else if short_chains {
+        format!(
+            "per class: {failing} of {} classes not converged (worst: class {label}, R-hat {r:.3} \
+             > {}), as expected: the quality preset stops its chains short of the target's \
+             equilibrium on purpose (docs/adaptation.md), so its samples are judged by the quality \
+             metrics, not by R-hat; longer chains carry samples out of their class. For converged \
+             draws use `rmld sample` or the paper preset with more samples{missing}",
+            classes.len(),
+            diagnostics::RHAT_THRESHOLD
         )
     } else {
         format!(

@@ -749,6 +749,37 @@ impl AugmentSettings {
         }
     }
 
+    /// The settings whose value, given by the caller, is kept from the fitting to the data.
+    pub const KEPT_WHEN_GIVEN: [&'static str; 6] = [
+        "eta",
+        "sigma2",
+        "smooth",
+        "tangent_scale",
+        "batch",
+        "tangent_k",
+    ];
+
+    /// Keeps the value of each setting the caller gave (`given(name)`, the settings' flat
+    /// names, `KEPT_WHEN_GIVEN`): the fitting to the data (η, σ², the smoothing and the tangent
+    /// scale to its length scales; the batch and k to the smallest class) leaves it alone,
+    /// unless the caller also gave that fitting's own switch (`fit_scale_to_data`,
+    /// `fit_batch_to_classes`, `fit_tangent_k_to_classes`), which then decides.
+    pub fn keep_given(&mut self, given: impl Fn(&str) -> bool) {
+        if !given("fit_scale_to_data") {
+            let fit = &mut self.fit_scale_to_data;
+            fit.eta &= !given("eta");
+            fit.sigma2 &= !given("sigma2");
+            fit.smooth &= !given("smooth");
+            fit.tangent_scale &= !given("tangent_scale");
+        }
+        if given("batch") && !given("fit_batch_to_classes") {
+            self.fit_batch_to_classes = false;
+        }
+        if given("tangent_k") && !given("fit_tangent_k_to_classes") {
+            self.fit_tangent_k_to_classes = false;
+        }
+    }
+
     /// The post-processing of generated images.
     pub fn postprocess(&self) -> PostProcess {
         PostProcess {
@@ -850,5 +881,31 @@ impl EncodeSettings {
             return Err(Error::usage("lasso_iterations", "must be at least 1"));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_settings_keep_their_value_unless_their_switch_is_given() {
+        let mut kept = AugmentSettings::quality();
+        kept.keep_given(|name| ["eta", "tangent_k"].contains(&name));
+        let fit = kept.fit_scale_to_data;
+        assert!(!fit.eta && fit.sigma2 && fit.smooth && fit.tangent_scale);
+        assert!(kept.fit_batch_to_classes && !kept.fit_tangent_k_to_classes);
+
+        // A switch given too decides for its settings.
+        let mut switched = AugmentSettings::quality();
+        let given = ["eta", "batch", "fit_scale_to_data", "fit_batch_to_classes"];
+        switched.keep_given(|name| given.contains(&name));
+        assert_eq!(switched.fit_scale_to_data, ScaleFit::ALL);
+        assert!(switched.fit_batch_to_classes && switched.fit_tangent_k_to_classes);
+
+        // Nothing given: the preset's fitting stands.
+        let mut plain = AugmentSettings::quality();
+        plain.keep_given(|_| false);
+        assert_eq!(plain, AugmentSettings::quality());
     }
 }
