@@ -129,6 +129,8 @@ fn main() {
                     "h_density" => settings.svgd.h_density = f,
                     "eta" => settings.svgd.eta = f,
                     "seed" => settings.seed = f as u64,
+                    "global_components" => settings.global_components = f as usize,
+                    "global_share" => settings.global_share = f,
                     "agsvgd" => settings.adjust = Adjust::AgSvgd,
                     "hmc_teacher" => {
                         settings.adjust = Adjust::Hmc(Hmc2d {
@@ -196,6 +198,24 @@ fn main() {
             stats.gen_loss
         );
         let mut rng = StdRng::seed_from_u64(7);
+        if let Some(q) = &op.global {
+            // The global proposal's importance-sampling efficiency (Σw)² / (N Σw²), w = e^−U / q:
+            // 1 when q equals the target, and about the independence moves' acceptance.
+            let logw: Vec<f64> = (0..20000)
+                .map(|_| {
+                    let x = q.sample(&mut rng);
+                    -toy.energy_grad(x).0 - q.log_density(x)
+                })
+                .collect();
+            let top = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = logw.iter().map(|l| (l - top).exp()).collect();
+            let (s1, s2) = (w.iter().sum::<f64>(), w.iter().map(|v| v * v).sum::<f64>());
+            eprintln!(
+                "  global proposal: {} Gaussians, importance-sampling efficiency {:.3}",
+                q.len(),
+                s1 * s1 / (w.len() as f64 * s2)
+            );
+        }
         let starts: Vec<[f64; 2]> = (0..chains)
             .map(|_| [rmld_normal(&mut rng), rmld_normal(&mut rng)])
             .collect();

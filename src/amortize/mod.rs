@@ -10,6 +10,7 @@
 pub(crate) mod agsvgd;
 pub(crate) mod codes;
 pub(crate) mod hmc2d;
+pub(crate) mod mixture;
 pub(crate) mod mlp;
 pub(crate) mod sal;
 pub(crate) mod targets;
@@ -17,6 +18,7 @@ pub(crate) mod targets;
 pub use agsvgd::{stein_gradient, step as agsvgd_step, AgSvgdSettings};
 pub use codes::{ClassModel, CodeModel, CodeTrainSettings, ModelShape, MODEL_MAGIC, MODEL_VERSION};
 pub use hmc2d::Hmc2d;
+pub use mixture::Mixture2d;
 pub use mlp::{Adam, Grads, Mlp, Tape};
 pub use sal::{train, Adjust, ChainRun, MhRatio, Operator, Progress, SalSettings, TrainStats};
 pub use targets::Toy;

@@ -5,6 +5,9 @@
 //! input: with ξ entering linearly the transition density q(x'|x) = N(x'; x + μ(x), σ(x)²) is
 //! known, so the MH step is exact, min(1, p(x')q(x|x') / (p(x)q(x'|x))). The paper's MH uses
 //! p(x')/p(x) only (its Figure 5), which for a non-symmetric G leaves p²-like targets, not p.
+//! Being local and unimodal, G cannot carry an MH-corrected chain between separated modes, so
+//! MH-corrected chains also propose, half the time, from a Gaussian mixture fitted to the
+//! teacher's samples (`mixture.rs`; ours, after Gabrié et al. 2022), with its own exact ratio.
 //!
 //! **Training** (Algorithm 1, per iteration t; M particles x̃):
 //! 1. real samples x_t = AG-SVGD(x̃_{t−1}) (`svgd_steps` steps; [`Adjust::AgSvgd`]) or, as the
@@ -33,6 +36,7 @@ use rand::{Rng, SeedableRng};
 
 use super::agsvgd::{self, AgSvgdSettings};
 use super::hmc2d::Hmc2d;
+use super::mixture::Mixture2d;
 use super::mlp::{Adam, Mlp};
 use super::{normal, Target2d};
 use crate::{Error, Result};
@@ -76,6 +80,11 @@ pub struct SalSettings {
     pub svgd: AgSvgdSettings,
     /// Seed of every draw in training.
     pub seed: u64,
+    /// Components of the global proposal, a Gaussian mixture fitted by EM to the teacher's
+    /// samples of the last 10% of iterations (ours, see `mixture.rs`; 0: none, G alone).
+    pub global_components: usize,
+    /// Probability that an MH-corrected step proposes from the global mixture instead of G.
+    pub global_share: f64,
 }
 
 impl Default for SalSettings {
@@ -97,6 +106,8 @@ impl Default for SalSettings {
             svgd_steps: 1,
             svgd: AgSvgdSettings::default(),
             seed: 0,
+            global_components: 16,
+            global_share: 0.5,
         }
     }
 }
@@ -128,17 +139,28 @@ impl SalSettings {
         if !(self.sigma_min > 0.0 && self.sigma_min.is_finite()) {
             return Err(Error::usage("sigma_min", "must be finite and > 0"));
         }
+        if self.global_components > 256 {
+            return Err(Error::usage("global_components", "must be 0 to 256"));
+        }
+        if !(0.0..=1.0).contains(&self.global_share) {
+            return Err(Error::usage("global_share", "must be in [0, 1]"));
+        }
         Ok(())
     }
 }
 
-/// The trained transition operator G(x, ξ) = x + μ(x) + σ(x) ⊙ ξ.
+/// The trained transition operator G(x, ξ) = x + μ(x) + σ(x) ⊙ ξ, and the global proposal
+/// that MH-corrected chains mix with it.
 #[derive(Clone, Debug)]
 pub struct Operator {
     /// The network x ↦ (μ₁, μ₂, s₁, s₂).
     pub net: Mlp,
     /// σ = sigma_min + softplus(s).
     pub sigma_min: f32,
+    /// The independence proposal fitted to the teacher's samples (None: G alone).
+    pub global: Option<Mixture2d>,
+    /// Probability that an MH-corrected step proposes from `global` instead of G.
+    pub global_share: f64,
 }
 
 fn softplus(s: f32) -> f32 {
@@ -248,11 +270,29 @@ impl Operator {
                 })
                 .collect();
             if let Some(ratio) = ratio {
+                // With the exact ratio, each chain proposes from the global mixture with
+                // probability `global_share` (an independence move), else from G.
+                let global = match (&self.global, ratio) {
+                    (Some(q), MhRatio::Exact) => Some(q),
+                    _ => None,
+                };
+                let mut proposal = proposal;
+                let chosen: Vec<bool> = (0..c)
+                    .map(|k| match global {
+                        Some(q) if rng.random::<f64>() < self.global_share => {
+                            proposal[k] = q.sample(rng);
+                            true
+                        }
+                        _ => false,
+                    })
+                    .collect();
                 let back = self.location_scale(&proposal);
                 for k in 0..c {
                     let u1 = target.energy_grad(proposal[k]).0;
                     let mut log_alpha = u[k] - u1;
-                    if ratio == MhRatio::Exact {
+                    if let (true, Some(q)) = (chosen[k], global) {
+                        log_alpha += q.log_density(x[k]) - q.log_density(proposal[k]);
+                    } else if ratio == MhRatio::Exact {
                         log_alpha += Self::log_q(proposal[k], &back[k], x[k])
                             - Self::log_q(x[k], &ls[k], proposal[k]);
                     }
@@ -343,6 +383,8 @@ pub fn train(
     let mut g = Operator {
         net: Mlp::new(&[2, h, h, 4], &mut rng),
         sigma_min: settings.sigma_min,
+        global: None,
+        global_share: settings.global_share,
     };
     // Start near the identity with σ ≈ 0.3: shrink the last layer, s bias at softplus⁻¹(0.25).
     {
@@ -364,7 +406,33 @@ pub fn train(
     let energy = |p: [f64; 2]| target.energy_grad(p).0;
     let (mut disc_sum, mut gen_sum, mut tail) = (0.0, 0.0, 0usize);
     let tail_from = settings.iterations - settings.iterations / 10;
+    // The global proposal's samples: a population of its own (G's particles need not sit on
+    // the target), started like the particles and moved by the teacher once per iteration,
+    // from its own random stream so that G's training is the same with it or without it; its
+    // states over the last 10% of iterations are kept.
+    let mut teacher_rng = StdRng::seed_from_u64(settings.seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut teacher: Vec<[f64; 2]> = if settings.global_components > 0 {
+        (0..m)
+            .map(|_| [normal(&mut teacher_rng), normal(&mut teacher_rng)])
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut teacher_tail: Vec<[f64; 2]> = Vec::new();
     for t in 0..settings.iterations {
+        if !teacher.is_empty() {
+            match settings.adjust {
+                Adjust::AgSvgd => agsvgd::step(&mut teacher, energy, &settings.svgd)?,
+                Adjust::Hmc(hmc) => {
+                    for p in teacher.iter_mut() {
+                        *p = hmc.transition(target, *p, &mut teacher_rng).0;
+                    }
+                }
+            }
+            if t >= tail_from {
+                teacher_tail.extend_from_slice(&teacher);
+            }
+        }
         // 1. Real samples from the particles.
         let mut real = particles.clone();
         for _ in 0..settings.svgd_steps {
@@ -578,6 +646,10 @@ pub fn train(
         }
     }
     let tail = tail.max(1) as f64;
+    // At most 4096 of them (every k-th), so EM stays cheap.
+    let stride = teacher_tail.len().div_ceil(4096).max(1);
+    let fit_points: Vec<[f64; 2]> = teacher_tail.into_iter().step_by(stride).collect();
+    g.global = Mixture2d::fit(&fit_points, settings.global_components, &mut teacher_rng);
     Ok((
         g,
         TrainStats {
