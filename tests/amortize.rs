@@ -142,7 +142,7 @@ fn brief_training(toy: Toy, iterations: usize) -> Operator {
 /// 400 independent chains from uniform starts on [−1, 1]², 300 steps each; their final states
 /// against 400 exact draws of each Table 1 target by an MMD permutation test (RBF, bandwidth 1,
 /// 200 permutations): p > 0.01 per target, fixed seeds. This checks where the chains end up, not
-/// how fast they mix (the example's ESS does that). Half the steps propose from the global
+/// how fast they mix (the example's ESS does that). Most steps (0.8) propose from the global
 /// mixture fitted to the teacher's samples (`SalSettings::global_share`); with G's moves alone
 /// the chains stayed in the modes they reached first (Mog6: p = 0.005, acceptance 0.09).
 #[test]

@@ -6,7 +6,7 @@
 //! known, so the MH step is exact, min(1, p(x')q(x|x') / (p(x)q(x'|x))). The paper's MH uses
 //! p(x')/p(x) only (its Figure 5), which for a non-symmetric G leaves p²-like targets, not p.
 //! Being local and unimodal, G cannot carry an MH-corrected chain between separated modes, so
-//! MH-corrected chains also propose, half the time, from a Gaussian mixture fitted to the
+//! MH-corrected chains also propose, four steps in five, from a Gaussian mixture fitted to the
 //! teacher's samples (`mixture.rs`; ours, after Gabrié et al. 2022), with its own exact ratio.
 //!
 //! **Training** (Algorithm 1, per iteration t; M particles x̃):
@@ -107,7 +107,7 @@ impl Default for SalSettings {
             svgd: AgSvgdSettings::default(),
             seed: 0,
             global_components: 16,
-            global_share: 0.5,
+            global_share: 0.8,
         }
     }
 }
