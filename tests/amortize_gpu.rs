@@ -87,4 +87,111 @@ mod on_gpu {
         }
         assert_none(bad);
     }
+
+    /// One training step on the GPU (`Mlp::trainer_on_gpu`: forward, backward, Adam) against
+    /// the CPU's `Mlp::forward`, `Mlp::backward` and `Adam::step`, odd widths, 17 and 300 rows:
+    /// the outputs; the gradients (Adam's first moment after one step is exactly half the
+    /// gradient), within 1e-4 of each tensor's largest; and the stepped parameters, within 1e-5
+    /// (relative, floor 1) wherever the gradient is above a thousandth of its tensor's largest
+    /// (below that Adam's first step, lr · sign(g), takes its sign from rounding).
+    #[test]
+    fn training_step_matches_the_cpu_twin() {
+        use rmld::amortize::Adam;
+        let label = "training_step_matches_the_cpu_twin";
+        let Some(ctx) = context(label) else {
+            return;
+        };
+        let mut rng = fixed_rng(label, 26);
+        let sizes = [37, 50, 33, 74];
+        let net = Mlp::new(&sizes, &mut rng);
+        let mut bad = Vec::new();
+        for rows in [17, 300] {
+            let x: Vec<f32> = uniform(&mut rng, rows * 37)
+                .iter()
+                .map(|v| 2.0 * v - 1.0)
+                .collect();
+            let grad_out: Vec<f32> = uniform(&mut rng, rows * 74)
+                .iter()
+                .map(|v| (v - 0.5) / rows as f32)
+                .collect();
+            // The CPU twin.
+            let tape = net.forward(&x, rows);
+            let mut grads = net.zero_grads();
+            net.backward(&tape, &grad_out, &mut grads);
+            let mut stepped = net.clone();
+            let mut adam = Adam::new(&net, 1e-3);
+            adam.step(&mut stepped, &grads);
+            // The GPU.
+            let mut trainer = net
+                .trainer_on_gpu(&Adam::new(&net, 1e-3), ctx.clone())
+                .unwrap();
+            let out = trainer.forward(&x, rows).unwrap();
+            bad.extend(mismatches(
+                &format!("{rows} rows: output"),
+                &out,
+                tape.output(),
+                74,
+                1e-4,
+            ));
+            trainer.backward_and_step(&grad_out).unwrap();
+            let (values, state) = trainer.download().unwrap();
+            let cpu_values = stepped.params_mut();
+            for (k, g) in grads.0.iter().enumerate() {
+                let largest = g.iter().fold(0f32, |a, v| a.max(v.abs()));
+                let what = format!("{rows} rows: tensor {k}");
+                for (j, (&cpu, &half)) in g.iter().zip(&state.m[k]).enumerate() {
+                    let gpu = 2.0 * half;
+                    if (gpu - cpu).abs() > 1e-4 * largest || gpu.is_nan() {
+                        bad.push(format!("{what} gradient [{j}]: gpu {gpu:e}, cpu {cpu:e}"));
+                    }
+                    let (w_gpu, w_cpu) = (values[k][j], cpu_values[k][j]);
+                    let tol = 1e-5 * w_cpu.abs().max(1.0);
+                    let close = (w_gpu - w_cpu).abs() <= tol; // false for NaN
+                    if cpu.abs() > 1e-3 * largest && !close {
+                        bad.push(format!(
+                            "{what} stepped [{j}]: gpu {w_gpu:e}, cpu {w_cpu:e}"
+                        ));
+                    }
+                }
+            }
+        }
+        assert_none(bad);
+    }
+
+    /// `CodeModel::train_round_on_gpu` takes the CPU path's steps (same pairs, same loss): after
+    /// the tiny model's 7 steps per class, every class's loss and every parameter agree with
+    /// `train_round`'s to rounding.
+    #[test]
+    fn gpu_training_follows_the_cpu_training() {
+        let label = "gpu_training_follows_the_cpu_training";
+        let Some(ctx) = context(label) else {
+            return;
+        };
+        let mut on_cpu = crate::amortize_common::tiny_model(9);
+        let mut on_gpu = on_cpu.clone();
+        on_cpu.train_round(7);
+        on_gpu.train_round_on_gpu(7, &ctx).unwrap();
+        let mut bad = Vec::new();
+        let mut worst = 0f32;
+        for (c, g) in on_cpu.classes.iter().zip(&on_gpu.classes) {
+            assert_eq!((c.steps_done, g.steps_done), (7, 7));
+            if (c.last_loss - g.last_loss).abs() > 1e-4 * c.last_loss.abs().max(1.0) {
+                bad.push(format!(
+                    "class {} loss: gpu {}, cpu {}",
+                    c.label, g.last_loss, c.last_loss
+                ));
+            }
+            for (j, (w_cpu, w_gpu)) in c.net.params().iter().zip(g.net.params()).enumerate() {
+                worst = worst.max((w_cpu - w_gpu).abs());
+                if (w_cpu - w_gpu).abs() > 1e-5 * w_cpu.abs().max(1.0) {
+                    bad.push(format!(
+                        "class {} parameter {j}: gpu {w_gpu:e}, cpu {w_cpu:e}",
+                        c.label
+                    ));
+                }
+            }
+        }
+        println!("largest parameter difference {worst:e}");
+        assert_none(bad);
+    }
 }

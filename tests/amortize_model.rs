@@ -513,3 +513,27 @@ fn gemm_inference_matches_the_taped_forward_pass() {
         &bad[..bad.len().min(10)]
     );
 }
+
+/// `rmld amortize train --backend gpu` trains the network on the GPU (lavapipe in CI): the
+/// report names the device, the model file is whole, and augment generates with it.
+#[test]
+fn training_on_the_gpu_writes_a_usable_model() {
+    let Some(_) = gpu_common::context("amortize train --backend gpu") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = training(dir.path());
+    settings.teacher.problem.backend = BackendChoice::Gpu;
+    let outcome = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
+    assert!(!outcome.interrupted);
+    let device = outcome.report["fit_device"].to_string();
+    assert!(device != "\"CPU\"" && device != "null", "{device}");
+    let model = rmld::session::load_model(&settings.model).unwrap();
+    assert!(model.complete());
+    assert!(model.classes.iter().all(|c| c.last_loss.is_finite()));
+    let out = dir.path().join("aug");
+    let outcome = Augmenter::new(augment_settings(out.clone(), Some(settings.model)))
+        .run(&Silent)
+        .unwrap();
+    assert!(outcome.report["generated_count"].as_u64().unwrap() >= 2);
+}

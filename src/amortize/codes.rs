@@ -309,6 +309,25 @@ impl CodeModel {
         });
     }
 
+    /// [`CodeModel::train_round`] with each class's network trained on the GPU (`context`), the
+    /// classes one after another: the same pairs and loss, the sums in another order, so the
+    /// weights agree with the CPU's to rounding, not bit for bit.
+    #[cfg(feature = "gpu")]
+    pub fn train_round_on_gpu(
+        &mut self,
+        steps: u32,
+        context: &std::sync::Arc<crate::backend::gpu::GpuContext>,
+    ) -> Result<()> {
+        let (p, settings) = (self.shape.p, &self.settings);
+        for class in self.classes.iter_mut() {
+            let end = settings
+                .fit_steps
+                .min(class.steps_done.saturating_add(steps));
+            class_steps_on_gpu(class, p, settings, end, context)?;
+        }
+        Ok(())
+    }
+
     /// The index in `classes` of label `label`.
     pub fn class_index(&self, label: u32) -> Option<usize> {
         self.classes.iter().position(|c| c.label == label)
@@ -513,6 +532,24 @@ impl CodeModel {
 
 /// One training step of `class` (see [`CodeModel::train_step`]).
 fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) -> f32 {
+    let (x, y) = step_pairs(class, p, settings);
+    let batch = settings.pairs;
+    let tape = class.net.forward(&x, batch);
+    let (grad, loss) = loss_gradient(tape.output(), &x, &y, p, settings);
+    let mut grads = class.net.zero_grads();
+    class.net.backward(&tape, &grad, &mut grads);
+    class
+        .adam
+        .get_or_insert_with(|| Adam::new(&class.net, settings.lr))
+        .step(&mut class.net, &grads);
+    class.steps_done += 1;
+    class.last_loss = loss;
+    loss
+}
+
+/// The (anchor, neighbour) pairs of `class`'s next step (rows of p each): from a generator
+/// seeded by the seed, the class and the step, so every path takes the same pairs.
+fn step_pairs(class: &ClassModel, p: usize, settings: &CodeTrainSettings) -> (Vec<f32>, Vec<f32>) {
     let n = class.samples.len() / p;
     let step = class.steps_done as u64;
     let mut rng = StdRng::seed_from_u64(
@@ -537,8 +574,19 @@ fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) ->
         x.extend_from_slice(&class.samples[a * p..(a + 1) * p]);
         y.extend_from_slice(&class.samples[b * p..(b + 1) * p]);
     }
-    let tape = class.net.forward(&x, batch);
-    let out = tape.output();
+    (x, y)
+}
+
+/// The Gaussian move's negative log-likelihood of y given x (mean per value) and its gradient
+/// with respect to the network's output `out` (rows of 2p: μ, then s with σ = σ_min + softplus(s)).
+fn loss_gradient(
+    out: &[f32],
+    x: &[f32],
+    y: &[f32],
+    p: usize,
+    settings: &CodeTrainSettings,
+) -> (Vec<f32>, f32) {
+    let batch = x.len() / p;
     let mut grad = vec![0.0f32; batch * 2 * p];
     let mut loss = 0.0f64;
     let norm = 1.0 / (batch * p) as f32;
@@ -555,15 +603,38 @@ fn class_step(class: &mut ClassModel, p: usize, settings: &CodeTrainSettings) ->
             g[p + j] = (1.0 - z * z) / sigma * sigmoid(s) * norm;
         }
     }
-    let mut grads = class.net.zero_grads();
-    class.net.backward(&tape, &grad, &mut grads);
-    class
+    (grad, (loss / (batch * p) as f64) as f32)
+}
+
+/// Up to `steps` more training steps of `class` on the GPU: the same pairs and loss as
+/// [`class_step`], the network's forward, backward and Adam step on the device.
+#[cfg(feature = "gpu")]
+fn class_steps_on_gpu(
+    class: &mut ClassModel,
+    p: usize,
+    settings: &CodeTrainSettings,
+    end: u32,
+    context: &std::sync::Arc<crate::backend::gpu::GpuContext>,
+) -> Result<()> {
+    if class.steps_done >= end {
+        return Ok(());
+    }
+    let mut adam = class
         .adam
-        .get_or_insert_with(|| Adam::new(&class.net, settings.lr))
-        .step(&mut class.net, &grads);
-    class.steps_done += 1;
-    class.last_loss = (loss / (batch * p) as f64) as f32;
-    class.last_loss
+        .take()
+        .unwrap_or_else(|| Adam::new(&class.net, settings.lr));
+    let mut trainer = class.net.trainer_on_gpu(&adam, context.clone())?;
+    while class.steps_done < end {
+        let (x, y) = step_pairs(class, p, settings);
+        let out = trainer.forward(&x, settings.pairs)?;
+        let (grad, loss) = loss_gradient(&out, &x, &y, p, settings);
+        trainer.backward_and_step(&grad)?;
+        class.steps_done += 1;
+        class.last_loss = loss;
+    }
+    class.net.load_trained(&mut adam, trainer.download()?)?;
+    class.adam = Some(adam);
+    Ok(())
 }
 
 /// For each of the `n` rows of `rows` (p values each), the indices of its `k` nearest other

@@ -208,18 +208,70 @@ impl Mlp {
         &self,
         context: std::sync::Arc<crate::backend::gpu::GpuContext>,
     ) -> crate::Result<crate::backend::gpu::dense::DenseNet> {
-        use crate::backend::gpu::dense::{DenseLayerRef, DenseNet};
-        let layers: Vec<DenseLayerRef> = self
-            .layers
+        crate::backend::gpu::dense::DenseNet::new(context, &self.layer_refs(), LEAK)
+    }
+
+    /// The layers as the GPU paths upload them.
+    #[cfg(feature = "gpu")]
+    fn layer_refs(&self) -> Vec<crate::backend::gpu::dense::DenseLayerRef<'_>> {
+        self.layers
             .iter()
-            .map(|l| DenseLayerRef {
+            .map(|l| crate::backend::gpu::dense::DenseLayerRef {
                 n_in: l.n_in,
                 n_out: l.n_out,
                 weights: &l.w,
                 bias: &l.bias,
             })
-            .collect();
-        DenseNet::new(context, &layers, LEAK)
+            .collect()
+    }
+
+    /// The network and `adam`'s state on the GPU for training
+    /// (`backend::gpu::dense_train::DenseTrainer`); [`Mlp::load_trained`] brings them back.
+    #[cfg(feature = "gpu")]
+    pub fn trainer_on_gpu(
+        &self,
+        adam: &Adam,
+        context: std::sync::Arc<crate::backend::gpu::GpuContext>,
+    ) -> crate::Result<crate::backend::gpu::dense_train::DenseTrainer> {
+        use crate::backend::gpu::dense_train::{AdamState, DenseTrainer};
+        let state = AdamState {
+            lr: adam.lr,
+            beta1: adam.beta1,
+            beta2: adam.beta2,
+            t: adam.t,
+            m: adam.m.clone(),
+            v: adam.v.clone(),
+        };
+        DenseTrainer::new(context, &self.layer_refs(), LEAK, state)
+    }
+
+    /// Takes the parameters and Adam's state of a GPU training back
+    /// (`DenseTrainer::download`).
+    #[cfg(feature = "gpu")]
+    pub fn load_trained(
+        &mut self,
+        adam: &mut Adam,
+        trained: (Vec<Vec<f32>>, crate::backend::gpu::dense_train::AdamState),
+    ) -> crate::Result<()> {
+        let (values, state) = trained;
+        let fits = values.len() == 2 * self.layers.len()
+            && self
+                .params_mut()
+                .iter()
+                .zip(&values)
+                .all(|(p, v)| p.len() == v.len());
+        if !fits || state.m.len() != values.len() || state.v.len() != values.len() {
+            return Err(crate::Error::Internal(
+                "the trained network read back does not match its shape".into(),
+            ));
+        }
+        for (p, v) in self.params_mut().into_iter().zip(values) {
+            *p = v;
+        }
+        adam.t = state.t;
+        adam.m = state.m;
+        adam.v = state.v;
+        Ok(())
     }
 
     /// The output of the forward pass over `batch` rows of `x` (`batch × inputs`), computed

@@ -4,8 +4,8 @@
 //! [`Toy`] targets of Table 1); the trained [`Operator`] draws chains by repeated application,
 //! with or without a Metropolis-Hastings correction ([`Operator::chain`]; its MH chains also
 //! propose from a [`Mixture2d`] fitted to the teacher's samples). [`Hmc2d`] is the HMC baseline
-//! on the same targets. The networks are the hand-written [`Mlp`], trained on the CPU and run on
-//! either backend ([`Mlp::on_gpu`] with the `gpu` feature). [`CodeModel`] is the class-conditional code sampler behind
+//! on the same targets. The networks are the hand-written [`Mlp`], trained and run on either
+//! backend ([`Mlp::trainer_on_gpu`] and [`Mlp::on_gpu`] with the `gpu` feature). [`CodeModel`] is the class-conditional code sampler behind
 //! `rmld amortize train` and `rmld augment --sampler amortized`. See docs/amortized.md for the choices and the measurements.
 
 pub(crate) mod agsvgd;

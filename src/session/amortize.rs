@@ -31,6 +31,10 @@ use super::{Augmenter, Outcome};
 const CHECKPOINT_SECONDS: f64 = 60.0;
 /// Steps per class between two polls of the stop request.
 const ROUND_STEPS: u32 = 5;
+/// Steps per class between polls when the network trains on the GPU, where a round uploads and
+/// reads back each class's network and optimiser state.
+#[cfg(feature = "gpu")]
+const GPU_ROUND_STEPS: u32 = 50;
 
 /// Settings of `rmld amortize train`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -249,6 +253,8 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         false => fresh,
     };
     let total = args.train.fit_steps as u64 * model.classes.len() as u64;
+    // The network trains where it would generate (`generation_device`).
+    let device = generation_device(args.teacher.problem.backend)?;
     let fit_started = Instant::now();
     let steps_before = model.steps_done();
     observer.phase_start(&Phase {
@@ -275,7 +281,11 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
                 draw_stats: None,
             });
         }
-        model.train_round(ROUND_STEPS);
+        match &device {
+            #[cfg(feature = "gpu")]
+            Some(context) => model.train_round_on_gpu(GPU_ROUND_STEPS, context)?,
+            _ => model.train_round(ROUND_STEPS),
+        }
         observer.phase_advance(model.steps_done());
         if last_checkpoint.elapsed().as_secs_f64() >= CHECKPOINT_SECONDS && !model.complete() {
             save_model(&partial, &model)?;
@@ -305,6 +315,11 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "settings": args.train,
         "fit_seconds": fit_seconds,
         "fit_threads": rayon::current_num_threads(),
+        "fit_device": match &device {
+            #[cfg(feature = "gpu")]
+            Some(context) => context.describe(),
+            _ => "CPU".to_string(),
+        },
         "steps_resumed_from": steps_before,
         "final_loss": model.classes.iter().map(|c| c.last_loss).collect::<Vec<_>>(),
         "macs_per_sample": model.macs_per_sample(),
@@ -327,8 +342,9 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     })
 }
 
-/// Where the learned sampler's network runs: the GPU for `gpu`, and for `auto` when a hardware
-/// adapter exists (a software one is slower than the CPU's gemm); else the CPU (None).
+/// Where the learned sampler's network runs (generation and training): the GPU for `gpu`, and
+/// for `auto` when a hardware adapter exists (a software one is slower than the CPU's gemm);
+/// else the CPU (None).
 #[cfg(feature = "gpu")]
 type GenerationDevice = Option<std::sync::Arc<crate::backend::gpu::GpuContext>>;
 #[cfg(not(feature = "gpu"))]

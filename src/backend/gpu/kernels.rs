@@ -256,6 +256,14 @@ pub enum Kernel {
     TangentStep,
     /// `dense_layer`: one layer of the learned sampler's network.
     DenseLayer,
+    /// `dense_input_grad`: a layer's gradient with respect to its input.
+    DenseInputGrad,
+    /// `dense_weight_grad`: a layer's weight gradient.
+    DenseWeightGrad,
+    /// `dense_bias_grad`: a layer's bias gradient.
+    DenseBiasGrad,
+    /// `adam_step`: one Adam step of a parameter tensor.
+    AdamStep,
 }
 
 /// Declares a family's typed buffer set for one entry point: a field per storage binding, named
@@ -339,7 +347,7 @@ pub(crate) mod select;
 pub mod ssgl;
 pub(crate) mod tangent;
 
-pub use dense::DenseParams;
+pub use dense::{AdamParams, DenseParams};
 pub use exact::ExactParams;
 pub use fista::FistaParams;
 pub use gather::GatherParams;
@@ -450,7 +458,7 @@ struct Family {
 }
 
 /// Every family, in the order their modules are compiled.
-const FAMILIES: [&Family; 11] = [
+const FAMILIES: [&Family; 12] = [
     &philox_probe::FAMILY,
     &gather::FAMILY,
     &matmul::SCALAR,
@@ -462,10 +470,11 @@ const FAMILIES: [&Family; 11] = [
     &kernel_hmc::FAMILY,
     &tangent::FAMILY,
     &dense::FAMILY,
+    &dense::ADAM_FAMILY,
 ];
 
 /// How many kernels `Kernel` names.
-const KERNELS: usize = Kernel::DenseLayer as usize + 1;
+const KERNELS: usize = Kernel::AdamStep as usize + 1;
 
 /// Per kernel (by discriminant): its family's index in `FAMILIES` and its entry's index there.
 /// Built at compile time: a kernel no family declares, or one declared twice, fails to compile,

@@ -7,6 +7,7 @@ pub(crate) mod buffers;
 pub(crate) mod context;
 mod dataset;
 pub mod dense;
+pub mod dense_train;
 mod fista;
 mod group;
 pub(crate) mod kernel_hmc;
