@@ -35,9 +35,11 @@ from . import _rmld
 __version__: str = _rmld.__version__
 
 __all__ = [
+    "AmortizeResult",
     "AugmentResult",
     "EncodeResult",
     "SampleResult",
+    "amortize_train",
     "augment",
     "augment_dataset",
     "encode",
@@ -436,6 +438,57 @@ def augment_dataset(
         target = folder / str(int(label)) / f"{kind}-{number:05d}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(target)
+    return result
+
+
+@dataclass
+class AmortizeResult:
+    """A trained learned sampler: ``model``, the model file that ``augment(...,
+    sampler="amortized", model=...)`` generates with, and ``report``, its training report (the
+    ``MODEL.json`` beside it)."""
+
+    model: Path
+    report: Dict[str, Any]
+    notices: List[str] = field(default_factory=list)
+    interrupted: bool = False
+    summary: List[str] = field(default_factory=list)
+
+
+def amortize_train(
+    images: Any = None,
+    labels: Any = None,
+    *,
+    model: PathLike,
+    preset: Optional[str] = None,
+    progress: Optional[Progress] = None,
+    **settings: Any,
+) -> AmortizeResult:
+    """Trains the learned (amortised) sampler of paper 004 into the file ``model``, as ``rmld
+    amortize train`` does (experimental; docs/amortized.md): augment's MCMC sampler runs once
+    as the teacher on ``images``/``labels`` (None: the embedded 8x8 digits) with augment's
+    ``preset`` and settings, then a per-class network is fitted to its samples (``hidden``,
+    ``fit_steps``, ``pairs``, ``lr``, ``sigma_min``, ``apply_steps``, ``neighbours``). An
+    interrupted training (Ctrl-C) continues when called again with the same arguments."""
+    if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
+        raise ValueError("give both images and labels, or neither (the embedded digits)")
+    pixels, label_array = _split_data(images, labels, settings)
+    settings = dict(settings)
+    settings["out"] = os.fspath(model)
+    raw = _rmld.run(
+        "amortize_train", _settings_json(settings), preset, pixels, label_array, progress
+    )
+    report = json.loads(raw["report"]) if raw["report"] else {}
+    result = AmortizeResult(
+        model=Path(model),
+        report=report,
+        notices=raw["notices"],
+        interrupted=raw["interrupted"],
+        summary=raw["summary"],
+    )
+    if raw["keyboard_interrupt"]:
+        error = KeyboardInterrupt("rmld: stopped by Ctrl-C; run the same call to continue")
+        error.result = result  # type: ignore[attr-defined]
+        raise error
     return result
 
 

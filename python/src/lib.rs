@@ -21,8 +21,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use rmld::amortize::CodeTrainSettings;
 use rmld::io::{Dataset, Pixels};
-use rmld::session::{DrawStats, Notice, Observer, Outcome, Phase, Preset};
+use rmld::session::{
+    AmortizeSettings, AmortizeTrainer, DrawStats, Notice, Observer, Outcome, Phase, Preset,
+};
 use rmld::{AugmentSettings, Augmenter, EncodeSettings, Encoder, Error, SampleSettings, Sampler};
 
 /// The name the data given as an array goes by in messages and reports.
@@ -345,9 +348,46 @@ fn stats_dict<'py>(py: Python<'py>, stats: &DrawStats, out: &Bound<'py, PyDict>)
     Ok(())
 }
 
-/// Runs `command` ("sample", "augment" or "encode") with the library's settings (`preset`, then
-/// the JSON object `settings` of setting names and values) on `data` (a numpy array; `None`: the
-/// settings' `data` path or the embedded digits), writing into the settings' `out` folder.
+/// The settings of the learned sampler's network that `amortize_train` takes (the rest are the
+/// teacher augment's).
+const CODE_TRAIN_SETTINGS: [&str; 7] = [
+    "hidden",
+    "fit_steps",
+    "pairs",
+    "lr",
+    "sigma_min",
+    "apply_steps",
+    "neighbours",
+];
+
+/// Augment's settings from `preset` (None: as `rmld augment`, "quality", or "paper" when
+/// `method` is given) and the caller's `overrides`, the ones given keeping their value.
+fn teacher_settings(
+    preset: Option<&str>,
+    overrides: Map<String, Value>,
+) -> PyResult<AugmentSettings> {
+    let method_given = overrides.contains_key("method");
+    let base = match preset {
+        None => AugmentSettings::preset(Preset::default_for(method_given)),
+        Some("quality") => AugmentSettings::quality(),
+        Some("paper") => AugmentSettings::paper(),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "unknown preset `{other}`: the presets are `quality` and `paper`"
+            )))
+        }
+    };
+    // As on the command line, the settings given keep their value.
+    let given: Vec<String> = overrides.keys().cloned().collect();
+    let mut s: AugmentSettings = self::settings(&base, overrides)?;
+    s.keep_given(|name| given.iter().any(|g| g == name));
+    Ok(s)
+}
+
+/// Runs `command` ("sample", "augment", "encode" or "amortize_train") with the library's settings
+/// (`preset`, then the JSON object `settings` of setting names and values) on `data` (a numpy
+/// array; `None`: the settings' `data` path or the embedded digits), writing into the settings'
+/// `out` folder (for "amortize_train": the model file).
 /// Returns a dict: `report` (report.json's text), `summary`, `notices`, `interrupted`,
 /// `keyboard_interrupt`, and for sampling `log_alpha`/`energy` per iteration and chain.
 /// The GIL is released while the run works.
@@ -380,23 +420,30 @@ fn run<'py>(
             py.detach(|| Sampler::new(s).run(&observer))
         }
         "augment" => {
-            let method_given = overrides.contains_key("method");
-            let base = match preset {
-                None => AugmentSettings::preset(Preset::default_for(method_given)),
-                Some("quality") => AugmentSettings::quality(),
-                Some("paper") => AugmentSettings::paper(),
-                Some(other) => {
-                    return Err(PyValueError::new_err(format!(
-                        "unknown preset `{other}`: the presets are `quality` and `paper`"
-                    )))
-                }
-            };
-            // As on the command line, the settings given keep their value.
-            let given: Vec<String> = overrides.keys().cloned().collect();
-            let mut s: AugmentSettings = self::settings(&base, overrides)?;
-            s.keep_given(|name| given.iter().any(|g| g == name));
+            let mut s = teacher_settings(preset, overrides)?;
             s.problem.dataset = dataset;
             py.detach(|| Augmenter::new(s).run(&observer))
+        }
+        "amortize_train" => {
+            // The network's settings by their names in CodeTrainSettings; the rest are the
+            // teacher augment's, as on the command line (`out`: the model file).
+            let mut overrides = overrides;
+            let train: Map<String, Value> = CODE_TRAIN_SETTINGS
+                .iter()
+                .filter_map(|k| overrides.remove(*k).map(|v| (k.to_string(), v)))
+                .collect();
+            let mut train: CodeTrainSettings =
+                self::settings(&CodeTrainSettings::default(), train)?;
+            let mut teacher = teacher_settings(preset, overrides)?;
+            teacher.problem.dataset = dataset;
+            train.seed = teacher.problem.seed;
+            let s = AmortizeSettings {
+                model: teacher.problem.out.clone(),
+                force: teacher.problem.force,
+                train,
+                teacher,
+            };
+            py.detach(|| AmortizeTrainer::new(s).run(&observer))
         }
         "encode" => {
             let mut s: EncodeSettings = self::settings(&EncodeSettings::default(), overrides)?;
@@ -405,7 +452,7 @@ fn run<'py>(
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown command `{other}`: sample, augment or encode"
+                "unknown command `{other}`: sample, augment, encode or amortize_train"
             )))
         }
     };

@@ -390,3 +390,26 @@ def test_augment_equals_the_command_line_byte_for_byte(tmp_path, flags, settings
     np.testing.assert_array_equal(result.labels, np.load(out / "generated-labels.npy"))
     np.testing.assert_array_equal(result.codes, np.load(out / "generated-codes.npy"))
     assert result.report["preset"] == ("paper" if "method" in settings else "quality")
+
+
+def test_amortize_train_writes_a_model_augment_generates_with(tmp_path):
+    # The learned sampler from Python, as `rmld amortize train` then `augment --sampler
+    # amortized`: a small training on two classes of the embedded digits.
+    images, labels = rmld.load_digits()
+    keep = np.isin(labels, [0, 1])
+    images, labels = images[keep][:120], labels[keep][:120]
+    common = dict(preset="paper", lasso_iterations=20, samples=2, backend="cpu", seed=3)
+    model = tmp_path / "digits.amz"
+    trained = rmld.amortize_train(images, labels, model=model, ratio=1, fit_steps=10, hidden=4,
+                                  **common)
+    assert trained.model == model and model.exists() and not trained.interrupted
+    assert trained.report["command"] == "amortize train"
+    assert trained.report["settings"]["hidden"] == 4
+    assert trained.report["settings"]["fit_steps"] == 10
+    assert trained.report["fit_device"] == "CPU"
+    result = rmld.augment(images, labels, sampler="amortized", model=str(model), **common)
+    assert result.report["sampler"] == "amortized"
+    assert len(result.images) == result.report["generated_count"] > 0
+    # A training setting out of range is refused by name, before any work.
+    with pytest.raises(ValueError, match="fit.steps"):
+        rmld.amortize_train(images, labels, model=tmp_path / "bad.amz", fit_steps=0, **common)
