@@ -300,9 +300,7 @@ impl CodeModel {
         use rayon::prelude::*;
         let (p, settings) = (self.shape.p, &self.settings);
         self.classes.par_iter_mut().for_each(|class| {
-            let end = settings
-                .fit_steps
-                .min(class.steps_done.saturating_add(steps));
+            let end = round_end(class, steps, settings);
             while class.steps_done < end {
                 class_step(class, p, settings);
             }
@@ -320,9 +318,7 @@ impl CodeModel {
     ) -> Result<()> {
         let (p, settings) = (self.shape.p, &self.settings);
         for class in self.classes.iter_mut() {
-            let end = settings
-                .fit_steps
-                .min(class.steps_done.saturating_add(steps));
+            let end = round_end(class, steps, settings);
             class_steps_on_gpu(class, p, settings, end, context)?;
         }
         Ok(())
@@ -528,6 +524,13 @@ impl CodeModel {
         }
         Ok(())
     }
+}
+
+/// The step count a round of up to `steps` more steps brings `class` to.
+fn round_end(class: &ClassModel, steps: u32, settings: &CodeTrainSettings) -> u32 {
+    settings
+        .fit_steps
+        .min(class.steps_done.saturating_add(steps))
 }
 
 /// One training step of `class` (see [`CodeModel::train_step`]).

@@ -290,7 +290,7 @@ impl Operator {
                 for k in 0..c {
                     let u1 = target.energy_grad(proposal[k]).0;
                     let mut log_alpha = u[k] - u1;
-                    if let (true, Some(q)) = (chosen[k], global) {
+                    if let Some(q) = global.filter(|_| chosen[k]) {
                         log_alpha += q.log_density(x[k]) - q.log_density(proposal[k]);
                     } else if ratio == MhRatio::Exact {
                         log_alpha += Self::log_q(proposal[k], &back[k], x[k])
@@ -369,6 +369,29 @@ pub struct Progress {
     pub mean_mu: f64,
 }
 
+/// One step of the teacher (`settings.adjust`) on every point: an AG-SVGD step, or one HMC
+/// transition each.
+fn adjust_step(
+    target: &impl Target2d,
+    settings: &SalSettings,
+    points: &mut [[f64; 2]],
+    rng: &mut StdRng,
+) -> Result<()> {
+    match settings.adjust {
+        Adjust::AgSvgd => agsvgd::step(
+            points,
+            |p: [f64; 2]| target.energy_grad(p).0,
+            &settings.svgd,
+        )?,
+        Adjust::Hmc(hmc) => {
+            for p in points.iter_mut() {
+                *p = hmc.transition(target, *p, rng).0;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Trains G on `target` by Algorithm 1 (see the module docs). `progress` is called after each
 /// iteration; returning false stops early (the operator so far is returned).
 pub fn train(
@@ -403,7 +426,6 @@ pub fn train(
     let mut particles: Vec<[f64; 2]> = (0..m)
         .map(|_| [normal(&mut rng), normal(&mut rng)])
         .collect();
-    let energy = |p: [f64; 2]| target.energy_grad(p).0;
     let (mut disc_sum, mut gen_sum, mut tail) = (0.0, 0.0, 0usize);
     let tail_from = settings.iterations - settings.iterations / 10;
     // The global proposal's samples: a population of its own (G's particles need not sit on
@@ -421,14 +443,7 @@ pub fn train(
     let mut teacher_tail: Vec<[f64; 2]> = Vec::new();
     for t in 0..settings.iterations {
         if !teacher.is_empty() {
-            match settings.adjust {
-                Adjust::AgSvgd => agsvgd::step(&mut teacher, energy, &settings.svgd)?,
-                Adjust::Hmc(hmc) => {
-                    for p in teacher.iter_mut() {
-                        *p = hmc.transition(target, *p, &mut teacher_rng).0;
-                    }
-                }
-            }
+            adjust_step(target, settings, &mut teacher, &mut teacher_rng)?;
             if t >= tail_from {
                 teacher_tail.extend_from_slice(&teacher);
             }
@@ -436,14 +451,7 @@ pub fn train(
         // 1. Real samples from the particles.
         let mut real = particles.clone();
         for _ in 0..settings.svgd_steps {
-            match settings.adjust {
-                Adjust::AgSvgd => agsvgd::step(&mut real, energy, &settings.svgd)?,
-                Adjust::Hmc(hmc) => {
-                    for p in real.iter_mut() {
-                        *p = hmc.transition(target, *p, &mut rng).0;
-                    }
-                }
-            }
+            adjust_step(target, settings, &mut real, &mut rng)?;
         }
         // G(x̃, ξ) with its tape.
         let flat: Vec<f32> = particles

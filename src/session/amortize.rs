@@ -315,11 +315,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "settings": args.train,
         "fit_seconds": fit_seconds,
         "fit_threads": rayon::current_num_threads(),
-        "fit_device": match &device {
-            #[cfg(feature = "gpu")]
-            Some(context) => context.describe(),
-            _ => "CPU".to_string(),
-        },
+        "fit_device": device_name(&device),
         "steps_resumed_from": steps_before,
         "final_loss": model.classes.iter().map(|c| c.last_loss).collect::<Vec<_>>(),
         "macs_per_sample": model.macs_per_sample(),
@@ -349,6 +345,15 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
 type GenerationDevice = Option<std::sync::Arc<crate::backend::gpu::GpuContext>>;
 #[cfg(not(feature = "gpu"))]
 type GenerationDevice = Option<()>;
+
+/// The device's name for the report: the adapter's, or "CPU".
+fn device_name(device: &GenerationDevice) -> String {
+    match device {
+        #[cfg(feature = "gpu")]
+        Some(context) => context.describe(),
+        _ => "CPU".to_string(),
+    }
+}
 
 #[cfg(feature = "gpu")]
 fn generation_device(choice: super::BackendChoice) -> Result<GenerationDevice> {
@@ -443,11 +448,7 @@ pub(crate) fn amortized_generation(
         "format_version": crate::amortize::MODEL_VERSION,
         "settings": model.settings,
         "macs_per_sample": model.macs_per_sample(),
-        "generation_device": match &gpu {
-            #[cfg(feature = "gpu")]
-            Some(context) => context.describe(),
-            _ => "CPU".to_string(),
-        },
+        "generation_device": device_name(&gpu),
         "generation_seconds": seconds,
         "samples_per_second": generated as f64 / seconds.max(1e-9),
     });

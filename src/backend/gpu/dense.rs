@@ -64,7 +64,7 @@ impl DenseNet {
     /// The network's output for `rows` rows of `x` (`rows × inputs`), as `Mlp::infer` computes
     /// it on the CPU (equal to rounding: the sums run in another order).
     pub fn infer(&self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
-        let (Some(first), Some(last)) = (self.layers.first(), self.layers.last()) else {
+        let Some(first) = self.layers.first() else {
             return Ok(x.to_vec());
         };
         if x.len() != rows * first.0 {
@@ -77,52 +77,79 @@ impl DenseNet {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let context = &self.context;
-        let n_out = last.1;
-        context.checked("running the network", || -> Result<Vec<f32>> {
-            let mut layout = SlotLayout::new(context);
-            let slots = layout.per_step::<DenseParams>(self.layers.len());
-            let params = layout.build(context);
-            let count = self.layers.len();
-            params
-                .writer()
-                .set_all(slots, |l| DenseParams {
-                    rows: rows as u32,
-                    n_in: self.layers[l].0 as u32,
-                    n_out: self.layers[l].1 as u32,
-                    leaky: u32::from(l + 1 < count),
-                    leak: self.leak,
-                    ..Default::default()
-                })
-                .finish(context);
-            let mut current = upload(context, "network input", bytemuck::cast_slice(x));
-            let mut encoder = context
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            let mut outputs = Vec::with_capacity(count);
-            for (l, (_, n_out, weights, bias)) in self.layers.iter().enumerate() {
-                let output = storage(context, "layer output", (4 * rows * n_out) as u64);
-                let launch = DenseBuffers {
-                    weights,
-                    bias,
-                    input: &current,
-                    output: &output,
-                }
-                .bind(&context.kernels, &context.device, &params, slots);
-                {
-                    let mut pass = encoder.begin_compute_pass(&Default::default());
-                    let groups = [n_out.div_ceil(16) as u32, rows.div_ceil(16) as u32, 1];
-                    context.kernels.dispatch(&mut pass, &launch, l, groups);
-                }
-                outputs.push(std::mem::replace(&mut current, output));
-            }
-            let bytes = read_back_after(
-                context,
-                encoder,
-                &[(&current, 0, (4 * rows * n_out) as u64)],
-            )?;
-            drop(outputs);
-            Ok(bytemuck::pod_collect_to_vec(&bytes))
-        })?
+        let layers: Vec<LayerBuffers> = self
+            .layers
+            .iter()
+            .map(|(n_in, n_out, w, b)| (*n_in, *n_out, w, b))
+            .collect();
+        let (_, output) = forward_pass(
+            &self.context,
+            "running the network",
+            &layers,
+            self.leak,
+            x,
+            rows,
+        )?;
+        Ok(output)
     }
+}
+
+/// One layer as the forward pass reads it: inputs, outputs, weights, bias.
+pub(super) type LayerBuffers<'a> = (usize, usize, &'a wgpu::Buffer, &'a wgpu::Buffer);
+
+/// Runs `layers` (a leaky ReLU with slope `leak` after every one but the last) on `rows` rows of
+/// `x` in one submission: returns the tape (x's upload, then each layer's output) and the last
+/// layer's output read back. `what` names the work in a device error.
+pub(super) fn forward_pass(
+    context: &GpuContext,
+    what: &str,
+    layers: &[LayerBuffers],
+    leak: f32,
+    x: &[f32],
+    rows: usize,
+) -> Result<(Vec<wgpu::Buffer>, Vec<f32>)> {
+    let count = layers.len();
+    let n_out = layers.last().map_or(0, |l| l.1);
+    context.checked(what, || -> Result<_> {
+        let mut layout = SlotLayout::new(context);
+        let slots = layout.per_step::<DenseParams>(count);
+        let params = layout.build(context);
+        params
+            .writer()
+            .set_all(slots, |l| DenseParams {
+                rows: rows as u32,
+                n_in: layers[l].0 as u32,
+                n_out: layers[l].1 as u32,
+                leaky: u32::from(l + 1 < count),
+                leak,
+                ..Default::default()
+            })
+            .finish(context);
+        let mut tape = vec![upload(context, "network input", bytemuck::cast_slice(x))];
+        let mut encoder = context
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        for (l, &(_, layer_out, weights, bias)) in layers.iter().enumerate() {
+            let output = storage(context, "layer output", (4 * rows * layer_out) as u64);
+            let launch = DenseBuffers {
+                weights,
+                bias,
+                input: &tape[l],
+                output: &output,
+            }
+            .bind(&context.kernels, &context.device, &params, slots);
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let groups = [layer_out.div_ceil(16) as u32, rows.div_ceil(16) as u32, 1];
+                context.kernels.dispatch(&mut pass, &launch, l, groups);
+            }
+            tape.push(output);
+        }
+        let bytes = read_back_after(
+            context,
+            encoder,
+            &[(&tape[count], 0, (4 * rows * n_out) as u64)],
+        )?;
+        Ok((tape, bytemuck::pod_collect_to_vec(&bytes)))
+    })?
 }

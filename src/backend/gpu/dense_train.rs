@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use super::buffers::{read_back, read_back_after, storage, upload, SlotLayout};
 use super::context::GpuContext;
-use super::dense::DenseLayerRef;
+use super::dense::{forward_pass, DenseLayerRef, LayerBuffers};
 use super::kernels::dense::{
-    AdamBuffers, DenseBiasGradBuffers, DenseBuffers, DenseInputGradBuffers, DenseWeightGradBuffers,
+    AdamBuffers, DenseBiasGradBuffers, DenseInputGradBuffers, DenseWeightGradBuffers,
 };
 use super::kernels::{AdamParams, DenseParams};
 use crate::{Error, Result};
@@ -38,6 +38,17 @@ struct TrainLayer {
     gradients: [wgpu::Buffer; 2],
     first: [wgpu::Buffer; 2],
     second: [wgpu::Buffer; 2],
+}
+
+impl TrainLayer {
+    /// The length of parameter tensor `k` (0: the weights, 1: the bias).
+    fn len(&self, k: usize) -> usize {
+        if k == 0 {
+            self.n_in * self.n_out
+        } else {
+            self.n_out
+        }
+    }
 }
 
 /// A dense network (leaky ReLU after every layer but the last) trained on the device.
@@ -123,55 +134,25 @@ impl DenseTrainer {
     /// [`DenseTrainer::backward_and_step`].
     pub fn forward(&mut self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
         let n_in = self.layers[0].n_in;
-        let n_out = self.layers[self.layers.len() - 1].n_out;
         if x.len() != rows * n_in || rows == 0 {
             return Err(Error::Internal(format!(
                 "dense trainer: {} inputs for {rows} rows of {n_in}",
                 x.len()
             )));
         }
-        let context = self.context.clone();
-        let count = self.layers.len();
-        let (tape, out) = context.checked("the network's forward pass", || -> Result<_> {
-            let mut layout = SlotLayout::new(&context);
-            let slots = layout.per_step::<DenseParams>(count);
-            let params = layout.build(&context);
-            params
-                .writer()
-                .set_all(slots, |l| DenseParams {
-                    rows: rows as u32,
-                    n_in: self.layers[l].n_in as u32,
-                    n_out: self.layers[l].n_out as u32,
-                    leaky: u32::from(l + 1 < count),
-                    leak: self.leak,
-                    ..Default::default()
-                })
-                .finish(&context);
-            let mut tape = vec![upload(&context, "network input", bytemuck::cast_slice(x))];
-            let mut encoder = context
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            for (l, layer) in self.layers.iter().enumerate() {
-                let output = storage(&context, "activation", (4 * rows * layer.n_out) as u64);
-                let launch = DenseBuffers {
-                    weights: &layer.values[0],
-                    bias: &layer.values[1],
-                    input: &tape[l],
-                    output: &output,
-                }
-                .bind(&context.kernels, &context.device, &params, slots);
-                {
-                    let mut pass = encoder.begin_compute_pass(&Default::default());
-                    let groups = [layer.n_out.div_ceil(16) as u32, rows.div_ceil(16) as u32, 1];
-                    context.kernels.dispatch(&mut pass, &launch, l, groups);
-                }
-                tape.push(output);
-            }
-            let last = &tape[count];
-            let bytes =
-                read_back_after(&context, encoder, &[(last, 0, (4 * rows * n_out) as u64)])?;
-            Ok((tape, bytemuck::pod_collect_to_vec::<u8, f32>(&bytes)))
-        })??;
+        let layers: Vec<LayerBuffers> = self
+            .layers
+            .iter()
+            .map(|l| (l.n_in, l.n_out, &l.values[0], &l.values[1]))
+            .collect();
+        let (tape, out) = forward_pass(
+            &self.context,
+            "the network's forward pass",
+            &layers,
+            self.leak,
+            x,
+            rows,
+        )?;
         self.tape = tape;
         self.rows = rows;
         Ok(out)
@@ -209,11 +190,7 @@ impl DenseTrainer {
                     ..Default::default()
                 });
                 writer.set_all(adam_slots, |k| AdamParams {
-                    count: (if k % 2 == 0 {
-                        self.layers[k / 2].n_in * self.layers[k / 2].n_out
-                    } else {
-                        self.layers[k / 2].n_out
-                    }) as u32,
+                    count: self.layers[k / 2].len(k % 2) as u32,
                     lr: self.adam.lr,
                     beta1: self.adam.beta1,
                     beta2: self.adam.beta2,
@@ -291,12 +268,8 @@ impl DenseTrainer {
                                 &params,
                                 adam_slots,
                             );
-                            let n = if k == 0 {
-                                layer.n_in * layer.n_out
-                            } else {
-                                layer.n_out
-                            };
-                            kernels.dispatch(&mut pass, &launch, 2 * l + k, groups_256(n));
+                            let groups = groups_256(layer.len(k));
+                            kernels.dispatch(&mut pass, &launch, 2 * l + k, groups);
                         }
                     }
                 }
@@ -313,11 +286,7 @@ impl DenseTrainer {
         let mut lens = Vec::new();
         for layer in &self.layers {
             for k in 0..2 {
-                let n = if k == 0 {
-                    layer.n_in * layer.n_out
-                } else {
-                    layer.n_out
-                };
+                let n = layer.len(k);
                 for buffer in [&layer.values[k], &layer.first[k], &layer.second[k]] {
                     pieces.push((buffer, 0, 4 * n as u64));
                     lens.push(n);
