@@ -106,13 +106,19 @@ fn compare_rows(what: &str, gpu: &[f32], cpu: &[f32], width: usize, tol: f64) ->
     bad
 }
 
-/// The MH rule as the orchestrator applies it (discount 1).
-fn decisions(terms: &[MhTerms], settings: &DynamicsSettings, outer: u32) -> Vec<bool> {
-    let delta = settings.delta() as f64;
+/// The MH rule as the orchestrator applies it (discount 1), with each chain's own step size
+/// when `steps` is given.
+fn decisions(
+    terms: &[MhTerms],
+    settings: &DynamicsSettings,
+    outer: u32,
+    steps: Option<&[f32]>,
+) -> Vec<bool> {
     terms
         .iter()
         .enumerate()
         .map(|(c, t)| {
+            let delta = steps.map_or(settings.delta(), |s| settings.delta_at(s[c])) as f64;
             let u = Stream::new(settings.seed, c as u32, outer, 0, Purpose::Accept).uniform();
             t.method_log_ratio(settings.method, delta).min(0.0).exp() > u as f64
         })
@@ -161,6 +167,7 @@ fn outer_iteration_matches_with(
         label,
         None,
         Precision::F32,
+        None,
     );
 }
 
@@ -168,12 +175,14 @@ fn outer_iteration_matches_with(
 type Case = (f32, u32, bool, Method, f32, bool, TargetKind);
 
 /// The comparison of `outer_iteration_matches_with`, from a fixed seed when `seed` is given,
-/// with A stored in `precision` (both backends compute with A rounded to it).
+/// with A stored in `precision` (both backends compute with A rounded to it), and with each
+/// class's own step size (`class_steps[k]` for class k of `with_classes`) when given.
 fn outer_iteration_matches_from(
     (lam, steps, noise, method, sigma2, classes, kind): Case,
     label: &str,
     seed: Option<u64>,
     precision: Precision,
+    class_steps: Option<[f32; 3]>,
 ) {
     let Some(ctx) = context(label) else {
         return;
@@ -203,10 +212,21 @@ fn outer_iteration_matches_from(
         target.clone(),
         s.clone(),
         CHAINS,
-        GpuOptions::default(),
+        GpuOptions {
+            class_groups: class_steps.is_some(),
+            ..GpuOptions::default()
+        },
     )
     .unwrap();
     let mut cpu = CpuBackend::new(target, s.clone(), CHAINS);
+    // with_classes's chains are in classes 0, 1, 2, 0, 1.
+    let chain_steps: Option<Vec<f32>> =
+        class_steps.map(|k| [0, 1, 2, 0, 1].iter().map(|&c| k[c]).collect());
+    if let Some(steps) = &chain_steps {
+        assert!(classes, "per-class steps need with_classes");
+        gpu.set_chain_step_sizes(steps).unwrap();
+        cpu.set_chain_step_sizes(steps).unwrap();
+    }
     let start: Vec<f32> = uniform(&mut r, CHAINS * P)
         .iter()
         .map(|v| 0.3 * v)
@@ -224,7 +244,11 @@ fn outer_iteration_matches_from(
         let (tg, tc) = (gpu.propose(outer).unwrap(), cpu.propose(outer).unwrap());
         eprintln!("outer {outer}: gpu {:?}\n         cpu {:?}", tg[0], tc[0]);
         bad.extend(compare_terms(&tg, &tc, 1e-4));
-        let (dg, dc) = (decisions(&tg, &s, outer), decisions(&tc, &s, outer));
+        let steps = chain_steps.as_deref();
+        let (dg, dc) = (
+            decisions(&tg, &s, outer, steps),
+            decisions(&tc, &s, outer, steps),
+        );
         if bad.is_empty() && dg != dc {
             bad.push(format!(
                 "outer {outer}: decisions differ: gpu {dg:?}, cpu {dc:?}"
@@ -401,6 +425,7 @@ fn tangent_chains_match_cpu() {
         "tangent_chains_match_cpu",
         Some(0x7A4E_0001),
         Precision::F32,
+        None,
     );
 }
 
@@ -412,6 +437,7 @@ fn tangent_mala_matches_cpu() {
         "tangent_mala_matches_cpu",
         Some(0x7A4E_0002),
         Precision::F32,
+        None,
     );
 }
 
@@ -423,6 +449,34 @@ fn tangent_hmc_matches_cpu() {
         "tangent_hmc_matches_cpu",
         Some(0x7A4E_0003),
         Precision::F32,
+        None,
+    );
+}
+
+/// Per-class step sizes (`rmld augment --adapt`): each class's chains propose with their own
+/// h (MALA) on the tangent target, whose chains' curvatures differ; the GPU's class groups
+/// (one per run of a class: chains 0..5 are in classes 0, 1, 2, 0, 1) against the CPU's
+/// per-chain steps, with each chain's Δ in the MH rule.
+#[test]
+fn per_class_mala_steps_match_cpu() {
+    outer_iteration_matches_from(
+        (0.05, 1, false, Method::Mala, 0.5, true, TargetKind::Tangent),
+        "per_class_mala_steps_match_cpu",
+        Some(0x57E9_0001),
+        Precision::F32,
+        Some([0.002, 0.01, 0.005]),
+    );
+}
+
+/// As `per_class_mala_steps_match_cpu` for HMC's leapfrog (3 steps per proposal).
+#[test]
+fn per_class_hmc_steps_match_cpu() {
+    outer_iteration_matches_from(
+        (0.0, 3, false, Method::Hmc, 0.5, true, TargetKind::Tangent),
+        "per_class_hmc_steps_match_cpu",
+        Some(0x57E9_0002),
+        Precision::F32,
+        Some([0.05, 0.2, 0.1]),
     );
 }
 
@@ -437,6 +491,7 @@ fn f16_dictionary_matches_cpu() {
             "f16_dictionary_matches_cpu",
             Some(seed),
             Precision::F16,
+            None,
         );
     }
 }
@@ -487,7 +542,7 @@ fn f16_storage_reads_the_rounded_values_bit_for_bit() {
         for outer in 1..=2 {
             for b in &mut backends {
                 let terms = b.propose(outer).unwrap();
-                b.accept(&decisions(&terms, &s, outer)).unwrap();
+                b.accept(&decisions(&terms, &s, outer, None)).unwrap();
             }
             let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
             bad.extend(bitwise(
@@ -540,6 +595,7 @@ fn chunked_chains_match_unchunked_bit_for_bit() {
         max_binding_bytes: Some((4 * P * 3) as u64),
         // Timing the passes must not change what they compute.
         timestamps: true,
+        ..Default::default()
     };
     let mut split =
         GpuBackend::with_context(ctx.clone(), target.clone(), s.clone(), chains, options).unwrap();
@@ -554,7 +610,7 @@ fn chunked_chains_match_unchunked_bit_for_bit() {
     for outer in 1..=2 {
         let (a, b) = (split.propose(outer).unwrap(), whole.propose(outer).unwrap());
         assert_eq!(a, b, "outer {outer}: MH terms differ");
-        let mask = decisions(&b, &s, outer);
+        let mask = decisions(&b, &s, outer, None);
         split.accept(&mask).unwrap();
         whole.accept(&mask).unwrap();
         assert_eq!(

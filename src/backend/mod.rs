@@ -48,6 +48,34 @@ pub(crate) fn check_precision(precision: &[f32], chains: usize, caches_energy: b
     Ok(())
 }
 
+/// Checks per-chain step sizes before a backend takes them: one positive finite value per chain,
+/// for a method whose step is not also its friction (MALA, HMC; not RMLD).
+pub(crate) fn check_chain_steps(
+    steps: &[f32],
+    chains: usize,
+    method: crate::methods::Method,
+) -> Result<()> {
+    if method == crate::methods::Method::Rmld {
+        return Err(crate::Error::usage(
+            "adapt",
+            "per-class step sizes are for --method mala or hmc, not rmld",
+        ));
+    }
+    if steps.len() != chains {
+        return Err(crate::Error::Internal(format!(
+            "set_chain_step_sizes: {} values for {chains} chains",
+            steps.len()
+        )));
+    }
+    if let Some(i) = steps.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+        return Err(crate::Error::Internal(format!(
+            "set_chain_step_sizes: chain {i}'s step is {} (must be positive and finite)",
+            steps[i]
+        )));
+    }
+    Ok(())
+}
+
 /// What a backend tells the report about itself.
 #[derive(Clone, Debug, Serialize)]
 pub struct BackendInfo {
@@ -111,6 +139,21 @@ pub trait Backend {
     /// Sets the step size η (MALA's h, HMC's ε) of every later proposal: the warm-up's
     /// adaptation (`orchestrator::StepAdaptation`) feeds it between outer iterations.
     fn set_step_size(&mut self, eta: f32) -> Result<()>;
+
+    /// Sets each chain's own step size (one per chain) for every later proposal of MALA or HMC:
+    /// the per-class warm-up adaptation feeds it. `set_step_size` returns to one step for all.
+    /// A backend without per-chain steps takes only equal ones.
+    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
+        match steps.first() {
+            Some(&first) if steps.iter().all(|s| s.to_bits() == first.to_bits()) => {
+                self.set_step_size(first)
+            }
+            _ => Err(crate::Error::usage(
+                "adapt",
+                "this backend does not run per-class step sizes",
+            )),
+        }
+    }
 
     /// Sets HMC's leapfrog steps L of every later proposal (the warm-up's trajectory-length
     /// adaptation, ChEES, jitters it per outer iteration).

@@ -38,6 +38,14 @@ impl DynamicsSettings {
     pub fn delta(&self) -> f32 {
         self.method.delta(self)
     }
+
+    /// Δ with the step size `eta` in place of `self.eta` (a chain's own step, per-class adaptation).
+    pub fn delta_at(&self, eta: f32) -> f32 {
+        self.method.delta(&DynamicsSettings {
+            eta,
+            ..self.clone()
+        })
+    }
 }
 
 impl Default for DynamicsSettings {

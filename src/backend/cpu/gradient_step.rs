@@ -53,14 +53,14 @@ pub fn gradient_step(
     );
 }
 
-/// The precision of row `chain`: `inv_sigma2` holds one value for every chain (a fixed σ²) or
-/// one per chain (`--noise gibbs`).
+/// Row `chain`'s value of a per-chain setting given as one value for every chain or one per
+/// chain: the precision (a fixed σ², or `--noise gibbs`'s τ) or the step size (per class).
 #[inline]
-pub fn chain_precision(inv_sigma2: &[f32], chain: usize) -> f32 {
-    if inv_sigma2.len() == 1 {
-        inv_sigma2[0]
+pub fn chain_value(values: &[f32], chain: usize) -> f32 {
+    if values.len() == 1 {
+        values[0]
     } else {
-        inv_sigma2[chain]
+        values[chain]
     }
 }
 
@@ -100,7 +100,7 @@ pub fn gradient_step_with(
                     .fill_normal(xi);
                 }
                 let row = prior.row(state, chain, p);
-                let inv_sigma2 = chain_precision(inv_sigma2, chain);
+                let inv_sigma2 = chain_value(inv_sigma2, chain);
                 // The common case (a Laplace prior, no SGHMC noise, a fixed σ²) in a loop without
                 // per-element branches, which the compiler vectorises: the same operations in
                 // the same order as the general loop below, so the same bits.
@@ -159,7 +159,7 @@ pub fn full_gradient_with(
         .enumerate()
         .for_each(|(chain, (g, z))| {
             let row = prior.row(state, chain, p);
-            let inv_sigma2 = chain_precision(inv_sigma2, chain);
+            let inv_sigma2 = chain_value(inv_sigma2, chain);
             for (j, (g, &zj)) in g.iter_mut().zip(z).enumerate() {
                 *g = *g * inv_sigma2 + row.gradient(j, zj);
             }

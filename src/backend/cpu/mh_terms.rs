@@ -55,14 +55,15 @@ pub fn mh_terms(
         None,
         &[inv_sigma2],
         false,
-        delta,
+        &[delta],
         kinetic,
         energies,
     )
 }
 
 /// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain) and
-/// the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
+/// the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain), and Δ as one
+/// value or one per chain (`deltas`: per-class step sizes).
 /// `preconditioned` (`--noise gibbs`): `inv_sigma2` holds √τ per chain and the terms are those
 /// of the chain in noise units w = √τ·x: U = √τ·(½·√τ·||r||² + prior(x)), and the proposal
 /// norms take the step √τ·(z − x) with the gradients (already in noise units).
@@ -76,7 +77,7 @@ pub fn mh_terms_with(
     state: Option<&[f32]>,
     inv_sigma2: &[f32],
     preconditioned: bool,
-    delta: f32,
+    deltas: &[f32],
     kinetic: Option<&Kinetic>,
     energies: Option<(&[f32], &[f32])>,
 ) -> Vec<MhTerms> {
@@ -91,7 +92,8 @@ pub fn mh_terms_with(
             let gx = &current.gradient[c * p..(c + 1) * p];
             let gz = &proposal.gradient[c * p..(c + 1) * p];
             let prior = prior.row(state, c, p);
-            let inv_sigma2 = super::gradient_step::chain_precision(inv_sigma2, c);
+            let inv_sigma2 = super::gradient_step::chain_value(inv_sigma2, c);
+            let delta = super::gradient_step::chain_value(deltas, c);
             let prior_x = prior.energy(x);
             let mut forward = 0f32;
             let mut reverse = 0f32;

@@ -61,6 +61,8 @@ pub struct CpuBackend {
     prior_state: Option<Vec<f32>>,
     /// The learned noise precision τ per chain (`--noise gibbs`), None for a fixed σ².
     precision: Option<Vec<f32>>,
+    /// Per-chain step sizes (per-class adaptation), None: `settings.eta` for every chain.
+    chain_steps: Option<Vec<f32>>,
 }
 
 /// The parts of a proposal the CPU backend can time (`CpuBackend::with_phase_timing`), for
@@ -182,6 +184,7 @@ impl CpuBackend {
             blas_products: false,
             prior_state,
             precision: None,
+            chain_steps: None,
             target,
         })
     }
@@ -396,7 +399,8 @@ impl CpuBackend {
     /// returns the MH terms for `ChainOp::MhTerms`.
     fn apply(&mut self, op: ChainOp, outer: u32) -> Option<Vec<MhTerms>> {
         let (p, s) = (self.target.p(), &self.settings);
-        let (seed, eta, offset) = (s.seed, s.eta, s.chain_offset);
+        let (seed, offset) = (s.seed, s.chain_offset);
+        let steps = self.step_sizes();
         // --noise gibbs: the proposals move in noise units (√τ per chain).
         let scale = self
             .precision
@@ -418,17 +422,16 @@ impl CpuBackend {
                     &b.x_gradient,
                     &mut b.z,
                     p,
-                    eta,
-                    (2.0 * eta).sqrt(),
+                    &steps,
                     scale.as_deref(),
                 )
             }),
             ChainOp::LeapfrogDrift => self.timed(CpuPhase::Update, |b| {
-                let scale = scale.as_deref().map(|s| (s, p));
-                exact::leapfrog_drift(&b.z_gradient, &mut b.z, &mut b.momentum, eta, scale)
+                let scale = scale.as_deref();
+                exact::leapfrog_drift(&b.z_gradient, &mut b.z, &mut b.momentum, &steps, scale, p)
             }),
             ChainOp::LeapfrogKick => self.timed(CpuPhase::Update, |b| {
-                exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, eta)
+                exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, &steps, p)
             }),
             ChainOp::ProposalState => self.timed(CpuPhase::ProposalState, Self::proposal_state),
             ChainOp::MhTerms { kinetic } => {
@@ -504,10 +507,21 @@ impl CpuBackend {
         self.z_gradient = gradient;
     }
 
+    /// The step size of every chain (per-class adaptation), or the one of them all.
+    fn step_sizes(&self) -> Vec<f32> {
+        self.chain_steps
+            .clone()
+            .unwrap_or_else(|| vec![self.settings.eta])
+    }
+
     /// The MH terms of every chain's proposal, with HMC's kinetic difference when `kinetic`.
     fn terms(&self, outer: u32, kinetic: bool) -> Vec<MhTerms> {
         let (d, p) = (self.target.d(), self.target.p());
         let s = &self.settings;
+        let deltas: Vec<f32> = match &self.chain_steps {
+            Some(steps) => steps.iter().map(|&eta| s.delta_at(eta)).collect(),
+            None => vec![s.delta()],
+        };
         let current = ChainView {
             position: &self.x,
             residual: &self.x_residual,
@@ -533,7 +547,7 @@ impl CpuBackend {
             self.prior_state.as_deref(),
             &self.likelihood_precision(),
             self.precision.is_some(),
-            s.delta(),
+            &deltas,
             kinetic.then_some(&kinetic_terms),
             self.mixture
                 .as_ref()
@@ -578,6 +592,13 @@ impl CpuBackend {
 impl Backend for CpuBackend {
     fn set_step_size(&mut self, eta: f32) -> Result<()> {
         self.settings.eta = eta;
+        self.chain_steps = None;
+        Ok(())
+    }
+
+    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
+        super::check_chain_steps(steps, self.chains, self.settings.method)?;
+        self.chain_steps = Some(steps.to_vec());
         Ok(())
     }
 

@@ -49,6 +49,9 @@ pub struct GpuOptions {
     /// Times the outer iteration's passes on the device with timestamp queries, where the
     /// device offers them (`Backend::device_seconds`); `rmld bench` turns it on.
     pub timestamps: bool,
+    /// No group holds chains of two classes (a class's chains are contiguous), so each class
+    /// can run its own step size (`Backend::set_chain_step_sizes`, per-class adaptation).
+    pub class_groups: bool,
 }
 
 /// A on the device in `precision` (`Target::with_precision`): its f32 entries, or their f16 bit
@@ -101,6 +104,23 @@ pub struct GpuBackend {
     /// The learned noise precision τ per chain as last set (`--noise gibbs`), None for a
     /// fixed σ².
     precision: Option<Vec<f32>>,
+    /// Per group, its chains' own step size (per-class adaptation), None: `settings.eta`.
+    group_steps: Option<Vec<f32>>,
+}
+
+/// The groups' (first chain, chains): runs of `group_size`, and with `by_class` also cut where
+/// a chain's class (its `rows`) changes.
+fn group_ranges(rows: &[[u32; 2]], group_size: usize, by_class: bool) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    for c in 1..=rows.len() {
+        let class_ends = by_class && c < rows.len() && rows[c] != rows[c - 1];
+        if c == rows.len() || c - start == group_size || class_ends {
+            ranges.push((start, c - start));
+            start = c;
+        }
+    }
+    ranges
 }
 
 impl GpuBackend {
@@ -204,11 +224,15 @@ impl GpuBackend {
                 kernels: context.kernels_for(&target.prior, target.precision)?,
             })
         })??;
+        let ranges = group_ranges(
+            &target.chain_rows(chains)?,
+            group_size,
+            options.class_groups,
+        );
         let groups = context.checked("allocating the chain state", || {
-            (0..chains)
-                .step_by(group_size)
-                .map(|offset| {
-                    let count = group_size.min(chains - offset);
+            ranges
+                .iter()
+                .map(|&(offset, count)| {
                     let means = &xbar_rows[offset * d..(offset + count) * d];
                     let mixture = match &tangent {
                         Some((b, inv_sigma2)) => Some(CachedEnergy::Tangent {
@@ -282,6 +306,7 @@ impl GpuBackend {
             clock,
             ssgl_update,
             precision: None,
+            group_steps: None,
         })
     }
 
@@ -397,6 +422,26 @@ fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
 impl Backend for GpuBackend {
     fn set_step_size(&mut self, eta: f32) -> Result<()> {
         self.settings.eta = eta;
+        self.group_steps = None;
+        Ok(())
+    }
+
+    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
+        super::check_chain_steps(steps, self.chains, self.settings.method)?;
+        let mut per_group = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            let own = &steps[g.offset..g.offset + g.chains];
+            if own.iter().any(|s| s.to_bits() != own[0].to_bits()) {
+                return Err(Error::Internal(format!(
+                    "chains {}..{} share a group but not a step size: build the backend with \
+                     GpuOptions::class_groups",
+                    g.offset,
+                    g.offset + g.chains
+                )));
+            }
+            per_group.push(own[0]);
+        }
+        self.group_steps = Some(per_group);
         Ok(())
     }
 
@@ -470,8 +515,19 @@ impl Backend for GpuBackend {
             kinetic: kinetic as u32,
             ..self.constants()
         };
-        for g in &self.groups {
-            g.write_params(&self.context, &constants, outer);
+        for (i, g) in self.groups.iter().enumerate() {
+            match &self.group_steps {
+                Some(steps) => {
+                    let own = Constants {
+                        eta: steps[i],
+                        noise_scale: (2.0 * steps[i]).sqrt(),
+                        delta: s.delta_at(steps[i]),
+                        ..constants
+                    };
+                    g.write_params(&self.context, &own, outer)
+                }
+                None => g.write_params(&self.context, &constants, outer),
+            }
         }
         let recorded = std::cell::Cell::new(Ok(()));
         let encoder = self.submit(
