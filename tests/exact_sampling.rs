@@ -40,7 +40,11 @@ fn gpu(label: &str) -> Option<Box<Factory>> {
                 t,
                 s,
                 c,
-                rmld::backend::gpu::GpuOptions::default(),
+                // No group mixes classes, so per-class steps run (the same groups without).
+                rmld::backend::gpu::GpuOptions {
+                    class_groups: true,
+                    ..Default::default()
+                },
             )
             .unwrap(),
         )
@@ -178,11 +182,28 @@ fn identity_posterior_passes_ks(
 /// The A = I posterior's coordinates whose draws after `burn` iterations, thinned to about one
 /// per effective sample, fail the KS test at level 0.01 (Bonferroni over the coordinates).
 fn ks_failures(method: Method, codes: &[f32], chains: usize, burn: usize) -> Vec<String> {
-    let p = Y.len();
+    ks_failures_of(method, codes, chains, burn, 0..chains, &Y, LAM, SIGMA2)
+}
+
+/// `ks_failures` for the chains `among` (of `chains`), whose posterior is the A = I one of
+/// observation `y` with `lam` and `sigma2`.
+#[allow(clippy::too_many_arguments)]
+fn ks_failures_of(
+    method: Method,
+    codes: &[f32],
+    chains: usize,
+    burn: usize,
+    among: std::ops::Range<usize>,
+    y: &[f32],
+    lam: f32,
+    sigma2: f32,
+) -> Vec<String> {
+    let p = y.len();
     let alpha = 0.01 / p as f64;
     let mut bad = Vec::new();
-    for (j, &y) in Y.iter().enumerate() {
-        let draws = coordinate(codes, chains, p, j, burn);
+    for (j, &y) in y.iter().enumerate() {
+        let draws = coordinate(codes, chains, p, j, burn)[among.clone()].to_vec();
+        let chains = draws.len();
         // HMC's draws can be antithetic in x (bulk ESS > draws) yet positively correlated in |x|,
         // so thin by the smaller of the bulk and tail ESS.
         let ess = ess_bulk(&draws).unwrap().min(ess_tail(&draws).unwrap());
@@ -194,8 +215,8 @@ fn ks_failures(method: Method, codes: &[f32], chains: usize, burn: usize) -> Vec
             .collect();
         let dist = LaplaceGaussian {
             m: y as f64,
-            s2: SIGMA2 as f64,
-            lam: LAM as f64,
+            s2: sigma2 as f64,
+            lam: lam as f64,
         };
         let d = ks_statistic(&thinned, |x| dist.cdf(x));
         let pv = ks_p_value(d, thinned.len());
@@ -477,6 +498,87 @@ fn auto_burn_in_settles_then_samples_exactly(
     (end, a.step())
 }
 
+/// Per-class step sizes (`Adaptation::per_class`, as `rmld augment --adapt` runs them): two
+/// classes of 48 chains each, A = I, λ 8, σ² 1, one observation per class. Class 0's posterior
+/// sits at the Laplace kink (y near 0: width about 1/λ), class 1's far from it (y about ±18:
+/// nearly N(y ∓ λ, 1)), so their right step sizes differ several-fold and no one step serves
+/// both. Each class's frozen step must meet the target acceptance within 0.05 on its own chains
+/// over 150 iterations after the 100 of warm-up, and its draws pass the KS checks against its
+/// own closed form. Returns the classes' frozen steps.
+fn per_class_steps_fit_each_class(make: &Factory, method: Method, eta: f32) -> Vec<f32> {
+    let p = 6;
+    let y0 = [0.0f32, 0.3, -0.2, 0.1, 0.0, -0.1];
+    let y1 = [20.0f32, -18.0, 15.0, 22.0, -16.0, 19.0];
+    let (lam, sigma2, per, warmup, after) = (8.0, 1.0, 48, 100u32, 150u32);
+    let rows = [y0, y1].concat();
+    let chains = 2 * per;
+    let class_of_chain: Vec<u32> = (0..chains).map(|c| (c / per) as u32).collect();
+    let classes =
+        rmld::model::ChainClasses::new(&[[0, 1], [1, 1]], &rows, p, &class_of_chain).unwrap();
+    let t = target(identity(p), p, p, rows.clone(), lam, sigma2);
+    let t = Arc::new(Target::clone(&t).with_classes(classes));
+    let dynamics = dynamics(method, eta, 5, 29);
+    let settings = SamplerSettings {
+        chains,
+        samples: warmup + after,
+        dynamics: dynamics.clone(),
+        mh: true,
+        discount: 1.0,
+        init: Init::Noise,
+        lasso_iterations: 1,
+        adapt: Adaptation::for_method(method, warmup).map(|a| Adaptation {
+            per_class: true,
+            ..a
+        }),
+        auto_burn_in: None,
+    };
+    let mut backend = make(t.clone(), dynamics, chains);
+    let mut sink = MemorySink::default();
+    let run = orchestrator::run(backend.as_mut(), &t, &settings, &mut sink, &mut |_| {}).unwrap();
+    let steps = run.class_steps.clone().expect("per-class steps");
+    let target_acceptance = run.adaptation.expect("the run adapts").target;
+    let mut frozen = Vec::new();
+    for (k, y) in [&y0, &y1].into_iter().enumerate() {
+        let class = &steps.classes[k];
+        assert!(class.frozen(), "class {k}: {class:?}");
+        let among = k * per..(k + 1) * per;
+        let alphas: Vec<f64> = (warmup as usize..(warmup + after) as usize)
+            .flat_map(|i| among.clone().map(move |c| i * chains + c))
+            .map(|i| run.log_alpha[i])
+            .collect();
+        let acceptance = orchestrator::mean_acceptance(&alphas);
+        eprintln!(
+            "{method:?} class {k}: step {eta} → {}, acceptance after freezing {acceptance:.3} \
+             (target {target_acceptance})",
+            class.step()
+        );
+        assert!(
+            (acceptance - target_acceptance).abs() <= 0.05,
+            "{method:?} class {k}: acceptance {acceptance} at step {}, target {target_acceptance}",
+            class.step()
+        );
+        let bad = ks_failures_of(
+            method,
+            &sink.codes,
+            chains,
+            warmup as usize,
+            among,
+            y,
+            lam,
+            sigma2,
+        );
+        assert!(bad.is_empty(), "{method:?} class {k}: {}", bad.join("; "));
+        frozen.push(class.step());
+    }
+    assert!(
+        frozen[1] > 3.0 * frozen[0],
+        "{method:?}: the wide class's step {} should be several times the narrow one's {}",
+        frozen[1],
+        frozen[0]
+    );
+    frozen
+}
+
 fn all_checks(make: &Factory) {
     identity_posterior_passes_ks(make, Method::Mala, 0.15, 1, false);
     identity_posterior_passes_ks(make, Method::Hmc, 0.3, 5, false);
@@ -492,6 +594,8 @@ fn all_checks(make: &Factory) {
     adapted_step_reaches_target_acceptance(make, Method::Hmc, 0.005);
     auto_burn_in_settles_then_samples_exactly(make, Method::Mala, 3.0);
     auto_burn_in_settles_then_samples_exactly(make, Method::Hmc, 0.005);
+    per_class_steps_fit_each_class(make, Method::Mala, 0.01);
+    per_class_steps_fit_each_class(make, Method::Hmc, 0.01);
     for method in [Method::Mala, Method::Hmc] {
         cached_energy_is_fresh(make, method, 0.3);
         step_size_controls_acceptance(make, method);
@@ -520,5 +624,14 @@ fn exact_methods_sample_known_posteriors_on_the_gpu() {
         );
         let gap = (on_cpu.1 / on_gpu.1 - 1.0).abs();
         assert!(gap < 1e-5, "frozen steps: CPU {on_cpu:?}, GPU {on_gpu:?}");
+        // The same for MALA's per-class steps.
+        let on_cpu = per_class_steps_fit_each_class(cpu().as_ref(), Method::Mala, 0.01);
+        let on_gpu = per_class_steps_fit_each_class(make.as_ref(), Method::Mala, 0.01);
+        for (k, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+            assert!(
+                (c / g - 1.0).abs() < 1e-5,
+                "class {k}'s frozen step: CPU {c}, GPU {g}"
+            );
+        }
     }
 }

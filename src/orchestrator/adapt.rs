@@ -21,8 +21,11 @@
 //! a GPU, and is what BlackJAX and TFP use for many-chain HMC. After the warm-up T freezes; the
 //! jitter continues, a state-independent schedule of exact HMC kernels.
 //!
-//! One step size serves every chain of a run (the kernels read η as one scalar per run); a run
-//! whose chains sample several classes adapts one step size for all of them.
+//! One step size serves every chain of a run, unless the run adapts per class (`ClassSteps`,
+//! `rmld augment --adapt`): then each class's chains (each with its own target: its mean, its
+//! neighbours' span) run dual averaging on their own acceptance, and ChEES's one trajectory
+//! length is shared, with each iteration's leapfrog count taken at the geometric mean of the
+//! classes' steps (the chains run in lockstep, one program per iteration).
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +67,9 @@ pub struct Adaptation {
     /// HMC's trajectory length adapts too (ChEES), with jittered leapfrog counts.
     #[serde(default)]
     pub chees: bool,
+    /// Each class of chains adapts its own step size (`ClassSteps`).
+    #[serde(default)]
+    pub per_class: bool,
 }
 
 impl Adaptation {
@@ -74,6 +80,7 @@ impl Adaptation {
             iterations,
             target: Self::target_for(method)?,
             chees: method == Method::Hmc,
+            per_class: false,
         })
     }
 
@@ -324,6 +331,79 @@ impl StepAdaptation {
     }
 }
 
+/// Per-class step sizes: one dual-averaging state per class of chains, each observing only its
+/// own chains' acceptance. The run's pooled `StepAdaptation` keeps the iteration count, the mean
+/// acceptance over all chains and ChEES; its step is the geometric mean of the classes' steps
+/// (the reference at which ChEES counts leapfrog steps).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassSteps {
+    /// Per class, in the order of the chains' classes (`class_of_chain`'s indices).
+    pub classes: Vec<StepAdaptation>,
+}
+
+impl ClassSteps {
+    /// `classes` classes, each starting from step size `initial_step`.
+    pub fn new(classes: usize, initial_step: f32, adaptation: Adaptation) -> Self {
+        ClassSteps {
+            classes: vec![StepAdaptation::new(initial_step, adaptation); classes],
+        }
+    }
+
+    /// One warm-up iteration: each class observes its chains' log α (`class_of_chain[c]` is
+    /// chain c's class), `pooled` all of them; `pooled`'s step becomes the classes' geometric
+    /// mean. Does nothing once frozen.
+    pub fn observe(
+        &mut self,
+        pooled: &mut StepAdaptation,
+        log_alpha: &[f64],
+        class_of_chain: &[u32],
+    ) {
+        if pooled.frozen() {
+            return;
+        }
+        let mut per_class = vec![Vec::new(); self.classes.len()];
+        for (&a, &k) in log_alpha.iter().zip(class_of_chain) {
+            if let Some(alphas) = per_class.get_mut(k as usize) {
+                alphas.push(a);
+            }
+        }
+        for (class, alphas) in self.classes.iter_mut().zip(&per_class) {
+            if alphas.is_empty() {
+                // A class without chains here (a shard's) keeps count with the others.
+                class.count += 1;
+            } else {
+                class.observe(alphas);
+            }
+        }
+        pooled.observe(log_alpha);
+        self.pool_into(pooled);
+    }
+
+    /// Freezes every class with `pooled` (an automatic burn-in ended the warm-up early): each at
+    /// its averaged iterate.
+    pub fn freeze(&mut self, pooled: &mut StepAdaptation) {
+        for class in &mut self.classes {
+            class.iterations = class.count;
+        }
+        self.pool_into(pooled);
+    }
+
+    /// `pooled`'s step (and its averaged iterate): the mean of the classes' logs.
+    fn pool_into(&self, pooled: &mut StepAdaptation) {
+        let k = self.classes.len().max(1) as f64;
+        pooled.log_step = self.classes.iter().map(|c| c.log_step).sum::<f64>() / k;
+        pooled.log_step_bar = self.classes.iter().map(|c| c.log_step_bar).sum::<f64>() / k;
+    }
+
+    /// Each chain's step size: its class's.
+    pub fn chain_steps(&self, class_of_chain: &[u32]) -> Vec<f32> {
+        class_of_chain
+            .iter()
+            .map(|&k| self.classes[k as usize].step())
+            .collect()
+    }
+}
+
 /// The mean over chains of min(1, exp(log α)), NaN (divergent) counting 0.
 pub fn mean_acceptance(log_alpha: &[f64]) -> f64 {
     let sum: f64 = log_alpha
@@ -347,6 +427,7 @@ mod tests {
                 iterations: 500,
                 target,
                 chees: false,
+                per_class: false,
             },
         );
         while !a.frozen() {
@@ -362,6 +443,46 @@ mod tests {
         let before = a;
         a.observe(&[0.0]);
         assert_eq!(a, before, "a frozen adaptation must not move");
+    }
+
+    /// Two classes whose acceptance curves are exp(−ε) and exp(−4ε): each class's dual
+    /// averaging must find its own ε = −ln(target)/k, where one pooled step would fit neither.
+    #[test]
+    fn each_class_finds_its_own_step() {
+        let target = 0.574;
+        let adaptation = Adaptation {
+            iterations: 600,
+            target,
+            chees: false,
+            per_class: true,
+        };
+        let classes = [0u32, 1, 1, 0, 1];
+        let mut steps = ClassSteps::new(2, 3.0, adaptation);
+        let mut pooled = StepAdaptation::new(3.0, adaptation);
+        let curvature = [1.0, 4.0];
+        while !pooled.frozen() {
+            let per_chain = steps.chain_steps(&classes);
+            let log_alpha: Vec<f64> = classes
+                .iter()
+                .zip(&per_chain)
+                .map(|(&k, &e)| -(e as f64) * curvature[k as usize])
+                .collect();
+            steps.observe(&mut pooled, &log_alpha, &classes);
+        }
+        for (k, class) in steps.classes.iter().enumerate() {
+            let want = -target.ln() / curvature[k];
+            let got = class.step() as f64;
+            assert!(
+                (got - want).abs() < 0.02 * want,
+                "class {k}: step {got}, want {want}"
+            );
+            assert!(class.frozen(), "class {k} must freeze with the run");
+        }
+        let mean = (steps.classes[0].log_step_bar + steps.classes[1].log_step_bar) / 2.0;
+        assert!((pooled.step() as f64 - mean.exp()).abs() < 1e-6 * mean.exp());
+        let before = steps.clone();
+        steps.observe(&mut pooled, &[0.0; 5], &classes);
+        assert_eq!(steps, before, "a frozen adaptation must not move");
     }
 
     #[test]

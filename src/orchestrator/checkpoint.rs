@@ -35,6 +35,9 @@ const VERSION: u32 = 5;
 /// (`BurnInMonitor`); only a run with an automatic burn-in writes it, so every other run's
 /// checkpoint stays a version 5 file that older rmld builds read.
 const AUTO_BURN_IN_VERSION: u32 = 6;
+/// Version 7 is version 5 with the automatic burn-in's state (or none) and the per-class step
+/// sizes' state (`ClassSteps`) after the header; only a run that adapts per class writes it.
+const CLASS_STEPS_VERSION: u32 = 7;
 /// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
 /// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
 const SAME_LAYOUT_VERSION: u32 = 4;
@@ -208,9 +211,13 @@ impl Checkpoint {
             noise_trace: LeBytes::of(&run.noise_trace),
         };
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
-        let (version, header) = match &run.burn_in {
-            None => (VERSION, postcard::to_allocvec(&header)),
-            Some(b) => (AUTO_BURN_IN_VERSION, postcard::to_allocvec(&(&header, b))),
+        let (version, header) = match (&run.burn_in, &run.class_steps) {
+            (burn_in, Some(c)) => (
+                CLASS_STEPS_VERSION,
+                postcard::to_allocvec(&(&header, burn_in, c)),
+            ),
+            (None, None) => (VERSION, postcard::to_allocvec(&header)),
+            (Some(b), None) => (AUTO_BURN_IN_VERSION, postcard::to_allocvec(&(&header, b))),
         };
         let header = header.unwrap_or_default();
         let mut out = MAGIC.to_vec();
@@ -250,21 +257,27 @@ impl Checkpoint {
             return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
-        if ![VERSION, SAME_LAYOUT_VERSION, AUTO_BURN_IN_VERSION].contains(&version) {
+        let known = [
+            VERSION,
+            SAME_LAYOUT_VERSION,
+            AUTO_BURN_IN_VERSION,
+            CLASS_STEPS_VERSION,
+        ];
+        if !known.contains(&version) {
             let hint = if version == 3 {
                 " (written by an rmld before the learned noise precision and the step size's \
                  warm-up adaptation were saved: start the run afresh)"
             } else if version == 2 {
                 " (written by an rmld before the ssgl prior's state was saved: start the run \
                  afresh)"
-            } else if version < AUTO_BURN_IN_VERSION {
+            } else if version < CLASS_STEPS_VERSION {
                 " (written by an older rmld: start the run afresh)"
             } else {
                 " (written by a newer rmld)"
             };
             return Err(format!(
                 "checkpoint version {version}, this rmld reads versions 4 to \
-                 {AUTO_BURN_IN_VERSION}{hint}"
+                 {CLASS_STEPS_VERSION}{hint}"
             ));
         }
         let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
@@ -282,11 +295,18 @@ impl Checkpoint {
             );
         }
         let (header, sections) = body[fixed..].split_at(header_len);
-        let (header, burn_in) = if version == AUTO_BURN_IN_VERSION {
-            let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
-            (header, Some(burn_in))
-        } else {
-            (decode_exact::<Header>(header, "header")?, None)
+        type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
+        let (header, burn_in, class_steps) = match version {
+            AUTO_BURN_IN_VERSION => {
+                let (header, burn_in): (Header, super::BurnInMonitor) =
+                    decode_exact(header, "header")?;
+                (header, Some(burn_in), None)
+            }
+            CLASS_STEPS_VERSION => {
+                let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
+                (header, burn_in, Some(steps))
+            }
+            _ => (decode_exact::<Header>(header, "header")?, None, None),
         };
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
@@ -403,6 +423,7 @@ impl Checkpoint {
                 noise_trace: from_le_bytes(sections.noise_trace),
                 timings: header.timings,
                 adaptation: header.adaptation,
+                class_steps,
                 burn_in,
             },
         })
@@ -452,9 +473,11 @@ mod tests {
                         iterations: 4,
                         target: 0.8,
                         chees: true,
+                        per_class: false,
                     },
                 )),
                 burn_in: None,
+                class_steps: None,
             },
         }
     }
@@ -493,6 +516,34 @@ mod tests {
         let back = Checkpoint::from_bytes(&bytes).unwrap();
         assert_eq!(back.run.burn_in, c.run.burn_in);
         assert_eq!(Checkpoint::from_bytes(&plain).unwrap().run.burn_in, None);
+    }
+
+    #[test]
+    fn per_class_steps_travel_in_a_version_7_file() {
+        let mut c = sample();
+        let adaptation = super::super::Adaptation {
+            iterations: 4,
+            target: 0.574,
+            chees: false,
+            per_class: true,
+        };
+        let mut steps = super::super::ClassSteps::new(2, 0.3, adaptation);
+        let mut pooled = super::super::StepAdaptation::new(0.3, adaptation);
+        steps.observe(&mut pooled, &[-0.1, -2.0], &[0, 1]);
+        c.run.class_steps = Some(steps);
+        for burn_in in [
+            None,
+            Some(super::super::BurnInMonitor::new(super::super::AutoBurnIn {
+                cap: 8,
+            })),
+        ] {
+            c.run.burn_in = burn_in;
+            let bytes = c.to_bytes();
+            assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 7);
+            let back = Checkpoint::from_bytes(&bytes).unwrap();
+            assert_eq!(back.run.class_steps, c.run.class_steps);
+            assert_eq!(back.run.burn_in, c.run.burn_in);
+        }
     }
 
     #[test]

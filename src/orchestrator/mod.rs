@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 pub use adapt::{
-    halton, mean_acceptance, Adaptation, StepAdaptation, TrajectoryAdaptation,
+    halton, mean_acceptance, Adaptation, ClassSteps, StepAdaptation, TrajectoryAdaptation,
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
@@ -107,6 +107,8 @@ pub struct SampleRun {
     pub timings: Timings,
     /// The step size's warm-up adaptation so far (None: the run does not adapt).
     pub adaptation: Option<StepAdaptation>,
+    /// Per-class step sizes (`Adaptation::per_class`), beside `adaptation`'s pooled state.
+    pub class_steps: Option<ClassSteps>,
     /// The automatic burn-in so far (None: a fixed burn-in, or none).
     pub burn_in: Option<BurnInMonitor>,
 }
@@ -269,6 +271,14 @@ pub fn start(
             )
         }),
         burn_in: settings.auto_burn_in.map(BurnInMonitor::new),
+        class_steps: match settings.adapt {
+            Some(a) if a.per_class => {
+                let classes = class_of_chain(target, chains)?;
+                let count = classes.iter().max().map_or(0, |&k| k as usize + 1);
+                Some(ClassSteps::new(count, settings.dynamics.eta, a))
+            }
+            _ => None,
+        },
         ..SampleRun::default()
     };
     run.timings.init_seconds = started.elapsed().as_secs_f64();
@@ -330,9 +340,19 @@ pub fn continue_run(
     // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
     // and to the MH rule's Δ before every iteration that changes it.
     let mut dynamics = settings.dynamics.clone();
-    if let Some(a) = &run.adaptation {
-        set_step(backend, &mut rule, &mut dynamics, a.step())?;
-    }
+    let classes = match run.class_steps {
+        Some(_) => class_of_chain(target, chains)?,
+        None => Vec::new(),
+    };
+    // Per-class steps: each chain's Δ for the MH rule (None: the rule's one Δ).
+    let mut chain_delta = None;
+    let mut steps = StepFeed {
+        rule: &mut rule,
+        dynamics: &mut dynamics,
+        chain_delta: &mut chain_delta,
+        classes: &classes,
+    };
+    steps.feed(backend, &run)?;
     let mut warmup_alpha = Vec::with_capacity(chains);
     // ChEES needs each warm-up iteration's starting positions.
     let chees = |run: &SampleRun| {
@@ -351,10 +371,10 @@ pub fn continue_run(
     for outer in run.completed + 1..=settings.samples {
         // ChEES's jittered leapfrog count of this iteration (during the warm-up and after it).
         if let Some(t) = run.adaptation.and_then(|a| a.trajectory) {
-            let steps = t.steps_at(outer, dynamics.eta);
-            if steps != dynamics.leapfrog_steps {
-                dynamics.leapfrog_steps = steps;
-                backend.set_leapfrog_steps(steps)?;
+            let leapfrog = t.steps_at(outer, steps.dynamics.eta);
+            if leapfrog != steps.dynamics.leapfrog_steps {
+                steps.dynamics.leapfrog_steps = leapfrog;
+                backend.set_leapfrog_steps(leapfrog)?;
             }
         }
         let terms = backend.propose(outer)?;
@@ -363,7 +383,14 @@ pub fn continue_run(
         let mut mask = vec![false; chains];
         warmup_alpha.clear();
         for (c, t) in terms.iter().enumerate() {
-            let decision = rule.decide(t, seed, offset + c as u32, outer);
+            let decision = match steps.chain_delta.as_deref() {
+                Some(delta) => MhRule {
+                    delta: delta[c],
+                    ..*steps.rule
+                },
+                None => *steps.rule,
+            }
+            .decide(t, seed, offset + c as u32, outer);
             warmup_alpha.push(decision.log_alpha);
             mask[c] = decision.accepted;
             run.accepted[c] += decision.accepted as u32;
@@ -382,18 +409,21 @@ pub fn continue_run(
         if let Some(m) = run.burn_in.as_mut().filter(|m| m.warming_up()) {
             let a = run.adaptation.as_ref();
             m.record(
-                a.map(|_| dynamics.eta),
+                a.map(|_| steps.dynamics.eta),
                 a.and_then(|a| a.trajectory).map(|t| t.length()),
             );
         }
         if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
-            a.observe(&warmup_alpha);
+            match run.class_steps.as_mut() {
+                Some(c) => c.observe(a, &warmup_alpha, &classes),
+                None => a.observe(&warmup_alpha),
+            }
             let step = a.step();
             if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
-                let steps = dynamics.leapfrog_steps;
-                t.observe(&before, z, r, &warmup_alpha, halton(outer), steps, step);
+                let leapfrog = steps.dynamics.leapfrog_steps;
+                t.observe(&before, z, r, &warmup_alpha, halton(outer), leapfrog, step);
             }
-            set_step(backend, &mut rule, &mut dynamics, step)?;
+            steps.feed(backend, &run)?;
             run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
@@ -432,9 +462,7 @@ pub fn continue_run(
             run.timings.adaptation_seconds += checking.elapsed().as_secs_f64();
         }
         if ended {
-            if let Some(a) = &run.adaptation {
-                set_step(backend, &mut rule, &mut dynamics, a.step())?;
-            }
+            steps.feed(backend, &run)?;
             hooks.sink.warm_up_ended(outer);
         }
         (hooks.sink).record(outer, &codes, &images)?;
@@ -482,9 +510,59 @@ fn end_warm_up(run: &mut SampleRun, settings: &SamplerSettings, outer: u32) -> b
     if let (Some(a), Some(log_step)) = (run.adaptation.as_mut(), monitor.last_window_log_step) {
         if !a.frozen() {
             a.freeze_at(log_step);
+            if let Some(c) = run.class_steps.as_mut() {
+                c.freeze(a);
+            }
         }
     }
     true
+}
+
+/// Each chain's class index (0, 1, … in the order the classes first appear among the chains),
+/// from the rows it draws from: all 0 without classes.
+pub fn class_of_chain(target: &Target, chains: usize) -> Result<Vec<u32>> {
+    let rows = target.chain_rows(chains)?;
+    let mut seen: Vec<[u32; 2]> = Vec::new();
+    Ok(rows
+        .iter()
+        .map(|r| match seen.iter().position(|s| s == r) {
+            Some(k) => k as u32,
+            None => {
+                seen.push(*r);
+                (seen.len() - 1) as u32
+            }
+        })
+        .collect())
+}
+
+/// What an adapting run's step sizes reach: the backend, the MH rule's Δ and the dynamics the
+/// loop counts leapfrog steps with.
+struct StepFeed<'a> {
+    rule: &'a mut MhRule,
+    dynamics: &'a mut crate::methods::DynamicsSettings,
+    chain_delta: &'a mut Option<Vec<f32>>,
+    classes: &'a [u32],
+}
+
+impl StepFeed<'_> {
+    /// Feeds the run's adapted step size (and per-class steps) to the backend and the MH rule.
+    fn feed(&mut self, backend: &mut dyn Backend, run: &SampleRun) -> Result<()> {
+        let Some(a) = &run.adaptation else {
+            return Ok(());
+        };
+        set_step(backend, self.rule, self.dynamics, a.step())?;
+        if let Some(c) = &run.class_steps {
+            let per_chain = c.chain_steps(self.classes);
+            backend.set_chain_step_sizes(&per_chain)?;
+            *self.chain_delta = Some(
+                per_chain
+                    .iter()
+                    .map(|&eta| self.dynamics.delta_at(eta))
+                    .collect(),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Feeds an adapted step size to the backend and to the MH rule's Δ when it changed.
