@@ -435,3 +435,55 @@ fn code_cache_is_read_back_and_a_damaged_entry_ignored() {
         "codes encoded after a damaged entry differ"
     );
 }
+
+/// `--adapt`: each class adapts its own step size over the burn-in and freezes it
+/// (report.json's `adaptation.classes`, labelled by class); refused by name for a method with no
+/// step to adapt or without a burn-in; no adaptation without the flag.
+#[test]
+fn adapt_gives_each_class_its_own_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = augment(
+        &out,
+        &[
+            "--method",
+            "mala",
+            "--burn-in",
+            "20",
+            "--adapt",
+            "--classes",
+            "3,5",
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let a = &report["adaptation"];
+    assert_eq!(a["frozen"], true, "{a}");
+    assert_eq!(a["adapted_iterations"], 20, "{a}");
+    let classes = a["classes"].as_array().expect("per-class steps");
+    let labels: Vec<u64> = classes
+        .iter()
+        .map(|c| c["class"].as_u64().unwrap())
+        .collect();
+    assert_eq!(labels, [3, 5], "{a}");
+    for c in classes {
+        let (step, acceptance) = (
+            c["step_size"].as_f64().unwrap(),
+            c["warmup_mean_acceptance"].as_f64().unwrap(),
+        );
+        assert!(step.is_finite() && step > 0.0, "{c}");
+        assert!(acceptance > 0.0 && acceptance <= 1.0, "{c}");
+    }
+    assert_refused(&["--adapt", "--burn-in", "5"], &["--adapt", "mala or hmc"]);
+    assert_refused(&["--adapt", "--method", "hmc"], &["--adapt", "burn"]);
+    let plain = dir.path().join("plain");
+    let run = augment(
+        &plain,
+        &["--method", "mala", "--burn-in", "5", "--classes", "3"],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(plain.join("report.json")).unwrap()).unwrap();
+    assert!(report["adaptation"].is_null(), "{}", report["adaptation"]);
+}

@@ -164,6 +164,21 @@ def test_mala_warms_up_by_default_as_on_the_command_line():
     assert fixed.report["burn_in"] == 3 and fixed.report.get("burn_in_auto") is None
 
 
+def test_augment_adapts_each_class_when_asked():
+    # adapt=True: each class's chains adapt their own step size over the burn-in (MALA or HMC).
+    images, labels = rmld.load_digits()
+    result = rmld.augment(images[:300], labels[:300], method="mala", burn_in=10, adapt=True,
+                          ratio=10, samples=2, no_quality=True, backend="cpu", seed=1)
+    adaptation = result.report["adaptation"]
+    assert adaptation["frozen"] and adaptation["adapted_iterations"] == 10
+    classes = adaptation["classes"]
+    assert [c["class"] for c in classes] == sorted(set(labels[:300].tolist()))
+    assert all(c["step_size"] > 0 for c in classes)
+    with pytest.raises(ValueError, match="adapt"):
+        rmld.augment(images[:300], labels[:300], method="mala", adapt=True, ratio=10,
+                     no_quality=True, backend="cpu")
+
+
 def test_augment_uses_given_scales_as_given():
     # As on the command line: the quality preset fits η, σ², the smoothing and the tangent scale
     # to the data, except the ones the caller gives.

@@ -602,6 +602,13 @@ pub struct AugmentArgs {
     #[arg(long, value_name = "B", default_value_t = 0)]
     pub burn_in: u32,
 
+    /// Adapt the step size of --method mala or hmc during the burn-in, per class (each class's
+    /// chains toward the method's target acceptance; with hmc the trajectory length by ChEES),
+    /// then freeze it. Off by default: the quality preset stops its chains short of
+    /// equilibrium on purpose (docs/adaptation.md).
+    #[arg(long)]
+    pub adapt: bool,
+
     /// What generates the samples.
     #[arg(long, value_enum, default_value_t = AugmentMethod::Rmld)]
     pub method: AugmentMethod,
@@ -1020,6 +1027,7 @@ impl AugmentArgs {
             },
             sampler: self.sampler,
             model: self.model.clone(),
+            adapt: self.adapt,
         };
         settings.keep_given(|name| self.given.iter().any(|g| g == name));
         settings

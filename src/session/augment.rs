@@ -13,7 +13,9 @@ use crate::io::{self, Dataset, NpyStream, Pixels};
 use crate::methods::{DynamicsSettings, Method};
 use crate::model::{Dictionary, Observations, Target, TargetKind};
 use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
-use crate::orchestrator::{self, Checkpoint, Hooks, Init, SampleRun, SampleSink, SamplerSettings};
+use crate::orchestrator::{
+    self, Adaptation, Checkpoint, Hooks, Init, SampleRun, SampleSink, SamplerSettings,
+};
 use crate::{Error, Result};
 
 use super::amortize::amortized_generation;
@@ -21,7 +23,9 @@ use super::code_cache::{self, CodeKey};
 use super::data_scale::{self, DataScale};
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
-use super::problem::{build_problem, make_backend, make_kernel_backend, Problem};
+use super::problem::{
+    build_problem, make_backend, make_grouped_backend, make_kernel_backend, Problem,
+};
 use super::quality::judge;
 use super::report::{chain_quantiles, dataset_json};
 use super::sample::{hashes, lock_output, remove_if_present};
@@ -400,12 +404,13 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             &settings.dynamics,
         )?)
     } else {
-        Some(make_backend(
+        Some(make_grouped_backend(
             args.problem.backend,
             observer,
             &target,
             &settings.dynamics,
             settings.chains,
+            args.adapt,
         )?)
     };
     if let Some(backend) = backend.as_mut() {
@@ -514,6 +519,8 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
 
     let (h, w) = (problem.dataset.height, problem.dataset.width);
     let full = problem_args.pixel_max;
+    // The chains' classes in order (`orchestrator::class_of_chain`'s indices).
+    let class_labels: Vec<u32> = plan.classes.iter().map(|c| c.label).collect();
     let generated_labels: Vec<u32> = plan
         .classes
         .iter()
@@ -554,6 +561,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "settings": settings,
         "ratio": args.ratio,
         "burn_in": burn_in,
+        "adaptation": super::report::adaptation_json(&run, Some(&class_labels)),
         "postprocess": post,
         "generated_codes": if kernel {
             "none"
@@ -813,6 +821,25 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     ));
     if let Some(fit) = &scale_fitted {
         summary.push(fit.summary());
+    }
+    if let (Some(a), Some(c)) = (&run.adaptation, &run.class_steps) {
+        let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
+        let (low, high) = steps
+            .iter()
+            .fold((f32::INFINITY, 0f32), |(l, h), &s| (l.min(s), h.max(s)));
+        summary.push(format!(
+            "step size adapted per class over {} burn-in iterations: {:.4e} → {low:.4e} to \
+             {high:.4e} (dual averaging on each class's chains toward mean acceptance {}), \
+             frozen for the kept draws; report.json's adaptation.classes lists them",
+            a.count, a.initial_step, a.target
+        ));
+        if let Some(t) = a.trajectory {
+            summary.push(format!(
+                "trajectory length adapted by ChEES across classes: {:.4} → {:.4}",
+                t.initial_length,
+                t.length()
+            ));
+        }
     }
     if let Some((asked, used)) = k_fitted {
         summary.push(format!(
@@ -1668,11 +1695,46 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
             Init::Lasso
         },
         lasso_iterations: args.dynamics.lasso_iterations,
-        adapt: None,
+        adapt: class_adaptation(args, method)?,
         auto_burn_in: None,
     };
     settings.validate()?;
     Ok(settings)
+}
+
+/// `args.adapt`'s warm-up: each class's step size (and with HMC the trajectory length) adapted
+/// over the burn-in; None when it is off.
+fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Adaptation>> {
+    if !args.adapt {
+        return Ok(None);
+    }
+    let exact = matches!(args.method, AugmentMethod::Mala | AugmentMethod::Hmc);
+    if !exact || args.dynamics.no_mh {
+        return Err(Error::usage(
+            "adapt",
+            "adapts the step size of method mala or hmc with their MH test on; this run has none \
+             to adapt (give method mala or hmc, or leave adapt off)",
+        ));
+    }
+    if args.burn_in == 0 {
+        return Err(Error::usage(
+            "adapt",
+            "adapts during the burn-in, and burn_in is 0: give a burn-in (e.g. 50)",
+        ));
+    }
+    if args.problem.shard.is_some() {
+        return Err(Error::usage(
+            "adapt",
+            "a shard sees only its own chains, so its adapted steps would not be the single \
+             run's: leave adapt off for a sharded run",
+        ));
+    }
+    Ok(
+        Adaptation::for_method(method, args.burn_in).map(|a| Adaptation {
+            per_class: true,
+            ..a
+        }),
+    )
 }
 
 /// Runs the chains (or, for Compression, only their LASSO starts) into `sink`: the phases

@@ -151,6 +151,19 @@ pub fn make_backend(
     dynamics: &DynamicsSettings,
     chains: usize,
 ) -> Result<Box<dyn Backend>> {
+    make_grouped_backend(choice, observer, target, dynamics, chains, false)
+}
+
+/// `make_backend`, and with `class_groups` a GPU backend whose chain groups never mix classes,
+/// so each class can run its own step size (per-class adaptation).
+pub fn make_grouped_backend(
+    choice: BackendChoice,
+    observer: &dyn Observer,
+    target: &Arc<Target>,
+    dynamics: &DynamicsSettings,
+    chains: usize,
+    class_groups: bool,
+) -> Result<Box<dyn Backend>> {
     let cpu = || -> Result<Box<dyn Backend>> {
         Ok(Box::new(CpuBackend::try_new(
             target.clone(),
@@ -159,7 +172,7 @@ pub fn make_backend(
         )?))
     };
     choose(choice, observer, cpu, || {
-        gpu_backend(target, dynamics, chains)
+        gpu_backend(target, dynamics, chains, class_groups)
     })
 }
 
@@ -185,7 +198,12 @@ fn choose(
 }
 
 #[cfg(not(feature = "gpu"))]
-fn gpu_backend(_: &Arc<Target>, _: &DynamicsSettings, _: usize) -> Result<Box<dyn Backend>> {
+fn gpu_backend(
+    _: &Arc<Target>,
+    _: &DynamicsSettings,
+    _: usize,
+    _: bool,
+) -> Result<Box<dyn Backend>> {
     Err(Error::Gpu(
         "this rmld was built without the `gpu` feature".into(),
     ))
@@ -196,14 +214,14 @@ fn gpu_backend(
     target: &Arc<Target>,
     dynamics: &DynamicsSettings,
     chains: usize,
+    class_groups: bool,
 ) -> Result<Box<dyn Backend>> {
     use crate::backend::gpu::{GpuBackend, GpuOptions};
-    let backend = GpuBackend::new(
-        target.clone(),
-        dynamics.clone(),
-        chains,
-        GpuOptions::default(),
-    )?;
+    let options = GpuOptions {
+        class_groups,
+        ..GpuOptions::default()
+    };
+    let backend = GpuBackend::new(target.clone(), dynamics.clone(), chains, options)?;
     Ok(Box::new(backend))
 }
 

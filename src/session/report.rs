@@ -85,10 +85,35 @@ pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
 
 /// The step size's warm-up adaptation for the report: the targets, the step it froze at and the
 /// warm-up's mean acceptance; None for a run that did not adapt.
-pub fn adaptation_json(run: &crate::orchestrator::SampleRun) -> Option<Value> {
+/// With per-class steps, `classes` (per class: its step, its chains' warm-up acceptance) is added,
+/// labelled by `labels` (the classes' label values, in the chains' class order) when given, and
+/// `step_size` is their geometric mean.
+pub fn adaptation_json(
+    run: &crate::orchestrator::SampleRun,
+    labels: Option<&[u32]>,
+) -> Option<Value> {
     let a = run.adaptation.as_ref()?;
+    let classes = run.class_steps.as_ref().map(|c| {
+        c.classes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                json!({
+                    "class": labels.and_then(|l| l.get(k)).copied().unwrap_or(k as u32),
+                    "step_size": s.step(),
+                    "warmup_mean_acceptance": s.mean_acceptance,
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let method = if classes.is_some() {
+        "dual averaging per class, on each class's chains (Hoffman & Gelman 2014; Stan's gamma 0.05, t0 10, kappa 0.75)"
+    } else {
+        "dual averaging across all chains (Hoffman & Gelman 2014; Stan's gamma 0.05, t0 10, kappa 0.75)"
+    };
     Some(json!({
-        "method": "dual averaging across all chains (Hoffman & Gelman 2014; Stan's gamma 0.05, t0 10, kappa 0.75)",
+        "method": method,
+        "classes": classes,
         "target_acceptance": a.target,
         "warmup_iterations": a.iterations,
         "adapted_iterations": a.count,

@@ -647,7 +647,7 @@ fn write_outputs(
         run.adaptation.is_some(),
     );
     if let Some(object) = report.as_object_mut() {
-        if let Some(adaptation) = super::report::adaptation_json(run) {
+        if let Some(adaptation) = super::report::adaptation_json(run, None) {
             object.insert("adaptation".into(), adaptation);
         }
         if let Some(note) = &step_note {

@@ -612,6 +612,13 @@ pub struct AugmentSettings {
     /// The trained sampler of `sampler = Amortized` (`rmld amortize train`).
     #[serde(default)]
     pub model: Option<PathBuf>,
+    /// Adapt MALA's or HMC's step size during the burn-in, each class on its own chains' mean
+    /// acceptance (dual averaging toward 0.574 / 0.8), and with HMC the trajectory length by
+    /// ChEES; frozen after the burn-in. Off in both presets: the quality preset stops its chains
+    /// short of equilibrium on purpose, at an acceptance already above HMC's target
+    /// (docs/adaptation.md, "Per-class step sizes").
+    #[serde(default)]
+    pub adapt: bool,
 }
 
 /// Which of the quality preset's MNIST-tuned constants `rmld augment` rescales to the data
@@ -715,6 +722,7 @@ impl AugmentSettings {
             fit_scale_to_data: ScaleFit::default(),
             sampler: SamplerChoice::Mcmc,
             model: None,
+            adapt: false,
         }
     }
 
