@@ -31,6 +31,12 @@ CANDIDATES = [
     ("mala, paper", ["--method", "mala"]),
     ("hmc, paper", ["--method", "hmc"]),
     ("hmc, tangent", ["--method", "hmc", "--target", "tangent"]),
+    # The exact methods with room to warm up: the automatic burn-in (at most half the samples)
+    # adapts the step size (and HMC's trajectory length), the last draw is after it froze.
+    ("mala, paper, 200 iterations", ["--method", "mala", "--samples", "200"]),
+    ("hmc, paper, 200 iterations", ["--method", "hmc", "--samples", "200"]),
+    ("mala, tangent, 200 iterations", ["--method", "mala", "--target", "tangent", "--samples", "200"]),
+    ("hmc, tangent, 200 iterations", ["--method", "hmc", "--target", "tangent", "--samples", "200"]),
     # augment's quality preset (docs/quality.md), on sample.
     ("hmc, tangent, augment's quality settings",
      ["--method", "hmc", "--target", "tangent", "--pixel-max", "1", "--lambda", "0.05",
