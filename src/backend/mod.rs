@@ -33,16 +33,21 @@ pub(crate) fn check_precision(precision: &[f32], chains: usize, caches_energy: b
              residual), not mixture or tangent",
         ));
     }
-    if precision.len() != chains {
+    check_per_chain(precision, chains, "set_noise_precision", "precision")
+}
+
+/// One positive finite value per chain, else an internal error naming `call` and `what`.
+fn check_per_chain(values: &[f32], chains: usize, call: &str, what: &str) -> Result<()> {
+    if values.len() != chains {
         return Err(crate::Error::Internal(format!(
-            "set_noise_precision: {} values for {chains} chains",
-            precision.len()
+            "{call}: {} values for {chains} chains",
+            values.len()
         )));
     }
-    if let Some(i) = precision.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+    if let Some(i) = values.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
         return Err(crate::Error::Internal(format!(
-            "set_noise_precision: chain {i}'s precision is {} (must be positive and finite)",
-            precision[i]
+            "{call}: chain {i}'s {what} is {} (must be positive and finite)",
+            values[i]
         )));
     }
     Ok(())
@@ -58,22 +63,10 @@ pub(crate) fn check_chain_steps(
     if method == crate::methods::Method::Rmld {
         return Err(crate::Error::usage(
             "adapt",
-            "per-class step sizes are for --method mala or hmc, not rmld",
+            "per-class step sizes are for method mala or hmc, not rmld",
         ));
     }
-    if steps.len() != chains {
-        return Err(crate::Error::Internal(format!(
-            "set_chain_step_sizes: {} values for {chains} chains",
-            steps.len()
-        )));
-    }
-    if let Some(i) = steps.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
-        return Err(crate::Error::Internal(format!(
-            "set_chain_step_sizes: chain {i}'s step is {} (must be positive and finite)",
-            steps[i]
-        )));
-    }
-    Ok(())
+    check_per_chain(steps, chains, "set_chain_step_sizes", "step")
 }
 
 /// What a backend tells the report about itself.
