@@ -760,3 +760,20 @@ impl Backend for GpuBackend {
         fista::encode(self, images, lam, iterations, lipschitz)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::group_ranges;
+
+    #[test]
+    fn class_groups_cut_where_the_class_changes() {
+        let rows = [[0, 5], [0, 5], [5, 3], [5, 3], [5, 3], [0, 5]];
+        assert_eq!(group_ranges(&rows, 4, false), [(0, 4), (4, 2)]);
+        assert_eq!(group_ranges(&rows, 4, true), [(0, 2), (2, 3), (5, 1)]);
+        assert_eq!(
+            group_ranges(&rows, 2, true),
+            [(0, 2), (2, 2), (4, 1), (5, 1)]
+        );
+        assert_eq!(group_ranges(&rows[..1], 4, true), [(0, 1)]);
+    }
+}
