@@ -477,6 +477,22 @@ fn adapt_gives_each_class_its_own_step() {
     }
     assert_refused(&["--adapt", "--burn-in", "5"], &["--adapt", "mala or hmc"]);
     assert_refused(&["--adapt", "--method", "hmc"], &["--adapt", "burn"]);
+    let model = dir.path().join("unread.amz");
+    std::fs::write(&model, b"not read").unwrap();
+    let amortized = [
+        "--adapt",
+        "--method",
+        "mala",
+        "--burn-in",
+        "5",
+        "--sampler",
+        "amortized",
+        "--model",
+    ];
+    assert_refused(
+        &[&amortized[..], &[model.to_str().unwrap()]].concat(),
+        &["--adapt", "amortized"],
+    );
     let plain = dir.path().join("plain");
     let run = augment(
         &plain,

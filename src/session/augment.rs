@@ -1722,6 +1722,13 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
             "adapts during the burn-in, and burn_in is 0: give a burn-in (e.g. 50)",
         ));
     }
+    if args.sampler == SamplerChoice::Amortized {
+        return Err(Error::usage(
+            "adapt",
+            "tunes the MCMC chains' step sizes, and the amortized sampler runs none: leave adapt \
+             off with sampler amortized",
+        ));
+    }
     if args.problem.shard.is_some() {
         return Err(Error::usage(
             "adapt",
