@@ -503,3 +503,59 @@ fn adapt_gives_each_class_its_own_step() {
         serde_json::from_slice(&std::fs::read(plain.join("report.json")).unwrap()).unwrap();
     assert!(report["adaptation"].is_null(), "{}", report["adaptation"]);
 }
+
+/// `--burn-in auto` with `--adapt`: the warm-up ends where the class steps and the chains settle
+/// (here MALA at pixel-max 1 settles well before the cap of 200), the samples are the draws after
+/// it, and the run stops once every chain has them; refused by name for Compression.
+#[test]
+fn automatic_burn_in_ends_the_warm_up_where_it_settles() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = augment(
+        &out,
+        &[
+            "--method",
+            "mala",
+            "--burn-in",
+            "auto",
+            "--adapt",
+            "--classes",
+            "3,5",
+            "--pixel-max",
+            "1",
+            "--lambda",
+            "0.05",
+            "--sigma2",
+            "0.01",
+            "--eta",
+            "0.001",
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let auto = &report["burn_in_auto"];
+    let end = auto["ended_at"].as_u64().unwrap();
+    assert_eq!(auto["cap"], 200, "{auto}");
+    assert!(auto["settled"] == true && end < 200, "{auto}");
+    assert_eq!(report["burn_in"], end, "{auto}");
+    assert_eq!(report["adaptation"]["adapted_iterations"], end);
+    let generated = report["generated_count"].as_u64().unwrap();
+    let planned: u64 = report["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["generated"].as_u64().unwrap())
+        .sum();
+    assert_eq!(generated, planned);
+    let summary = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        summary.contains("burn-in: automatic, settled after"),
+        "{summary}"
+    );
+    assert_refused(
+        &["--method", "compression", "--burn-in", "auto"],
+        &["--burn-in", "compression"],
+    );
+    assert_refused(&["--burn-in", "auto:0"], &["--burn-in", "auto:CAP"]);
+}

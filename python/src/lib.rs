@@ -377,7 +377,8 @@ fn teacher_settings(
             )))
         }
     };
-    // As on the command line, the settings given keep their value.
+    // As on the command line, the settings given keep their value; burn_in may be "auto".
+    let overrides = auto_burn_in(overrides)?;
     let given: Vec<String> = overrides.keys().cloned().collect();
     let mut s: AugmentSettings = self::settings(&base, overrides)?;
     s.keep_given(|name| given.iter().any(|g| g == name));

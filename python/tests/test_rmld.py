@@ -177,6 +177,13 @@ def test_augment_adapts_each_class_when_asked():
     with pytest.raises(ValueError, match="adapt"):
         rmld.augment(images[:300], labels[:300], method="mala", adapt=True, ratio=10,
                      no_quality=True, backend="cpu")
+    # burn_in="auto": the warm-up ends where the steps and the chains settle (at most 200).
+    auto = rmld.augment(images[:300], labels[:300], method="mala", burn_in="auto", adapt=True,
+                        pixel_max=1, lam=0.05, sigma2=0.01, eta=0.001, ratio=10, samples=2,
+                        no_quality=True, backend="cpu", seed=1).report
+    assert auto["burn_in_auto"]["cap"] == 200
+    assert auto["burn_in"] == auto["burn_in_auto"]["ended_at"] <= 200
+    assert auto["adaptation"]["adapted_iterations"] == auto["burn_in"]
 
 
 def test_augment_uses_given_scales_as_given():

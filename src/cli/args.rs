@@ -598,9 +598,11 @@ pub struct AugmentArgs {
     #[arg(long, value_name = "K", default_value_t = 4)]
     pub samples: u32,
 
-    /// Outer iterations run before a chain's samples are kept.
-    #[arg(long, value_name = "B", default_value_t = 0)]
-    pub burn_in: u32,
+    /// Outer iterations run before a chain's samples are kept, or `auto` (`auto:CAP`): end the
+    /// burn-in where the adapted step sizes and the chains settle, at most after CAP (200)
+    /// iterations, then keep --samples per chain.
+    #[arg(long, value_name = "B|auto[:CAP]", default_value = "0", value_parser = parse_burn_in)]
+    pub burn_in: BurnInArg,
 
     /// Adapt the step size of --method mala or hmc during the burn-in, per class (each class's
     /// chains toward the method's target acceptance; with hmc the trajectory length by ChEES),
@@ -899,7 +901,12 @@ pub fn apply_preset(preset: Preset, args: &mut AugmentArgs, given: impl Fn(&str)
     set("leapfrog_steps", &mut || {
         dynamics.leapfrog_steps = values.dynamics.leapfrog_steps
     });
-    set("burn_in", &mut || args.burn_in = values.burn_in);
+    set("burn_in", &mut || {
+        args.burn_in = BurnInArg {
+            count: values.burn_in,
+            auto: values.auto_burn_in,
+        }
+    });
     set("reencode", &mut || args.reencode = values.reencode);
 }
 
@@ -1000,7 +1007,8 @@ impl AugmentArgs {
             classes: self.classes.clone(),
             limit: self.limit,
             samples: self.samples,
-            burn_in: self.burn_in,
+            burn_in: self.burn_in.count,
+            auto_burn_in: self.burn_in.auto,
             method: self.method,
             dynamics: self.dynamics.options(),
             smooth: self.smooth,

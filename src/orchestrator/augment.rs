@@ -160,6 +160,10 @@ pub struct AugmentSink {
     class_chains: Vec<usize>,
     wanted: Vec<usize>,
     burn_in: u32,
+    /// Iterations each chain keeps after the burn-in.
+    samples_per_chain: u32,
+    /// The last iteration recorded.
+    last: u32,
     keep_codes: bool,
     /// Per class: the codes kept (rows of p; empty when codes are not kept).
     pub codes: Vec<Vec<f32>>,
@@ -201,6 +205,8 @@ impl AugmentSink {
             class_chains: plan.classes.iter().map(|c| c.chains).collect(),
             wanted: plan.classes.iter().map(|c| c.generated).collect(),
             burn_in,
+            samples_per_chain: plan.samples_per_chain,
+            last: 0,
             keep_codes,
             codes: vec![Vec::new(); k],
             images: vec![Vec::new(); k],
@@ -216,7 +222,20 @@ impl AugmentSink {
 }
 
 impl SampleSink for AugmentSink {
+    /// An automatic burn-in ended: the samples are the draws after `outer` (the sink started
+    /// with the cap as its burn-in).
+    fn warm_up_ended(&mut self, outer: u32) {
+        self.burn_in = outer;
+    }
+
+    /// Every chain has kept its samples after the burn-in (with a fixed burn-in, at the run's
+    /// last iteration).
+    fn full(&self) -> bool {
+        self.last >= self.burn_in.saturating_add(self.samples_per_chain)
+    }
+
     fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
+        self.last = outer;
         if outer <= self.burn_in {
             return Ok(());
         }
@@ -284,6 +303,25 @@ mod tests {
         assert_eq!(sink.kept, vec![3, 3]);
         assert_eq!(sink.codes[0], vec![20.0, 21.0, 30.0]);
         assert_eq!(sink.images[1], vec![22.0, 23.0, 32.0]);
+    }
+
+    /// An automatic burn-in that ended at iteration 2 of a cap of 5: the sink keeps the draws
+    /// after 2 and is full after 2 + 2 iterations, not at cap + samples.
+    #[test]
+    fn sink_follows_an_automatic_burn_in_and_says_when_it_is_full() {
+        let labels = [0, 0, 0, 1, 1, 1];
+        let plan = AugmentPlan::new(&labels, None, 1.0, 2, 1).unwrap();
+        let mut sink = AugmentSink::new(&plan, 5, true);
+        for outer in 1..=4u32 {
+            if outer == 2 {
+                sink.warm_up_ended(2);
+            }
+            let codes: Vec<f32> = (0..4).map(|c| (outer * 10 + c) as f32).collect();
+            sink.record(outer, &codes, &codes).unwrap();
+            assert_eq!(sink.full(), outer == 4, "after iteration {outer}");
+        }
+        assert_eq!(sink.kept, vec![3, 3]);
+        assert_eq!(sink.codes[0], vec![30.0, 31.0, 40.0]);
     }
 
     #[test]

@@ -38,6 +38,12 @@ pub trait SampleSink {
     /// An automatic burn-in ended after outer iteration `outer`: the draws after it are kept.
     fn warm_up_ended(&mut self, _outer: u32) {}
 
+    /// True once the sink holds every draw it wants: the run ends there, before its last
+    /// iteration when an automatic burn-in ended early (not an interruption).
+    fn full(&self) -> bool {
+        false
+    }
+
     /// Makes everything recorded so far durable; called before every checkpoint.
     fn sync(&mut self) -> Result<()> {
         Ok(())
@@ -479,6 +485,9 @@ pub fn continue_run(
         }
         if stopping {
             run.interrupted = true;
+            break;
+        }
+        if hooks.sink.full() {
             break;
         }
     }

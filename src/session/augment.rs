@@ -322,7 +322,8 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     // every dataset; its "dictionary" is the identity (codes are the images).
     let problem_args = args.problem_settings();
     let problem =
-        build_problem(&problem_args, Arc::new(sorted))?.with_adapt_iterations(args.burn_in);
+        build_problem(&problem_args, Arc::new(sorted))?.with_adapt_iterations(args.burn_in_cap());
+    super::sample::refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
     let d = problem.target.d();
     let means = class_means(&problem.target.observations, &plan);
     let base = if kernel {
@@ -454,10 +455,11 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     if observer.stop_requested() {
         return stopped(out, &mut written, &mut clock, started, observer);
     }
-    let burn_in = if args.method == AugmentMethod::Compression {
+    // With an automatic burn-in, its cap until the run says where it ended.
+    let mut burn_in = if args.method == AugmentMethod::Compression {
         0
     } else {
-        args.burn_in
+        args.burn_in_cap()
     };
     let amortized = args.sampler == SamplerChoice::Amortized;
     let mut amortized_info = Value::Null;
@@ -488,6 +490,9 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     };
     if run.interrupted {
         return stopped(out, &mut written, &mut clock, started, observer);
+    }
+    if let Some(end) = run.burn_in.as_ref().and_then(|m| m.ended_at) {
+        burn_in = end;
     }
     let generation_seconds = started.elapsed().as_secs_f64();
     if let Mode::Shard(shard) = mode {
@@ -561,6 +566,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "settings": settings,
         "ratio": args.ratio,
         "burn_in": burn_in,
+        "burn_in_auto": run.burn_in.as_ref().map(super::report::burn_in_json),
         "adaptation": super::report::adaptation_json(&run, Some(&class_labels)),
         "postprocess": post,
         "generated_codes": if kernel {
@@ -822,6 +828,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     if let Some(fit) = &scale_fitted {
         summary.push(fit.summary());
     }
+    summary.extend(run.burn_in.as_ref().map(super::report::burn_in_line));
     if let (Some(a), Some(c)) = (&run.adaptation, &run.class_steps) {
         let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
         let (low, high) = steps
@@ -1662,15 +1669,19 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
     };
     let samples = match args.method {
         AugmentMethod::Compression => 1,
-        _ => args.burn_in.checked_add(args.samples).ok_or_else(|| {
-            Error::usage(
-                "burn_in/samples",
-                format!(
-                    "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
-                    args.burn_in, args.samples
-                ),
-            )
-        })?,
+        _ => args
+            .burn_in_cap()
+            .checked_add(args.samples)
+            .ok_or_else(|| {
+                Error::usage(
+                    "burn_in/samples",
+                    format!(
+                        "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
+                        args.burn_in_cap(),
+                        args.samples
+                    ),
+                )
+            })?,
     };
     if plan.chains() > u32::MAX as usize {
         return Err(Error::usage(
@@ -1696,7 +1707,7 @@ fn sampler_settings(args: &AugmentSettings, plan: &AugmentPlan) -> Result<Sample
         },
         lasso_iterations: args.dynamics.lasso_iterations,
         adapt: class_adaptation(args, method)?,
-        auto_burn_in: None,
+        auto_burn_in: automatic_burn_in(args)?,
     };
     settings.validate()?;
     Ok(settings)
@@ -1716,10 +1727,10 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
              to adapt (give method mala or hmc, or leave adapt off)",
         ));
     }
-    if args.burn_in == 0 {
+    if args.burn_in_cap() == 0 {
         return Err(Error::usage(
             "adapt",
-            "adapts during the burn-in, and burn_in is 0: give a burn-in (e.g. 50)",
+            "adapts during the burn-in, and burn_in is 0: give a burn-in (e.g. 50, or auto)",
         ));
     }
     if args.sampler == SamplerChoice::Amortized {
@@ -1737,11 +1748,37 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
         ));
     }
     Ok(
-        Adaptation::for_method(method, args.burn_in).map(|a| Adaptation {
+        Adaptation::for_method(method, args.burn_in_cap()).map(|a| Adaptation {
             per_class: true,
             ..a
         }),
     )
+}
+
+/// `args.auto_burn_in`'s monitor (up to `burn_in_cap`); None for a fixed burn-in. A shard would
+/// end its warm-up on its own chains, and Compression runs no chains: both refuse it.
+fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::AutoBurnIn>> {
+    if !args.auto_burn_in {
+        return Ok(None);
+    }
+    if args.method == AugmentMethod::Compression {
+        return Err(Error::usage(
+            "burn_in",
+            "method compression runs no chains to warm up: give a count, not auto",
+        ));
+    }
+    if let Some(shard) = args.problem.shard {
+        return Err(Error::usage(
+            "burn_in",
+            format!(
+                "shard {shard} would end its automatic burn-in on its own chains only, so the \
+                 shards would not make the single run's samples: give a fixed burn-in"
+            ),
+        ));
+    }
+    Ok(Some(orchestrator::AutoBurnIn {
+        cap: args.burn_in_cap(),
+    }))
 }
 
 /// Runs the chains (or, for Compression, only their LASSO starts) into `sink`: the phases
@@ -1773,7 +1810,8 @@ fn generate(
             ..state
         });
     }
-    let burn_in = args.burn_in.min(settings.samples);
+    // The burn-in, or an automatic one's cap: `warm_up_end` follows where it ended.
+    let burn_in = args.burn_in_cap().min(settings.samples);
     let kept = settings.samples - burn_in;
     let sampling = Some(kept as u64);
     if burn_in > 0 {
@@ -1782,7 +1820,9 @@ fn generate(
         clock.begin("sampling", sampling);
     }
     let clock = std::cell::RefCell::new(clock);
+    let warm_up_end = std::cell::Cell::new(burn_in);
     let mut progress = |outer: u32| {
+        let burn_in = warm_up_end.get();
         if outer <= burn_in {
             observer.phase_advance(outer as u64);
             if outer == burn_in {
@@ -1793,8 +1833,12 @@ fn generate(
         }
     };
     let stop_now = || observer.stop_requested();
-    let hooks = Hooks {
+    let mut sink = WarmUpEnd {
         sink,
+        end: &warm_up_end,
+    };
+    let hooks = Hooks {
+        sink: &mut sink,
         progress: &mut progress,
         stop: &stop_now,
         checkpoint_every: 0,
@@ -1802,6 +1846,27 @@ fn generate(
     };
     let run = orchestrator::continue_run(backend, target, settings, state, hooks)?;
     Ok(run)
+}
+
+/// `sink`, telling `end` where an automatic burn-in ended (the progress phases follow it).
+struct WarmUpEnd<'a> {
+    sink: &'a mut AugmentSink,
+    end: &'a std::cell::Cell<u32>,
+}
+
+impl SampleSink for WarmUpEnd<'_> {
+    fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
+        self.sink.record(outer, codes, images)
+    }
+
+    fn warm_up_ended(&mut self, outer: u32) {
+        self.end.set(outer);
+        self.sink.warm_up_ended(outer);
+    }
+
+    fn full(&self) -> bool {
+        self.sink.full()
+    }
 }
 
 /// LASSO codes (--lasso-iterations) of every image of `dataset` streamed into a new NPY at

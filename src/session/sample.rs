@@ -96,7 +96,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         memory::sampler_bytes(settings.chains, d, p),
     )?;
     let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
-    refuse_auto_burn_in_with_adapting_prior(args, &problem)?;
+    refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
@@ -375,9 +375,9 @@ impl SampleSink for SampleStreams {
 
 /// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
 /// may end earlier, would leave it adapting into the kept draws.
-fn refuse_auto_burn_in_with_adapting_prior(args: &SampleSettings, problem: &Problem) -> Result<()> {
+pub(super) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Problem) -> Result<()> {
     let adapting = problem.target.prior.ssgl().is_some_and(|s| s.adapts_at(1));
-    if args.auto_burn_in && adapting {
+    if auto && adapting {
         return Err(Error::usage(
             "burn_in",
             "the ssgl prior in adapt mode adapts over a fixed burn-in: give a count, not auto",

@@ -557,8 +557,14 @@ pub struct AugmentSettings {
     pub limit: Option<usize>,
     /// Samples kept per chain; the chains per class are ceil(generated / samples).
     pub samples: u32,
-    /// Outer iterations run before a chain's samples are kept.
+    /// Outer iterations run before a chain's samples are kept; with `auto_burn_in`, the most
+    /// the automatic burn-in may take (0: `AUGMENT_AUTO_BURN_IN_CAP`).
     pub burn_in: u32,
+    /// End the burn-in where the adapted step sizes and the chains settle
+    /// (`orchestrator::BurnInMonitor`, as `rmld sample --burn-in auto`), at most after `burn_in`
+    /// iterations; the run ends once every class has its samples after it.
+    #[serde(default)]
+    pub auto_burn_in: bool,
     /// What generates the samples.
     pub method: AugmentMethod,
     /// Dynamics and MH.
@@ -692,6 +698,11 @@ impl Default for AugmentSettings {
     }
 }
 
+/// `rmld augment --burn-in auto`'s cap when none is given: the outer iterations the automatic
+/// burn-in may take at most (an augment chain keeps only a few samples, so half of them, `rmld
+/// sample`'s cap, would leave no room to warm up).
+pub const AUGMENT_AUTO_BURN_IN_CAP: u32 = 200;
+
 impl AugmentSettings {
     /// The paper's settings: every setting at its own default (paper target, RMLD, pixel-max
     /// 255, λ 5, σ² 1, η 0.01, no burn-in).
@@ -705,6 +716,7 @@ impl AugmentSettings {
             limit: None,
             samples: 4,
             burn_in: 0,
+            auto_burn_in: false,
             method: AugmentMethod::Rmld,
             dynamics: DynamicsOptions::default(),
             smooth: 0.5,
@@ -805,6 +817,15 @@ impl AugmentSettings {
             problem.pixel_max = 1.0;
         }
         problem
+    }
+
+    /// The fixed burn-in, or the automatic one's cap.
+    pub fn burn_in_cap(&self) -> u32 {
+        if self.auto_burn_in && self.burn_in == 0 {
+            AUGMENT_AUTO_BURN_IN_CAP
+        } else {
+            self.burn_in
+        }
     }
 
     /// Checks the settings that do not need the data (the rest is checked once it is loaded).
