@@ -45,6 +45,11 @@ fn augment_with_defaults(out: &Path, extra: &[&str]) -> Output {
     rmld(&args)
 }
 
+/// The report.json a run wrote into `out`.
+fn report_of(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+}
+
 fn labels_of(path: &Path) -> Vec<u32> {
     io::read_npy_labels(path).unwrap()
 }
@@ -147,8 +152,7 @@ fn augmented_set_holds_originals_then_class_conditional_samples() {
         "only {hits} of {g} generated digits are nearest to their own class mean"
     );
 
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&out);
     assert_eq!(report["original_count"], n);
     assert_eq!(report["generated_count"], g);
     assert_eq!(report["classes"].as_array().unwrap().len(), 10);
@@ -180,8 +184,7 @@ fn compression_and_class_subsets() {
     let g7 = (n7 as f64 / 3.0).round() as usize;
     assert_eq!(all.len(), n3 + n7 + g3 + g7);
     assert!(all.iter().all(|&l| l == 3 || l == 7));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&out);
     // Compression has one chain per sample and no dynamics.
     assert_eq!(report["classes"][0]["chains"], g3);
 }
@@ -253,8 +256,7 @@ fn kernel_hmc_writes_images_and_no_codes() {
     assert_eq!(train.n, n + generated.len());
     assert!(!out.join("codes.npy").exists() && !out.join("generated-codes.npy").exists());
     // Chains start at real images and move: the generated images are not all copies.
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&out);
     assert!(report["mean_distance_moved"].as_f64().unwrap() > 0.0);
     assert!(report["acceptance_rate"].as_f64().unwrap() > 0.0);
     let refused = augment(&out, &["--method", "kernel-hmc", "--encode-test"]);
@@ -320,8 +322,7 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
     // The augmented codes.npy ends with the re-encoded rows.
     let all = floats(&reencoded.join("codes.npy"));
     assert_eq!(&all[all.len() - lasso.len()..], &lasso[..]);
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(reencoded.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&reencoded);
     assert!(report["generated_codes"]
         .as_str()
         .unwrap()
@@ -335,9 +336,7 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
 #[test]
 fn the_default_preset_is_quality_and_options_override_it() {
     let dir = tempfile::tempdir().unwrap();
-    let report = |out: &Path| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
-    };
+    let report = report_of;
     let quality = dir.path().join("quality");
     let run = augment(&quality, &["--preset", "quality", "--classes", "0,1"]);
     assert!(run.status.success(), "stderr: {}", stderr(&run));
@@ -399,8 +398,7 @@ fn code_cache_is_read_back_and_a_damaged_entry_ignored() {
         let out = dir.path().join(name);
         let run = augment(&out, &["--code-cache", &cache_arg, "--reencode"]);
         assert!(run.status.success(), "{name}: {}", stderr(&run));
-        let report: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        let report = report_of(&out);
         let codes = std::fs::read(out.join("codes.npy")).unwrap();
         let status = &report["code_cache"];
         let both = [
@@ -456,8 +454,7 @@ fn adapt_gives_each_class_its_own_step() {
         ],
     );
     assert!(run.status.success(), "{}", stderr(&run));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&out);
     let a = &report["adaptation"];
     assert_eq!(a["frozen"], true, "{a}");
     assert_eq!(a["adapted_iterations"], 20, "{a}");
@@ -499,8 +496,7 @@ fn adapt_gives_each_class_its_own_step() {
         &["--method", "mala", "--burn-in", "5", "--classes", "3"],
     );
     assert!(run.status.success(), "{}", stderr(&run));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(plain.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&plain);
     assert!(report["adaptation"].is_null(), "{}", report["adaptation"]);
 }
 
@@ -532,8 +528,7 @@ fn automatic_burn_in_ends_the_warm_up_where_it_settles() {
         ],
     );
     assert!(run.status.success(), "{}", stderr(&run));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = report_of(&out);
     let auto = &report["burn_in_auto"];
     let end = auto["ended_at"].as_u64().unwrap();
     assert_eq!(auto["cap"], 200, "{auto}");
