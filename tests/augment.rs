@@ -349,7 +349,9 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["target"], "tangent");
     assert_eq!(r["pixel_max"], 1.0);
     assert_eq!(r["burn_in"], 20);
-    assert_eq!(r["tangent"]["k"], 16);
+    // The preset's 16, lowered to one neighbour direction per 8 pixels of the 8 × 8 digits.
+    assert_eq!(r["tangent"]["k"], 8);
+    assert_eq!(r["scale_fitted_to_data"]["tangent_k"]["asked"], 16);
     assert_eq!(r["tangent"]["scale"], 3.0);
     assert_eq!(r["settings"]["dynamics"]["leapfrog_steps"], 60);
     assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));

@@ -1526,6 +1526,8 @@ struct ScaleFitted {
     sigma2: Option<(f32, f32)>,
     smooth: Option<(f32, f32)>,
     tangent_scale: Option<(f32, f32)>,
+    /// The tangent target's k (asked, used) when the image size lowered it.
+    tangent_k: Option<(u32, u32)>,
 }
 
 impl ScaleFitted {
@@ -1544,6 +1546,8 @@ impl ScaleFitted {
             "class_margin": self.scale.class_margin,
             "reference_class_margin": data_scale::REFERENCE_CLASS_MARGIN,
             "tangent_scale": pair(self.tangent_scale),
+            "tangent_k": self.tangent_k.map(|(asked, used)| json!({ "asked": asked, "used": used })),
+            "pixels_per_tangent_direction": super::settings::PIXELS_PER_TANGENT_DIRECTION,
             "seconds": self.seconds,
         })
     }
@@ -1559,6 +1563,12 @@ impl ScaleFitted {
         push("σ²", self.sigma2);
         push("smoothing (px)", self.smooth);
         push("tangent scale", self.tangent_scale);
+        if let Some((asked, used)) = self.tangent_k {
+            parts.push(format!(
+                "tangent k {asked} → {used} (one direction per {} pixels)",
+                super::settings::PIXELS_PER_TANGENT_DIRECTION
+            ));
+        }
         let margin = self.scale.class_margin.map_or(String::new(), |m| {
             format!(
                 "; class margin {m:.3}, MNIST's {}",
@@ -1604,6 +1614,7 @@ fn fit_scale(
         sigma2: None,
         smooth: None,
         tangent_scale: None,
+        tangent_k: None,
     };
     if fit.eta {
         let used = (args.dynamics.eta as f64 * length) as f32;
@@ -1627,6 +1638,15 @@ fn fit_scale(
         if used != asked {
             fitted.problem.tangent_scale = used;
             changed.tangent_scale = Some((asked, used));
+        }
+    }
+    if fit.tangent_k && args.problem.target == TargetKind::Tangent {
+        let pixels = dataset.height * dataset.width;
+        let most = (pixels / super::settings::PIXELS_PER_TANGENT_DIRECTION).max(1) as u32;
+        let asked = fitted.problem.tangent_k;
+        if asked > most {
+            fitted.problem.tangent_k = most;
+            changed.tangent_k = Some((asked, most));
         }
     }
     (fitted, Some(changed))
