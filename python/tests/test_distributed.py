@@ -95,11 +95,19 @@ def _shard_workers():
     return pids
 
 
-def _kill_a_running_shard(killed):
-    """SIGKILLs the first worker seen running a shard (within 90 s), recording its pid."""
+def _kill_a_running_shard(killed, log):
+    """SIGKILLs the first worker seen running a shard (within 90 s), recording its pid. The
+    worker must have logged its attempt in ``log`` first: Ray titles a worker ray::_shard_task
+    when the task is assigned, and one killed before its first line (likely on a loaded machine)
+    would leave no attempt to retry in the log."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         pids = _shard_workers()
+        # Whole lines only: a worker may be writing its line as it is read.
+        text = log.read_text() if log.exists() else ""
+        logged = {int(line.split()[1]) for line in text.splitlines(keepends=True)
+                  if line.endswith("\n") and len(line.split()) == 2}
+        pids = [pid for pid in pids if pid in logged]
         if pids:
             time.sleep(0.3)
             try:
@@ -129,7 +137,7 @@ def test_four_shards_survive_a_killed_worker_and_equal_the_single_run(cluster, t
     single = rmld.encode(images, out=tmp_path / "single", **SETTINGS)
 
     killed = []
-    kill_one = lambda: _kill_a_running_shard(killed)
+    kill_one = lambda: _kill_a_running_shard(killed, tmp_path / "merged" / "shards" / "attempts.log")
     killer = threading.Thread(target=kill_one)
     killer.start()
     seen = []
@@ -219,7 +227,8 @@ def _without_timings(value):
 def test_four_augment_shards_survive_a_killed_worker_and_equal_the_single_run(cluster, tmp_path):
     rmld.augment(out=tmp_path / "single", **AUGMENT)
     killed = []
-    killer = threading.Thread(target=_kill_a_running_shard, args=(killed,))
+    log = tmp_path / "merged" / "shards" / "attempts.log"
+    killer = threading.Thread(target=_kill_a_running_shard, args=(killed, log))
     killer.start()
     seen = []
     result = rmld.distributed.augment(
