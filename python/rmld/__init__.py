@@ -349,7 +349,8 @@ def augment(
     and their integer ``labels`` (None: the embedded 8x8 digits), with the library's presets
     ("quality" or "paper"; when None, as ``rmld augment``: "quality", or "paper" when ``method``
     is given) and settings (``ratio``, ``method``, ``samples``,
-    ``burn_in``, ``limit``, ``classes``, ``no_quality``, ``backend``, ``seed``, ...)."""
+    ``burn_in`` (a count, or "auto"), ``adapt`` (per-class step sizes for "mala" and "hmc"),
+    ``limit``, ``classes``, ``no_quality``, ``backend``, ``seed``, ...)."""
     if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
         raise ValueError("give both images and labels, or neither (the embedded digits)")
     pixels, label_array = _split_data(images, labels, settings)
