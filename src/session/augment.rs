@@ -828,7 +828,11 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     if let Some(fit) = &scale_fitted {
         summary.push(fit.summary());
     }
-    summary.extend(run.burn_in.as_ref().map(super::report::burn_in_line));
+    summary.extend(
+        run.burn_in
+            .as_ref()
+            .map(|m| super::report::burn_in_line_with(m, "give a larger cap (--burn-in auto:CAP)")),
+    );
     if let (Some(a), Some(c)) = (&run.adaptation, &run.class_steps) {
         let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
         let (low, high) = steps

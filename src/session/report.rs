@@ -49,6 +49,15 @@ pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {
 
 /// The automatic burn-in's summary line: where the warm-up ended and why.
 pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
+    burn_in_line_with(
+        monitor,
+        "give a longer run (--samples) or a larger cap (--burn-in auto:CAP)",
+    )
+}
+
+/// `burn_in_line` with `remedy` as the advice when the warm-up did not settle (augment's cap is
+/// its own, not a share of the samples).
+pub fn burn_in_line_with(monitor: &crate::orchestrator::BurnInMonitor, remedy: &str) -> String {
     let check = monitor.last_check.map_or(String::new(), |c| {
         let mut parts = vec![format!("drift |t| {:.2}", c.drift_t)];
         if c.step_change.is_some() {
@@ -73,8 +82,7 @@ pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
         ),
         Some(end) => format!(
             "burn-in: automatic, did not settle within its cap of {end} iterations{check}; the \
-             kept draws may still carry the chains' starts: give a longer run (--samples) or a \
-             larger cap (--burn-in auto:CAP)"
+             kept draws may still carry the chains' starts: {remedy}"
         ),
         None => format!(
             "burn-in: automatic, still running (at most {} iterations)",
