@@ -225,7 +225,7 @@ impl GpuBackend {
             })
         })??;
         let ranges = group_ranges(
-            &target.chain_rows(chains)?,
+            &chain_rows[settings.chain_offset as usize..],
             group_size,
             options.class_groups,
         );
