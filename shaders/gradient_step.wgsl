@@ -36,19 +36,19 @@ fn noise_normal(chain: u32, j: u32) -> f32 {
 }
 
 // g = A^T r * chain_precision[chain] + grad(-log prior)(z); r <- r - eta g - eta r (+ noise); z <- z + eta r. lhs holds A z - ybar.
-@compute @workgroup_size(16, 8)
+@compute @workgroup_size(WG_X, WG_Y)
 fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
     let eta = params.eta;
-    for (var i = 0u; i < 8u; i++) {
-        let m = wg.y * TILE_M + lid.y * 8u + i;
-        for (var jj = 0u; jj < 4u; jj++) {
-            let n = wg.x * TILE_N + lid.x * 4u + jj;
+    for (var i = 0u; i < REG_M; i++) {
+        let m = tile_row(wg.y, lid.y, i);
+        for (var jj = 0u; jj < REG_N; jj++) {
+            let n = tile_col(wg.x, lid.x, jj);
             if (m < params.chains && n < params.p) {
                 let idx = m * params.p + n;
                 let z = position[idx];
                 let r = momentum[idx];
-                let g = acc[i * 4u + jj] * chain_precision[m] + prior_gradient(m, n, z);
+                let g = acc[i * REG_N + jj] * chain_precision[m] + prior_gradient(m, n, z);
                 var next = r - eta * g - eta * r;
                 if (params.noise != 0u) {
                     next += params.noise_scale * noise_normal(m, n);
@@ -66,16 +66,16 @@ fn gradient_step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
 }
 
 // out = A^T r * chain_precision[chain] + grad(-log prior)(position), the full gradient when lhs holds A x - xbar.
-@compute @workgroup_size(16, 8)
+@compute @workgroup_size(WG_X, WG_Y)
 fn full_gradient(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
-    for (var i = 0u; i < 8u; i++) {
-        let m = wg.y * TILE_M + lid.y * 8u + i;
-        for (var jj = 0u; jj < 4u; jj++) {
-            let n = wg.x * TILE_N + lid.x * 4u + jj;
+    for (var i = 0u; i < REG_M; i++) {
+        let m = tile_row(wg.y, lid.y, i);
+        for (var jj = 0u; jj < REG_N; jj++) {
+            let n = tile_col(wg.x, lid.x, jj);
             if (m < params.chains && n < params.p) {
                 let idx = m * params.p + n;
-                out[idx] = acc[i * 4u + jj] * chain_precision[m] + prior_gradient(m, n, position[idx]);
+                out[idx] = acc[i * REG_N + jj] * chain_precision[m] + prior_gradient(m, n, position[idx]);
             }
         }
     }

@@ -1,18 +1,15 @@
 // Twin of src/backend/cpu/matmul.rs: the two dense products on chain-major blocks, A is d x p.
 //   residual_product:  out (chains x d) = lhs (chains x p) . A^T - y   (per chain A z - y)
 //   transpose_product: out (chains x p) = lhs (chains x d) . A         (per chain A^T r)
-// Tiling: a 16 x 8 workgroup computes a 64 x 64 output block (64 chains x 64 columns) in K-slices
-// of 16 staged in workgroup memory (2 x 4 KiB); each invocation keeps an 8 x 4 register tile
-// (8 chains lid.y * 8.., 4 columns lid.x * 4..).
-// The slices are stored as vec4 quads, [k][m / 4] and [k][n / 4], so the inner loop reads two lhs
-// quads and one dict quad per k (3 workgroup loads per 32 FMAs, 0.094): a subgroup's 32 lanes read
-// four lhs quads (broadcast) and 16 consecutive dict quads (conflict-free in every 8-lane phase of
-// a 128-bit load).
-// The vec4 loads' K loop is double-buffered in registers: the next slice's global loads are issued
-// before the current slice's FMAs. tests/gemm_static.rs counts both from this text.
+// Tiling: the tile file spliced before this one (gemm_tile_narrow.wgsl or gemm_tile_wide.wgsl,
+// `GemmTile`) sets the workgroup (WG_X x WG_Y), its output block (TILE_M x TILE_N), the K-slice
+// staged in workgroup memory as vec4 quads ([k][m / 4] and [k][n / 4]), the register tile
+// (REG_M x REG_N per invocation, `tile_row` / `tile_col`) and the inner loop, `accumulate_slice`;
+// tests/gemm_static.rs counts its workgroup loads per FMA and bank conflicts from the text.
 // The tile loads (and the `dict`/`lhs` bindings) come from matmul_scalar.wgsl (guarded scalar
-// loads: any d, p and chain count) or matmul_vec4.wgsl (vec4 loads, for d and p multiples of 4);
-// the sums are identical: each output is one f32 sum in increasing k either way.
+// loads: any d, p and chain count) or matmul_vec4.wgsl (vec4 loads, for d and p multiples of 4,
+// with the K loop double-buffered in registers); the sums are identical: each output is one f32
+// sum in increasing k, whatever the tile.
 // gradient_step.wgsl reuses `product_nn` with fused epilogues.
 
 // Mirrored by `MatmulParams` in src/backend/gpu/kernels/matmul.rs: the products read the shape
@@ -35,56 +32,32 @@ struct MatmulParams {
 
 @group(0) @binding(0) var<uniform> params: MatmulParams;
 
-const TILE_M: u32 = 64u;
-const TILE_N: u32 = 64u;
-const TILE_K: u32 = 16u;
-const TILE_M4: u32 = 16u; // TILE_M / 4: quads per staged lhs row
-const TILE_N4: u32 = 16u; // TILE_N / 4: quads per staged dict row
-
 @group(0) @binding(3) var<storage, read> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-var<workgroup> tile_l: array<vec4<f32>, 256>; // [k][m / 4]
-var<workgroup> tile_r: array<vec4<f32>, 256>; // [k][n / 4]
-
-// The register tile after the K loop, given the staged slices.
-fn accumulate_slice(lid: vec3<u32>, acc: ptr<function, array<f32, 32>>) {
-    for (var k = 0u; k < TILE_K; k++) {
-        let a0 = tile_l[k * TILE_M4 + lid.y * 2u];
-        let a1 = tile_l[k * TILE_M4 + lid.y * 2u + 1u];
-        let b = tile_r[k * TILE_N4 + lid.x];
-        for (var i = 0u; i < 4u; i++) {
-            for (var jj = 0u; jj < 4u; jj++) {
-                (*acc)[i * 4u + jj] += a0[i] * b[jj];
-                (*acc)[(i + 4u) * 4u + jj] += a1[i] * b[jj];
-            }
-        }
-    }
-}
-
-@compute @workgroup_size(16, 8)
+@compute @workgroup_size(WG_X, WG_Y)
 fn residual_product(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nt(wg, lid);
-    for (var i = 0u; i < 8u; i++) {
-        let m = wg.y * TILE_M + lid.y * 8u + i;
-        for (var jj = 0u; jj < 4u; jj++) {
-            let n = wg.x * TILE_N + lid.x * 4u + jj;
+    for (var i = 0u; i < REG_M; i++) {
+        let m = tile_row(wg.y, lid.y, i);
+        for (var jj = 0u; jj < REG_N; jj++) {
+            let n = tile_col(wg.x, lid.x, jj);
             if (m < params.chains && n < params.d) {
-                out[m * params.d + n] = acc[i * 4u + jj] - y[m * params.y_stride + n];
+                out[m * params.d + n] = acc[i * REG_N + jj] - y[m * params.y_stride + n];
             }
         }
     }
 }
 
-@compute @workgroup_size(16, 8)
+@compute @workgroup_size(WG_X, WG_Y)
 fn transpose_product(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let acc = product_nn(wg, lid);
-    for (var i = 0u; i < 8u; i++) {
-        let m = wg.y * TILE_M + lid.y * 8u + i;
-        for (var jj = 0u; jj < 4u; jj++) {
-            let n = wg.x * TILE_N + lid.x * 4u + jj;
+    for (var i = 0u; i < REG_M; i++) {
+        let m = tile_row(wg.y, lid.y, i);
+        for (var jj = 0u; jj < REG_N; jj++) {
+            let n = tile_col(wg.x, lid.x, jj);
             if (m < params.chains && n < params.p) {
-                out[m * params.p + n] = acc[i * 4u + jj];
+                out[m * params.p + n] = acc[i * REG_N + jj];
             }
         }
     }

@@ -3,15 +3,15 @@
 @group(0) @binding(2) var<storage, read> lhs: array<f32>;
 
 // lhs (chains x K) . A^T with K = p, N = d: A is read along its rows (contiguous in k).
-fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
-    let tid = lid.y * 16u + lid.x;
+fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, ACC> {
+    let tid = lid.y * WG_X + lid.x;
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let kdim = params.p;
-    var acc: array<f32, 32>;
+    var acc: array<f32, ACC>;
     for (var k0 = 0u; k0 < kdim; k0 += TILE_K) {
-        for (var r = 0u; r < 8u; r++) {
-            let e = tid + r * 128u;
+        for (var r = 0u; r < TILE_M * TILE_K / INVOCATIONS; r++) {
+            let e = tid + r * INVOCATIONS;
             let mk = e / TILE_K;
             let kk = e % TILE_K;
             let gk = k0 + kk;
@@ -34,15 +34,15 @@ fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
 }
 
 // lhs (chains x K) . A with K = d, N = p: A is read along its rows (contiguous in n).
-fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, 32> {
-    let tid = lid.y * 16u + lid.x;
+fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, ACC> {
+    let tid = lid.y * WG_X + lid.x;
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let kdim = params.d;
-    var acc: array<f32, 32>;
+    var acc: array<f32, ACC>;
     for (var k0 = 0u; k0 < kdim; k0 += TILE_K) {
-        for (var r = 0u; r < 8u; r++) {
-            let e = tid + r * 128u;
+        for (var r = 0u; r < TILE_M * TILE_K / INVOCATIONS; r++) {
+            let e = tid + r * INVOCATIONS;
             let mk = e / TILE_K;
             let kk = e % TILE_K;
             var v = 0.0;

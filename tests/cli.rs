@@ -636,6 +636,104 @@ fn bench_times_the_gpu_by_timestamps_where_offered() {
     }
 }
 
+/// `rmld bench --gemm-tile auto,narrow,wide` measures a GPU row per tile and says which tile
+/// each ran (a software renderer's auto choice is the narrow tile), and times the ceiling with
+/// both tiles; a RMLD_GEMM_TILE it cannot read is refused by name.
+#[test]
+fn bench_measures_each_gemm_tile_asked_for() {
+    if gpu_common::context("bench_measures_each_gemm_tile_asked_for").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let run = rmld(&[
+        "bench",
+        "--backend",
+        "gpu",
+        "--chains",
+        "2,130",
+        "--dim",
+        "16",
+        "--atoms",
+        "64",
+        "--outer",
+        "1",
+        "--steps",
+        "1",
+        "--images",
+        "50",
+        "--gemm-tile",
+        "auto,narrow,wide",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let rows: Vec<(String, u64, String)> = bench["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "ok", "{r}");
+            (
+                r["backend"].as_str().unwrap().to_string(),
+                r["chains"].as_u64().unwrap(),
+                r["gemm_tile"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, String)> = [2, 130]
+        .iter()
+        .flat_map(|&c| {
+            [
+                ("gpu", c, "narrow"),
+                ("gpu-narrow", c, "narrow"),
+                ("gpu-wide", c, "wide"),
+            ]
+        })
+        .map(|(b, c, t)| (b.to_string(), c, t.to_string()))
+        .collect();
+    assert_eq!(rows, want);
+    let extra: Vec<&str> = bench["ceilings"][0]["extra"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[0].as_str().unwrap())
+        .collect();
+    assert!(extra.contains(&"residual_product (wide tile)"), "{extra:?}");
+    assert!(
+        extra.contains(&"transpose_product (narrow tile)"),
+        "{extra:?}"
+    );
+    let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",gemm_tile"), "{csv}");
+    assert!(csv.lines().nth(3).unwrap().ends_with(",wide"), "{csv}");
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_rmld"))
+        .args([
+            "sample",
+            "--backend",
+            "gpu",
+            "--chains",
+            "2",
+            "--samples",
+            "1",
+            "--out",
+        ])
+        .arg(dir.path().join("sample"))
+        .env("RMLD_GEMM_TILE", "square")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let message = stderr(&refused);
+    assert!(
+        message.contains("RMLD_GEMM_TILE") && message.contains("square"),
+        "{message}"
+    );
+    assert!(!dir.path().join("sample").join("codes.npy").exists());
+}
+
 /// The tangent target's settings are refused with exit status 2 before anything is written: k = 0,
 /// k above 64, a negative or non-finite scale, and a dataset (the class of `sample`) of fewer
 /// than k + 1 images.

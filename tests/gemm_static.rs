@@ -1,7 +1,8 @@
 //! Static counts of the GEMM inner loop, parsed from the WGSL text: workgroup loads per FMA and bank conflicts.
 //!
-//! The inner loop (`accumulate_slice` in shaders/matmul.wgsl, shared by the scalar-load and the
-//! vec4-load modules) is walked statement by statement: each `for (var v = 0u; v < N; v++)` loop
+//! The inner loop of each tile (`accumulate_slice` in shaders/gemm_tile_narrow.wgsl and
+//! gemm_tile_wide.wgsl, spliced before shaders/matmul.wgsl in the scalar-load and the vec4-load
+//! modules) is walked statement by statement: each `for (var v = 0u; v < N; v++)` loop
 //! multiplies what it holds by N (constants resolved from the file's `const` lines), each read of a
 //! `var<workgroup>` array counts one load of its element type, each `+= x * y` one FMA. Every load's
 //! index expression is then evaluated for the 32 lanes of one subgroup (lanes numbered along
@@ -9,11 +10,13 @@
 //! the 4-byte words it touches are mapped to 32 banks: lanes are served in phases of 128 bytes
 //! (32 lanes for f32, 8 for vec4), and two different words in one bank within a phase conflict
 //! (the same word is a broadcast). `GEMM_STATIC_FILE=path` also prints the counts of another
-//! version of matmul.wgsl (e.g. `git show 1db57f1:shaders/matmul.wgsl`) without checking them.
+//! version of the inner loop (e.g. `git show 1db57f1:shaders/matmul.wgsl`) without checking them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const MATMUL: &str = include_str!("../shaders/matmul.wgsl");
+const TILE_NARROW: &str = include_str!("../shaders/gemm_tile_narrow.wgsl");
+const TILE_WIDE: &str = include_str!("../shaders/gemm_tile_wide.wgsl");
 const BANKS: u64 = 32;
 const SUBGROUP: u64 = 32;
 
@@ -72,10 +75,10 @@ fn workgroup_arrays(src: &str) -> Vec<(String, u64)> {
     out
 }
 
-fn workgroup_x(src: &str) -> u64 {
+fn workgroup_x(src: &str, k: &HashMap<String, u64>) -> u64 {
     let at = src.find("@workgroup_size(").expect("@workgroup_size") + 16;
     let inner = &src[at..at + src[at..].find(')').unwrap()];
-    inner.split(',').next().unwrap().trim().parse().unwrap()
+    value(inner.split(',').next().unwrap().trim(), k)
 }
 
 /// The text between `fn name(...) {` and its closing brace.
@@ -288,7 +291,7 @@ fn worst_conflict(load: &Load, k: &HashMap<String, u64>, wg_x: u64) -> u64 {
 fn report(label: &str, src: &str) -> (f64, u64) {
     let c = count(src);
     let k = consts(src);
-    let wg_x = workgroup_x(src);
+    let wg_x = workgroup_x(src, &k);
     let ratio = c.loads as f64 / c.fmas as f64;
     println!(
         "{label}: per slice {} workgroup loads, {} FMAs: {ratio:.4} loads per FMA",
@@ -312,10 +315,42 @@ fn gemm_inner_loop_loads_per_fma_and_banks() {
         let other = std::fs::read_to_string(&path).expect("GEMM_STATIC_FILE");
         report(&path, &other);
     }
-    // Both modules (scalar and vec4 global loads) share this inner loop and tile layout.
-    let (ratio, worst) = report("shaders/matmul.wgsl", MATMUL);
-    assert!(ratio <= 0.125, "{ratio} workgroup loads per FMA (> 0.125)");
-    assert_eq!(worst, 1, "a bank conflict in the inner loop");
+    // Both modules (scalar and vec4 global loads) share each tile's inner loop and layout; the
+    // kernels' @workgroup_size is in matmul.wgsl, the constants in the tile's file.
+    let narrow = format!("{TILE_NARROW}{MATMUL}");
+    let (ratio, worst) = report("gemm_tile_narrow.wgsl", &narrow);
+    assert!(
+        ratio <= 0.125,
+        "narrow: {ratio} workgroup loads per FMA (> 0.125)"
+    );
+    assert_eq!(worst, 1, "a bank conflict in the narrow tile's inner loop");
+    let wide = format!("{TILE_WIDE}{MATMUL}");
+    let (ratio, worst) = report("gemm_tile_wide.wgsl", &wide);
+    assert!(
+        ratio <= 0.0625,
+        "wide: {ratio} workgroup loads per FMA (> 0.0625)"
+    );
+    assert_eq!(worst, 1, "a bank conflict in the wide tile's inner loop");
+}
+
+/// The wide tile with its two dict quads adjacent (lid.x * 2, lid.x * 2 + 1: columns 8x..8x+7
+/// of one invocation) would have lanes x and x + 4 in one bank: the counter sees it, which is
+/// why the wide tile splits its columns 64 apart.
+#[test]
+fn adjacent_dict_quads_would_conflict() {
+    let adjacent = TILE_WIDE
+        .replace(
+            "tile_r[k * TILE_N4 + lid.x]",
+            "tile_r[k * TILE_N4 + lid.x * 2u]",
+        )
+        .replace(
+            "tile_r[k * TILE_N4 + lid.x + 16u]",
+            "tile_r[k * TILE_N4 + lid.x * 2u + 1u]",
+        );
+    assert_ne!(adjacent, TILE_WIDE, "the replacement found the dict reads");
+    let (ratio, worst) = report("adjacent dict quads", &format!("{adjacent}{MATMUL}"));
+    assert_eq!(ratio, 0.0625);
+    assert_eq!(worst, 2);
 }
 
 #[test]

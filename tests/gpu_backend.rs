@@ -8,7 +8,7 @@ use std::sync::Arc;
 use gpu_common::{assert_none, context, fixed_rng, rng, uniform};
 use rand::Rng;
 use rmld::backend::cpu::CpuBackend;
-use rmld::backend::gpu::{GpuBackend, GpuOptions};
+use rmld::backend::gpu::{GemmTile, GpuBackend, GpuOptions};
 use rmld::backend::{Backend, DynamicsSettings, MhTerms};
 use rmld::io::Pixels;
 use rmld::methods::Method;
@@ -555,6 +555,97 @@ fn f16_storage_reads_the_rounded_values_bit_for_bit() {
         }
         assert_none(bad);
     }
+}
+
+/// The wide GEMM tile (128 × 128 blocks, 8 × 8 per invocation) gives the narrow tile's bits
+/// through the whole backend: LASSO starts (FISTA's products), RMLD with SGHMC noise (the
+/// fused gradient step) and HMC (the full gradient), over the scalar loads (37 × 129) and the
+/// vec4 loads (132 × 260, past one wide block in d and p), with more chains than one block.
+#[test]
+fn wide_tile_gives_the_narrow_tiles_bits() {
+    let label = "wide_tile_gives_the_narrow_tiles_bits";
+    let Some(ctx) = context(label) else {
+        return;
+    };
+    let chains = 131;
+    for (d, p) in [(37, 129), (132, 260)] {
+        for (method, noise) in [(Method::Rmld, true), (Method::Hmc, false)] {
+            let mut r = fixed_rng(label, (d * 1000 + p) as u64);
+            let n = 40;
+            let observations = Arc::new(Observations {
+                n,
+                d,
+                pixels: Pixels::U8((0..n * d).map(|_| r.random()).collect()),
+                scale: 1.0 / 255.0,
+            });
+            let dictionary = Arc::new(Dictionary::gaussian(d, p, 5));
+            let target = Arc::new(Target::new(dictionary, observations, 0.05));
+            let s = DynamicsSettings {
+                method,
+                leapfrog_steps: 3,
+                ..settings(3, noise, 21)
+            };
+            let mut backends: Vec<GpuBackend> = [GemmTile::Narrow, GemmTile::Wide]
+                .into_iter()
+                .map(|tile| {
+                    let options = GpuOptions {
+                        gemm_tile: Some(tile),
+                        ..GpuOptions::default()
+                    };
+                    let b = GpuBackend::with_context(
+                        ctx.clone(),
+                        target.clone(),
+                        s.clone(),
+                        chains,
+                        options,
+                    )
+                    .unwrap();
+                    assert_eq!(b.gemm_tile(), tile);
+                    b
+                })
+                .collect();
+            let at = format!("{d}×{p} {method:?}");
+            let images: Vec<f32> = uniform(&mut r, chains * d);
+            let starts: Vec<Vec<f32>> = backends
+                .iter_mut()
+                .map(|b| b.encode(&images, 0.05, 20).unwrap())
+                .collect();
+            let mut bad = tile_bits(&format!("{at} LASSO starts"), &starts[0], &starts[1]);
+            for b in &mut backends {
+                b.load_positions(&starts[0]).unwrap();
+            }
+            for outer in 1..=2 {
+                let terms: Vec<Vec<MhTerms>> = backends
+                    .iter_mut()
+                    .map(|b| b.propose(outer).unwrap())
+                    .collect();
+                let mask = decisions(&terms[0], &s, outer, None);
+                for b in &mut backends {
+                    b.accept(&mask).unwrap();
+                }
+                let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
+                bad.extend(tile_bits(&format!("{at} positions, outer {outer}"), &a, &b));
+                let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
+                bad.extend(tile_bits(&format!("{at} images, outer {outer}"), &a, &b));
+            }
+            assert_none(bad);
+        }
+    }
+}
+
+/// Every index where the narrow tile's `a` and the wide tile's `b` differ in bits.
+fn tile_bits(what: &str, a: &[f32], b: &[f32]) -> Vec<String> {
+    let mut bad: Vec<String> = a
+        .iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x.to_bits() != y.to_bits())
+        .map(|(i, (x, y))| format!("{what}[{i}]: narrow tile {x:e}, wide tile {y:e}"))
+        .collect();
+    if a.len() != b.len() {
+        bad.push(format!("{what}: lengths {} and {}", a.len(), b.len()));
+    }
+    bad
 }
 
 /// Every index where `a` and `b` differ in their bits, with both values.

@@ -6,6 +6,7 @@ mod gpu_common;
 use gpu_common::{assert_none, context, mismatches, rng, uniform};
 use rand::Rng;
 use rmld::backend::gpu::testing as probe;
+use rmld::backend::gpu::GemmTile;
 use rmld::io::Pixels;
 use rmld::model::Observations;
 use rmld::rng::{index_from_word, normals_from_block, philox4x32_10};
@@ -73,7 +74,19 @@ fn philox_stream_matches_rust_bit_for_bit() {
     assert_none(bad);
 }
 
-/// f64 references of both products and the Σ|a||b| scales the tolerance is relative to.
+/// Every index where two tiles' outputs differ in bits, with both values.
+fn bit_differences(what: &str, narrow: &[f32], wide: &[f32]) -> Vec<String> {
+    narrow
+        .iter()
+        .zip(wide)
+        .enumerate()
+        .filter(|(_, (n, w))| n.to_bits() != w.to_bits())
+        .map(|(i, (n, w))| format!("{what}[{i}]: narrow tile {n:e}, wide tile {w:e}"))
+        .collect()
+}
+
+/// Both products by each tile against f64 references (the Σ|a||b| scales the tolerance is
+/// relative to), and the two tiles against each other bit for bit.
 fn check_products(d: usize, p: usize, chains: usize, label: &str) {
     let Some(ctx) = context(label) else {
         return;
@@ -83,41 +96,60 @@ fn check_products(d: usize, p: usize, chains: usize, label: &str) {
     let z = uniform(&mut r, chains * p);
     let y = uniform(&mut r, chains * d);
     let residual = uniform(&mut r, chains * d);
-    let got = probe::residual_product(&ctx, &a, d, p, &z, &y).unwrap();
-    let (mut want, mut scale) = (vec![0f64; chains * d], vec![0f64; chains * d]);
+    let (mut want_r, mut scale_r) = (vec![0f64; chains * d], vec![0f64; chains * d]);
     for c in 0..chains {
         for i in 0..d {
             for k in 0..p {
                 let term = a[i * p + k] as f64 * z[c * p + k] as f64;
-                want[c * d + i] += term;
-                scale[c * d + i] += term.abs();
+                want_r[c * d + i] += term;
+                scale_r[c * d + i] += term.abs();
             }
-            want[c * d + i] -= y[c * d + i] as f64;
-            scale[c * d + i] += (y[c * d + i] as f64).abs();
+            want_r[c * d + i] -= y[c * d + i] as f64;
+            scale_r[c * d + i] += (y[c * d + i] as f64).abs();
         }
     }
-    let mut bad = mismatches("residual_product", &got, &want, &scale, 1e-5);
-    let got = probe::transpose_product(&ctx, &a, d, p, &residual).unwrap();
-    let (mut want, mut scale) = (vec![0f64; chains * p], vec![0f64; chains * p]);
+    let (mut want_t, mut scale_t) = (vec![0f64; chains * p], vec![0f64; chains * p]);
     for c in 0..chains {
         for i in 0..d {
             let ri = residual[c * d + i] as f64;
             for j in 0..p {
                 let term = a[i * p + j] as f64 * ri;
-                want[c * p + j] += term;
-                scale[c * p + j] += term.abs();
+                want_t[c * p + j] += term;
+                scale_t[c * p + j] += term.abs();
             }
         }
     }
-    bad.extend(mismatches("transpose_product", &got, &want, &scale, 1e-5));
-    // The broadcast form (one row of y for every chain) used with xbar.
     let xbar = uniform(&mut r, d);
-    let got = probe::residual_product(&ctx, &a, d, p, &z, &xbar).unwrap();
     let rows: Vec<f32> = xbar.repeat(chains);
-    let full = probe::residual_product(&ctx, &a, d, p, &z, &rows).unwrap();
-    if got != full {
-        bad.push("residual_product: broadcast y differs from repeated rows".into());
+    let mut bad = Vec::new();
+    let mut outputs = Vec::new();
+    for tile in [GemmTile::Narrow, GemmTile::Wide] {
+        let got_r = probe::residual_product(&ctx, tile, &a, d, p, &z, &y).unwrap();
+        let what = format!("residual_product ({tile:?} tile)");
+        bad.extend(mismatches(&what, &got_r, &want_r, &scale_r, 1e-5));
+        let got_t = probe::transpose_product(&ctx, tile, &a, d, p, &residual).unwrap();
+        let what = format!("transpose_product ({tile:?} tile)");
+        bad.extend(mismatches(&what, &got_t, &want_t, &scale_t, 1e-5));
+        // The broadcast form (one row of y for every chain) used with xbar.
+        let got = probe::residual_product(&ctx, tile, &a, d, p, &z, &xbar).unwrap();
+        let full = probe::residual_product(&ctx, tile, &a, d, p, &z, &rows).unwrap();
+        if got != full {
+            bad.push(format!(
+                "residual_product ({tile:?} tile): broadcast y differs from repeated rows"
+            ));
+        }
+        outputs.push((got_r, got_t));
     }
+    bad.extend(bit_differences(
+        "residual_product",
+        &outputs[0].0,
+        &outputs[1].0,
+    ));
+    bad.extend(bit_differences(
+        "transpose_product",
+        &outputs[0].1,
+        &outputs[1].1,
+    ));
     assert_none(bad);
 }
 
@@ -137,6 +169,24 @@ fn products_match_f64_vec4_odd_tiles() {
 #[test]
 fn products_match_f64_scalar_odd_tiles() {
     check_products(67, 133, 65, "products_match_f64_scalar_odd_tiles");
+}
+
+/// More than one wide (128 × 128) block in every direction: chains, d and p past 128, uneven;
+/// d and p multiples of 4 (vec4 loads) and not (scalar loads).
+#[test]
+fn products_match_f64_past_the_wide_block() {
+    check_products(
+        132,
+        260,
+        131,
+        "products_match_f64_past_the_wide_block (vec4)",
+    );
+    check_products(
+        133,
+        259,
+        129,
+        "products_match_f64_past_the_wide_block (scalar)",
+    );
 }
 
 #[test]
@@ -236,14 +286,14 @@ fn product_throughput() {
     let flops = 2.0 * (chains * d * p) as f64;
     for _ in 0..2 {
         let t = std::time::Instant::now();
-        probe::residual_product(&ctx, &a, d, p, &z, &y).unwrap();
+        probe::residual_product(&ctx, GemmTile::Narrow, &a, d, p, &z, &y).unwrap();
         let s = t.elapsed().as_secs_f64();
         eprintln!(
             "residual_product: {s:.3} s, {:.2} GFLOP/s (with transfers)",
             flops / s / 1e9
         );
         let t = std::time::Instant::now();
-        probe::transpose_product(&ctx, &a, d, p, &residual).unwrap();
+        probe::transpose_product(&ctx, GemmTile::Narrow, &a, d, p, &residual).unwrap();
         let s = t.elapsed().as_secs_f64();
         eprintln!(
             "transpose_product: {s:.3} s, {:.2} GFLOP/s (with transfers)",

@@ -16,7 +16,7 @@ use rmld::session::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     ProblemSettings, QualitySettings, SampleSettings,
 };
-use rmld::session::{BenchBackends, SamplerChoice, Shard};
+use rmld::session::{BenchBackends, BenchTile, SamplerChoice, Shard};
 
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
@@ -871,6 +871,19 @@ pub struct BenchArgs {
     /// rows of the same run; `--precision f16` of sample and augment).
     #[arg(long)]
     pub f16: bool,
+
+    /// The GPU products' tiles to measure, a row each per chain count: auto (the backend's
+    /// choice for the chain count, rows `gpu`), narrow (64 × 64 blocks, 8 × 4 per invocation,
+    /// rows `gpu-narrow`), wide (128 × 128 blocks, 8 × 8 per invocation, rows `gpu-wide`).
+    /// The same choice for sample and augment: the RMLD_GEMM_TILE environment variable.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "TILE,...",
+        default_value = "auto"
+    )]
+    pub gemm_tile: Vec<BenchTile>,
 }
 
 /// Writes the values of `preset` (held by `AugmentSettings::preset`) into `args` for every

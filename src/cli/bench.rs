@@ -30,6 +30,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
         peer_python: peer_python(args),
         f16: args.f16,
+        gemm_tiles: args.gemm_tile.clone(),
     };
     let outcome: BenchOutcome = Bench::new(settings).run(terminal)?;
     let options = super::options_named("bench");

@@ -34,6 +34,31 @@ pub enum BenchBackends {
     All,
 }
 
+/// Which GPU products' tile a GPU row runs (`GemmTile`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum BenchTile {
+    /// The backend's own choice for the chain count (rows `gpu`).
+    #[default]
+    Auto,
+    /// The narrow tile: 64 × 64 blocks, 8 × 4 per invocation (rows `gpu-narrow`).
+    Narrow,
+    /// The wide tile: 128 × 128 blocks, 8 × 8 per invocation (rows `gpu-wide`).
+    Wide,
+}
+
+impl BenchTile {
+    /// The label of its GPU rows.
+    pub fn label(self) -> &'static str {
+        match self {
+            BenchTile::Auto => "gpu",
+            BenchTile::Narrow => "gpu-narrow",
+            BenchTile::Wide => "gpu-wide",
+        }
+    }
+}
+
 /// Settings of a benchmark (`Bench`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchSettings {
@@ -78,6 +103,16 @@ pub struct BenchSettings {
     /// f32 rows of the same run).
     #[serde(default)]
     pub f16: bool,
+    /// The GPU products' tiles to measure, a row per tile and chain count (`auto`: the
+    /// backend's choice, rows `gpu`; `narrow`, `wide`: that tile, rows `gpu-narrow`,
+    /// `gpu-wide`); the GPU ceiling is measured with every tile the adapter holds.
+    #[serde(default = "default_tiles")]
+    pub gemm_tiles: Vec<BenchTile>,
+}
+
+/// `[Auto]`: the backend's own tile.
+fn default_tiles() -> Vec<BenchTile> {
+    vec![BenchTile::Auto]
 }
 
 impl Default for BenchSettings {
@@ -99,6 +134,7 @@ impl Default for BenchSettings {
             ssgl: false,
             peer_python: None,
             f16: false,
+            gemm_tiles: default_tiles(),
         }
     }
 }
@@ -126,6 +162,12 @@ impl BenchSettings {
         }
         if self.ceiling_size == 0 {
             return Err(Error::usage("ceiling_size", "must be at least 1"));
+        }
+        if self.gemm_tiles.is_empty() {
+            return Err(Error::usage(
+                "gemm_tiles",
+                "expected at least one of auto, narrow, wide",
+            ));
         }
         let n = self.ceiling_size as f64;
         super::memory::check_fits(
@@ -220,6 +262,8 @@ pub struct Row {
     pub gflops_device: Option<f64>,
     /// gflops_device over the ceiling.
     pub device_ceiling_fraction: Option<f64>,
+    /// The GPU products' tile the row ran (`narrow`, `wide`); empty for the CPU.
+    pub gemm_tile: String,
 }
 
 impl Row {
@@ -248,6 +292,7 @@ impl Row {
             device_seconds: None,
             gflops_device: None,
             device_ceiling_fraction: None,
+            gemm_tile: String::new(),
         }
     }
 }
@@ -484,6 +529,7 @@ fn measure_with(
         device_seconds,
         gflops_device: device_seconds.map(|t| flop * (steps + 1.0) / t / 1e9),
         device_ceiling_fraction: None,
+        gemm_tile: String::new(),
     })
 }
 
@@ -863,13 +909,13 @@ fn csv(rows: &[Row]) -> String {
         "backend,chains,status,chain_steps_per_second,samples_per_second,gflops_steps,gflops_counted,\
          ceiling_fraction,bytes_per_chain,outside_device_share,seconds,propose_seconds,host_mh_seconds,\
          accept_seconds,readback_seconds,acceptance,device_seconds,gflops_device,\
-         device_ceiling_fraction,timing,note\n",
+         device_ceiling_fraction,timing,note,gemm_tile\n",
     );
     for r in rows {
         let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.backend,
             r.chains,
             r.status,
@@ -890,7 +936,8 @@ fn csv(rows: &[Row]) -> String {
             optional(r.gflops_device),
             optional(r.device_ceiling_fraction),
             quote(&r.timing),
-            quote(&r.note)
+            quote(&r.note),
+            r.gemm_tile
         );
     }
     s
@@ -933,15 +980,25 @@ mod gpu {
     use std::time::Instant;
 
     use crate::backend::gpu::buffers::{read_back_after, storage, upload, ParamSlots};
-    use crate::backend::gpu::kernels::{Kernel, MatmulParams};
+    use crate::backend::gpu::kernels::{GemmTile, Kernel, MatmulParams};
     use crate::backend::gpu::timer::PassTimer;
     use crate::backend::gpu::{adapter_available, GpuBackend, GpuContext, GpuOptions};
+    use crate::model::{Laplace, Precision, Prior};
     use crate::{Error, Result};
 
     use super::{
-        measure, measure_with, memory_note, BenchSettings, Ceiling, DynamicsSettings, Notice,
-        Observer, Row, Target,
+        measure, measure_with, memory_note, BenchSettings, BenchTile, Ceiling, DynamicsSettings,
+        Notice, Observer, Row, Target,
     };
+
+    /// The backend's tile setting for a bench tile.
+    fn asked(tile: BenchTile) -> Option<GemmTile> {
+        match tile {
+            BenchTile::Auto => None,
+            BenchTile::Narrow => Some(GemmTile::Narrow),
+            BenchTile::Wide => Some(GemmTile::Wide),
+        }
+    }
 
     pub fn present() -> bool {
         adapter_available()
@@ -1006,7 +1063,7 @@ mod gpu {
     }
 
     /// GFLOP/s of the residual and transpose product kernels on an n × n × n product.
-    fn matrix_ceiling(context: &GpuContext, n: usize) -> Result<(f64, f64)> {
+    fn matrix_ceiling(context: &GpuContext, n: usize, tile: GemmTile) -> Result<(f64, f64)> {
         let values: Vec<f32> = (0..n * n)
             .map(|i| ((i % 97) as f32 - 48.0) * 1e-3)
             .collect();
@@ -1032,13 +1089,19 @@ mod gpu {
                 },
             )
             .finish(context);
-        let kernels = &context.kernels;
-        let groups = [(n as u32).div_ceil(64), (n as u32).div_ceil(64), 1];
+        let kernels =
+            context.kernels_for(&Prior::Laplace(Laplace { lam: 0.0 }), Precision::F32, tile)?;
+        let kernels = &kernels;
+        let groups = kernels.product_groups(n, n);
         let flop = 2.0 * (n as f64).powi(3);
         let mut rates = Vec::new();
+        // The kernels the backend runs at this shape: the vec4-load ones where n is a multiple of 4.
         for (kernel, buffers) in [
-            (Kernel::ResidualProduct, vec![&a, &z, &y, &out]),
-            (Kernel::TransposeProduct, vec![&a, &z, &out]),
+            (
+                Kernel::ResidualProduct.for_shape(n, n),
+                vec![&a, &z, &y, &out],
+            ),
+            (Kernel::TransposeProduct.for_shape(n, n), vec![&a, &z, &out]),
         ] {
             let launch = kernels.bind(&context.device, kernel, &params, slots, &buffers);
             let seconds = time_dispatches(context, 0.3, &|pass| {
@@ -1126,7 +1189,14 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         };
         // A software rasteriser (lavapipe) runs ~1000× slower: smaller ceiling problems.
         let (n, workgroups) = if software { (512, 64) } else { (4096, 16384) };
-        let (residual, transpose) = matrix_ceiling(&context, n)?;
+        // Every tile the adapter holds (the wide one needs 256 invocations and 16 KiB).
+        let mut products = Vec::new();
+        for tile in [GemmTile::Narrow, GemmTile::Wide] {
+            if tile.fits(&context.limits) {
+                let (residual, transpose) = matrix_ceiling(&context, n, tile)?;
+                products.push((tile, residual, transpose));
+            }
+        }
         let fma = fma_ceiling(&context, workgroups)?;
         let timestamps = context.has_timestamps();
         let timing = if timestamps {
@@ -1135,18 +1205,25 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         } else {
             "wall-clock, synchronised by the MH read-back (the adapter offers no timestamp queries)"
         };
+        let mut extra = Vec::new();
+        for &(tile, residual, transpose) in &products {
+            let tile = tile.name();
+            extra.push((format!("residual_product ({tile} tile)"), residual));
+            extra.push((format!("transpose_product ({tile} tile)"), transpose));
+        }
+        extra.push(("fma_peak (raw fp32 FMA)".into(), fma));
         let ceiling = Ceiling {
             backend: "gpu".into(),
             what: format!(
-                "best of our residual/transpose product kernels on a square {n}×{n}×{n} product, {}",
+                "best of our residual/transpose product kernels (each tile) on a square \
+                 {n}×{n}×{n} product, {}",
                 device.clone()
             ),
-            gflops: residual.max(transpose),
-            extra: vec![
-                ("residual_product".into(), residual),
-                ("transpose_product".into(), transpose),
-                ("fma_peak (raw fp32 FMA)".into(), fma),
-            ],
+            gflops: products
+                .iter()
+                .map(|&(_, r, t)| r.max(t))
+                .fold(0.0, f64::max),
+            extra,
         };
         observer.notice(&Notice::BenchCeiling {
             ceiling: ceiling.clone(),
@@ -1161,33 +1238,45 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             // Software adapters hold device memory in host memory; for a real GPU the backend's
             // allocation errors tell instead.
             if let Some(note) = software.then(|| memory_note(c, bytes, d, p)).flatten() {
-                rows.push(Row::skipped("gpu", &device.clone(), c, note));
+                for &tile in &args.gemm_tiles {
+                    rows.push(Row::skipped(tile.label(), &device, c, note.clone()));
+                }
                 continue;
             }
+            // The variants below run the first tile asked for.
             let options = GpuOptions {
                 timestamps: true,
+                gemm_tile: asked(args.gemm_tiles[0]),
                 ..GpuOptions::default()
             };
-            let backend = GpuBackend::new(target.clone(), dynamics.clone(), c, options.clone());
-            let mut backend = match backend {
-                Ok(b) => b,
-                Err(e) => {
-                    rows.push(Row::skipped("gpu", &device.clone(), c, e.to_string()));
-                    continue;
-                }
-            };
-            let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
-            row.timing = timing.into();
-            row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
-            row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
-            observer.notice(&Notice::BenchMeasured {
-                backend: "gpu".into(),
-                chains: c,
-                chain_steps_per_second: row.chain_steps_per_second,
-                products_gflops: None,
-            });
-            rows.push(row);
-            drop(backend);
+            for &tile in &args.gemm_tiles {
+                let label = tile.label();
+                let options = GpuOptions {
+                    gemm_tile: asked(tile),
+                    ..options.clone()
+                };
+                let backend = GpuBackend::new(target.clone(), dynamics.clone(), c, options);
+                let mut backend = match backend {
+                    Ok(b) => b,
+                    Err(e) => {
+                        rows.push(Row::skipped(label, &device, c, e.to_string()));
+                        continue;
+                    }
+                };
+                let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
+                row.backend = label.into();
+                row.gemm_tile = backend.gemm_tile().name().into();
+                row.timing = timing.into();
+                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
+                row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
+                observer.notice(&Notice::BenchMeasured {
+                    backend: label.into(),
+                    chains: c,
+                    chain_steps_per_second: row.chain_steps_per_second,
+                    products_gflops: None,
+                });
+                rows.push(row);
+            }
             // The variants measured beside the plain row: (label, target, SSGL's SA update).
             let mut variants: Vec<(&str, Target, bool)> = Vec::new();
             if args.ssgl {
@@ -1207,6 +1296,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                 let mut backend = GpuBackend::new(variant, dynamics.clone(), c, options.clone())?;
                 let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, adapts)?;
                 row.backend = label.into();
+                row.gemm_tile = backend.gemm_tile().name().into();
                 row.timing = timing.into();
                 row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
                 row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);

@@ -46,7 +46,9 @@ pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
 pub use augment::{Augmenter, AUGMENT_PHASES};
-pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, Ceiling, Phases, Row};
+pub use bench::{
+    Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile, Ceiling, Phases, Row,
+};
 pub use bench_peer::PeerRow;
 pub use code_cache::default_code_cache;
 pub use dict_mcmc::{group_names, DictionaryHyper, SignalResult};

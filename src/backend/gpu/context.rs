@@ -2,12 +2,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::kernels::Kernels;
+use super::kernels::{GemmTile, Kernels};
 use crate::model::{Laplace, Precision, Prior};
 use crate::{Error, Result};
 
-/// What a set of pipelines is compiled for: the prior's WGSL and the dictionary's storage.
-type KernelsKey = (&'static str, Precision);
+/// What a set of pipelines is compiled for: the prior's WGSL, the dictionary's storage and the
+/// products' tile.
+type KernelsKey = (&'static str, Precision, GemmTile);
+
+/// The environment variable that overrides `GemmTile::choose`: `narrow`, `wide` or `auto`.
+pub const GEMM_TILE_VARIABLE: &str = "RMLD_GEMM_TILE";
 
 /// A device with the adapter's own limits and every pipeline compiled once.
 pub struct GpuContext {
@@ -19,9 +23,10 @@ pub struct GpuContext {
     pub queue: wgpu::Queue,
     /// The limits the device was created with (the adapter's).
     pub limits: wgpu::Limits,
-    /// The compiled pipelines and their layouts (with the Laplace prior, the default).
+    /// The compiled pipelines and their layouts (with the Laplace prior, the default, f32 and
+    /// the narrow tile).
     pub kernels: Arc<Kernels>,
-    /// The pipelines of other priors, compiled on first use, by the prior's WGSL.
+    /// The pipelines of other priors, precisions and tiles, compiled on first use.
     prior_kernels: Mutex<Vec<(KernelsKey, Arc<Kernels>)>>,
     info: wgpu::AdapterInfo,
 }
@@ -80,27 +85,74 @@ impl GpuContext {
         Ok(context)
     }
 
-    /// The pipelines compiled with `prior`'s WGSL: the default ones for Laplace, others compiled
-    /// once on first use and cached by the prior's source and the dictionary's precision.
-    pub fn kernels_for(&self, prior: &Prior, precision: Precision) -> Result<Arc<Kernels>> {
+    /// The pipelines compiled with `prior`'s WGSL, A stored in `precision` and the products'
+    /// `tile`: the default ones for Laplace, f32 and the narrow tile, others compiled once on
+    /// first use and cached by the three.
+    pub fn kernels_for(
+        &self,
+        prior: &Prior,
+        precision: Precision,
+        tile: GemmTile,
+    ) -> Result<Arc<Kernels>> {
         let source = prior.wgsl();
-        if source == Prior::Laplace(Laplace { lam: 0.0 }).wgsl() && precision == Precision::F32 {
+        let key = (source, precision, tile);
+        if key
+            == (
+                Prior::Laplace(Laplace { lam: 0.0 }).wgsl(),
+                Precision::F32,
+                GemmTile::Narrow,
+            )
+        {
             return Ok(self.kernels.clone());
+        }
+        if !tile.fits(&self.limits) {
+            return Err(Error::Gpu(format!(
+                "the {} GEMM tile needs {} invocations and {} bytes of workgroup memory per \
+                 workgroup; this adapter allows {} and {}",
+                tile.name(),
+                tile.invocations(),
+                tile.workgroup_bytes(),
+                self.limits.max_compute_invocations_per_workgroup,
+                self.limits.max_compute_workgroup_storage_size
+            )));
         }
         let mut cache = self
             .prior_kernels
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, kernels)) = cache.iter().find(|(s, _)| *s == (source, precision)) {
+        if let Some((_, kernels)) = cache.iter().find(|(k, _)| *k == key) {
             return Ok(kernels.clone());
         }
         let kernels = Arc::new(scoped(
             &self.device,
             "compiling the prior's kernels",
-            || Kernels::with_state(&self.device, source, prior.has_state(), precision),
+            || Kernels::with_state(&self.device, source, prior.has_state(), precision, tile),
         )?);
-        cache.push(((source, precision), kernels.clone()));
+        cache.push((key, kernels.clone()));
         Ok(kernels)
+    }
+
+    /// The products' tile for `chains` chains: `asked` when given, else `RMLD_GEMM_TILE`'s
+    /// (`narrow`, `wide`; `auto` or unset: `GemmTile::choose` from this adapter's type and
+    /// limits). A value it cannot read is refused by name.
+    pub fn gemm_tile(&self, asked: Option<GemmTile>, chains: usize) -> Result<GemmTile> {
+        if let Some(tile) = asked {
+            return Ok(tile);
+        }
+        let chosen = GemmTile::choose(&self.info, &self.limits, chains);
+        match std::env::var(GEMM_TILE_VARIABLE) {
+            Err(_) => Ok(chosen),
+            Ok(value) if value == "auto" || value.is_empty() => Ok(chosen),
+            Ok(value) => GemmTile::parse(&value).ok_or_else(|| Error::Usage {
+                field: GEMM_TILE_VARIABLE,
+                message: format!("expected narrow, wide or auto, found {value:?}"),
+            }),
+        }
+    }
+
+    /// The adapter's subgroup sizes (smallest, largest), as wgpu reports them.
+    pub fn subgroup_sizes(&self) -> (u32, u32) {
+        (self.info.subgroup_min_size, self.info.subgroup_max_size)
     }
 
     /// The adapter's name, driver and backend, for reports.

@@ -5,7 +5,7 @@
 // `MatmulParams` slot serves every iteration).
 
 use super::buffers::{self, storage, upload, SlotLayout};
-use super::kernels::{fista, matmul, FistaParams, Kernel, MatmulParams};
+use super::kernels::{fista, matmul, FistaParams, MatmulParams};
 use super::{group_size, GpuBackend};
 use crate::{Error, Result};
 
@@ -111,7 +111,9 @@ fn encode_group(
         let k = &backend.shared.kernels;
         let (dev, s, dict) = (&context.device, &params, &backend.shared.dict);
         let shape = (d, p);
-        let with = |launch, groups| (launch, groups);
+        // Element-wise stages: 64 elements of a row per workgroup, one row per y.
+        let rowwise = |width: usize| [(width as u32).div_ceil(64), rows32, 1];
+        let with = |launch, groups: [u32; 3]| (launch, groups);
         let stages = [
             with(
                 fista::FistaResidualBuffers {
@@ -120,7 +122,7 @@ fn encode_group(
                     result: &residual,
                 }
                 .bind(k, dev, s, iteration),
-                [d, rows],
+                rowwise(d),
             ),
             with(
                 matmul::TransposeProductBuffers {
@@ -129,7 +131,7 @@ fn encode_group(
                     out: &grad,
                 }
                 .bind(k, dev, s, product, shape),
-                [p, rows.div_ceil(64)],
+                k.product_groups(rows, p),
             ),
             with(
                 fista::FistaProxBuffers {
@@ -138,7 +140,7 @@ fn encode_group(
                     result: &u,
                 }
                 .bind(k, dev, s, iteration),
-                [p, rows],
+                rowwise(p),
             ),
             with(
                 matmul::ResidualProductBuffers {
@@ -148,7 +150,7 @@ fn encode_group(
                     out: &au,
                 }
                 .bind(k, dev, s, product, shape),
-                [d, rows.div_ceil(64)],
+                k.product_groups(rows, d),
             ),
             with(
                 fista::FistaObjectiveBuffers {
@@ -159,7 +161,7 @@ fn encode_group(
                     improved: &improved,
                 }
                 .bind(k, dev, s, iteration),
-                [64, rows],
+                [rows32, 1, 1],
             ),
             with(
                 fista::FistaUpdateBuffers {
@@ -172,7 +174,7 @@ fn encode_group(
                     extrapolated_image: &ay,
                 }
                 .bind(k, dev, s, iteration),
-                [d.max(p), rows],
+                rowwise(d.max(p)),
             ),
         ];
         let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -181,14 +183,9 @@ fn encode_group(
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             for iteration in 0..slots.len() {
-                for (launch, [width, height]) in &stages {
-                    // Widths are in elements, 64 per workgroup; the objective is one workgroup per row.
-                    let groups = if launch.kernel() == Kernel::FistaObjective {
-                        [rows32, 1, 1]
-                    } else {
-                        [(*width as u32).div_ceil(64), *height as u32, 1]
-                    };
-                    k.dispatch(&mut pass, launch, iteration, groups);
+                // The objective is one workgroup per row.
+                for (launch, groups) in &stages {
+                    k.dispatch(&mut pass, launch, iteration, *groups);
                 }
             }
         }

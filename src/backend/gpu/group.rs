@@ -626,11 +626,10 @@ impl ChainGroup {
         (residual, energy, gradient): (Role, MixtureRole, Role),
     ) {
         let chains = self.chains as u32;
-        let c = chains.div_ceil(64);
-        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
-        self.run(pass, residual, 0, [dg, c, 1]);
+        let products = |columns| self.kernels.product_groups(self.chains, columns);
+        self.run(pass, residual, 0, products(d));
         self.run_mixture(pass, energy, 0, [chains, 1, 1]);
-        self.run(pass, gradient, 0, [pg, c, 1]);
+        self.run(pass, gradient, 0, products(p));
     }
 
     /// Residual and full gradient at X (after positions were written).
@@ -663,8 +662,9 @@ impl ChainGroup {
         p: usize,
     ) -> Result<()> {
         let chains = self.chains as u32;
-        let c = chains.div_ceil(64);
-        let (dg, pg) = ((d as u32).div_ceil(64), (p as u32).div_ceil(64));
+        let dg = (d as u32).div_ceil(64);
+        let pg = (p as u32).div_ceil(64);
+        let products = |columns| self.kernels.product_groups(self.chains, columns);
         let blocks = [(p as u32).div_ceil(4).div_ceil(64), chains, 1];
         match op {
             ChainOp::DrawMomentum => self.run(pass, Role::Momentum, 0, blocks),
@@ -681,9 +681,9 @@ impl ChainGroup {
                 if self.mixture.is_none() {
                     self.run(pass, Role::Gather, step, [dg, chains, 1]);
                 }
-                self.run(pass, Role::StepResidual, step, [dg, c, 1]);
+                self.run(pass, Role::StepResidual, step, products(d));
                 self.run_mixture(pass, MixtureRole::Step, step, [chains, 1, 1]);
-                self.run(pass, Role::Step, step, [pg, c, 1]);
+                self.run(pass, Role::Step, step, products(p));
             }
             ChainOp::LangevinProposal => self.run(pass, Role::Mala, 0, blocks),
             ChainOp::LeapfrogDrift => self.run(pass, Role::Drift, 0, [pg, chains, 1]),

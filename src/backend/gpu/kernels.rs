@@ -352,7 +352,7 @@ pub use exact::ExactParams;
 pub use fista::FistaParams;
 pub use gather::GatherParams;
 pub use kernel_hmc::KernelHmcParams;
-pub use matmul::MatmulParams;
+pub use matmul::{GemmTile, MatmulParams, WIDE_TILE_MIN_CHAINS};
 pub use mh_terms::MhTermsParams;
 pub use philox_probe::PhiloxProbeParams;
 pub use select::SelectParams;
@@ -381,12 +381,16 @@ enum Source {
     Dict,
     /// The dictionary's binding and `dict_quad` in that precision.
     DictVec4,
+    /// The products' tile (`GemmTile::wgsl`) the pipelines are built for.
+    Tile,
 }
 
 impl Source {
-    /// The piece's text, with `prior`'s WGSL and the dictionary stored in `precision`.
-    fn text<'a>(&self, prior: &'a str, precision: Precision) -> &'a str {
+    /// The piece's text, with `prior`'s WGSL, the dictionary stored in `precision` and the
+    /// products' `tile`.
+    fn text<'a>(&self, prior: &'a str, precision: Precision, tile: GemmTile) -> &'a str {
         match (self, precision) {
+            (Source::Tile, _) => tile.wgsl(),
             (Source::File(text), _) => text,
             (Source::Prior, _) => prior,
             (Source::Dict, Precision::F32) => DICT_F32,
@@ -550,23 +554,27 @@ pub struct Kernels {
     pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
     /// Built for a prior with per-chain state: the `prior_state` bindings are in the layouts.
     stateful: bool,
+    /// The products' tile these pipelines were built with.
+    tile: GemmTile,
 }
 
 impl Kernels {
     /// Compiles every family's module, with `prior_wgsl` (a `Prior::wgsl()` of a prior without
     /// state) where a family takes the prior, and builds every pipeline (once per device and prior).
     pub fn new(device: &wgpu::Device, prior_wgsl: &str) -> Kernels {
-        Kernels::with_state(device, prior_wgsl, false, Precision::F32)
+        Kernels::with_state(device, prior_wgsl, false, Precision::F32, GemmTile::Narrow)
     }
 
     /// `new` for any prior and dictionary storage: with `stateful` (`Prior::has_state`) the
     /// entries that splice the prior also bind its per-chain state, `prior_state`; with
-    /// `precision` F16 the products read A stored as f16 (`upload_dictionary`).
+    /// `precision` F16 the products read A stored as f16 (`upload_dictionary`); the products
+    /// (and the kernels fused with them) run `tile`.
     pub fn with_state(
         device: &wgpu::Device,
         prior_wgsl: &str,
         stateful: bool,
         precision: Precision,
+        tile: GemmTile,
     ) -> Kernels {
         let modules: Vec<wgpu::ShaderModule> = FAMILIES
             .iter()
@@ -574,7 +582,7 @@ impl Kernels {
                 let source: String = family
                     .sources
                     .iter()
-                    .map(|part| part.text(prior_wgsl, precision))
+                    .map(|part| part.text(prior_wgsl, precision, tile))
                     .collect();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(family.module),
@@ -638,7 +646,18 @@ impl Kernels {
         Kernels {
             pipelines,
             stateful,
+            tile,
         }
+    }
+
+    /// The products' tile these pipelines run.
+    pub fn tile(&self) -> GemmTile {
+        self.tile
+    }
+
+    /// Workgroups of a product kernel (or one fused with a product) writing `rows` × `columns`.
+    pub fn product_groups(&self, rows: usize, columns: usize) -> [u32; 3] {
+        self.tile.groups(rows, columns)
     }
 
     /// The bindings of `entry` these pipelines' layouts hold (its `prior_state` only when stateful).
@@ -784,16 +803,21 @@ mod tests {
 
     /// A family's module source as `Kernels::new` concatenates it, with `prior`'s WGSL.
     fn source(family: &Family, prior: &Prior) -> String {
-        source_in(family, prior, Precision::F32)
+        source_tiled(family, prior, Precision::F32, GemmTile::Narrow)
     }
 
-    /// `source` with the dictionary stored in `precision`.
-    fn source_in(family: &Family, prior: &Prior, precision: Precision) -> String {
+    /// `source` with the dictionary stored in `precision` and the products' `tile`.
+    fn source_tiled(
+        family: &Family,
+        prior: &Prior,
+        precision: Precision,
+        tile: GemmTile,
+    ) -> String {
         let prior = prior.wgsl();
         family
             .sources
             .iter()
-            .map(|part| part.text(prior, precision))
+            .map(|part| part.text(prior, precision, tile))
             .collect()
     }
 
@@ -999,7 +1023,7 @@ mod tests {
             let source: String = family
                 .sources
                 .iter()
-                .map(|part| part.text("", Precision::F32))
+                .map(|part| part.text("", Precision::F32, GemmTile::Narrow))
                 .collect();
             // A stateful prior's bindings are declared by its WGSL (SSGL's `prior_state`).
             let stateful = source.clone() + Prior::Ssgl(crate::model::Ssgl::default()).wgsl();
@@ -1030,5 +1054,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every family's module parses and validates (naga, as wgpu does before compiling) with
+    /// each products' tile, dictionary precision and prior, so a tile that only a GPU would pick
+    /// is checked without one.
+    #[test]
+    fn every_module_validates_with_each_tile() {
+        let mut failures = Vec::new();
+        for family in FAMILIES {
+            for tile in [GemmTile::Narrow, GemmTile::Wide] {
+                for precision in [Precision::F32, Precision::F16] {
+                    for prior in priors() {
+                        let text = source_tiled(family, &prior, precision, tile);
+                        let at = format!("{} ({tile:?}, {precision:?}, {prior:?})", family.module);
+                        let module = match naga::front::wgsl::parse_str(&text) {
+                            Ok(module) => module,
+                            Err(e) => {
+                                failures.push(format!("{at}: {}", e.emit_to_string(&text)));
+                                continue;
+                            }
+                        };
+                        // unpack2x16float (the f16 dictionary) is core WGSL that naga files
+                        // under this capability; wgpu grants it on every adapter we run.
+                        let capabilities = naga::valid::Capabilities::default()
+                            | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+                        let mut validator = naga::valid::Validator::new(
+                            naga::valid::ValidationFlags::all(),
+                            capabilities,
+                        );
+                        if let Err(e) = validator.validate(&module) {
+                            failures.push(format!("{at}: {}", e.emit_to_string(&text)));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }

@@ -15,9 +15,10 @@ pub(crate) mod kernels;
 pub(crate) mod probe;
 pub(crate) mod timer;
 
-pub use context::{adapter_available, software_adapter, GpuContext};
+pub use context::{adapter_available, software_adapter, GpuContext, GEMM_TILE_VARIABLE};
 use dataset::{gather_params, upload_observations};
 pub use kernel_hmc::KernelHmcGpu;
+pub use kernels::{GemmTile, WIDE_TILE_MIN_CHAINS};
 
 /// The device-side pieces the GPU twin tests and kernel benchmarks drive directly (kernel
 /// handles, the params block, buffer helpers, the Philox probe). Not a stable API.
@@ -52,6 +53,9 @@ pub struct GpuOptions {
     /// No group holds chains of two classes (a class's chains are contiguous), so each class
     /// can run its own step size (`Backend::set_chain_step_sizes`, per-class adaptation).
     pub class_groups: bool,
+    /// The products' tile; None: `GpuContext::gemm_tile`'s choice for the chain count (the
+    /// adapter's, or `RMLD_GEMM_TILE`'s). Both tiles give the same bits.
+    pub gemm_tile: Option<GemmTile>,
 }
 
 /// A on the device in `precision` (`Target::with_precision`): its f32 entries, or their f16 bit
@@ -216,12 +220,13 @@ impl GpuBackend {
         // a shard's rows follow `chain_offset` unused entries.
         let mut chain_rows = vec![[0u32; 2]; settings.chain_offset as usize];
         chain_rows.extend(target.chain_rows(chains)?);
+        let tile = context.gemm_tile(options.gemm_tile, chains)?;
         let shared = context.checked("uploading A and the data", || -> Result<Shared> {
             Ok(Shared {
                 dict: upload_dictionary(&context, &target.dictionary, target.precision),
                 data: upload_observations(&context, &target.observations)?,
                 chain_rows: buffers::upload(&context, "rows", bytemuck::cast_slice(&chain_rows)),
-                kernels: context.kernels_for(&target.prior, target.precision)?,
+                kernels: context.kernels_for(&target.prior, target.precision, tile)?,
             })
         })??;
         let ranges = group_ranges(
@@ -318,6 +323,11 @@ impl GpuBackend {
     /// Number of groups the chains are split into.
     pub fn groups(&self) -> usize {
         self.groups.len()
+    }
+
+    /// The products' tile this backend's pipelines run.
+    pub fn gemm_tile(&self) -> GemmTile {
+        self.shared.kernels.tile()
     }
 
     /// The device this backend runs on.

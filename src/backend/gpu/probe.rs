@@ -3,10 +3,10 @@
 use super::buffers::{read_f32, storage, upload, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{
-    gather, matmul, philox_probe, Kernels, Launch, MatmulParams, PhiloxProbeParams, Slots,
-    WgslStruct,
+    gather, matmul, philox_probe, GemmTile, Kernels, Launch, MatmulParams, PhiloxProbeParams,
+    Slots, WgslStruct,
 };
-use crate::model::Observations;
+use crate::model::{Laplace, Observations, Precision, Prior};
 use crate::Result;
 
 /// Output words per probe case: 4 raw, 4 indices, 4 normals (f32 bits).
@@ -20,16 +20,27 @@ fn run<P: WgslStruct>(
     bind: impl FnOnce(&Kernels, &wgpu::Device, &ParamSlots, Slots<P>) -> Launch,
     workgroups: [u32; 3],
 ) -> Result<()> {
+    run_with(context, &context.kernels, params, bind, workgroups)
+}
+
+/// `run` with the given pipelines.
+fn run_with<P: WgslStruct>(
+    context: &GpuContext,
+    kernels: &Kernels,
+    params: P,
+    bind: impl FnOnce(&Kernels, &wgpu::Device, &ParamSlots, Slots<P>) -> Launch,
+    workgroups: [u32; 3],
+) -> Result<()> {
     context.checked("running a kernel", || {
         let (buffer, slots) = ParamSlots::one::<P>(context);
         buffer.writer().set(slots, 0, params).finish(context);
-        let launch = bind(&context.kernels, &context.device, &buffer, slots);
+        let launch = bind(kernels, &context.device, &buffer, slots);
         let mut encoder = context
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            context.kernels.dispatch(&mut pass, &launch, 0, workgroups);
+            kernels.dispatch(&mut pass, &launch, 0, workgroups);
         }
         context.queue.submit([encoder.finish()]);
     })
@@ -85,9 +96,16 @@ pub fn philox(context: &GpuContext, cases: &[([u32; 4], [u32; 2], u32)]) -> Resu
         .collect())
 }
 
-/// out (C × d) = Z (C × p) · Aᵀ − Y, Y being C × d or one row of d broadcast.
+/// The default pipelines (Laplace, f32) built with the products' `tile`.
+fn tiled(context: &GpuContext, tile: GemmTile) -> Result<std::sync::Arc<Kernels>> {
+    context.kernels_for(&Prior::Laplace(Laplace { lam: 0.0 }), Precision::F32, tile)
+}
+
+/// out (C × d) = Z (C × p) · Aᵀ − Y, Y being C × d or one row of d broadcast, by the `tile`
+/// products.
 pub fn residual_product(
     context: &GpuContext,
+    tile: GemmTile,
     a: &[f32],
     d: usize,
     p: usize,
@@ -106,9 +124,11 @@ pub fn residual_product(
         y_stride: if y.len() == d { 0 } else { d as u32 },
         ..Default::default()
     };
-    let groups = [(d as u32).div_ceil(64), (chains as u32).div_ceil(64), 1];
-    run(
+    let kernels = tiled(context, tile)?;
+    let groups = kernels.product_groups(chains, d);
+    run_with(
         context,
+        &kernels,
         params,
         |k, dev, buffer, slots| {
             matmul::ResidualProductBuffers {
@@ -124,9 +144,10 @@ pub fn residual_product(
     read_f32(context, &out, chains * d)
 }
 
-/// out (C × p) = R (C × d) · A.
+/// out (C × p) = R (C × d) · A, by the `tile` products.
 pub fn transpose_product(
     context: &GpuContext,
+    tile: GemmTile,
     a: &[f32],
     d: usize,
     p: usize,
@@ -142,9 +163,11 @@ pub fn transpose_product(
         p: p as u32,
         ..Default::default()
     };
-    let groups = [(p as u32).div_ceil(64), (chains as u32).div_ceil(64), 1];
-    run(
+    let kernels = tiled(context, tile)?;
+    let groups = kernels.product_groups(chains, p);
+    run_with(
         context,
+        &kernels,
         params,
         |k, dev, buffer, slots| {
             matmul::TransposeProductBuffers {

@@ -11,6 +11,114 @@ const MATMUL: &str = include_str!("../../../../shaders/matmul.wgsl");
 const MATMUL_SCALAR: &str = include_str!("../../../../shaders/matmul_scalar.wgsl");
 const MATMUL_VEC4: &str = include_str!("../../../../shaders/matmul_vec4.wgsl");
 const GRADIENT_STEP: &str = include_str!("../../../../shaders/gradient_step.wgsl");
+const TILE_NARROW: &str = include_str!("../../../../shaders/gemm_tile_narrow.wgsl");
+const TILE_WIDE: &str = include_str!("../../../../shaders/gemm_tile_wide.wgsl");
+
+/// The products' workgroup tile (`shaders/gemm_tile_*.wgsl`). Both sum each output in one f32
+/// accumulator in increasing k, so they give the same bits; they differ in how much work an
+/// invocation holds in registers and how many workgroups a product launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum GemmTile {
+    /// 16 × 8 invocations, a 64 × 64 output block, an 8 × 4 register tile (0.094 workgroup
+    /// loads per FMA, 8 KiB of workgroup memory): within wgpu's downlevel limits, so every
+    /// adapter runs it, and more workgroups at few chains.
+    #[default]
+    Narrow,
+    /// 16 × 16 invocations, a 128 × 128 output block, an 8 × 8 register tile (0.0625 loads per
+    /// FMA, 16 KiB of workgroup memory): for GPUs, where shared-memory bandwidth bounds the
+    /// narrow tile, at chain counts that give enough 128-row blocks.
+    Wide,
+}
+
+/// Chains from which `GemmTile::choose` takes the wide tile on a GPU: a 784-long residual
+/// product then launches 7 × 8 = 56 workgroups of 256 invocations (14,336), the narrow tile's
+/// 13 × 16 = 208 of 128 (26,624). Not measured on a GPU (none was lent): `rmld bench
+/// --gemm-tile` and `scripts/gpu-bench.sh` time both tiles at every chain count to set it.
+pub const WIDE_TILE_MIN_CHAINS: usize = 1024;
+
+impl GemmTile {
+    /// The tile's WGSL (constants, workgroup arrays, `tile_row`, `tile_col`, `accumulate_slice`).
+    pub(super) fn wgsl(self) -> &'static str {
+        match self {
+            GemmTile::Narrow => TILE_NARROW,
+            GemmTile::Wide => TILE_WIDE,
+        }
+    }
+
+    /// Rows and columns of the output block one workgroup computes.
+    pub fn block(self) -> u32 {
+        match self {
+            GemmTile::Narrow => 64,
+            GemmTile::Wide => 128,
+        }
+    }
+
+    /// Invocations per workgroup.
+    pub fn invocations(self) -> u32 {
+        match self {
+            GemmTile::Narrow => 128,
+            GemmTile::Wide => 256,
+        }
+    }
+
+    /// Bytes of workgroup memory the staged K-slices take.
+    pub fn workgroup_bytes(self) -> u32 {
+        2 * self.block() * 16 * 4
+    }
+
+    /// Its name in settings and reports (`narrow`, `wide`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GemmTile::Narrow => "narrow",
+            GemmTile::Wide => "wide",
+        }
+    }
+
+    /// Parses a setting's value: `narrow` or `wide`.
+    pub fn parse(value: &str) -> Option<GemmTile> {
+        match value {
+            "narrow" => Some(GemmTile::Narrow),
+            "wide" => Some(GemmTile::Wide),
+            _ => None,
+        }
+    }
+
+    /// Whether a device with `limits` can run the tile's kernels.
+    pub fn fits(self, limits: &wgpu::Limits) -> bool {
+        let side = self.invocations() / 16;
+        limits.max_compute_invocations_per_workgroup >= self.invocations()
+            && limits.max_compute_workgroup_size_x >= 16
+            && limits.max_compute_workgroup_size_y >= side
+            && limits.max_compute_workgroup_storage_size >= self.workgroup_bytes()
+    }
+
+    /// The tile for `chains` chains on an adapter: the wide one on a GPU (not a software
+    /// renderer such as lavapipe, which runs the shaders on the CPU) whose limits hold it, from
+    /// `WIDE_TILE_MIN_CHAINS` chains; the narrow one otherwise.
+    pub fn choose(info: &wgpu::AdapterInfo, limits: &wgpu::Limits, chains: usize) -> GemmTile {
+        let gpu = matches!(
+            info.device_type,
+            wgpu::DeviceType::DiscreteGpu
+                | wgpu::DeviceType::IntegratedGpu
+                | wgpu::DeviceType::VirtualGpu
+        );
+        if gpu && chains >= WIDE_TILE_MIN_CHAINS && GemmTile::Wide.fits(limits) {
+            GemmTile::Wide
+        } else {
+            GemmTile::Narrow
+        }
+    }
+
+    /// Workgroups of a product with `rows` output rows (chains) and `columns` output columns.
+    pub fn groups(self, rows: usize, columns: usize) -> [u32; 3] {
+        let block = self.block() as usize;
+        [
+            columns.div_ceil(block) as u32,
+            rows.div_ceil(block) as u32,
+            1,
+        ]
+    }
+}
 
 wgsl_struct! {
     /// `struct MatmulParams` in `shaders/matmul.wgsl` (a uniform, one slot per step). The
@@ -77,6 +185,7 @@ pub(super) const SCALAR: Family = Family {
     sources: &[
         Source::File(PHILOX),
         Source::Dict,
+        Source::Tile,
         Source::File(MATMUL_SCALAR),
         Source::File(MATMUL),
         Source::Prior,
@@ -118,6 +227,7 @@ pub(super) const VEC4: Family = Family {
     sources: &[
         Source::File(PHILOX),
         Source::DictVec4,
+        Source::Tile,
         Source::File(MATMUL_VEC4),
         Source::File(MATMUL),
         Source::Prior,
