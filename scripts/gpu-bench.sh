@@ -9,10 +9,13 @@
 # NVIDIA driver, no Rust, no network: build rmld elsewhere and carry the binary; docs/benchmarks.md
 # has the exact call). With --cpu, or where nvidia-smi finds no GPU, everything runs on the CPU
 # (rmld bench --backend cpu, PyTorch and JAX on the CPU), the peak being rmld's measured CPU ceiling.
+# On the GPU rmld is measured with each products' tile (--gemm-tiles, default narrow,wide: rows
+# gpu-narrow and gpu-wide), so one call shows which tile wins at which chain count.
 #
 # Usage: scripts/gpu-bench.sh [--cpu] [--rmld BIN] [--python PY] [--chains 1,4,16]
 #          [--peers numpy,torch,jax] [--numpy-max-chains N] [--steps T] [--outer N]
-#          [--dim D] [--atoms P] [--images N] [--ceiling-size N] [--peak-gflops G] [--out DIR]
+#          [--dim D] [--atoms P] [--images N] [--ceiling-size N] [--peak-gflops G]
+#          [--gemm-tiles auto,narrow,wide] [--out DIR]
 # (--dim/--atoms/--images/--ceiling-size shrink the problem for a quick check; the defaults are
 # the benchmark's 784 × 3136 with 2000 images.)
 set -euo pipefail
@@ -31,6 +34,7 @@ ceiling=""
 peak=0
 out="gpu-bench-out"
 mode=""
+tiles="narrow,wide"
 die() { echo "gpu-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,11 +51,13 @@ while [ $# -gt 0 ]; do
     --images) images="${2:?--images needs a number}"; shift 2 ;;
     --ceiling-size) ceiling="${2:?--ceiling-size needs a number}"; shift 2 ;;
     --peak-gflops) peak="${2:?--peak-gflops needs a number}"; shift 2 ;;
+    --gemm-tiles) tiles="${2:?--gemm-tiles needs a list of auto,narrow,wide}"; shift 2 ;;
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
+[[ "$tiles" =~ ^(auto|narrow|wide)(,(auto|narrow|wide))*$ ]] || die "--gemm-tiles: expected a comma-separated list of auto, narrow, wide, got '$tiles'"
 [[ "$chains" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--chains: expected a comma-separated list of chain counts, got '$chains'"
 for n in "$numpy_max" "$steps" "$outer" "$dim" "$atoms" "$images" ${ceiling:+"$ceiling"}; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "--numpy-max-chains, --steps, --outer, --dim, --atoms, --images and --ceiling-size take positive integers, got '$n'"
@@ -80,7 +86,9 @@ mkdir -p "$out"
 : > "$out/peers.jsonl"
 echo "gpu-bench: mode $mode${gpu_name:+ ($gpu_name)}, $dim × $atoms, C = $chains, T = $steps, outer = $outer, peers: ${peers:-none}; out: $out" >&2
 
-"$rmld" bench --backend "$mode" --chains "$chains" --steps "$steps" --outer "$outer" \
+tile_args=()
+if [ "$mode" = gpu ]; then tile_args=(--gemm-tile "$tiles"); fi
+"$rmld" bench --backend "$mode" --chains "$chains" --steps "$steps" --outer "$outer" "${tile_args[@]}" \
   --dim "$dim" --atoms "$atoms" --images "$images" ${ceiling:+--ceiling-size "$ceiling"} --out "$out/rmld" --force 2>&1 | tee "$out/rmld.log"
 
 if [ "$mode" = gpu ]; then torch_dev=cuda; jax_platform=gpu; else torch_dev=cpu; jax_platform=cpu; fi

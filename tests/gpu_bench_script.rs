@@ -108,6 +108,7 @@ fn gpu_bench_refuses_bad_settings_by_name() {
         (&["--chains", "4,x"][..], "--chains"),
         (&["--peers", "numpy,tensorflow"][..], "--peers"),
         (&["--steps", "0"][..], "--steps"),
+        (&["--gemm-tiles", "square"][..], "--gemm-tiles"),
         (&["--rmld", "/no/such/rmld"][..], "/no/such/rmld"),
     ] {
         let ran = script(args);

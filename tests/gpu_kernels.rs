@@ -285,19 +285,21 @@ fn product_throughput() {
     let residual = uniform(&mut r, chains * d);
     let flops = 2.0 * (chains * d * p) as f64;
     for _ in 0..2 {
-        let t = std::time::Instant::now();
-        probe::residual_product(&ctx, GemmTile::Narrow, &a, d, p, &z, &y).unwrap();
-        let s = t.elapsed().as_secs_f64();
-        eprintln!(
-            "residual_product: {s:.3} s, {:.2} GFLOP/s (with transfers)",
-            flops / s / 1e9
-        );
-        let t = std::time::Instant::now();
-        probe::transpose_product(&ctx, GemmTile::Narrow, &a, d, p, &residual).unwrap();
-        let s = t.elapsed().as_secs_f64();
-        eprintln!(
-            "transpose_product: {s:.3} s, {:.2} GFLOP/s (with transfers)",
-            flops / s / 1e9
-        );
+        for tile in [GemmTile::Narrow, GemmTile::Wide] {
+            let t = std::time::Instant::now();
+            probe::residual_product(&ctx, tile, &a, d, p, &z, &y).unwrap();
+            let s = t.elapsed().as_secs_f64();
+            eprintln!(
+                "residual_product ({tile:?} tile): {s:.3} s, {:.2} GFLOP/s (with transfers)",
+                flops / s / 1e9
+            );
+            let t = std::time::Instant::now();
+            probe::transpose_product(&ctx, tile, &a, d, p, &residual).unwrap();
+            let s = t.elapsed().as_secs_f64();
+            eprintln!(
+                "transpose_product ({tile:?} tile): {s:.3} s, {:.2} GFLOP/s (with transfers)",
+                flops / s / 1e9
+            );
+        }
     }
 }
