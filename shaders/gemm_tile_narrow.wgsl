@@ -17,8 +17,8 @@ const REG_M: u32 = 8u; // register tile rows (chains)
 const REG_N: u32 = 4u; // register tile columns
 const ACC: u32 = 32u; // REG_M * REG_N
 
-var<workgroup> tile_l: array<vec4<f32>, 256>; // [k][m / 4]
-var<workgroup> tile_r: array<vec4<f32>, 256>; // [k][n / 4]
+var<workgroup> tile_l: array<vec4<f32>, 256>; // [k][m / 4], quads permuted by slot_l
+var<workgroup> tile_r: array<vec4<f32>, 256>; // [k][n / 4], quads permuted by slot_r
 
 // Output row of register-tile row i.
 fn tile_row(wg_y: u32, lid_y: u32, i: u32) -> u32 {
@@ -33,9 +33,9 @@ fn tile_col(wg_x: u32, lid_x: u32, j: u32) -> u32 {
 // The register tile after the K loop, given the staged slices: acc[i * REG_N + j].
 fn accumulate_slice(lid: vec3<u32>, acc: ptr<function, array<f32, ACC>>) {
     for (var k = 0u; k < TILE_K; k++) {
-        let a0 = tile_l[k * TILE_M4 + lid.y * 2u];
-        let a1 = tile_l[k * TILE_M4 + lid.y * 2u + 1u];
-        let b = tile_r[k * TILE_N4 + lid.x];
+        let a0 = tile_l[slot_l(k, lid.y * 2u)];
+        let a1 = tile_l[slot_l(k, lid.y * 2u + 1u)];
+        let b = tile_r[slot_r(k, lid.x)];
         for (var i = 0u; i < 4u; i++) {
             for (var jj = 0u; jj < 4u; jj++) {
                 (*acc)[i * 4u + jj] += a0[i] * b[jj];

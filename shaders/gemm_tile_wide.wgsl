@@ -19,8 +19,8 @@ const REG_M: u32 = 8u; // register tile rows (chains)
 const REG_N: u32 = 8u; // register tile columns
 const ACC: u32 = 64u; // REG_M * REG_N
 
-var<workgroup> tile_l: array<vec4<f32>, 512>; // [k][m / 4]
-var<workgroup> tile_r: array<vec4<f32>, 512>; // [k][n / 4]
+var<workgroup> tile_l: array<vec4<f32>, 512>; // [k][m / 4], quads permuted by slot_l
+var<workgroup> tile_r: array<vec4<f32>, 512>; // [k][n / 4], quads permuted by slot_r
 
 // Output row of register-tile row i.
 fn tile_row(wg_y: u32, lid_y: u32, i: u32) -> u32 {
@@ -35,10 +35,10 @@ fn tile_col(wg_x: u32, lid_x: u32, j: u32) -> u32 {
 // The register tile after the K loop, given the staged slices: acc[i * REG_N + j].
 fn accumulate_slice(lid: vec3<u32>, acc: ptr<function, array<f32, ACC>>) {
     for (var k = 0u; k < TILE_K; k++) {
-        let a0 = tile_l[k * TILE_M4 + lid.y];
-        let a1 = tile_l[k * TILE_M4 + lid.y + 16u];
-        let b0 = tile_r[k * TILE_N4 + lid.x];
-        let b1 = tile_r[k * TILE_N4 + lid.x + 16u];
+        let a0 = tile_l[slot_l(k, lid.y)];
+        let a1 = tile_l[slot_l(k, lid.y + 16u)];
+        let b0 = tile_r[slot_r(k, lid.x)];
+        let b1 = tile_r[slot_r(k, lid.x + 16u)];
         for (var i = 0u; i < 4u; i++) {
             for (var jj = 0u; jj < 4u; jj++) {
                 (*acc)[i * 8u + jj] += a0[i] * b0[jj];

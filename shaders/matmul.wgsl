@@ -3,9 +3,10 @@
 //   transpose_product: out (chains x p) = lhs (chains x d) . A         (per chain A^T r)
 // Tiling: the tile file spliced before this one (gemm_tile_narrow.wgsl or gemm_tile_wide.wgsl,
 // `GemmTile`) sets the workgroup (WG_X x WG_Y), its output block (TILE_M x TILE_N), the K-slice
-// staged in workgroup memory as vec4 quads ([k][m / 4] and [k][n / 4]), the register tile
-// (REG_M x REG_N per invocation, `tile_row` / `tile_col`) and the inner loop, `accumulate_slice`;
-// tests/gemm_static.rs counts its workgroup loads per FMA and bank conflicts from the text.
+// staged in workgroup memory as vec4 quads ([k][m / 4] and [k][n / 4], permuted by `slot_l` /
+// `slot_r`), the register tile (REG_M x REG_N per invocation, `tile_row` / `tile_col`) and the
+// inner loop, `accumulate_slice`; tests/gemm_static.rs counts its workgroup loads per FMA and the
+// bank conflicts of the loop and of the staging stores from the text.
 // The tile loads (and the `dict`/`lhs` bindings) come from matmul_scalar.wgsl (guarded scalar
 // loads: any d, p and chain count) or matmul_vec4.wgsl (vec4 loads, for d and p multiples of 4,
 // with the K loop double-buffered in registers); the sums are identical: each output is one f32
@@ -31,6 +32,19 @@ struct MatmulParams {
 }
 
 @group(0) @binding(0) var<uniform> params: MatmulParams;
+
+// Where quad `quad` of k-row k of a staged slice lives. Each k-row's quads are permuted by an
+// XOR with (k / 4) * 2, so the transposed staging stores (a lane writes the four k of one global
+// quad, 4 lanes per row) land in 8 quads, hence 32 banks, where a plain [k][m / 4] layout puts 4
+// lanes on each bank; the inner loop's reads stay conflict-free, the XOR permuting quads within
+// aligned groups of 8. tests/gemm_static.rs counts both.
+fn slot_l(k: u32, quad: u32) -> u32 {
+    return k * TILE_M4 + (quad ^ ((k / 4u) * 2u));
+}
+
+fn slot_r(k: u32, quad: u32) -> u32 {
+    return k * TILE_N4 + (quad ^ ((k / 4u) * 2u));
+}
 
 @group(0) @binding(3) var<storage, read> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;

@@ -19,12 +19,12 @@ fn product_nt(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, ACC> {
             if (row0 + mk < params.chains && gk < kdim) {
                 v = lhs[(row0 + mk) * kdim + gk];
             }
-            tile_l[kk * TILE_M4 + mk / 4u][mk % 4u] = v;
+            tile_l[slot_l(kk, mk / 4u)][mk % 4u] = v;
             var w = 0.0;
             if (col0 + mk < params.d && gk < kdim) {
                 w = dict_at((col0 + mk) * kdim + gk);
             }
-            tile_r[kk * TILE_N4 + mk / 4u][mk % 4u] = w;
+            tile_r[slot_r(kk, mk / 4u)][mk % 4u] = w;
         }
         workgroupBarrier();
         accumulate_slice(lid, &acc);
@@ -49,14 +49,14 @@ fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, ACC> {
             if (row0 + mk < params.chains && k0 + kk < kdim) {
                 v = lhs[(row0 + mk) * kdim + k0 + kk];
             }
-            tile_l[kk * TILE_M4 + mk / 4u][mk % 4u] = v;
+            tile_l[slot_l(kk, mk / 4u)][mk % 4u] = v;
             let kn = e / TILE_N;
             let nn = e % TILE_N;
             var w = 0.0;
             if (k0 + kn < kdim && col0 + nn < params.p) {
                 w = dict_at((k0 + kn) * params.p + col0 + nn);
             }
-            tile_r[kn * TILE_N4 + nn / 4u][nn % 4u] = w;
+            tile_r[slot_r(kn, nn / 4u)][nn % 4u] = w;
         }
         workgroupBarrier();
         accumulate_slice(lid, &acc);

@@ -25,7 +25,7 @@ fn store_lhs_quad(q: u32, v: vec4<f32>) {
     let mk = q / (TILE_K / 4u);
     let kq = (q % (TILE_K / 4u)) * 4u;
     for (var i = 0u; i < 4u; i++) {
-        tile_l[(kq + i) * TILE_M4 + mk / 4u][mk % 4u] = v[i];
+        tile_l[slot_l(kq + i, mk / 4u)][mk % 4u] = v[i];
     }
 }
 
@@ -45,7 +45,7 @@ fn store_dict_nt(q: u32, w: vec4<f32>) {
     let nk = q / (TILE_K / 4u);
     let kq = (q % (TILE_K / 4u)) * 4u;
     for (var i = 0u; i < 4u; i++) {
-        tile_r[(kq + i) * TILE_N4 + nk / 4u][nk % 4u] = w[i];
+        tile_r[slot_r(kq + i, nk / 4u)][nk % 4u] = w[i];
     }
 }
 
@@ -103,8 +103,9 @@ fn product_nn(wg: vec3<u32>, lid: vec3<u32>) -> array<f32, ACC> {
     for (var k0 = 0u; k0 < kdim; k0 += TILE_K) {
         store_lhs_quad(tid, v0);
         store_lhs_quad(q1, v1);
-        tile_r[tid] = w0; // [kn][nq / 4] with kn = q / TILE_N4, nq / 4 = q % TILE_N4
-        tile_r[q1] = w1;
+        // Quad q is [kn][nq / 4] with kn = q / TILE_N4, nq / 4 = q % TILE_N4.
+        tile_r[slot_r(tid / TILE_N4, tid % TILE_N4)] = w0;
+        tile_r[slot_r(q1 / TILE_N4, q1 % TILE_N4)] = w1;
         workgroupBarrier();
         v0 = fetch_lhs_quad(tid, row0, k0 + TILE_K, kdim);
         v1 = fetch_lhs_quad(q1, row0, k0 + TILE_K, kdim);
