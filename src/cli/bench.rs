@@ -122,7 +122,7 @@ fn table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<7} {:>6} {:>14} {:>11} {:>9} {:>9} {:>10} {:>9} {:>9}  timing",
+        "{:<10} {:>6} {:>14} {:>11} {:>9} {:>9} {:>10} {:>9} {:>9}  timing",
         "backend",
         "chains",
         "chain-steps/s",
@@ -135,12 +135,12 @@ fn table(rows: &[Row]) -> String {
     );
     for r in rows {
         if r.status != "ok" {
-            let _ = writeln!(s, "{:<7} {:>6}  skipped: {}", r.backend, r.chains, r.note);
+            let _ = writeln!(s, "{:<10} {:>6}  skipped: {}", r.backend, r.chains, r.note);
             continue;
         }
         let _ = writeln!(
             s,
-            "{:<7} {:>6} {:>14.0} {:>11.1} {:>9.2} {:>9.1} {:>10} {:>9.1} {:>9.1}  {}",
+            "{:<10} {:>6} {:>14.0} {:>11.1} {:>9.2} {:>9.1} {:>10} {:>9.1} {:>9.1}  {}",
             r.backend,
             r.chains,
             r.chain_steps_per_second,

@@ -980,7 +980,7 @@ mod gpu {
     use std::time::Instant;
 
     use crate::backend::gpu::buffers::{read_back_after, storage, upload, ParamSlots};
-    use crate::backend::gpu::kernels::{GemmTile, Kernel, MatmulParams};
+    use crate::backend::gpu::kernels::{GemmTile, Kernel, MatmulParams, WIDE_TILE_MIN_CHAINS};
     use crate::backend::gpu::timer::PassTimer;
     use crate::backend::gpu::{adapter_available, GpuBackend, GpuContext, GpuOptions};
     use crate::model::{Laplace, Precision, Prior};
@@ -1212,12 +1212,23 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             extra.push((format!("transpose_product ({tile} tile)"), transpose));
         }
         extra.push(("fma_peak (raw fp32 FMA)".into(), fma));
+        // What the tile choice reads: the adapter's type and limits (and, for the record, its
+        // subgroup sizes, which neither tile depends on: both are conflict-free per 128-byte phase).
+        let (subgroup_min, subgroup_max) = context.subgroup_sizes();
+        let limits = &context.limits;
+        let auto = match GemmTile::choose(&info, limits, usize::MAX) {
+            GemmTile::Wide => format!("wide from {WIDE_TILE_MIN_CHAINS} chains, else narrow"),
+            GemmTile::Narrow => "narrow".into(),
+        };
         let ceiling = Ceiling {
             backend: "gpu".into(),
             what: format!(
                 "best of our residual/transpose product kernels (each tile) on a square \
-                 {n}×{n}×{n} product, {}",
-                device.clone()
+                 {n}×{n}×{n} product, {}; adapter: subgroups of {subgroup_min}–{subgroup_max}, \
+                 {} invocations and {} bytes of workgroup memory per workgroup; auto tile: {auto}",
+                device.clone(),
+                limits.max_compute_invocations_per_workgroup,
+                limits.max_compute_workgroup_storage_size,
             ),
             gflops: products
                 .iter()
