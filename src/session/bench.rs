@@ -1216,7 +1216,7 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         // subgroup sizes, which neither tile depends on: both are conflict-free per 128-byte phase).
         let (subgroup_min, subgroup_max) = context.subgroup_sizes();
         let limits = &context.limits;
-        let auto = match GemmTile::choose(&info, limits, usize::MAX) {
+        let auto = match GemmTile::choose(info.device_type, limits, usize::MAX) {
             GemmTile::Wide => format!("wide from {WIDE_TILE_MIN_CHAINS} chains, else narrow"),
             GemmTile::Narrow => "narrow".into(),
         };

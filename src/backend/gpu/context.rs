@@ -139,7 +139,7 @@ impl GpuContext {
         if let Some(tile) = asked {
             return Ok(tile);
         }
-        let chosen = GemmTile::choose(&self.info, &self.limits, chains);
+        let chosen = GemmTile::choose(self.info.device_type, &self.limits, chains);
         match std::env::var(GEMM_TILE_VARIABLE) {
             Err(_) => Ok(chosen),
             Ok(value) if value == "auto" || value.is_empty() => Ok(chosen),

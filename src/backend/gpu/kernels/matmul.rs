@@ -92,12 +92,12 @@ impl GemmTile {
             && limits.max_compute_workgroup_storage_size >= self.workgroup_bytes()
     }
 
-    /// The tile for `chains` chains on an adapter: the wide one on a GPU (not a software
-    /// renderer such as lavapipe, which runs the shaders on the CPU) whose limits hold it, from
-    /// `WIDE_TILE_MIN_CHAINS` chains; the narrow one otherwise.
-    pub fn choose(info: &wgpu::AdapterInfo, limits: &wgpu::Limits, chains: usize) -> GemmTile {
+    /// The tile for `chains` chains on an adapter of type `device`: the wide one on a GPU (not a
+    /// software renderer such as lavapipe, which runs the shaders on the CPU) whose limits hold
+    /// it, from `WIDE_TILE_MIN_CHAINS` chains; the narrow one otherwise.
+    pub fn choose(device: wgpu::DeviceType, limits: &wgpu::Limits, chains: usize) -> GemmTile {
         let gpu = matches!(
-            info.device_type,
+            device,
             wgpu::DeviceType::DiscreteGpu
                 | wgpu::DeviceType::IntegratedGpu
                 | wgpu::DeviceType::VirtualGpu
@@ -298,4 +298,58 @@ buffers! {
 buffers! {
     /// Buffers of `full_gradient`.
     shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position, chain_precision, prior_state }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wide tile only on GPUs, from `WIDE_TILE_MIN_CHAINS` chains, within the limits.
+    #[test]
+    fn the_wide_tile_is_chosen_for_many_chains_on_a_gpu_that_holds_it() {
+        let limits = wgpu::Limits::default();
+        let many = WIDE_TILE_MIN_CHAINS;
+        for gpu in [
+            wgpu::DeviceType::DiscreteGpu,
+            wgpu::DeviceType::IntegratedGpu,
+            wgpu::DeviceType::VirtualGpu,
+        ] {
+            assert_eq!(GemmTile::choose(gpu, &limits, many), GemmTile::Wide);
+            assert_eq!(GemmTile::choose(gpu, &limits, many - 1), GemmTile::Narrow);
+        }
+        for other in [wgpu::DeviceType::Cpu, wgpu::DeviceType::Other] {
+            assert_eq!(GemmTile::choose(other, &limits, many), GemmTile::Narrow);
+        }
+        // wgpu's default limits hold both (256 invocations, 16 KiB); its downlevel limits
+        // (16,352 bytes of workgroup memory) and fewer invocations, only the narrow one.
+        assert!(GemmTile::Wide.fits(&limits) && GemmTile::Narrow.fits(&limits));
+        let downlevel = wgpu::Limits::downlevel_defaults();
+        assert!(GemmTile::Narrow.fits(&downlevel) && !GemmTile::Wide.fits(&downlevel));
+        let gpu = wgpu::DeviceType::DiscreteGpu;
+        assert_eq!(GemmTile::choose(gpu, &downlevel, many), GemmTile::Narrow);
+        let fewer_invocations = wgpu::Limits {
+            max_compute_invocations_per_workgroup: 128,
+            ..limits
+        };
+        assert!(!GemmTile::Wide.fits(&fewer_invocations));
+        assert!(GemmTile::Narrow.fits(&fewer_invocations));
+    }
+
+    /// Each tile's workgroups cover every output, with no block wholly outside.
+    #[test]
+    fn product_groups_cover_the_output() {
+        for tile in [GemmTile::Narrow, GemmTile::Wide] {
+            let b = tile.block() as usize;
+            for (rows, columns) in [(1, 1), (b, b), (b + 1, 3 * b - 1), (4096, 784)] {
+                let [x, y, z] = tile.groups(rows, columns);
+                assert_eq!(z, 1);
+                assert!(x as usize * b >= columns && (x as usize - 1) * b < columns);
+                assert!(y as usize * b >= rows && (y as usize - 1) * b < rows);
+            }
+        }
+        assert_eq!(GemmTile::Wide.groups(1024, 784), [7, 8, 1]);
+        assert_eq!(GemmTile::Narrow.groups(1024, 784), [13, 16, 1]);
+        assert_eq!(GemmTile::Wide.workgroup_bytes(), 16384);
+        assert_eq!(GemmTile::Narrow.workgroup_bytes(), 8192);
+    }
 }
