@@ -535,7 +535,12 @@ fn f16_storage_reads_the_rounded_values_bit_for_bit() {
             .iter_mut()
             .map(|b| b.encode(&images, 0.05, 30).unwrap())
             .collect();
-        let mut bad = bitwise(&format!("{d}×{p} LASSO starts"), &starts[0], &starts[1]);
+        let mut bad = bitwise(
+            &format!("{d}×{p} LASSO starts"),
+            F16,
+            &starts[0],
+            &starts[1],
+        );
         for b in &mut backends {
             b.load_positions(&starts[0]).unwrap();
         }
@@ -547,11 +552,17 @@ fn f16_storage_reads_the_rounded_values_bit_for_bit() {
             let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
             bad.extend(bitwise(
                 &format!("{d}×{p} positions, outer {outer}"),
+                F16,
                 &a,
                 &b,
             ));
             let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
-            bad.extend(bitwise(&format!("{d}×{p} images, outer {outer}"), &a, &b));
+            bad.extend(bitwise(
+                &format!("{d}×{p} images, outer {outer}"),
+                F16,
+                &a,
+                &b,
+            ));
         }
         assert_none(bad);
     }
@@ -610,7 +621,7 @@ fn wide_tile_gives_the_narrow_tiles_bits() {
                 .iter_mut()
                 .map(|b| b.encode(&images, 0.05, 20).unwrap())
                 .collect();
-            let mut bad = tile_bits(&format!("{at} LASSO starts"), &starts[0], &starts[1]);
+            let mut bad = bitwise(&format!("{at} LASSO starts"), TILES, &starts[0], &starts[1]);
             for b in &mut backends {
                 b.load_positions(&starts[0]).unwrap();
             }
@@ -624,38 +635,39 @@ fn wide_tile_gives_the_narrow_tiles_bits() {
                     b.accept(&mask).unwrap();
                 }
                 let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
-                bad.extend(tile_bits(&format!("{at} positions, outer {outer}"), &a, &b));
+                bad.extend(bitwise(
+                    &format!("{at} positions, outer {outer}"),
+                    TILES,
+                    &a,
+                    &b,
+                ));
                 let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
-                bad.extend(tile_bits(&format!("{at} images, outer {outer}"), &a, &b));
+                bad.extend(bitwise(
+                    &format!("{at} images, outer {outer}"),
+                    TILES,
+                    &a,
+                    &b,
+                ));
             }
             assert_none(bad);
         }
     }
 }
 
-/// Every index where the narrow tile's `a` and the wide tile's `b` differ in bits.
-fn tile_bits(what: &str, a: &[f32], b: &[f32]) -> Vec<String> {
-    let mut bad: Vec<String> = a
-        .iter()
-        .zip(b)
-        .enumerate()
-        .filter(|(_, (x, y))| x.to_bits() != y.to_bits())
-        .map(|(i, (x, y))| format!("{what}[{i}]: narrow tile {x:e}, wide tile {y:e}"))
-        .collect();
-    if a.len() != b.len() {
-        bad.push(format!("{what}: lengths {} and {}", a.len(), b.len()));
-    }
-    bad
-}
+/// The two sides of `f16_storage_reads_the_rounded_values_bit_for_bit`.
+const F16: [&str; 2] = ["f16 storage", "rounded f32"];
+/// The two sides of `wide_tile_gives_the_narrow_tiles_bits`.
+const TILES: [&str; 2] = ["narrow tile", "wide tile"];
 
-/// Every index where `a` and `b` differ in their bits, with both values.
-fn bitwise(what: &str, a: &[f32], b: &[f32]) -> Vec<String> {
+/// Every index where `a` and `b` differ in their bits, with both values named by `names`.
+fn bitwise(what: &str, names: [&str; 2], a: &[f32], b: &[f32]) -> Vec<String> {
+    let [name_a, name_b] = names;
     let mut bad: Vec<String> = a
         .iter()
         .zip(b)
         .enumerate()
         .filter(|(_, (x, y))| x.to_bits() != y.to_bits())
-        .map(|(i, (x, y))| format!("{what}[{i}]: f16 storage {x:e}, rounded f32 {y:e}"))
+        .map(|(i, (x, y))| format!("{what}[{i}]: {name_a} {x:e}, {name_b} {y:e}"))
         .collect();
     if a.len() != b.len() {
         bad.push(format!("{what}: lengths {} and {}", a.len(), b.len()));

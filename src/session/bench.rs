@@ -1242,6 +1242,21 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
         });
         let (d, p) = (target.d(), target.p());
         let bytes = 4 * (5 * p + 4 * d + 5);
+        // A measured row labelled, set against the ceiling and announced.
+        let finish = |mut row: Row, label: &str, backend: &GpuBackend| {
+            row.backend = label.into();
+            row.gemm_tile = backend.gemm_tile().name().into();
+            row.timing = timing.into();
+            row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
+            row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
+            observer.notice(&Notice::BenchMeasured {
+                backend: label.into(),
+                chains: row.chains,
+                chain_steps_per_second: row.chain_steps_per_second,
+                products_gflops: None,
+            });
+            row
+        };
         for &c in chain_counts {
             if observer.stop_requested() {
                 break;
@@ -1274,19 +1289,8 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
                         continue;
                     }
                 };
-                let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
-                row.backend = label.into();
-                row.gemm_tile = backend.gemm_tile().name().into();
-                row.timing = timing.into();
-                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
-                row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
-                observer.notice(&Notice::BenchMeasured {
-                    backend: label.into(),
-                    chains: c,
-                    chain_steps_per_second: row.chain_steps_per_second,
-                    products_gflops: None,
-                });
-                rows.push(row);
+                let row = measure(&mut backend, dynamics, d, p, args.outer)?;
+                rows.push(finish(row, label, &backend));
             }
             // The variants measured beside the plain row: (label, target, SSGL's SA update).
             let mut variants: Vec<(&str, Target, bool)> = Vec::new();
@@ -1305,19 +1309,8 @@ fn fma_peak(@builtin(global_invocation_id) id: vec3<u32>) {
             for (label, variant, adapts) in variants {
                 let variant = Arc::new(variant);
                 let mut backend = GpuBackend::new(variant, dynamics.clone(), c, options.clone())?;
-                let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, adapts)?;
-                row.backend = label.into();
-                row.gemm_tile = backend.gemm_tile().name().into();
-                row.timing = timing.into();
-                row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
-                row.device_ceiling_fraction = row.gflops_device.map(|g| g / ceiling.gflops);
-                observer.notice(&Notice::BenchMeasured {
-                    backend: label.into(),
-                    chains: c,
-                    chain_steps_per_second: row.chain_steps_per_second,
-                    products_gflops: None,
-                });
-                rows.push(row);
+                let row = measure_with(&mut backend, dynamics, d, p, args.outer, adapts)?;
+                rows.push(finish(row, label, &backend));
             }
         }
         Ok(ceiling)
