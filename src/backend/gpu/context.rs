@@ -125,7 +125,7 @@ impl GpuContext {
         }
         let kernels = Arc::new(scoped(
             &self.device,
-            "compiling the prior's kernels",
+            "compiling the kernels for this prior, precision and tile",
             || Kernels::with_state(&self.device, source, prior.has_state(), precision, tile),
         )?);
         cache.push((key, kernels.clone()));
