@@ -579,6 +579,17 @@ fn bench_runs_the_numpy_peer_beside_the_cpu_rows() {
     );
 }
 
+/// `rmld bench --backend gpu` at d = 16, p = 64 on 50 synthetic images into `out`, with
+/// `options` (chains, outer iterations, steps, ...); its bench.json, after a success.
+fn tiny_gpu_bench(out: &Path, options: &[&str]) -> serde_json::Value {
+    let mut args = vec!["bench", "--backend", "gpu", "--dim", "16", "--atoms", "64"];
+    args.extend_from_slice(&["--images", "50", "--out", out.to_str().unwrap()]);
+    args.extend_from_slice(options);
+    let run = rmld(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap()
+}
+
 /// On a GPU, `rmld bench` times the device by timestamp queries where the adapter offers them
 /// (lavapipe does), says so, and the device time of the passes fits inside their wall time.
 #[test]
@@ -588,29 +599,10 @@ fn bench_times_the_gpu_by_timestamps_where_offered() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("bench");
-    let run = rmld(&[
-        "bench",
-        "--backend",
-        "gpu",
-        "--chains",
-        "2",
-        "--dim",
-        "16",
-        "--atoms",
-        "64",
-        "--outer",
-        "2",
-        "--steps",
-        "2",
-        "--images",
-        "50",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let bench: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let bench = tiny_gpu_bench(
+        &dir.path().join("bench"),
+        &["--chains", "2", "--outer", "2", "--steps", "2"],
+    );
     let row = &bench["rows"][0];
     assert_eq!(row["status"], "ok", "{row}");
     let timing = row["timing"].as_str().unwrap();
@@ -646,30 +638,19 @@ fn bench_measures_each_gemm_tile_asked_for() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench");
-    let run = rmld(&[
-        "bench",
-        "--backend",
-        "gpu",
-        "--chains",
-        "2,130",
-        "--dim",
-        "16",
-        "--atoms",
-        "64",
-        "--outer",
-        "1",
-        "--steps",
-        "1",
-        "--images",
-        "50",
-        "--gemm-tile",
-        "auto,narrow,wide",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let bench: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let bench = tiny_gpu_bench(
+        &out,
+        &[
+            "--chains",
+            "2,130",
+            "--outer",
+            "1",
+            "--steps",
+            "1",
+            "--gemm-tile",
+            "auto,narrow,wide",
+        ],
+    );
     let rows: Vec<(String, u64, String)> = bench["rows"]
         .as_array()
         .unwrap()

@@ -531,40 +531,8 @@ fn f16_storage_reads_the_rounded_values_bit_for_bit() {
             })
             .collect();
         let images: Vec<f32> = uniform(&mut r, CHAINS * d);
-        let starts: Vec<Vec<f32>> = backends
-            .iter_mut()
-            .map(|b| b.encode(&images, 0.05, 30).unwrap())
-            .collect();
-        let mut bad = bitwise(
-            &format!("{d}×{p} LASSO starts"),
-            F16,
-            &starts[0],
-            &starts[1],
-        );
-        for b in &mut backends {
-            b.load_positions(&starts[0]).unwrap();
-        }
-        for outer in 1..=2 {
-            for b in &mut backends {
-                let terms = b.propose(outer).unwrap();
-                b.accept(&decisions(&terms, &s, outer, None)).unwrap();
-            }
-            let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
-            bad.extend(bitwise(
-                &format!("{d}×{p} positions, outer {outer}"),
-                F16,
-                &a,
-                &b,
-            ));
-            let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
-            bad.extend(bitwise(
-                &format!("{d}×{p} images, outer {outer}"),
-                F16,
-                &a,
-                &b,
-            ));
-        }
-        assert_none(bad);
+        let at = format!("{d}×{p}");
+        assert_none(bits_side_by_side(&mut backends, &images, 30, &s, &at, F16));
     }
 }
 
@@ -617,41 +585,58 @@ fn wide_tile_gives_the_narrow_tiles_bits() {
                 .collect();
             let at = format!("{d}×{p} {method:?}");
             let images: Vec<f32> = uniform(&mut r, chains * d);
-            let starts: Vec<Vec<f32>> = backends
-                .iter_mut()
-                .map(|b| b.encode(&images, 0.05, 20).unwrap())
-                .collect();
-            let mut bad = bitwise(&format!("{at} LASSO starts"), TILES, &starts[0], &starts[1]);
-            for b in &mut backends {
-                b.load_positions(&starts[0]).unwrap();
-            }
-            for outer in 1..=2 {
-                let terms: Vec<Vec<MhTerms>> = backends
-                    .iter_mut()
-                    .map(|b| b.propose(outer).unwrap())
-                    .collect();
-                let mask = decisions(&terms[0], &s, outer, None);
-                for b in &mut backends {
-                    b.accept(&mask).unwrap();
-                }
-                let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
-                bad.extend(bitwise(
-                    &format!("{at} positions, outer {outer}"),
-                    TILES,
-                    &a,
-                    &b,
-                ));
-                let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
-                bad.extend(bitwise(
-                    &format!("{at} images, outer {outer}"),
-                    TILES,
-                    &a,
-                    &b,
-                ));
-            }
-            assert_none(bad);
+            assert_none(bits_side_by_side(
+                &mut backends,
+                &images,
+                20,
+                &s,
+                &at,
+                TILES,
+            ));
         }
     }
+}
+
+/// Two backends run side by side from the same LASSO starts (`iterations` of FISTA on `images`)
+/// through two outer iterations, each accepting by its own MH terms: every bit where their
+/// starts, positions or images differ, the two sides named by `names`.
+fn bits_side_by_side(
+    backends: &mut [GpuBackend],
+    images: &[f32],
+    iterations: u32,
+    s: &DynamicsSettings,
+    at: &str,
+    names: [&str; 2],
+) -> Vec<String> {
+    let starts: Vec<Vec<f32>> = backends
+        .iter_mut()
+        .map(|b| b.encode(images, 0.05, iterations).unwrap())
+        .collect();
+    let mut bad = bitwise(&format!("{at} LASSO starts"), names, &starts[0], &starts[1]);
+    for b in backends.iter_mut() {
+        b.load_positions(&starts[0]).unwrap();
+    }
+    for outer in 1..=2 {
+        for b in backends.iter_mut() {
+            let terms = b.propose(outer).unwrap();
+            b.accept(&decisions(&terms, s, outer, None)).unwrap();
+        }
+        let [a, b] = [0, 1].map(|i| backends[i].positions().unwrap());
+        bad.extend(bitwise(
+            &format!("{at} positions, outer {outer}"),
+            names,
+            &a,
+            &b,
+        ));
+        let [a, b] = [0, 1].map(|i| backends[i].images().unwrap());
+        bad.extend(bitwise(
+            &format!("{at} images, outer {outer}"),
+            names,
+            &a,
+            &b,
+        ));
+    }
+    bad
 }
 
 /// The two sides of `f16_storage_reads_the_rounded_values_bit_for_bit`.
