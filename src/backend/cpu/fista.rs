@@ -218,8 +218,8 @@ fn extrapolate(y: &mut [f32], z: &[f32], u: &[f32], z_prev: &[f32], c_u: f32, c_
         .for_each(|((y, &z), (&u, &zp))| *y = z + c_u * (u - z) + c_prev * (z - zp));
 }
 
-/// Rows of [`encode_until`]'s batch that ran every iteration without meeting the tolerance,
-/// and the iterations all rows ran together.
+/// How a LASSO encoder's rows stopped: the iterations all rows ran together, the rows that ran
+/// every iteration without meeting the tolerance, and which encoder ran them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EncodeStats {
     /// Rows encoded.
@@ -228,6 +228,8 @@ pub struct EncodeStats {
     pub iterations: u64,
     /// Rows stopped by the iteration cap with their duality gap above the tolerance.
     pub capped: usize,
+    /// Rows encoded by ADMM (`lasso_admm`); the others by FISTA.
+    pub admm_rows: usize,
 }
 
 /// Relative duality gap of each row: (P(z) − D(θ)) / P(z) with P the LASSO objective at the
@@ -294,6 +296,7 @@ pub fn encode_until(
             rows: total,
             iterations: total as u64 * iterations as u64,
             capped: total,
+            admm_rows: 0,
         };
         return (codes, stats);
     }
@@ -350,7 +353,7 @@ pub fn encode_until(
 }
 
 /// Keeps the rows (of `width`) of `v` whose `keep` is true, in order.
-fn compact(v: &mut Vec<f32>, keep: &[bool], width: usize) {
+pub(super) fn compact(v: &mut Vec<f32>, keep: &[bool], width: usize) {
     let mut to = 0;
     for (from, &k) in keep.iter().enumerate() {
         if k {

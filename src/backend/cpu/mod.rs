@@ -7,7 +7,7 @@ pub mod exact;
 pub mod fista;
 pub mod gather;
 pub mod gradient_step;
-pub mod lasso_cd;
+pub mod lasso_admm;
 pub mod matmul;
 pub mod mh_terms;
 pub mod select;
@@ -46,8 +46,9 @@ pub struct CpuBackend {
     /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
     lasso_tolerance: f32,
     encode_stats: fista::EncodeStats,
-    /// AᵀA for the coordinate-descent encoder, built at the first encoding that uses it.
-    gram: Option<Vec<f32>>,
+    /// ρ and (ρI + AAᵀ)⁻¹ for the ADMM encoder, built at the first encoding that uses it
+    /// (`Some(None)`: not positive definite, so FISTA encodes).
+    admm_factor: Option<Option<lasso_admm::Factor>>,
     chunk: usize,
     /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
     caches_energy: bool,
@@ -175,7 +176,7 @@ impl CpuBackend {
             lipschitz: None,
             lasso_tolerance: 0.0,
             encode_stats: fista::EncodeStats::default(),
-            gram: None,
+            admm_factor: None,
             chunk: chains.max(1),
             caches_energy,
             mixture,
@@ -735,21 +736,30 @@ impl Backend for CpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
         let (d, p) = (self.target.d(), self.target.p());
         let tolerance = self.lasso_tolerance;
-        // With a tolerance, coordinate descent on AᵀA (far fewer flops than FISTA's two
-        // products per iteration) where the Gram matrix fits; FISTA with the gap stop beyond.
-        let descent = tolerance > 0.0 && p <= lasso_cd::MAX_GRAM_ATOMS;
-        let lipschitz = if descent { 0.0 } else { self.lipschitz() };
+        // With a tolerance, ADMM with the exact quadratic step where the d × d inverse is
+        // small; FISTA with the gap stop beyond (and with none, FISTA's fixed iterations).
+        if tolerance > 0.0 && d <= lasso_admm::MAX_ROWS && self.admm_factor.is_none() {
+            let lipschitz = self.lipschitz();
+            let a = &self.target.dictionary.a;
+            self.admm_factor = Some(lasso_admm::Factor::new(a, d, p, lipschitz));
+        }
         let a = &self.target.dictionary.a;
         let like = self.settings.run_chains as usize;
-        let (codes, stats) = if descent {
-            let gram = self.gram.get_or_insert_with(|| lasso_cd::gram(a, d, p));
-            lasso_cd::encode(a, gram, d, p, images, lam, iterations, tolerance, like)
+        let factor = match &self.admm_factor {
+            Some(Some(factor)) if tolerance > 0.0 && d <= lasso_admm::MAX_ROWS => Some(factor),
+            _ => None,
+        };
+        let (codes, stats) = if let Some(factor) = factor {
+            lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
         } else {
+            let lipschitz = self.lipschitz();
+            let a = &self.target.dictionary.a;
             fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
         };
         self.encode_stats.rows += stats.rows;
         self.encode_stats.iterations += stats.iterations;
         self.encode_stats.capped += stats.capped;
+        self.encode_stats.admm_rows += stats.admm_rows;
         Ok(codes)
     }
 

@@ -1,0 +1,307 @@
+//! LASSO codes by over-relaxed ADMM with an exact quadratic step, batched as products, to a relative duality gap: the CPU encoder `augment` uses.
+//!
+//! argmin ½||A z − x||² + lam·||v||₁ subject to z = v (Boyd et al. 2011, §6.4), relaxed by α:
+//!
+//! ```text
+//! z ← (AᵀA + ρI)⁻¹ (Aᵀx + ρ(v − u))     ẑ ← α z + (1 − α) v
+//! v ← soft(ẑ + u, lam/ρ)                  u ← u + ẑ − v
+//! ```
+//!
+//! By Woodbury, (AᵀA + ρI)⁻¹ q = (q − Aᵀ M A q)/ρ with M = (ρI + AAᵀ)⁻¹ (d × d, inverted once in
+//! f64), so an iteration costs the two products of FISTA's (A q, Aᵀ s) and a d × d one. FISTA's
+//! 1/L gradient step crawls on the nearly square systems of MNIST's supports; the exact
+//! quadratic step does not (docs/benchmarks.md, "LASSO by ADMM"). Every [`CHECK_EVERY`]
+//! iterations each row's relative duality gap is measured at its sparse iterate v (two more
+//! products), and rows within the tolerance leave the batch. A row's code depends only on its
+//! image: the products are taken as over the batch's first row count (`matmul::rows_like`).
+
+use rayon::prelude::*;
+
+use super::fista::{compact, lasso_objective, relative_gaps, soft_threshold, EncodeStats};
+use super::matmul::{residual_product, residual_product_like, transpose_product_like};
+
+/// Largest d whose d × d inverse the CPU backend builds for this encoder (16 MiB of f32; the
+/// f64 factorization takes about a second at this size). Beyond it the gap-stop FISTA encodes.
+pub const MAX_ROWS: usize = 2048;
+
+/// ρ as a fraction of L = σ_max(A)², which makes the iterates scale-free in A and x. Measured
+/// on MNIST and Fashion-MNIST with Gaussian and unit-norm dictionaries (p = 2d, 4d), λ 0.02 to
+/// 0.1: 1/30 needed the fewest iterations of 1/45, 1/30 and 1/20 for most of them.
+pub const RHO_PER_LIPSCHITZ: f64 = 1.0 / 30.0;
+
+/// The over-relaxation α (1 is plain ADMM; 1.5 to 1.8 is the usual range, and 1.8 was faster
+/// than 1.5 in every case measured).
+pub const RELAXATION: f32 = 1.8;
+
+/// Iterations between two duality-gap checks (each costs two products, so 10 adds a tenth).
+pub const CHECK_EVERY: u32 = 10;
+
+/// ρ and M = (ρI + AAᵀ)⁻¹ (d × d, row-major, symmetric) for one dictionary.
+#[derive(Clone, Debug)]
+pub struct Factor {
+    rho: f32,
+    inverse: Vec<f32>,
+}
+
+impl Factor {
+    /// The factor of A (d × p) whose σ_max² is `lipschitz`; None when ρI + AAᵀ is not
+    /// numerically positive definite (a NaN in A), so the caller keeps FISTA.
+    pub fn new(a: &[f32], d: usize, p: usize, lipschitz: f32) -> Option<Self> {
+        let rho = if lipschitz > 0.0 && lipschitz.is_finite() {
+            lipschitz as f64 * RHO_PER_LIPSCHITZ
+        } else {
+            1.0
+        };
+        // AAᵀ through the blocked product (row i of "Z" is row i of A), then ρI in f64.
+        let mut aat = vec![0f32; d * d];
+        residual_product(a, d, p, a, &vec![0f32; d * d], &mut aat);
+        let mut k: Vec<f64> = (0..d * d)
+            .map(|ij| (aat[ij] as f64 + aat[(ij % d) * d + ij / d] as f64) / 2.0)
+            .collect();
+        for i in 0..d {
+            k[i * d + i] += rho;
+        }
+        let inverse = spd_inverse(k, d)?;
+        Some(Self {
+            rho: rho as f32,
+            inverse: inverse.into_iter().map(|v| v as f32).collect(),
+        })
+    }
+
+    /// ρ, the penalty of the constraint z = v.
+    pub fn rho(&self) -> f32 {
+        self.rho
+    }
+}
+
+/// The inverse of the symmetric positive definite `k` (n × n, row-major) by Cholesky, k = L Lᵀ
+/// and k⁻¹ = L⁻ᵀ L⁻¹; None when a pivot is not positive.
+fn spd_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
+    // In place: the lower triangle of k becomes L, row by row.
+    for j in 0..n {
+        let (done, rest) = k.split_at_mut(j * n);
+        let row_j = &mut rest[..n];
+        for c in 0..j {
+            let row_c = &done[c * n..c * n + c];
+            let dot: f64 = row_j[..c].iter().zip(row_c).map(|(a, b)| a * b).sum();
+            row_j[c] = (row_j[c] - dot) / done[c * n + c];
+        }
+        let pivot = row_j[j] - row_j[..j].iter().map(|v| v * v).sum::<f64>();
+        if !(pivot > 0.0 && pivot.is_finite()) {
+            return None;
+        }
+        row_j[j] = pivot.sqrt();
+    }
+    // Column c of L⁻¹ by forward substitution (row-major `linv_t[c]` holds that column).
+    let l = &k;
+    let linv_t: Vec<Vec<f64>> = (0..n)
+        .into_par_iter()
+        .map(|c| {
+            let mut col = vec![0f64; n];
+            col[c] = 1.0 / l[c * n + c];
+            for i in c + 1..n {
+                let dot: f64 = (c..i).map(|m| l[i * n + m] * col[m]).sum();
+                col[i] = -dot / l[i * n + i];
+            }
+            col
+        })
+        .collect();
+    // k⁻¹[i][j] = Σ_m L⁻¹[m][i] L⁻¹[m][j], over m ≥ max(i, j).
+    let mut inverse = vec![0f64; n * n];
+    inverse.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for (j, out) in row.iter_mut().enumerate() {
+            let from = i.max(j);
+            *out = linv_t[i][from..]
+                .iter()
+                .zip(&linv_t[j][from..])
+                .map(|(a, b)| a * b)
+                .sum();
+        }
+    });
+    Some(inverse)
+}
+
+/// The LASSO codes (rows of p) of `images` (rows of d): each row stops at the first check where
+/// its relative duality gap is at most `tolerance` (> 0), or after `iterations`, whichever
+/// comes first; `like` as in `fista::encode_like`.
+#[allow(clippy::too_many_arguments)]
+pub fn encode(
+    a: &[f32],
+    factor: &Factor,
+    d: usize,
+    p: usize,
+    images: &[f32],
+    lam: f32,
+    iterations: u32,
+    tolerance: f32,
+    like: usize,
+) -> (Vec<f32>, EncodeStats) {
+    let total = images.len() / d;
+    let like = like.max(total);
+    let (rho, alpha) = (factor.rho, RELAXATION);
+    let mut out = vec![0f32; total * p];
+    let mut stats = EncodeStats {
+        rows: total,
+        admm_rows: total,
+        ..EncodeStats::default()
+    };
+    let mut batch = Batch::new(a, d, p, images, like);
+    for iteration in 1..=iterations {
+        batch.step(a, factor, d, p, lam, like, alpha, rho);
+        if iteration % CHECK_EVERY == 0 || iteration == iterations {
+            let last = iteration == iterations;
+            batch.finish_converged(
+                a, d, p, lam, tolerance, like, last, iteration, &mut out, &mut stats,
+            );
+            if batch.index.is_empty() {
+                break;
+            }
+        }
+    }
+    // Rows left (only when `iterations` is 0): their code is v = 0.
+    stats.capped += batch.index.len();
+    (out, stats)
+}
+
+/// The active rows' state; `index[k]` is active row k's row in `images`.
+struct Batch {
+    index: Vec<usize>,
+    x: Vec<f32>,
+    atx: Vec<f32>,
+    v: Vec<f32>,
+    u: Vec<f32>,
+}
+
+impl Batch {
+    fn new(a: &[f32], d: usize, p: usize, images: &[f32], like: usize) -> Self {
+        let rows = images.len() / d;
+        let mut atx = vec![0f32; rows * p];
+        transpose_product_like(a, d, p, images, &mut atx, like);
+        Self {
+            index: (0..rows).collect(),
+            x: images.to_vec(),
+            atx,
+            v: vec![0f32; rows * p],
+            u: vec![0f32; rows * p],
+        }
+    }
+
+    /// One relaxed ADMM iteration on every active row.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &mut self,
+        a: &[f32],
+        factor: &Factor,
+        d: usize,
+        p: usize,
+        lam: f32,
+        like: usize,
+        alpha: f32,
+        rho: f32,
+    ) {
+        let rows = self.index.len();
+        let q: Vec<f32> = self
+            .atx
+            .par_iter()
+            .zip(self.v.par_iter().zip(&self.u))
+            .map(|(&b, (&v, &u))| b + rho * (v - u))
+            .collect();
+        let zeros = vec![0f32; rows * d];
+        let mut w = vec![0f32; rows * d];
+        residual_product_like(a, d, p, &q, &zeros, &mut w, like);
+        let mut s = vec![0f32; rows * d];
+        residual_product_like(&factor.inverse, d, d, &w, &zeros, &mut s, like);
+        let mut t = vec![0f32; rows * p];
+        transpose_product_like(a, d, p, &s, &mut t, like);
+        let threshold = lam / rho;
+        self.v
+            .par_iter_mut()
+            .zip(self.u.par_iter_mut())
+            .zip(q.par_iter().zip(&t))
+            .for_each(|((v, u), (&q, &t))| {
+                let z = (q - t) / rho;
+                let relaxed = alpha * z + (1.0 - alpha) * *v;
+                *v = soft_threshold(relaxed + *u, threshold);
+                *u += relaxed - *v;
+            });
+    }
+
+    /// Writes the rows whose gap at v is within `tolerance` (every row when `last`) to `out` and
+    /// drops them from the batch.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_converged(
+        &mut self,
+        a: &[f32],
+        d: usize,
+        p: usize,
+        lam: f32,
+        tolerance: f32,
+        like: usize,
+        last: bool,
+        iteration: u32,
+        out: &mut [f32],
+        stats: &mut EncodeStats,
+    ) {
+        let rows = self.index.len();
+        let mut residual = vec![0f32; rows * d];
+        residual_product_like(a, d, p, &self.v, &self.x, &mut residual, like);
+        let mut grad = vec![0f32; rows * p];
+        transpose_product_like(a, d, p, &residual, &mut grad, like);
+        let objective = lasso_objective(&residual, &self.v, d, p, lam);
+        let gaps = relative_gaps(&residual, &grad, &self.x, &objective, d, p, lam);
+        let met: Vec<bool> = gaps.iter().map(|&g| g <= tolerance as f64).collect();
+        let keep: Vec<bool> = met.iter().map(|&m| !m && !last).collect();
+        for (k, _) in keep.iter().enumerate().filter(|(_, &keep)| !keep) {
+            let row = self.index[k];
+            out[row * p..(row + 1) * p].copy_from_slice(&self.v[k * p..(k + 1) * p]);
+            stats.iterations += iteration as u64;
+            stats.capped += usize::from(!met[k]);
+        }
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        for (values, width) in [
+            (&mut self.x, d),
+            (&mut self.atx, p),
+            (&mut self.v, p),
+            (&mut self.u, p),
+        ] {
+            compact(values, &keep, width);
+        }
+        let mut k = 0;
+        self.index.retain(|_| (keep[k], k += 1).0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spd_inverse_inverts() {
+        let n = 5;
+        let mut k = vec![0f64; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                k[i * n + j] = 1.0 / (1.0 + i as f64 + j as f64) + if i == j { 0.5 } else { 0.0 };
+            }
+        }
+        let inv = spd_inverse(k.clone(), n).expect("positive definite");
+        for i in 0..n {
+            for j in 0..n {
+                let v: f64 = (0..n).map(|m| k[i * n + m] * inv[m * n + j]).sum();
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!(
+                    (v - want).abs() < 1e-12,
+                    "(K K⁻¹)[{i}][{j}] = {v}, want {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn spd_inverse_refuses_an_indefinite_matrix() {
+        assert!(spd_inverse(vec![1.0, 2.0, 2.0, 1.0], 2).is_none());
+        assert!(spd_inverse(vec![f64::NAN], 1).is_none());
+    }
+}
