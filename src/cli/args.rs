@@ -660,8 +660,9 @@ pub struct AugmentArgs {
     pub no_quality: bool,
 
     /// Encode each row (starts, originals, test split, re-encoding) until its relative duality
-    /// gap is at most TOL (CPU: coordinate descent on AᵀA), at most --lasso-iterations passes;
-    /// 0 (the default) runs every FISTA iteration, as before this option.
+    /// gap is at most TOL, at most --lasso-iterations iterations (CPU: ADMM with the exact
+    /// quadratic step, about 3× fewer iterations than FISTA on MNIST; GPU: FISTA, every
+    /// iteration); 0 runs every FISTA iteration on the CPU too (the codes of earlier versions)
     #[arg(long, value_name = "TOL", default_value_t = rmld::session::lasso_tolerance_default())]
     pub lasso_tolerance: f32,
 
@@ -792,9 +793,15 @@ pub struct EncodeArgs {
     #[arg(long, value_name = "N", alias = "count")]
     pub limit: Option<usize>,
 
-    /// FISTA iterations. (`--iterations` is its old name.)
+    /// The iteration cap. (`--iterations` is its old name.)
     #[arg(long, value_name = "N", default_value_t = 200, alias = "iterations")]
     pub lasso_iterations: u32,
+
+    /// Encode each row until its relative duality gap is at most TOL, at most --lasso-iterations
+    /// iterations (CPU: ADMM; GPU: FISTA, every iteration); 0 runs every FISTA iteration on the
+    /// CPU too. The same rule as augment's, so both give an image the same code
+    #[arg(long, value_name = "TOL", default_value_t = rmld::session::lasso_tolerance_default())]
+    pub lasso_tolerance: f32,
 }
 
 #[derive(Args, Debug)]
@@ -1062,6 +1069,7 @@ impl EncodeArgs {
             problem: self.problem.settings(),
             limit: self.limit,
             lasso_iterations: self.lasso_iterations,
+            lasso_tolerance: self.lasso_tolerance,
         }
     }
 }

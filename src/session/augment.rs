@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::backend::kernel_hmc::KernelTarget;
-use crate::backend::{Backend, EncodeStats};
+use crate::backend::Backend;
 use crate::diagnostics::quality::LabelledImages;
 use crate::io::{self, Dataset, NpyStream, Pixels};
 use crate::methods::{DynamicsSettings, Method};
@@ -781,7 +781,11 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
     clock.end();
-    report["lasso"] = lasso_json(args, backend.as_ref().and_then(|b| b.encode_stats()));
+    report["lasso"] = super::report::lasso_json(
+        args.lasso_tolerance,
+        args.dynamics.lasso_iterations,
+        backend.as_ref().and_then(|b| b.encode_stats()),
+    );
     report["code_cache"] = json!({
         "folder": args.code_cache,
         "original_codes": cache_status[0],
@@ -1160,13 +1164,15 @@ fn encode_part(
                     run_chains: like as u32,
                     ..Default::default()
                 };
-                e.insert(make_backend(
+                let mut backend = make_backend(
                     args.problem.backend,
                     observer,
                     &problem.target,
                     &dynamics,
                     like,
-                )?)
+                )?;
+                backend.set_lasso_tolerance(args.lasso_tolerance);
+                e.insert(backend)
             }
         };
         let images: Vec<f32> = group.iter().flat_map(|&i| image(i)).collect();
@@ -1457,21 +1463,6 @@ fn add_quality(
         Err(e) => return Err(e),
     };
     Ok(quality)
-}
-
-/// How the run's LASSO encodings stopped: the tolerance, the iteration cap, and (CPU) the rows
-/// encoded, their mean iterations and those the cap stopped above the tolerance.
-fn lasso_json(args: &AugmentSettings, stats: Option<EncodeStats>) -> Value {
-    let mut lasso = json!({
-        "tolerance": args.lasso_tolerance,
-        "max_iterations": args.dynamics.lasso_iterations,
-    });
-    if let Some(s) = stats {
-        lasso["rows"] = json!(s.rows);
-        lasso["mean_iterations"] = json!(s.iterations as f64 / s.rows.max(1) as f64);
-        lasso["rows_at_cap"] = json!(s.capped);
-    }
-    lasso
 }
 
 /// The training data with labels, limited to its first `limit` images.

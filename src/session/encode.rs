@@ -91,13 +91,15 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         if sharded {
             dynamics.run_chains = like(start) as u32;
         }
-        make_backend(
+        let mut backend = make_backend(
             args.problem.backend,
             observer,
             target,
             &dynamics,
             ENCODE_BATCH.min(range.len()).max(1),
-        )
+        )?;
+        backend.set_lasso_tolerance(args.lasso_tolerance);
+        Ok::<_, Error>(backend)
     };
     let mut backend = backend_for(range.start)?;
     let mut backend_like = like(range.start);
@@ -157,6 +159,11 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
+        "lasso": super::report::lasso_json(
+            args.lasso_tolerance,
+            args.lasso_iterations,
+            backend.encode_stats(),
+        ),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
         "dictionary": super::report::dictionary_json(&problem, d, p),
@@ -359,9 +366,11 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
     let first = &shards[0];
     let mut encoded: Option<Encoded> = None;
     let mut seconds = 0f64;
+    let mut lasso = Vec::with_capacity(shards.len());
     for s in shards {
         let report = s.json("report.json")?;
         seconds = seconds.max(report["seconds"].as_f64().unwrap_or(0.0));
+        lasso.push(report["lasso"].clone());
         let (code_shape, codes) = s.npy_f32("codes.npy")?;
         let (recon_shape, reconstructions) = s.npy_f32("reconstructions.npy")?;
         let (orig_shape, originals) = s.npy_f32("originals.npy")?;
@@ -425,10 +434,13 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         "dictionary",
         "backend",
     ];
-    let base: serde_json::Map<String, Value> = keep
+    let mut base: serde_json::Map<String, Value> = keep
         .iter()
         .filter_map(|k| report.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
+    if let Some(lasso) = super::report::merged_lasso_json(&lasso) {
+        base.insert("lasso".into(), lasso);
+    }
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
     let (report, per_pixel, _) =

@@ -283,3 +283,55 @@ pub fn noise_json(
         "trace": run.noise_trace.chunks(chains).collect::<Vec<_>>(),
     }))
 }
+
+/// How a run's LASSO encodings stopped: the tolerance, the iteration cap, the encoder, and
+/// (CPU) the rows encoded, their mean iterations and those the cap stopped above the tolerance.
+pub fn lasso_json(
+    tolerance: f32,
+    max_iterations: u32,
+    stats: Option<crate::backend::EncodeStats>,
+) -> Value {
+    let mut lasso = json!({
+        "tolerance": tolerance,
+        "max_iterations": max_iterations,
+        "encoder": "fista, every iteration (the backend has no gap stop)",
+    });
+    if let Some(s) = stats {
+        lasso["encoder"] = json!(match s.admm_rows {
+            0 => "fista",
+            n if n == s.rows => "admm",
+            _ => "admm and fista",
+        });
+        lasso["rows"] = json!(s.rows);
+        lasso["mean_iterations"] = json!(s.iterations as f64 / s.rows.max(1) as f64);
+        lasso["rows_at_cap"] = json!(s.capped);
+    }
+    lasso
+}
+
+/// The `lasso` objects of a run's shards as the single run's: rows, iterations and rows at the
+/// cap summed, the encoder kept where every shard names the same one; None when a shard has none.
+pub fn merged_lasso_json(parts: &[Value]) -> Option<Value> {
+    let mut merged = parts.first().filter(|l| l.is_object())?.clone();
+    if parts.iter().any(|l| !l.is_object()) {
+        return None;
+    }
+    if parts.iter().any(|l| l["encoder"] != merged["encoder"]) {
+        merged["encoder"] = json!("admm and fista");
+    }
+    let counts = |l: &Value| -> Option<(u64, u64, u64)> {
+        let rows = l["rows"].as_u64()?;
+        // mean × rows is the shard's whole number of iterations, up to rounding.
+        let iterations = (l["mean_iterations"].as_f64()? * rows as f64).round() as u64;
+        Some((rows, iterations, l["rows_at_cap"].as_u64()?))
+    };
+    if let Some(all) = parts.iter().map(counts).collect::<Option<Vec<_>>>() {
+        let (rows, iterations, capped) = all.iter().fold((0, 0, 0), |(r, i, c), &(r2, i2, c2)| {
+            (r + r2, i + i2, c + c2)
+        });
+        merged["rows"] = json!(rows);
+        merged["mean_iterations"] = json!(iterations as f64 / rows.max(1) as f64);
+        merged["rows_at_cap"] = json!(capped);
+    }
+    Some(merged)
+}
