@@ -232,6 +232,16 @@ pub struct EncodeStats {
     pub admm_rows: usize,
 }
 
+impl EncodeStats {
+    /// Adds `other`'s counts (encodings of more rows) to these.
+    pub fn add(&mut self, other: &EncodeStats) {
+        self.rows += other.rows;
+        self.iterations += other.iterations;
+        self.capped += other.capped;
+        self.admm_rows += other.admm_rows;
+    }
+}
+
 /// Relative duality gap of each row: (P(z) − D(θ)) / P(z) with P the LASSO objective at the
 /// row's code z (`objective`) and θ = s·(x − A y) the dual point scaled into ||Aᵀθ||∞ ≤ lam,
 /// from a residual `residual_y` = A y − x and its gradient `grad` = Aᵀ(A y − x). A bound on how

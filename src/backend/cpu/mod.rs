@@ -739,9 +739,8 @@ impl Backend for CpuBackend {
         // With a tolerance, ADMM with the exact quadratic step where the d × d inverse is
         // small; FISTA with the gap stop beyond (and with none, FISTA's fixed iterations).
         if tolerance > 0.0 && d <= lasso_admm::MAX_ROWS && self.admm_factor.is_none() {
-            let lipschitz = self.lipschitz();
             let a = &self.target.dictionary.a;
-            self.admm_factor = Some(lasso_admm::Factor::new(a, d, p, lipschitz));
+            self.admm_factor = Some(lasso_admm::Factor::new(a, d, p));
         }
         let a = &self.target.dictionary.a;
         let like = self.settings.run_chains as usize;
@@ -756,10 +755,7 @@ impl Backend for CpuBackend {
             let a = &self.target.dictionary.a;
             fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
         };
-        self.encode_stats.rows += stats.rows;
-        self.encode_stats.iterations += stats.iterations;
-        self.encode_stats.capped += stats.capped;
-        self.encode_stats.admm_rows += stats.admm_rows;
+        self.encode_stats.add(&stats);
         Ok(codes)
     }
 
