@@ -105,6 +105,21 @@ fn merged_shards_equal_the_single_run_on_the_cpu() {
     }
 }
 
+/// A shard whose rows straddle the single run's 1024-row batches makes a backend per batch; the
+/// merged report still counts every row's encoding (`lasso`), as the single run's does.
+#[test]
+fn merged_shards_across_a_batch_boundary_count_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    encode(&single, "cpu", "1100", &[]);
+    let dirs = shards(dir.path(), "cpu", "1100", 2, &[]);
+    let merged = dir.path().join("merged");
+    let run = merge(&merged, &dirs);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_same_as_single(&single, &merged, "1100 rows, N = 2");
+    assert_eq!(json(&merged, "report.json")["lasso"]["rows"], 1100);
+}
+
 #[test]
 fn merged_shards_equal_the_single_run_on_lavapipe() {
     if gpu_common::context("shards on the GPU").is_none() {

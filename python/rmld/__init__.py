@@ -389,9 +389,10 @@ def encode(
     progress: Optional[Progress] = None,
     **settings: Any,
 ) -> EncodeResult:
-    """LASSO codes (FISTA) of ``images`` under the run's dictionary (``dictionary`` names a (d, p)
-    float NPY file; default: Gaussian from ``seed``), with ``lam``, ``lasso_iterations``,
-    ``limit``, ``backend``, ..."""
+    """LASSO codes of ``images`` under the run's dictionary (``dictionary`` names a (d, p) float
+    NPY file; default: Gaussian from ``seed``), with ``lam``, ``lasso_iterations`` (the cap),
+    ``lasso_tolerance`` (each row's relative duality gap, default 5e-3: ADMM on the CPU; 0: every
+    FISTA iteration), ``limit``, ``backend``, ..."""
     pixels, _ = _split_data(images, None, settings)
     run = _Run(out)
     try:

@@ -396,6 +396,23 @@ def test_augment_dataset_writes_an_image_folder(tmp_path):
     assert total == len(result.augmented_images)
 
 
+def test_encode_stops_each_row_as_the_command_line_does(tmp_path):
+    """`rmld.encode` takes the command line's LASSO stop: by default ADMM to a relative duality
+    gap of 5e-3 (the codes of `rmld encode`, byte for byte), and with lasso_tolerance=0 every
+    FISTA iteration (other codes)."""
+    out = tmp_path / "cli"
+    subprocess.run([rmld_binary(), "encode", "--limit", "40", "--seed", "5", "--backend", "cpu",
+                    "--out", out], check=True, capture_output=True)
+    default = rmld.encode(limit=40, seed=5, backend="cpu")
+    np.testing.assert_array_equal(default.codes, np.load(out / "codes.npy"))
+    assert default.report["lasso"]["encoder"] == "admm"
+    assert default.report["lasso"]["tolerance"] == pytest.approx(5e-3)
+    every = rmld.encode(limit=40, seed=5, backend="cpu", lasso_tolerance=0)
+    assert every.report["lasso"]["encoder"] == "fista"
+    assert every.report["lasso"]["mean_iterations"] == 200
+    assert not np.array_equal(every.codes, default.codes)
+
+
 @pytest.mark.parametrize("flags, settings", [
     (["--limit", "300", "--samples", "3", "--burn-in", "2"], dict(limit=300, samples=3, burn_in=2)),
     (["--method", "rmld", "--limit", "150"], dict(method="rmld", limit=150)),

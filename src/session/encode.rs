@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use crate::backend::{Backend, EncodeStats};
 use crate::io;
 use crate::methods::DynamicsSettings;
 use crate::{Error, Result};
@@ -102,6 +103,15 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         Ok::<_, Error>(backend)
     };
     let mut backend = backend_for(range.start)?;
+    // The encodings' counts over every backend a shard makes (None: a backend not counting).
+    let mut stats = Some(EncodeStats::default());
+    let count = |backend: &dyn Backend, stats: &mut Option<EncodeStats>| match (
+        stats.as_mut(),
+        backend.encode_stats(),
+    ) {
+        (Some(sum), Some(more)) => sum.add(&more),
+        _ => *stats = None,
+    };
     let mut backend_like = like(range.start);
     let info = backend.info();
 
@@ -122,6 +132,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         .collect::<std::collections::BTreeSet<_>>();
     for start in batches {
         if sharded && like(start) != backend_like {
+            count(backend.as_ref(), &mut stats);
             backend = backend_for(start)?;
             backend_like = like(start);
         }
@@ -156,13 +167,14 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         reconstructions,
         originals,
     };
+    count(backend.as_ref(), &mut stats);
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
         "lasso": super::report::lasso_json(
             args.lasso_tolerance,
             args.lasso_iterations,
-            backend.encode_stats(),
+            stats,
         ),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
