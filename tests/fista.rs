@@ -128,25 +128,30 @@ fn gap_stop_is_within_its_tolerance_of_the_optimum() {
             stats.iterations
         );
         previous = stats.iterations;
-        for row in 0..rows {
-            let x = &images[row * d..(row + 1) * d];
-            let optimum = objective(
-                dict,
-                x,
-                &coordinate_descent(dict, x, lam as f64),
-                lam as f64,
-            );
-            let z: Vec<f64> = codes[row * p..(row + 1) * p]
-                .iter()
-                .map(|&v| v as f64)
-                .collect();
-            let reached = objective(dict, x, &z, lam as f64);
-            let excess = (reached - optimum) / optimum;
-            assert!(
-                excess <= tolerance as f64 * 1.01 + 1e-6,
-                "row {row}, tolerance {tolerance}: objective {reached} is {excess:.2e} above the optimum {optimum}"
-            );
-        }
+        assert_within_tolerance(dict, &images, &codes, lam, tolerance, "FISTA");
+    }
+}
+
+/// Every row's objective at `codes` is within `tolerance` (relative) of its f64 optimum.
+fn assert_within_tolerance(
+    dict: &Dictionary,
+    images: &[f32],
+    codes: &[f32],
+    lam: f32,
+    tolerance: f32,
+    what: &str,
+) {
+    let (d, p) = (dict.d, dict.p);
+    for (row, (x, z)) in images.chunks(d).zip(codes.chunks(p)).enumerate() {
+        let lam = lam as f64;
+        let optimum = objective(dict, x, &coordinate_descent(dict, x, lam), lam);
+        let z: Vec<f64> = z.iter().map(|&v| v as f64).collect();
+        let reached = objective(dict, x, &z, lam);
+        let excess = (reached - optimum) / optimum;
+        assert!(
+            excess <= tolerance as f64 * 1.01 + 1e-6,
+            "{what}, row {row}, tolerance {tolerance}: objective {reached} is {excess:.2e} above the optimum {optimum}"
+        );
     }
 }
 
@@ -229,24 +234,14 @@ fn admm_encoder_is_within_its_tolerance_and_batch_free() {
                 stats.iterations,
                 fista_stats.iterations
             );
-            for row in 0..rows {
-                let x = &images[row * d..(row + 1) * d];
-                let optimum = objective(
-                    dict,
-                    x,
-                    &coordinate_descent(dict, x, lam as f64),
-                    lam as f64,
-                );
-                let z: Vec<f64> = codes[row * p..(row + 1) * p]
-                    .iter()
-                    .map(|&v| v as f64)
-                    .collect();
-                let excess = (objective(dict, x, &z, lam as f64) - optimum) / optimum;
-                assert!(
-                    excess <= tolerance as f64 * 1.01 + 1e-6,
-                    "{d}×{p}, row {row}, tolerance {tolerance}: {excess:.2e} above the optimum {optimum}"
-                );
-            }
+            assert_within_tolerance(
+                dict,
+                &images,
+                &codes,
+                lam,
+                tolerance,
+                &format!("ADMM {d}×{p}"),
+            );
             let parts: Vec<f32> = [(0, 3), (3, 4), (4, 8)]
                 .iter()
                 .flat_map(|&(a, b)| encode(&images[a * d..b * d]).0)
