@@ -673,8 +673,8 @@ impl ScaleFit {
 }
 
 /// `AugmentSettings::lasso_tolerance`'s default: a relative duality gap of 5e-3, which the
-/// CPU's ADMM encoder reaches on MNIST in about 67 iterations against FISTA's 200, every row's
-/// objective at or below FISTA's (whose own gaps there are 0.7% to 1.7%); docs/benchmarks.md,
+/// CPU's ADMM encoder reaches on MNIST in about 50 iterations against FISTA's 200, with an
+/// objective level with FISTA's (whose own gaps there are 0.7% to 1.7%); docs/benchmarks.md,
 /// "LASSO by ADMM". 0 brings back FISTA's fixed iterations and the codes of earlier runs.
 pub fn lasso_tolerance_default() -> f32 {
     5e-3

@@ -1,4 +1,4 @@
-//! LASSO codes by over-relaxed ADMM with an exact quadratic step, batched as products, to a relative duality gap: the CPU encoder `augment` uses.
+//! LASSO codes by over-relaxed ADMM with an exact quadratic step, batched as products, to a relative duality gap: the CPU encoder under a tolerance (augment's and encode's default).
 //!
 //! argmin ½||A z − x||² + lam·||v||₁ subject to z = v (Boyd et al. 2011, §6.4), relaxed by α:
 //!
@@ -23,12 +23,13 @@ use super::fista::{compact, lasso_objective, relative_gaps, soft_threshold, Enco
 use super::matmul::{residual_product, residual_product_like, transpose_product_like};
 
 /// Largest d whose d × d inverse the CPU backend builds for this encoder (16 MiB of f32; the
-/// f64 factorization takes about a second at this size). Beyond it the gap-stop FISTA encodes.
+/// f64 factorization takes seconds at this size, 0.2 s at 784). Beyond it the gap-stop FISTA
+/// encodes.
 pub const MAX_ROWS: usize = 2048;
 
-/// ρ as a fraction of L = σ_max(A)², which makes the iterates scale-free in A and x. Measured
-/// on MNIST and Fashion-MNIST with Gaussian and unit-norm dictionaries (p = 2d, 4d), λ 0.02 to
-/// 0.1: 1/30 needed the fewest iterations of 1/45, 1/30 and 1/20 for most of them.
+/// ρ as a fraction of L = σ_max(A)², which makes the iterates scale-free in A and x. On MNIST
+/// (300 rows, λ 0.05, the 5e-3 gap checked every 10 iterations) L/20, L/25, L/30 and L/40 took
+/// 60.8, 52.5, 50.2 and 50.8 iterations a row (scripts/lasso/admm_explore.py).
 pub const RHO_PER_LIPSCHITZ: f64 = 1.0 / 30.0;
 
 /// The over-relaxation α (1 is plain ADMM; 1.5 to 1.8 is the usual range, and 1.8 was faster
