@@ -327,6 +327,8 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
         .as_str()
         .unwrap()
         .starts_with("LASSO"));
+    // The CPU's encodings stop at the default gap by ADMM, as `encode`'s do.
+    assert_eq!(report["lasso"]["encoder"], "admm", "{}", report["lasso"]);
     assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
 }
 

@@ -786,6 +786,10 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         args.dynamics.lasso_iterations,
         backend.as_ref().and_then(|b| b.encode_stats()),
     );
+    if args.method == AugmentMethod::KernelHmc {
+        // Its chains start at images and its codes are images: nothing is LASSO-encoded.
+        report["lasso"]["encoder"] = json!("none (Kernel HMC encodes nothing)");
+    }
     report["code_cache"] = json!({
         "folder": args.code_cache,
         "original_codes": cache_status[0],
