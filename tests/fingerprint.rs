@@ -92,10 +92,14 @@ fn cpu_class() -> String {
 /// Runs one case into a fresh folder and fingerprints every output but the report and the lock.
 fn run_case(args: &str, backend: &str) -> BTreeMap<String, FilePrint> {
     let out = tempfile::tempdir().expect("a temporary folder");
+    // An empty code cache: codes an earlier build cached under the same key (a hand run's
+    // ~/.cache) would otherwise stand in for this build's encoder.
+    let cache = tempfile::tempdir().expect("a temporary folder");
     let status = Command::new(env!("CARGO_BIN_EXE_rmld"))
         .args(args.split_whitespace())
         .args(["--backend", backend, "--out"])
         .arg(out.path())
+        .env("RMLD_CACHE_DIR", cache.path())
         .output()
         .expect("running rmld");
     assert!(
