@@ -738,22 +738,22 @@ impl Backend for CpuBackend {
         let tolerance = self.lasso_tolerance;
         // With a tolerance, ADMM with the exact quadratic step where the d × d inverse is
         // small; FISTA with the gap stop beyond (and with none, FISTA's fixed iterations).
-        if tolerance > 0.0 && d <= lasso_admm::MAX_ROWS && self.admm_factor.is_none() {
-            let a = &self.target.dictionary.a;
-            self.admm_factor = Some(lasso_admm::Factor::new(a, d, p));
+        let admm = tolerance > 0.0 && d <= lasso_admm::MAX_ROWS;
+        if admm && self.admm_factor.is_none() {
+            let factor = lasso_admm::Factor::new(&self.target.dictionary.a, d, p);
+            self.admm_factor = Some(factor);
         }
+        let lipschitz = match self.admm_factor {
+            Some(Some(_)) if admm => 0.0,
+            _ => self.lipschitz(),
+        };
         let a = &self.target.dictionary.a;
         let like = self.settings.run_chains as usize;
-        let factor = match &self.admm_factor {
-            Some(Some(factor)) if tolerance > 0.0 && d <= lasso_admm::MAX_ROWS => Some(factor),
-            _ => None,
-        };
-        let (codes, stats) = if let Some(factor) = factor {
-            lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
-        } else {
-            let lipschitz = self.lipschitz();
-            let a = &self.target.dictionary.a;
-            fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
+        let (codes, stats) = match &self.admm_factor {
+            Some(Some(factor)) if admm => {
+                lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
+            }
+            _ => fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like),
         };
         self.encode_stats.add(&stats);
         Ok(codes)
