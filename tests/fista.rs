@@ -217,9 +217,14 @@ fn admm_encoder_is_within_its_tolerance_and_batch_free() {
         let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
         let lipschitz = dict.spectral_norm_squared() as f32;
         let factor = lasso_admm::Factor::new(&dict.a, d, p).expect("factor");
+        let columns = rmld::backend::cpu::matmul::columns_of(&dict.a, d, p);
+        let layouts = rmld::backend::cpu::matmul::Layouts {
+            rows: &dict.a,
+            columns: &columns,
+        };
         for tolerance in [1e-2f32, 1e-4] {
             let encode = |x: &[f32]| {
-                lasso_admm::encode(&dict.a, &factor, d, p, x, lam, 5000, tolerance, rows)
+                lasso_admm::encode(layouts, &factor, d, p, x, lam, 5000, tolerance, rows)
             };
             let (codes, stats) = encode(&images);
             assert_eq!(

@@ -20,7 +20,9 @@
 use rayon::prelude::*;
 
 use super::fista::{compact, lasso_objective, relative_gaps, soft_threshold, EncodeStats};
-use super::matmul::{residual_product, residual_product_like, transpose_product_like};
+use super::matmul::{
+    residual_product, residual_product_columns_like, transpose_product_like, Layouts,
+};
 
 /// Largest d whose d × d inverse the CPU backend builds for this encoder (16 MiB of f32; the
 /// f64 factorization takes seconds at this size, 0.2 s at 784). Beyond it the gap-stop FISTA
@@ -156,7 +158,7 @@ fn spd_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
 /// comes first; `like` as in `fista::encode_like`.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
-    a: &[f32],
+    a: Layouts,
     factor: &Factor,
     d: usize,
     p: usize,
@@ -175,7 +177,7 @@ pub fn encode(
         admm_rows: total,
         ..EncodeStats::default()
     };
-    let mut batch = Batch::new(a, d, p, images, like);
+    let mut batch = Batch::new(a.rows, d, p, images, like);
     for iteration in 1..=iterations {
         let quadratic = batch.step(a, factor, d, p, lam, like, alpha, rho);
         if iteration % CHECK_EVERY == 0 || iteration == iterations {
@@ -237,7 +239,7 @@ impl Batch {
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
-        a: &[f32],
+        a: Layouts,
         factor: &Factor,
         d: usize,
         p: usize,
@@ -255,11 +257,17 @@ impl Batch {
             .collect();
         let zeros = vec![0f32; rows * d];
         let mut w = vec![0f32; rows * d];
-        residual_product_like(a, d, p, &q, &zeros, &mut w, like);
+        residual_product_columns_like(a, d, p, &q, &zeros, &mut w, like);
         let mut s = vec![0f32; rows * d];
-        residual_product_like(&factor.inverse, d, d, &w, &zeros, &mut s, like);
+        // M is symmetric (bit for bit: `spd_inverse` sums the same products for [i][j] and
+        // [j][i]), so it is its own column-by-column layout.
+        let inverse = Layouts {
+            rows: &factor.inverse,
+            columns: &factor.inverse,
+        };
+        residual_product_columns_like(inverse, d, d, &w, &zeros, &mut s, like);
         let mut t = vec![0f32; rows * p];
-        transpose_product_like(a, d, p, &s, &mut t, like);
+        transpose_product_like(a.rows, d, p, &s, &mut t, like);
         let threshold = lam / rho;
         self.v
             .par_iter_mut()
@@ -282,7 +290,7 @@ impl Batch {
     #[allow(clippy::too_many_arguments)]
     fn finish_converged(
         &mut self,
-        a: &[f32],
+        a: Layouts,
         d: usize,
         p: usize,
         lam: f32,
@@ -299,7 +307,7 @@ impl Batch {
         } = check;
         let rows = self.index.len();
         let mut residual = vec![0f32; rows * d];
-        residual_product_like(a, d, p, &self.v, &self.x, &mut residual, like);
+        residual_product_columns_like(a, d, p, &self.v, &self.x, &mut residual, like);
         let objective = lasso_objective(&residual, &self.v, d, p, lam);
         let minus = |a: &[f32], b: &[f32]| -> Vec<f32> {
             a.par_iter().zip(b).map(|(a, b)| a - b).collect()

@@ -2,6 +2,8 @@
 //!
 //! Chain states are stored C × p (positions) and C × d (residuals), row-major; A is d × p.
 
+use rayon::prelude::*;
+
 /// A matrix operand: its values and its (row, column) strides in elements.
 struct Strided<'a> {
     values: &'a [f32],
@@ -164,6 +166,83 @@ pub fn residual_product(a: &[f32], d: usize, p: usize, z: &[f32], y: &[f32], out
     product(chains, d, p, out, -1.0, lhs, rhs);
 }
 
+/// A matrix held both row by row and column by column (`columns[k·d + n]` = A[n][k], see
+/// [`columns_of`]), for [`residual_product_columns`].
+#[derive(Clone, Copy)]
+pub struct Layouts<'a> {
+    /// Row-major.
+    pub rows: &'a [f32],
+    /// Column-major.
+    pub columns: &'a [f32],
+}
+
+/// [`residual_product`], reading A column by column where that gives the same bits: gemm then
+/// reads A in place instead of packing all of it on one thread at every call (about 5% of an
+/// `augment` chain step at C = 129, docs/benchmarks.md). Its one-row gemv and its small
+/// horizontal kernel (m·d ≤ 256) sum in another order by layout, so those products keep the
+/// rows; the padding of `residual_product_columns_like` keeps a row on its `like` side of both.
+pub fn residual_product_columns(
+    a: Layouts,
+    d: usize,
+    p: usize,
+    z: &[f32],
+    y: &[f32],
+    out: &mut [f32],
+) {
+    let chains = z.len() / p.max(1);
+    if chains <= 1 || chains * d <= 256 {
+        return residual_product(a.rows, d, p, z, y, out);
+    }
+    assert!(
+        a.columns.len() == d * p
+            && z.len() == chains * p
+            && y.len() == chains * d
+            && out.len() == chains * d
+    );
+    out.copy_from_slice(y);
+    let lhs = Strided {
+        values: z,
+        row_stride: p,
+        col_stride: 1,
+    };
+    let rhs = Strided {
+        values: a.columns,
+        row_stride: d,
+        col_stride: 1,
+    };
+    product(chains, d, p, out, -1.0, lhs, rhs);
+}
+
+/// [`residual_product_columns`] whose rows equal those of a product over `like` rows.
+pub fn residual_product_columns_like(
+    a: Layouts,
+    d: usize,
+    p: usize,
+    z: &[f32],
+    y: &[f32],
+    out: &mut [f32],
+    like: usize,
+) {
+    let m = z.len() / p.max(1);
+    padded(m, d, like, [(z, p), (y, d)], d, out, |z, y, out| {
+        residual_product_columns(a, d, p, z, y, out)
+    });
+}
+
+/// A (d × p, row-major) column by column: `columns[k·d + n]` = A[n][k] (Aᵀ row-major).
+pub fn columns_of(a: &[f32], d: usize, p: usize) -> Vec<f32> {
+    let mut columns = vec![0f32; d * p];
+    columns
+        .par_chunks_mut(d)
+        .enumerate()
+        .for_each(|(k, column)| {
+            for (n, value) in column.iter_mut().enumerate() {
+                *value = a[n * p + k];
+            }
+        });
+    columns
+}
+
 /// out (C × p) = R (C × d) · A, i.e. per chain Aᵀ r.
 pub fn transpose_product(a: &[f32], d: usize, p: usize, r: &[f32], out: &mut [f32]) {
     let chains = r.len() / d;
@@ -244,6 +323,42 @@ mod tests {
                 bad.join("\n")
             );
         }
+    }
+
+    /// The residual product from A's columns equals the one from its rows bit for bit (gemm
+    /// reads A in place instead of packing it; the sums are the same), on both gemm versions,
+    /// at shapes that are not multiples of the register tile, and `like` a wider product.
+    #[test]
+    fn residual_product_from_columns_equals_it_from_rows() {
+        let mut bad = Vec::new();
+        for (d, p) in [(37, 133), (64, 256), (5, 3)] {
+            let a = values(d * p, 5 + d as u32);
+            let columns = columns_of(&a, d, p);
+            assert_eq!(columns[7 % p * d + 3 % d], a[3 % d * p + 7 % p]);
+            for m in [1, 7, WIDE_MIN_ROWS - 1, WIDE_MIN_ROWS, 301] {
+                let z = values(m * p, 6 + m as u32);
+                let y = values(m * d, 7 + m as u32);
+                let (mut rows, mut cols) = (vec![0f32; m * d], vec![0f32; m * d]);
+                residual_product(&a, d, p, &z, &y, &mut rows);
+                let both = Layouts {
+                    rows: &a,
+                    columns: &columns,
+                };
+                residual_product_columns(both, d, p, &z, &y, &mut cols);
+                let mut like = vec![0f32; m * d];
+                residual_product_columns_like(both, d, p, &z, &y, &mut like, 400);
+                let mut wide = vec![0f32; m * d];
+                residual_product_like(&a, d, p, &z, &y, &mut wide, 400);
+                for (i, (((r, c), l), w)) in
+                    rows.iter().zip(&cols).zip(&like).zip(&wide).enumerate()
+                {
+                    if r.to_bits() != c.to_bits() || l.to_bits() != w.to_bits() {
+                        bad.push(format!("d {d} p {p} m {m} [{}, {}]: rows {r}, columns {c}; like 400: rows {w}, columns {l}", i / d, i % d));
+                    }
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
     }
 
     /// A few rows computed `like` a wide product equal those rows of the wide product bit for

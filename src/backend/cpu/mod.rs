@@ -43,6 +43,8 @@ pub struct CpuBackend {
     ybar: Vec<f32>,
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
+    /// A column by column (`matmul::columns_of`), which the residual products read in place.
+    a_columns: Vec<f32>,
     /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
     lasso_tolerance: f32,
     encode_stats: fista::EncodeStats,
@@ -174,6 +176,7 @@ impl CpuBackend {
             ybar,
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
+            a_columns: matmul::columns_of(&target.dictionary.a, d, p),
             lasso_tolerance: 0.0,
             encode_stats: fista::EncodeStats::default(),
             admm_factor: None,
@@ -244,10 +247,14 @@ impl CpuBackend {
 
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
-        let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
+        let (d, p) = (self.target.d(), self.target.p());
+        let a = matmul::Layouts {
+            rows: &self.target.dictionary.a,
+            columns: &self.a_columns,
+        };
         #[cfg(feature = "blas")]
         if self.blas_products {
-            blas::residual_product(a, d, p, z, out);
+            blas::residual_product(a.rows, d, p, z, out);
             out.par_chunks_mut(d)
                 .zip(y.par_chunks(d))
                 .for_each(|(o, y)| o.iter_mut().zip(y).for_each(|(o, y)| *o -= y));
@@ -255,7 +262,7 @@ impl CpuBackend {
         }
         let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
         for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
-            matmul::residual_product_like(a, d, p, z, y, out, self.like_rows());
+            matmul::residual_product_columns_like(a, d, p, z, y, out, self.like_rows());
         }
     }
 
@@ -751,6 +758,10 @@ impl Backend for CpuBackend {
         let like = self.settings.run_chains as usize;
         let (codes, stats) = match &self.admm_factor {
             Some(Some(factor)) if admm => {
+                let a = matmul::Layouts {
+                    rows: a,
+                    columns: &self.a_columns,
+                };
                 lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
             }
             _ => fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like),
