@@ -7,13 +7,15 @@
 //! v ← soft(ẑ + u, lam/ρ)                  u ← u + ẑ − v
 //! ```
 //!
-//! By Woodbury, (AᵀA + ρI)⁻¹ q = (q − Aᵀ M A q)/ρ with M = (ρI + AAᵀ)⁻¹ (d × d, inverted once in
-//! f64), so an iteration costs the two products of FISTA's (A q, Aᵀ s) and a d × d one. FISTA's
-//! 1/L gradient step crawls on the nearly square systems of MNIST's supports; the exact
-//! quadratic step does not (docs/benchmarks.md, "LASSO by ADMM"). Every [`CHECK_EVERY`]
-//! iterations each row's relative duality gap is measured: the primal at its sparse iterate v
-//! (one more product), the dual at the residual of the quadratic step's z, whose A z and AᵀA z
-//! the step computed anyway. Rows within the tolerance leave the batch. A row's code depends
+//! By Woodbury, (AᵀA + ρI)⁻¹ q = (q − Aᵀ M A q)/ρ with M = (ρI + AAᵀ)⁻¹ = L⁻ᵀ L⁻¹ (Cholesky,
+//! once per dictionary in f64), so with the whitened dictionary B = L⁻¹ A (d × p) the step is
+//! (q − Bᵀ (B q))/ρ: an iteration costs the two products of FISTA's (B q, Bᵀ w), where M's own
+//! d × d product cost an eighth more. FISTA's 1/L gradient step crawls on the nearly square
+//! systems of MNIST's supports; the exact quadratic step does not (docs/benchmarks.md, "LASSO
+//! by ADMM"). Every [`CHECK_EVERY`] iterations each row's relative duality gap is measured: the
+//! primal at its sparse iterate v (one more product), the dual at the residual of the quadratic
+//! step's z, whose AᵀA z = Bᵀ w the step computed anyway and whose A z = L⁻ᵀ w costs a d × d
+//! product. Rows within the tolerance leave the batch. A row's code depends
 //! only on its image: the products are taken as over the batch's first row count
 //! (`matmul::rows_like`).
 
@@ -21,11 +23,12 @@ use rayon::prelude::*;
 
 use super::fista::{compact, lasso_objective, relative_gaps, soft_threshold, EncodeStats};
 use super::matmul::{
-    residual_product, residual_product_columns_like, transpose_product_like, Layouts,
+    columns_of, residual_product, residual_product_columns_like, transpose_product,
+    transpose_product_like, Layouts,
 };
 
-/// Largest d whose d × d inverse the CPU backend builds for this encoder (16 MiB of f32; the
-/// f64 factorization takes seconds at this size, 0.2 s at 784). Beyond it the gap-stop FISTA
+/// Largest d whose d × d Cholesky factor the CPU backend builds for this encoder (the f64
+/// factorization takes seconds at this size, 0.2 s at 784). Beyond it the gap-stop FISTA
 /// encodes.
 pub const MAX_ROWS: usize = 2048;
 
@@ -38,14 +41,20 @@ pub const RHO_PER_LIPSCHITZ: f64 = 1.0 / 30.0;
 /// than 1.5 in every case measured).
 pub const RELAXATION: f32 = 1.8;
 
-/// Iterations between two duality-gap checks (each costs two products, so 10 adds a tenth).
+/// Iterations between two duality-gap checks (each costs about one product more, so 10 adds a
+/// twentieth).
 pub const CHECK_EVERY: u32 = 10;
 
-/// ρ and M = (ρI + AAᵀ)⁻¹ (d × d, row-major, symmetric) for one dictionary.
+/// ρ, and with ρI + AAᵀ = L Lᵀ, L⁻¹ and the whitened dictionary B = L⁻¹ A, for one dictionary.
 #[derive(Clone, Debug)]
 pub struct Factor {
     rho: f32,
-    inverse: Vec<f32>,
+    /// L⁻¹ (d × d, row-major, lower triangular).
+    lower_inverse: Vec<f32>,
+    /// B = L⁻¹ A (d × p), row-major.
+    whitened: Vec<f32>,
+    /// B column by column (`matmul::columns_of`).
+    whitened_columns: Vec<f32>,
 }
 
 impl Factor {
@@ -70,11 +79,28 @@ impl Factor {
         for i in 0..d {
             k[i * d + i] += rho;
         }
-        let inverse = spd_inverse(k, d)?;
+        let lower_inverse: Vec<f32> = cholesky_lower_inverse(k, d)?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
+        // B = L⁻¹ A: row c of the product R · A with R = L⁻¹ (d rows).
+        let mut whitened = vec![0f32; d * p];
+        transpose_product(a, d, p, &lower_inverse, &mut whitened);
+        let whitened_columns = columns_of(&whitened, d, p);
         Some(Self {
             rho: rho as f32,
-            inverse: inverse.into_iter().map(|v| v as f32).collect(),
+            lower_inverse,
+            whitened,
+            whitened_columns,
         })
+    }
+
+    /// B in both layouts.
+    fn whitened(&self) -> Layouts<'_> {
+        Layouts {
+            rows: &self.whitened,
+            columns: &self.whitened_columns,
+        }
     }
 
     /// ρ, the penalty of the constraint z = v.
@@ -106,9 +132,9 @@ fn largest_eigenvalue(k: &[f64], n: usize) -> f64 {
     eigenvalue
 }
 
-/// The inverse of the symmetric positive definite `k` (n × n, row-major) by Cholesky, k = L Lᵀ
-/// and k⁻¹ = L⁻ᵀ L⁻¹; None when a pivot is not positive.
-fn spd_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
+/// L⁻¹ (n × n, row-major) for the Cholesky factor k = L Lᵀ of the symmetric positive definite
+/// `k` (n × n, row-major); None when a pivot is not positive.
+fn cholesky_lower_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
     // In place: the lower triangle of k becomes L, row by row.
     for j in 0..n {
         let (done, rest) = k.split_at_mut(j * n);
@@ -124,9 +150,9 @@ fn spd_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
         }
         row_j[j] = pivot.sqrt();
     }
-    // Column c of L⁻¹ by forward substitution (row-major `linv_t[c]` holds that column).
+    // Column c of L⁻¹ by forward substitution.
     let l = &k;
-    let linv_t: Vec<Vec<f64>> = (0..n)
+    let columns: Vec<Vec<f64>> = (0..n)
         .into_par_iter()
         .map(|c| {
             let mut col = vec![0f64; n];
@@ -138,19 +164,7 @@ fn spd_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
             col
         })
         .collect();
-    // k⁻¹[i][j] = Σ_m L⁻¹[m][i] L⁻¹[m][j], over m ≥ max(i, j).
-    let mut inverse = vec![0f64; n * n];
-    inverse.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-        for (j, out) in row.iter_mut().enumerate() {
-            let from = i.max(j);
-            *out = linv_t[i][from..]
-                .iter()
-                .zip(&linv_t[j][from..])
-                .map(|(a, b)| a * b)
-                .sum();
-        }
-    });
-    Some(inverse)
+    Some((0..n * n).map(|ic| columns[ic % n][ic / n]).collect())
 }
 
 /// The LASSO codes (rows of p) of `images` (rows of d): each row stops at the first check where
@@ -179,7 +193,7 @@ pub fn encode(
     };
     let mut batch = Batch::new(a.rows, d, p, images, like);
     for iteration in 1..=iterations {
-        let quadratic = batch.step(a, factor, d, p, lam, like, alpha, rho);
+        batch.step(factor, d, p, lam, like, alpha, rho);
         if iteration % CHECK_EVERY == 0 || iteration == iterations {
             let last = iteration == iterations;
             let check = Check {
@@ -187,7 +201,7 @@ pub fn encode(
                 last,
                 iteration,
             };
-            batch.finish_converged(a, d, p, lam, like, &quadratic, check, &mut out, &mut stats);
+            batch.finish_converged((a, factor), d, p, lam, like, check, &mut out, &mut stats);
             if batch.index.is_empty() {
                 break;
             }
@@ -198,9 +212,10 @@ pub fn encode(
     (out, stats)
 }
 
-/// The images A z and AᵀA z of the quadratic step's z, row by row.
+/// The quadratic step's B q (A z = L⁻ᵀ B q) and AᵀA z, row by row.
+#[derive(Default)]
 struct Quadratic {
-    az: Vec<f32>,
+    bq: Vec<f32>,
     at_az: Vec<f32>,
 }
 
@@ -212,13 +227,18 @@ struct Check {
     iteration: u32,
 }
 
-/// The active rows' state; `index[k]` is active row k's row in `images`.
+/// The active rows' state; `index[k]` is active row k's row in `images`. `q`, `zeros` and
+/// `quadratic` are the iterations' scratch, kept between them: allocated afresh, they page-faulted
+/// in 32 MB an iteration at 1,024 rows.
 struct Batch {
     index: Vec<usize>,
     x: Vec<f32>,
     atx: Vec<f32>,
     v: Vec<f32>,
     u: Vec<f32>,
+    q: Vec<f32>,
+    zeros: Vec<f32>,
+    quadratic: Quadratic,
 }
 
 impl Batch {
@@ -232,14 +252,17 @@ impl Batch {
             atx,
             v: vec![0f32; rows * p],
             u: vec![0f32; rows * p],
+            q: Vec::new(),
+            zeros: Vec::new(),
+            quadratic: Quadratic::default(),
         }
     }
 
-    /// One relaxed ADMM iteration on every active row; the quadratic step's A z and AᵀA z.
+    /// One relaxed ADMM iteration on every active row, leaving the quadratic step's B q and
+    /// AᵀA z in `quadratic`.
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
-        a: Layouts,
         factor: &Factor,
         d: usize,
         p: usize,
@@ -247,40 +270,31 @@ impl Batch {
         like: usize,
         alpha: f32,
         rho: f32,
-    ) -> Quadratic {
+    ) {
         let rows = self.index.len();
-        let q: Vec<f32> = self
-            .atx
-            .par_iter()
-            .zip(self.v.par_iter().zip(&self.u))
-            .map(|(&b, (&v, &u))| b + rho * (v - u))
-            .collect();
-        let zeros = vec![0f32; rows * d];
-        let mut w = vec![0f32; rows * d];
-        residual_product_columns_like(a, d, p, &q, &zeros, &mut w, like);
-        let mut s = vec![0f32; rows * d];
-        // M is symmetric (bit for bit: `spd_inverse` sums the same products for [i][j] and
-        // [j][i]), so it is its own column-by-column layout.
-        let inverse = Layouts {
-            rows: &factor.inverse,
-            columns: &factor.inverse,
-        };
-        residual_product_columns_like(inverse, d, d, &w, &zeros, &mut s, like);
-        let mut t = vec![0f32; rows * p];
-        transpose_product_like(a.rows, d, p, &s, &mut t, like);
+        let Quadratic { bq, at_az } = &mut self.quadratic;
+        for (values, width) in [(&mut self.q, p), (&mut self.zeros, d), (bq, d), (at_az, p)] {
+            values.resize(rows * width, 0.0);
+        }
+        self.q
+            .par_iter_mut()
+            .zip(self.atx.par_iter().zip(self.v.par_iter().zip(&self.u)))
+            .for_each(|(q, (&b, (&v, &u)))| *q = b + rho * (v - u));
+        let (q, zeros) = (&self.q, &self.zeros);
+        residual_product_columns_like(factor.whitened(), d, p, q, zeros, bq, like);
+        transpose_product_like(&factor.whitened, d, p, bq, at_az, like);
         let threshold = lam / rho;
         self.v
             .par_iter_mut()
             .zip(self.u.par_iter_mut())
-            .zip(q.par_iter().zip(&t))
+            .zip(q.par_iter().zip(&*at_az))
             .for_each(|((v, u), (&q, &t))| {
                 let z = (q - t) / rho;
                 let relaxed = alpha * z + (1.0 - alpha) * *v;
                 *v = soft_threshold(relaxed + *u, threshold);
                 *u += relaxed - *v;
             });
-        // A z = A (q − Aᵀ M A q)/ρ = M A q = s, as (ρI + AAᵀ) M = I; AᵀA z = Aᵀ s = t.
-        Quadratic { az: s, at_az: t }
+        // AᵀA z = Aᵀ M A q = Bᵀ B q, as (ρI + AAᵀ) M = I; A z = M A q = L⁻ᵀ B q at checks.
     }
 
     /// Writes the rows whose gap is within the tolerance (every row at the last iteration) to
@@ -290,12 +304,11 @@ impl Batch {
     #[allow(clippy::too_many_arguments)]
     fn finish_converged(
         &mut self,
-        a: Layouts,
+        (a, factor): (Layouts, &Factor),
         d: usize,
         p: usize,
         lam: f32,
         like: usize,
-        quadratic: &Quadratic,
         check: Check,
         out: &mut [f32],
         stats: &mut EncodeStats,
@@ -312,7 +325,10 @@ impl Batch {
         let minus = |a: &[f32], b: &[f32]| -> Vec<f32> {
             a.par_iter().zip(b).map(|(a, b)| a - b).collect()
         };
-        let residual_z = minus(&quadratic.az, &self.x);
+        let mut az = vec![0f32; rows * d];
+        let quadratic = &self.quadratic;
+        transpose_product_like(&factor.lower_inverse, d, d, &quadratic.bq, &mut az, like);
+        let residual_z = minus(&az, &self.x);
         let grad_z = minus(&quadratic.at_az, &self.atx);
         let gaps = relative_gaps(&residual_z, &grad_z, &self.x, &objective, d, p, lam);
         let met: Vec<bool> = gaps.iter().map(|&g| g <= tolerance as f64).collect();
@@ -344,7 +360,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spd_inverse_inverts() {
+    fn cholesky_lower_inverse_whitens() {
         let n = 5;
         let mut k = vec![0f64; n * n];
         for i in 0..n {
@@ -352,14 +368,23 @@ mod tests {
                 k[i * n + j] = 1.0 / (1.0 + i as f64 + j as f64) + if i == j { 0.5 } else { 0.0 };
             }
         }
-        let inv = spd_inverse(k.clone(), n).expect("positive definite");
+        let li = cholesky_lower_inverse(k.clone(), n).expect("positive definite");
+        for i in 0..n {
+            for j in i + 1..n {
+                assert_eq!(li[i * n + j], 0.0, "L⁻¹[{i}][{j}] above the diagonal");
+            }
+        }
+        // L⁻¹ K L⁻ᵀ = I.
         for i in 0..n {
             for j in 0..n {
-                let v: f64 = (0..n).map(|m| k[i * n + m] * inv[m * n + j]).sum();
+                let v: f64 = (0..n)
+                    .flat_map(|a| (0..n).map(move |b| (a, b)))
+                    .map(|(a, b)| li[i * n + a] * k[a * n + b] * li[j * n + b])
+                    .sum();
                 let want = if i == j { 1.0 } else { 0.0 };
                 assert!(
                     (v - want).abs() < 1e-12,
-                    "(K K⁻¹)[{i}][{j}] = {v}, want {want}"
+                    "(L⁻¹ K L⁻ᵀ)[{i}][{j}] = {v}, want {want}"
                 );
             }
         }
@@ -376,8 +401,8 @@ mod tests {
     }
 
     #[test]
-    fn spd_inverse_refuses_an_indefinite_matrix() {
-        assert!(spd_inverse(vec![1.0, 2.0, 2.0, 1.0], 2).is_none());
-        assert!(spd_inverse(vec![f64::NAN], 1).is_none());
+    fn cholesky_refuses_an_indefinite_matrix() {
+        assert!(cholesky_lower_inverse(vec![1.0, 2.0, 2.0, 1.0], 2).is_none());
+        assert!(cholesky_lower_inverse(vec![f64::NAN], 1).is_none());
     }
 }
