@@ -390,6 +390,62 @@ mod tests {
         }
     }
 
+    /// The whitened quadratic step solves (AᵀA + ρI) z = q, and L⁻ᵀ (B q) is A z, over- and
+    /// undercomplete: every component off by more than 1e-4 of the scale is listed.
+    #[test]
+    fn whitened_step_solves_the_quadratic_system() {
+        let mut bad = Vec::new();
+        for (d, p, seed) in [(7usize, 19usize, 3u32), (12, 5, 4)] {
+            let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+            let mut next = || {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+            };
+            let a: Vec<f32> = (0..d * p).map(|_| next()).collect();
+            let q: Vec<f32> = (0..2 * p).map(|_| next()).collect();
+            let f = Factor::new(&a, d, p).expect("positive definite");
+            let rho = f.rho() as f64;
+            let mut bq = vec![0f32; 2 * d];
+            residual_product(&f.whitened, d, p, &q, &vec![0f32; 2 * d], &mut bq);
+            let mut btbq = vec![0f32; 2 * p];
+            transpose_product(&f.whitened, d, p, &bq, &mut btbq);
+            let mut az = vec![0f32; 2 * d];
+            transpose_product(&f.lower_inverse, d, d, &bq, &mut az);
+            for r in 0..2 {
+                let z: Vec<f64> = (0..p)
+                    .map(|k| (q[r * p + k] as f64 - btbq[r * p + k] as f64) / rho)
+                    .collect();
+                let a_z: Vec<f64> = (0..d)
+                    .map(|i| (0..p).map(|k| a[i * p + k] as f64 * z[k]).sum())
+                    .collect();
+                let scale = q[r * p..(r + 1) * p]
+                    .iter()
+                    .map(|v| v.abs() as f64)
+                    .sum::<f64>();
+                for k in 0..p {
+                    let lhs =
+                        (0..d).map(|i| a[i * p + k] as f64 * a_z[i]).sum::<f64>() + rho * z[k];
+                    let want = q[r * p + k] as f64;
+                    if (lhs - want).abs() > 1e-4 * scale {
+                        bad.push(format!(
+                            "d {d} p {p} row {r} [{k}]: (AᵀA + ρI) z = {lhs}, q = {want}"
+                        ));
+                    }
+                }
+                for i in 0..d {
+                    let got = az[r * d + i] as f64;
+                    if (got - a_z[i]).abs() > 1e-4 * scale {
+                        bad.push(format!(
+                            "d {d} p {p} row {r} [{i}]: L⁻ᵀ B q = {got}, A z = {}",
+                            a_z[i]
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{} off:\n{}", bad.len(), bad.join("\n"));
+    }
+
     #[test]
     fn largest_eigenvalue_of_a_known_spectrum() {
         // Eigenvalues 1 and 5 (eigenvectors (1, ±1)/√2); the all-ones start is the top one.
