@@ -144,9 +144,20 @@ pub fn transpose_product_like(
 
 /// out (C × d) = Z (C × p) · Aᵀ − Y (C × d), i.e. per chain A z − y.
 pub fn residual_product(a: &[f32], d: usize, p: usize, z: &[f32], y: &[f32], out: &mut [f32]) {
+    // Aᵀ[k][n] = A[n][k]: row stride 1, column stride p.
+    let transposed = Strided {
+        values: a,
+        row_stride: 1,
+        col_stride: p,
+    };
+    residual_with(transposed, d, p, z, y, out);
+}
+
+/// out = Z · Aᵀ − Y with Aᵀ (p × d) given by its strides.
+fn residual_with(transposed: Strided, d: usize, p: usize, z: &[f32], y: &[f32], out: &mut [f32]) {
     let chains = z.len() / p;
     assert!(
-        a.len() == d * p
+        transposed.values.len() == d * p
             && z.len() == chains * p
             && y.len() == chains * d
             && out.len() == chains * d
@@ -157,13 +168,7 @@ pub fn residual_product(a: &[f32], d: usize, p: usize, z: &[f32], y: &[f32], out
         row_stride: p,
         col_stride: 1,
     };
-    // Aᵀ[k][n] = A[n][k]: row stride 1, column stride p.
-    let rhs = Strided {
-        values: a,
-        row_stride: 1,
-        col_stride: p,
-    };
-    product(chains, d, p, out, -1.0, lhs, rhs);
+    product(chains, d, p, out, -1.0, lhs, transposed);
 }
 
 /// A matrix held both row by row and column by column (`columns[k·d + n]` = A[n][k], see
@@ -193,24 +198,13 @@ pub fn residual_product_columns(
     if chains <= 1 || chains * d <= 256 {
         return residual_product(a.rows, d, p, z, y, out);
     }
-    assert!(
-        a.columns.len() == d * p
-            && z.len() == chains * p
-            && y.len() == chains * d
-            && out.len() == chains * d
-    );
-    out.copy_from_slice(y);
-    let lhs = Strided {
-        values: z,
-        row_stride: p,
-        col_stride: 1,
-    };
-    let rhs = Strided {
+    // Aᵀ[k][n] = columns[k·d + n]: row stride d, column stride 1.
+    let transposed = Strided {
         values: a.columns,
         row_stride: d,
         col_stride: 1,
     };
-    product(chains, d, p, out, -1.0, lhs, rhs);
+    residual_with(transposed, d, p, z, y, out);
 }
 
 /// [`residual_product_columns`] whose rows equal those of a product over `like` rows.
