@@ -218,10 +218,7 @@ fn admm_encoder_is_within_its_tolerance_and_batch_free() {
         let lipschitz = dict.spectral_norm_squared() as f32;
         let factor = lasso_admm::Factor::new(&dict.a, d, p).expect("factor");
         let columns = rmld::backend::cpu::matmul::columns_of(&dict.a, d, p);
-        let layouts = rmld::backend::cpu::matmul::Layouts {
-            rows: &dict.a,
-            columns: &columns,
-        };
+        let layouts = rmld::backend::cpu::matmul::Layouts::both(&dict.a, &columns);
         for tolerance in [1e-2f32, 1e-4] {
             let encode = |x: &[f32]| {
                 lasso_admm::encode(layouts, &factor, d, p, x, lam, 5000, tolerance, rows)

@@ -637,10 +637,7 @@ fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
     let (mut out_d, mut out_p) = (vec![0f32; chains * d], vec![0f32; chains * p]);
     // The residual product as the backend takes it, from A column by column.
     let columns = matmul::columns_of(a, d, p);
-    let layouts = matmul::Layouts {
-        rows: a,
-        columns: &columns,
-    };
+    let layouts = matmul::Layouts::both(a, &columns);
     let gemm_residual =
         best_of_three(|| matmul::residual_product_columns(layouts, d, p, &z, &zeros, &mut out_d));
     let gemm_transpose = best_of_three(|| matmul::transpose_product(a, d, p, &r, &mut out_p));

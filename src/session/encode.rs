@@ -479,6 +479,15 @@ fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32], like: usize) -> Vec
     let rows = codes.len() / p;
     let mut out = vec![0f32; rows * d];
     let zeros = vec![0f32; rows * d];
-    crate::backend::cpu::matmul::residual_product_like(a, d, p, codes, &zeros, &mut out, like);
+    use crate::backend::cpu::matmul;
+    matmul::residual_product_like(
+        matmul::Layouts::rows(a),
+        d,
+        p,
+        codes,
+        &zeros,
+        &mut out,
+        like,
+    );
     out
 }

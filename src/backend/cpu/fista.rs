@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::matmul::{residual_product_like, transpose_product_like};
+use super::matmul::{residual_product_like, transpose_product_like, Layouts};
 
 /// soft(v, tau) = sign(v)·max(|v| − tau, 0), the proximal map of tau·|·|.
 #[inline]
@@ -164,7 +164,15 @@ impl Batch {
             .zip(self.y.par_iter())
             .zip(self.grad.par_iter())
             .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
-        residual_product_like(a, d, p, &self.u, &self.zeros, &mut self.au, like);
+        residual_product_like(
+            Layouts::rows(a),
+            d,
+            p,
+            &self.u,
+            &self.zeros,
+            &mut self.au,
+            like,
+        );
         self.residual
             .par_iter_mut()
             .zip(self.au.par_iter())

@@ -23,8 +23,8 @@ use rayon::prelude::*;
 
 use super::fista::{compact, lasso_objective, relative_gaps, soft_threshold, EncodeStats};
 use super::matmul::{
-    columns_of, residual_product, residual_product_columns_like, transpose_product,
-    transpose_product_like, Layouts,
+    columns_of, residual_product, residual_product_like, transpose_product, transpose_product_like,
+    Layouts,
 };
 
 /// Largest d whose d × d Cholesky factor the CPU backend builds for this encoder (the f64
@@ -97,10 +97,7 @@ impl Factor {
 
     /// B in both layouts.
     fn whitened(&self) -> Layouts<'_> {
-        Layouts {
-            rows: &self.whitened,
-            columns: &self.whitened_columns,
-        }
+        Layouts::both(&self.whitened, &self.whitened_columns)
     }
 
     /// ρ, the penalty of the constraint z = v.
@@ -281,7 +278,7 @@ impl Batch {
             .zip(self.atx.par_iter().zip(self.v.par_iter().zip(&self.u)))
             .for_each(|(q, (&b, (&v, &u)))| *q = b + rho * (v - u));
         let (q, zeros) = (&self.q, &self.zeros);
-        residual_product_columns_like(factor.whitened(), d, p, q, zeros, bq, like);
+        residual_product_like(factor.whitened(), d, p, q, zeros, bq, like);
         transpose_product_like(&factor.whitened, d, p, bq, at_az, like);
         let threshold = lam / rho;
         self.v
@@ -320,7 +317,7 @@ impl Batch {
         } = check;
         let rows = self.index.len();
         let mut residual = vec![0f32; rows * d];
-        residual_product_columns_like(a, d, p, &self.v, &self.x, &mut residual, like);
+        residual_product_like(a, d, p, &self.v, &self.x, &mut residual, like);
         let objective = lasso_objective(&residual, &self.v, d, p, lam);
         let minus = |a: &[f32], b: &[f32]| -> Vec<f32> {
             a.par_iter().zip(b).map(|(a, b)| a - b).collect()

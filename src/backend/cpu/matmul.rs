@@ -109,23 +109,6 @@ fn padded(
     out.copy_from_slice(&wide[..m * width]);
 }
 
-/// [`residual_product`] whose rows equal those of a product over `like` rows (see
-/// [`rows_like`]).
-pub fn residual_product_like(
-    a: &[f32],
-    d: usize,
-    p: usize,
-    z: &[f32],
-    y: &[f32],
-    out: &mut [f32],
-    like: usize,
-) {
-    let m = z.len() / p.max(1);
-    padded(m, d, like, [(z, p), (y, d)], d, out, |z, y, out| {
-        residual_product(a, d, p, z, y, out)
-    });
-}
-
 /// [`transpose_product`] whose rows equal those of a product over `like` rows (see
 /// [`rows_like`]).
 pub fn transpose_product_like(
@@ -171,21 +154,39 @@ fn residual_with(transposed: Strided, d: usize, p: usize, z: &[f32], y: &[f32], 
     product(chains, d, p, out, -1.0, lhs, transposed);
 }
 
-/// A matrix held both row by row and column by column (`columns[k·d + n]` = A[n][k], see
-/// [`columns_of`]), for [`residual_product_columns`].
+/// A matrix row by row and, where the caller keeps it, column by column too (`columns[k·d + n]`
+/// = A[n][k], see [`columns_of`]), for [`residual_product_columns`].
 #[derive(Clone, Copy)]
 pub struct Layouts<'a> {
     /// Row-major.
     pub rows: &'a [f32],
-    /// Column-major.
-    pub columns: &'a [f32],
+    /// Column-major, if kept.
+    pub columns: Option<&'a [f32]>,
+}
+
+impl<'a> Layouts<'a> {
+    /// A held row by row only.
+    pub fn rows(rows: &'a [f32]) -> Self {
+        Self {
+            rows,
+            columns: None,
+        }
+    }
+
+    /// A held both ways.
+    pub fn both(rows: &'a [f32], columns: &'a [f32]) -> Self {
+        Self {
+            rows,
+            columns: Some(columns),
+        }
+    }
 }
 
 /// [`residual_product`], reading A column by column where that gives the same bits: gemm then
 /// reads A in place instead of packing all of it on one thread at every call (about 5% of an
 /// `augment` chain step at C = 129, docs/benchmarks.md). Its one-row gemv and its small
 /// horizontal kernel (m·d ≤ 256) sum in another order by layout, so those products keep the
-/// rows; the padding of `residual_product_columns_like` keeps a row on its `like` side of both.
+/// rows; the padding of [`residual_product_like`] keeps a row on its `like` side of both.
 pub fn residual_product_columns(
     a: Layouts,
     d: usize,
@@ -195,20 +196,22 @@ pub fn residual_product_columns(
     out: &mut [f32],
 ) {
     let chains = z.len() / p.max(1);
-    if chains <= 1 || chains * d <= 256 {
-        return residual_product(a.rows, d, p, z, y, out);
-    }
+    let columns = match a.columns {
+        Some(columns) if chains > 1 && chains * d > 256 => columns,
+        _ => return residual_product(a.rows, d, p, z, y, out),
+    };
     // Aᵀ[k][n] = columns[k·d + n]: row stride d, column stride 1.
     let transposed = Strided {
-        values: a.columns,
+        values: columns,
         row_stride: d,
         col_stride: 1,
     };
     residual_with(transposed, d, p, z, y, out);
 }
 
-/// [`residual_product_columns`] whose rows equal those of a product over `like` rows.
-pub fn residual_product_columns_like(
+/// [`residual_product_columns`] whose rows equal those of a product over `like` rows (see
+/// [`rows_like`]).
+pub fn residual_product_like(
     a: Layouts,
     d: usize,
     p: usize,
@@ -334,15 +337,12 @@ mod tests {
                 let y = values(m * d, 7 + m as u32);
                 let (mut rows, mut cols) = (vec![0f32; m * d], vec![0f32; m * d]);
                 residual_product(&a, d, p, &z, &y, &mut rows);
-                let both = Layouts {
-                    rows: &a,
-                    columns: &columns,
-                };
+                let both = Layouts::both(&a, &columns);
                 residual_product_columns(both, d, p, &z, &y, &mut cols);
                 let mut like = vec![0f32; m * d];
-                residual_product_columns_like(both, d, p, &z, &y, &mut like, 400);
+                residual_product_like(both, d, p, &z, &y, &mut like, 400);
                 let mut wide = vec![0f32; m * d];
-                residual_product_like(&a, d, p, &z, &y, &mut wide, 400);
+                residual_product_like(Layouts::rows(&a), d, p, &z, &y, &mut wide, 400);
                 for (i, (((r, c), l), w)) in
                     rows.iter().zip(&cols).zip(&like).zip(&wide).enumerate()
                 {

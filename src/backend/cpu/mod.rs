@@ -248,10 +248,7 @@ impl CpuBackend {
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p) = (self.target.d(), self.target.p());
-        let a = matmul::Layouts {
-            rows: &self.target.dictionary.a,
-            columns: &self.a_columns,
-        };
+        let a = matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns);
         #[cfg(feature = "blas")]
         if self.blas_products {
             blas::residual_product(a.rows, d, p, z, out);
@@ -262,7 +259,7 @@ impl CpuBackend {
         }
         let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
         for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
-            matmul::residual_product_columns_like(a, d, p, z, y, out, self.like_rows());
+            matmul::residual_product_like(a, d, p, z, y, out, self.like_rows());
         }
     }
 
@@ -750,21 +747,18 @@ impl Backend for CpuBackend {
             let factor = lasso_admm::Factor::new(&self.target.dictionary.a, d, p);
             self.admm_factor = Some(factor);
         }
-        let lipschitz = match self.admm_factor {
-            Some(Some(_)) if admm => 0.0,
-            _ => self.lipschitz(),
-        };
-        let a = &self.target.dictionary.a;
         let like = self.settings.run_chains as usize;
         let (codes, stats) = match &self.admm_factor {
             Some(Some(factor)) if admm => {
-                let a = matmul::Layouts {
-                    rows: a,
-                    columns: &self.a_columns,
-                };
+                let a = matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns);
                 lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
             }
-            _ => fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like),
+            // The factor failed (a NaN in A), or no tolerance or too many rows: FISTA.
+            _ => {
+                let lipschitz = self.lipschitz();
+                let a = &self.target.dictionary.a;
+                fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
+            }
         };
         self.encode_stats.add(&stats);
         Ok(codes)
