@@ -132,7 +132,7 @@ pub(crate) fn class_neighbours(
                 if b == a {
                     continue;
                 }
-                let distance = x.iter().zip(y).map(|(p, q)| (p - q) * (p - q)).sum::<f64>();
+                let distance = squared_distance(x, y);
                 let slot = if other_label == label {
                     &mut nearest.same
                 } else {
@@ -146,6 +146,23 @@ pub(crate) fn class_neighbours(
             }
         })
         .collect()
+}
+
+/// ||x − y||² summed in eight lanes (independent additions, which vectorise; one chain of 784
+/// dependent additions took 0.33 s of a first MNIST `augment`).
+fn squared_distance(x: &[f64], y: &[f64]) -> f64 {
+    const LANES: usize = 8;
+    let mut lanes = [0f64; LANES];
+    let (xs, ys) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
+    let tail: f64 = (xs.remainder().iter().zip(ys.remainder()))
+        .map(|(p, q)| (p - q) * (p - q))
+        .sum();
+    for (x, y) in xs.zip(ys) {
+        for ((lane, p), q) in lanes.iter_mut().zip(x).zip(y) {
+            *lane += (p - q) * (p - q);
+        }
+    }
+    lanes.iter().sum::<f64>() + tail
 }
 
 /// The median over images of the distance to the nearest other image of the same class, each
