@@ -203,32 +203,129 @@ fn ks_failures_of(
     let mut bad = Vec::new();
     for (j, &y) in y.iter().enumerate() {
         let draws = coordinate(codes, chains, p, j, burn)[among.clone()].to_vec();
-        let chains = draws.len();
-        // HMC's draws can be antithetic in x (bulk ESS > draws) yet positively correlated in |x|,
-        // so thin by the smaller of the bulk and tail ESS.
-        let ess = ess_bulk(&draws).unwrap().min(ess_tail(&draws).unwrap());
-        let per_chain = draws[0].len();
-        let stride = ((chains * per_chain) as f64 / ess).ceil().max(1.0) as usize;
-        let thinned: Vec<f64> = draws
-            .iter()
-            .flat_map(|c| c.iter().step_by(stride).copied())
-            .collect();
         let dist = LaplaceGaussian {
             m: y as f64,
             s2: sigma2 as f64,
             lam: lam as f64,
         };
-        let d = ks_statistic(&thinned, |x| dist.cdf(x));
-        let pv = ks_p_value(d, thinned.len());
-        eprintln!(
-            "{method:?} coordinate {j}: ESS {ess:.0}, stride {stride}, n {}, D {d:.4}, p {pv:.3}",
-            thinned.len()
-        );
-        if pv < alpha {
-            bad.push(format!("coordinate {j}: D {d}, p {pv} < {alpha}"));
-        }
+        bad.extend(ks_failure(method, j, &draws, |x| dist.cdf(x), alpha));
     }
     bad
+}
+
+/// Coordinate j's draws (per chain), thinned to about one per effective sample, against `cdf`
+/// by KS: the failure at level `alpha`, if any.
+fn ks_failure(
+    method: Method,
+    j: usize,
+    draws: &[Vec<f64>],
+    cdf: impl Fn(f64) -> f64,
+    alpha: f64,
+) -> Option<String> {
+    let chains = draws.len();
+    // HMC's draws can be antithetic in x (bulk ESS > draws) yet positively correlated in |x|,
+    // so thin by the smaller of the bulk and tail ESS.
+    let ess = ess_bulk(draws).unwrap().min(ess_tail(draws).unwrap());
+    let per_chain = draws[0].len();
+    let stride = ((chains * per_chain) as f64 / ess).ceil().max(1.0) as usize;
+    let thinned: Vec<f64> = draws
+        .iter()
+        .flat_map(|c| c.iter().step_by(stride).copied())
+        .collect();
+    let d = ks_statistic(&thinned, cdf);
+    let pv = ks_p_value(d, thinned.len());
+    eprintln!(
+        "{method:?} coordinate {j}: ESS {ess:.0}, stride {stride}, n {}, D {d:.4}, p {pv:.3}",
+        thinned.len()
+    );
+    (pv < alpha).then(|| format!("coordinate {j}: D {d}, p {pv} < {alpha}"))
+}
+
+/// d < p in closed form: A = Q·[D | 0]·P (Q a 6 × 6 rotation, D six scales, P a signed
+/// permutation of 18 coordinates). Rotating the residual by Qᵀ leaves its norm, so dense
+/// coordinate P(i) is LaplaceGaussian(m_i, σ²/D_i², lam) (y is chosen to put its mean at Y_i) and
+/// the 12 coordinates of A's zero columns are Laplace(lam). With p = 3d and 10 leapfrog steps
+/// the CPU carries HMC's residual through the trajectory (`leapfrog_carry`), whose sign flips of
+/// the dense coordinates move the prior's image; every coordinate passes KS.
+fn rotated_sparse_posterior_passes_ks(make: &Factory, method: Method, eta: f32, leapfrog: u32) {
+    let (d, p) = (Y.len(), 3 * Y.len());
+    // Q by Gram-Schmidt on the columns of a fixed matrix.
+    let mut q: Vec<Vec<f64>> = (0..d)
+        .map(|i| {
+            (0..d)
+                .map(|k| {
+                    (((i * 7 + k * 13) % 17) as f64 - 8.0) / 8.0 + if i == k { 2.0 } else { 0.0 }
+                })
+                .collect()
+        })
+        .collect();
+    for i in 0..d {
+        for k in 0..i {
+            let previous = q[k].clone();
+            let dot: f64 = q[i].iter().zip(&previous).map(|(a, b)| a * b).sum();
+            q[i].iter_mut()
+                .zip(&previous)
+                .for_each(|(v, b)| *v -= dot * b);
+        }
+        let norm = q[i].iter().map(|v| v * v).sum::<f64>().sqrt();
+        q[i].iter_mut().for_each(|v| *v /= norm);
+    }
+    let scales = [1.0, 0.7, 1.4, 0.5, 1.2, 0.9];
+    let columns = [3, 16, 7, 0, 11, 9];
+    let signs = [1.0, -1.0, 1.0, 1.0, -1.0, 1.0];
+    let mut a = vec![0f32; d * p];
+    let mut y = vec![0f64; d];
+    for i in 0..d {
+        let factor = scales[i] * signs[i];
+        for n in 0..d {
+            a[n * p + columns[i]] = (q[i][n] * factor) as f32;
+            y[n] += q[i][n] * factor * Y[i] as f64;
+        }
+    }
+    let rows: Vec<f32> = y.iter().map(|&v| v as f32).collect();
+    let t = target(a, d, p, rows, LAM, SIGMA2);
+    let (chains, samples, burn) = (64, 300, 50);
+    let (codes, run) = sample(
+        make,
+        &t,
+        dynamics(method, eta, leapfrog, 31),
+        chains,
+        samples,
+    );
+    let report = summarize(&run, 1.0);
+    eprintln!(
+        "{method:?} rotated: acceptance {:.3}, {} divergences",
+        report.acceptance.overall, report.divergences
+    );
+    assert!(report.acceptance.overall > 0.3 && report.divergences == 0);
+    let alpha = 0.01 / p as f64;
+    let lam = LAM as f64;
+    let mut bad = Vec::new();
+    for j in 0..p {
+        let draws = coordinate(&codes, chains, p, j, burn);
+        let failure = match columns.iter().position(|&c| c == j) {
+            Some(i) => {
+                let dist = LaplaceGaussian {
+                    m: Y[i] as f64,
+                    s2: SIGMA2 as f64 / (scales[i] * scales[i]),
+                    lam,
+                };
+                ks_failure(method, j, &draws, |x| dist.cdf(x), alpha)
+            }
+            None => {
+                let laplace = |x: f64| {
+                    if x < 0.0 {
+                        0.5 * (lam * x).exp()
+                    } else {
+                        1.0 - 0.5 * (-lam * x).exp()
+                    }
+                };
+                ks_failure(method, j, &draws, laplace, alpha)
+            }
+        };
+        bad.extend(failure);
+    }
+    assert!(bad.is_empty(), "{method:?} rotated: {}", bad.join("; "));
 }
 
 /// Solves the small symmetric system by Gauss-Jordan: returns M⁻¹.
@@ -582,6 +679,7 @@ fn per_class_steps_fit_each_class(make: &Factory, method: Method, eta: f32) -> V
 fn all_checks(make: &Factory) {
     identity_posterior_passes_ks(make, Method::Mala, 0.15, 1, false);
     identity_posterior_passes_ks(make, Method::Hmc, 0.3, 5, false);
+    rotated_sparse_posterior_passes_ks(make, Method::Hmc, 0.25, 10);
     gaussian_posterior_moments(make, Method::Mala, 0.5, 1, false);
     gaussian_posterior_moments(make, Method::Hmc, 0.4, 5, false);
     // The same closed forms with the step size adapted during the burn-in from the CLI's default

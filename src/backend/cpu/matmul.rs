@@ -136,6 +136,13 @@ pub fn residual_product(a: &[f32], d: usize, p: usize, z: &[f32], y: &[f32], out
     residual_with(transposed, d, p, z, y, out);
 }
 
+/// AAᵀ (d × d, row-major) for A (d × p, row-major): row i is A aᵢ, aᵢ A's row i.
+pub fn gram(a: &[f32], d: usize, p: usize) -> Vec<f32> {
+    let mut gram = vec![0f32; d * d];
+    residual_product(a, d, p, a, &vec![0f32; d * d], &mut gram);
+    gram
+}
+
 /// out = Z · Aᵀ − Y with Aᵀ (p × d) given by its strides.
 fn residual_with(transposed: Strided, d: usize, p: usize, z: &[f32], y: &[f32], out: &mut [f32]) {
     let chains = z.len() / p;

@@ -8,6 +8,7 @@ pub mod fista;
 pub mod gather;
 pub mod gradient_step;
 pub mod lasso_admm;
+pub mod leapfrog_carry;
 pub mod matmul;
 pub mod mh_terms;
 pub mod select;
@@ -66,6 +67,10 @@ pub struct CpuBackend {
     precision: Option<Vec<f32>>,
     /// Per-chain step sizes (per-class adaptation), None: `settings.eta` for every chain.
     chain_steps: Option<Vec<f32>>,
+    /// HMC carries its residual through a trajectory where that saves products
+    /// (`leapfrog_carry`); false: every leapfrog step recomputes it with A, as the GPU does.
+    leapfrog_carry: bool,
+    carry: Option<leapfrog_carry::LeapfrogCarry>,
 }
 
 /// The parts of a proposal the CPU backend can time (`CpuBackend::with_phase_timing`), for
@@ -189,6 +194,8 @@ impl CpuBackend {
             prior_state,
             precision: None,
             chain_steps: None,
+            leapfrog_carry: true,
+            carry: None,
             target,
         })
     }
@@ -197,6 +204,13 @@ impl CpuBackend {
     /// do not depend on it: every chain's numbers are its own.
     pub fn with_chunk_size(mut self, chunk: usize) -> Self {
         self.chunk = chunk.max(1);
+        self
+    }
+
+    /// Recomputes HMC's residual with A at every leapfrog step, as the GPU does, instead of
+    /// carrying it through the trajectory (`leapfrog_carry`): the GPU's CPU twin.
+    pub fn with_recomputed_leapfrog(mut self) -> Self {
+        self.leapfrog_carry = false;
         self
     }
 
@@ -313,6 +327,18 @@ impl CpuBackend {
         mixture: MixtureOut,
     ) {
         self.residual_product(positions, &self.xbar_rows, residual);
+        self.gradient_from_residual(positions, residual, gradient, mixture);
+    }
+
+    /// The full gradient ∇U(pos) (and the cached-energy targets' energies and scaled residuals)
+    /// from the residual already in `residual`.
+    fn gradient_from_residual(
+        &self,
+        positions: &[f32],
+        residual: &[f32],
+        gradient: &mut [f32],
+        mixture: MixtureOut,
+    ) {
         match mixture {
             Some((EnergyKernel::Mixture(info), energy, scaled)) => {
                 let d = self.target.d();
@@ -414,9 +440,12 @@ impl CpuBackend {
         match op {
             ChainOp::CopyPosition => self.z.copy_from_slice(&self.x),
             ChainOp::CopyGradient => self.z_gradient.copy_from_slice(&self.x_gradient),
-            ChainOp::DrawMomentum => self.timed(CpuPhase::Update, |b| {
-                gradient_step::draw_momentum(seed, offset, outer, &mut b.momentum, p)
-            }),
+            ChainOp::DrawMomentum => {
+                self.timed(CpuPhase::Update, |b| {
+                    gradient_step::draw_momentum(seed, offset, outer, &mut b.momentum, p)
+                });
+                self.timed(CpuPhase::ProposalState, Self::start_carry);
+            }
             ChainOp::MinibatchStep(step) => self.minibatch_step(outer, step),
             ChainOp::LangevinProposal => self.timed(CpuPhase::Update, |b| {
                 exact::mala_proposal(
@@ -431,13 +460,22 @@ impl CpuBackend {
                     scale.as_deref(),
                 )
             }),
+            ChainOp::LeapfrogDrift if self.carry_active() => {
+                self.timed(CpuPhase::Update, |b| b.carried_drift(&steps))
+            }
             ChainOp::LeapfrogDrift => self.timed(CpuPhase::Update, |b| {
                 let scale = scale.as_deref();
                 exact::leapfrog_drift(&b.z_gradient, &mut b.z, &mut b.momentum, &steps, scale, p)
             }),
             ChainOp::LeapfrogKick => self.timed(CpuPhase::Update, |b| {
-                exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, &steps, p)
+                exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, &steps, p);
+                if b.carry_active() {
+                    b.carried_kick(&steps);
+                }
             }),
+            ChainOp::ProposalState if self.carry_active() => {
+                self.timed(CpuPhase::ProposalState, Self::carried_proposal_state)
+            }
             ChainOp::ProposalState => self.timed(CpuPhase::ProposalState, Self::proposal_state),
             ChainOp::MhTerms { kinetic } => {
                 return Some(self.timed(CpuPhase::MhTerms, |b| b.terms(outer, kinetic)))
