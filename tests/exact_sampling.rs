@@ -169,14 +169,19 @@ fn identity_posterior_passes_ks(
             a.trajectory.map(|t| (t.length(), t.mean_steps))
         );
     }
-    let report = summarize(&run, 1.0);
+    assert_moves(&run, method, "");
+    let bad = ks_failures(method, &codes, chains, burn);
+    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
+}
+
+/// The chains move and stay finite: acceptance above 0.3 and no divergence.
+fn assert_moves(run: &SampleRun, method: Method, label: &str) {
+    let report = summarize(run, 1.0);
     eprintln!(
-        "{method:?}: acceptance {:.3}, {} divergences",
+        "{method:?}{label}: acceptance {:.3}, {} divergences",
         report.acceptance.overall, report.divergences
     );
     assert!(report.acceptance.overall > 0.3 && report.divergences == 0);
-    let bad = ks_failures(method, &codes, chains, burn);
-    assert!(bad.is_empty(), "{method:?}: {}", bad.join("; "));
 }
 
 /// The A = I posterior's coordinates whose draws after `burn` iterations, thinned to about one
@@ -292,12 +297,7 @@ fn rotated_sparse_posterior_passes_ks(make: &Factory, method: Method, eta: f32, 
         chains,
         samples,
     );
-    let report = summarize(&run, 1.0);
-    eprintln!(
-        "{method:?} rotated: acceptance {:.3}, {} divergences",
-        report.acceptance.overall, report.divergences
-    );
-    assert!(report.acceptance.overall > 0.3 && report.divergences == 0);
+    assert_moves(&run, method, " rotated");
     let alpha = 0.01 / p as f64;
     let lam = LAM as f64;
     let mut bad = Vec::new();

@@ -35,8 +35,9 @@ pub struct LeapfrogCarry {
     zeros: Vec<f32>,
     /// Proposal states computed in the current trajectory.
     steps_done: u32,
-    /// The carry runs this trajectory (set at its momentum draw).
-    active: bool,
+    /// The prior whose gradient the drift follows, while this trajectory is carried (set at its
+    /// momentum draw; None: it recomputes).
+    prior: Option<Laplace>,
 }
 
 /// Whether carrying saves products: a trajectory of L steps costs 2L d × p products
@@ -74,19 +75,15 @@ impl CpuBackend {
 
     /// Whether the current (or last) HMC trajectory carried its residual (`leapfrog_carry`).
     pub fn carries_trajectory(&self) -> bool {
-        self.carry_active()
-    }
-
-    /// Whether the current trajectory is carried.
-    pub(super) fn carry_active(&self) -> bool {
-        self.settings.method == Method::Hmc && self.carry.as_ref().is_some_and(|c| c.active)
+        self.settings.method == Method::Hmc
+            && self.carry.as_ref().is_some_and(|c| c.prior.is_some())
     }
 
     /// At the momentum draw: A r₀, A ∇prior(X) and A ∇U(X); Z's residual starts at X's.
     pub(super) fn start_carry(&mut self) {
         let Some(laplace) = self.carried_prior() else {
             if let Some(c) = &mut self.carry {
-                c.active = false;
+                c.prior = None;
             }
             return;
         };
@@ -98,10 +95,10 @@ impl CpuBackend {
             gradient_image: vec![0.0; chains * d],
             zeros: vec![0.0; chains * d],
             steps_done: 0,
-            active: true,
+            prior: None,
         });
         carry.steps_done = 0;
-        carry.active = true;
+        carry.prior = Some(laplace);
         self.residual_product(&self.momentum, &carry.zeros, &mut carry.momentum_image);
         let prior_gradient: Vec<f32> = self.x.par_iter().map(|&x| laplace.gradient(x)).collect();
         self.residual_product(&prior_gradient, &carry.zeros, &mut carry.prior_image);
@@ -135,10 +132,8 @@ impl CpuBackend {
     /// A ∇prior(z) plus the columns of the coordinates whose prior gradient changed.
     pub(super) fn carried_drift(&mut self, steps: &[f32]) {
         let (d, p) = (self.target.d(), self.target.p());
-        let Some(laplace) = self.carried_prior() else {
-            return;
-        };
-        let Some(carry) = self.carry.as_mut() else {
+        let Some((carry, laplace)) = self.carry.as_mut().and_then(|c| c.prior.map(|l| (c, l)))
+        else {
             return;
         };
         let columns = &self.a_columns;

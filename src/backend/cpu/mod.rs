@@ -460,7 +460,7 @@ impl CpuBackend {
                     scale.as_deref(),
                 )
             }),
-            ChainOp::LeapfrogDrift if self.carry_active() => {
+            ChainOp::LeapfrogDrift if self.carries_trajectory() => {
                 self.timed(CpuPhase::Update, |b| b.carried_drift(&steps))
             }
             ChainOp::LeapfrogDrift => self.timed(CpuPhase::Update, |b| {
@@ -469,11 +469,11 @@ impl CpuBackend {
             }),
             ChainOp::LeapfrogKick => self.timed(CpuPhase::Update, |b| {
                 exact::leapfrog_kick(&b.z_gradient, &mut b.momentum, &steps, p);
-                if b.carry_active() {
+                if b.carries_trajectory() {
                     b.carried_kick(&steps);
                 }
             }),
-            ChainOp::ProposalState if self.carry_active() => {
+            ChainOp::ProposalState if self.carries_trajectory() => {
                 self.timed(CpuPhase::ProposalState, Self::carried_proposal_state)
             }
             ChainOp::ProposalState => self.timed(CpuPhase::ProposalState, Self::proposal_state),
