@@ -49,10 +49,12 @@ pub fn check_fits(setting: &'static str, what: &str, needed: f64) -> Result<()> 
 
 /// Host bytes of `chains` chains of the samplers at dimension d with p atoms: the CPU backend's
 /// state (X, Z, both gradients and the momentum, p each; residuals, minibatch means and scratch,
-/// d each) and one read-back of the positions and images per outer iteration, plus A.
+/// d each) and one read-back of the positions and images per outer iteration, plus A and the
+/// CPU backend's three more copies of it (column by column, and packed both ways for its
+/// products, `backend::cpu::packed`).
 pub fn sampler_bytes(chains: usize, d: usize, p: usize) -> f64 {
     let per_chain = 4.0 * (6.0 * p as f64 + 6.0 * d as f64);
-    chains as f64 * per_chain + dictionary_bytes(d, p)
+    chains as f64 * per_chain + 4.0 * dictionary_bytes(d, p)
 }
 
 /// Bytes of the dictionary A (d × p, f32).

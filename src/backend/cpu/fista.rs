@@ -143,7 +143,7 @@ impl Batch {
             .zip(images.par_iter())
             .for_each(|((r, &ay), &x)| *r = ay - x);
         let Problem { a, d, p, like, .. } = *problem;
-        transpose_product_like(a, d, p, &self.residual, &mut self.grad, like);
+        transpose_product_like(Layouts::rows(a), d, p, &self.residual, &mut self.grad, like);
     }
 
     /// The iteration's second half, after [`Batch::gradient`]: the candidate u = soft(y − ∇/L,

@@ -26,6 +26,7 @@ use super::matmul::{
     columns_of, residual_product, residual_product_like, transpose_product, transpose_product_like,
     Layouts,
 };
+use super::packed::PackedMatrix;
 
 /// Largest d whose d × d Cholesky factor the CPU backend builds for this encoder (the f64
 /// factorization takes seconds at this size, 0.2 s at 784). Beyond it the gap-stop FISTA
@@ -55,6 +56,8 @@ pub struct Factor {
     whitened: Vec<f32>,
     /// B column by column (`matmul::columns_of`).
     whitened_columns: Vec<f32>,
+    /// B packed both ways (`packed::PackedMatrix`), None where gemm computes.
+    whitened_packed: Option<PackedMatrix>,
 }
 
 impl Factor {
@@ -87,17 +90,20 @@ impl Factor {
         let mut whitened = vec![0f32; d * p];
         transpose_product(a, d, p, &lower_inverse, &mut whitened);
         let whitened_columns = columns_of(&whitened, d, p);
+        let whitened_packed = PackedMatrix::both(&whitened, d, p);
         Some(Self {
             rho: rho as f32,
             lower_inverse,
             whitened,
             whitened_columns,
+            whitened_packed,
         })
     }
 
-    /// B in both layouts.
+    /// B in all its layouts.
     fn whitened(&self) -> Layouts<'_> {
         Layouts::both(&self.whitened, &self.whitened_columns)
+            .with_packed(self.whitened_packed.as_ref())
     }
 
     /// ρ, the penalty of the constraint z = v.
@@ -188,7 +194,7 @@ pub fn encode(
         admm_rows: total,
         ..EncodeStats::default()
     };
-    let mut batch = Batch::new(a.rows, d, p, images, like);
+    let mut batch = Batch::new(a, d, p, images, like);
     for iteration in 1..=iterations {
         batch.step(factor, d, p, lam, like, alpha, rho);
         if iteration % CHECK_EVERY == 0 || iteration == iterations {
@@ -239,7 +245,7 @@ struct Batch {
 }
 
 impl Batch {
-    fn new(a: &[f32], d: usize, p: usize, images: &[f32], like: usize) -> Self {
+    fn new(a: Layouts, d: usize, p: usize, images: &[f32], like: usize) -> Self {
         let rows = images.len() / d;
         let mut atx = vec![0f32; rows * p];
         transpose_product_like(a, d, p, images, &mut atx, like);
@@ -279,7 +285,7 @@ impl Batch {
             .for_each(|(q, (&b, (&v, &u)))| *q = b + rho * (v - u));
         let (q, zeros) = (&self.q, &self.zeros);
         residual_product_like(factor.whitened(), d, p, q, zeros, bq, like);
-        transpose_product_like(&factor.whitened, d, p, bq, at_az, like);
+        transpose_product_like(factor.whitened(), d, p, bq, at_az, like);
         let threshold = lam / rho;
         self.v
             .par_iter_mut()
@@ -324,7 +330,8 @@ impl Batch {
         };
         let mut az = vec![0f32; rows * d];
         let quadratic = &self.quadratic;
-        transpose_product_like(&factor.lower_inverse, d, d, &quadratic.bq, &mut az, like);
+        let lower_inverse = Layouts::rows(&factor.lower_inverse);
+        transpose_product_like(lower_inverse, d, d, &quadratic.bq, &mut az, like);
         let residual_z = minus(&az, &self.x);
         let grad_z = minus(&quadratic.at_az, &self.atx);
         let gaps = relative_gaps(&residual_z, &grad_z, &self.x, &objective, d, p, lam);

@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 
 use super::gradient_step::chain_value as chain_step;
-use super::{matmul, CpuBackend, EnergyKernel};
+use super::{matmul, packed, CpuBackend, EnergyKernel};
 use crate::methods::Method;
 use crate::model::{Laplace, Prior};
 
@@ -25,6 +25,8 @@ const FLIP_BLOCK: usize = 64;
 pub struct LeapfrogCarry {
     /// AAᵀ (d × d, symmetric), computed once.
     gram: Vec<f32>,
+    /// AAᵀ packed (`packed::PackedMatrix`), None where gemm computes.
+    gram_packed: Option<packed::PackedMatrix>,
     /// A r per chain: the momentum's image.
     momentum_image: Vec<f32>,
     /// A ∇prior(z) per chain.
@@ -88,14 +90,18 @@ impl CpuBackend {
             return;
         };
         let (d, p, chains) = (self.target.d(), self.target.p(), self.chains);
-        let mut carry = self.carry.take().unwrap_or_else(|| LeapfrogCarry {
-            gram: matmul::gram(&self.target.dictionary.a, d, p),
-            momentum_image: vec![0.0; chains * d],
-            prior_image: vec![0.0; chains * d],
-            gradient_image: vec![0.0; chains * d],
-            zeros: vec![0.0; chains * d],
-            steps_done: 0,
-            prior: None,
+        let mut carry = self.carry.take().unwrap_or_else(|| {
+            let gram = matmul::gram(&self.target.dictionary.a, d, p);
+            LeapfrogCarry {
+                gram_packed: packed::PackedMatrix::times_only(&gram, d, d),
+                gram,
+                momentum_image: vec![0.0; chains * d],
+                prior_image: vec![0.0; chains * d],
+                gradient_image: vec![0.0; chains * d],
+                zeros: vec![0.0; chains * d],
+                steps_done: 0,
+                prior: None,
+            }
         });
         carry.steps_done = 0;
         carry.prior = Some(laplace);
@@ -120,7 +126,8 @@ impl CpuBackend {
             .chunks(self.chunk * d)
             .zip(out.chunks_mut(self.chunk * d))
         {
-            matmul::transpose_product_like(&carry.gram, d, d, w, out, self.like_rows());
+            let gram = matmul::Layouts::rows(&carry.gram).with_packed(carry.gram_packed.as_ref());
+            matmul::transpose_product_like(gram, d, d, w, out, self.like_rows());
         }
         out.par_iter_mut()
             .zip(carry.prior_image.par_iter())

@@ -1,8 +1,11 @@
-//! Dense products on chain-major blocks through the `gemm` crate (the CPU's GEMM ceiling).
+//! Dense products on chain-major blocks: against a packed constant matrix where `Layouts` has
+//! one (`packed`), through the `gemm` crate otherwise.
 //!
 //! Chain states are stored C × p (positions) and C × d (residuals), row-major; A is d × p.
 
 use rayon::prelude::*;
+
+use super::packed::PackedMatrix;
 
 /// A matrix operand: its values and its (row, column) strides in elements.
 struct Strided<'a> {
@@ -109,19 +112,22 @@ fn padded(
     out.copy_from_slice(&wide[..m * width]);
 }
 
-/// [`transpose_product`] whose rows equal those of a product over `like` rows (see
-/// [`rows_like`]).
+/// [`transpose_product`] from A's packed panels where `a` has them; otherwise through gemm,
+/// with rows equal to those of a product over `like` rows (see [`rows_like`]).
 pub fn transpose_product_like(
-    a: &[f32],
+    a: Layouts,
     d: usize,
     p: usize,
     r: &[f32],
     out: &mut [f32],
     like: usize,
 ) {
+    if let Some(packed) = a.packed {
+        return packed.times.product(r, None, out);
+    }
     let m = r.len() / d.max(1);
     padded(m, p, like, [(r, d), (&[], 0)], p, out, |r, _, out| {
-        transpose_product(a, d, p, r, out)
+        transpose_product(a.rows, d, p, r, out)
     });
 }
 
@@ -161,14 +167,17 @@ fn residual_with(transposed: Strided, d: usize, p: usize, z: &[f32], y: &[f32], 
     product(chains, d, p, out, -1.0, lhs, transposed);
 }
 
-/// A matrix row by row and, where the caller keeps it, column by column too (`columns[k·d + n]`
-/// = A[n][k], see [`columns_of`]), for [`residual_product_columns`].
+/// A matrix row by row and, where the caller keeps them, column by column too (`columns[k·d +
+/// n]` = A[n][k], see [`columns_of`]) for [`residual_product_columns`], and packed for the
+/// packed kernel (`packed::PackedMatrix`), which then takes the products it was packed for.
 #[derive(Clone, Copy)]
 pub struct Layouts<'a> {
     /// Row-major.
     pub rows: &'a [f32],
     /// Column-major, if kept.
     pub columns: Option<&'a [f32]>,
+    /// Packed, if kept.
+    pub packed: Option<&'a PackedMatrix>,
 }
 
 impl<'a> Layouts<'a> {
@@ -177,6 +186,7 @@ impl<'a> Layouts<'a> {
         Self {
             rows,
             columns: None,
+            packed: None,
         }
     }
 
@@ -185,7 +195,13 @@ impl<'a> Layouts<'a> {
         Self {
             rows,
             columns: Some(columns),
+            packed: None,
         }
+    }
+
+    /// These layouts with the packed panels, if any.
+    pub fn with_packed(self, packed: Option<&'a PackedMatrix>) -> Self {
+        Self { packed, ..self }
     }
 }
 
@@ -216,7 +232,8 @@ pub fn residual_product_columns(
     residual_with(transposed, d, p, z, y, out);
 }
 
-/// [`residual_product_columns`] whose rows equal those of a product over `like` rows (see
+/// [`residual_product`] from Aᵀ's packed panels where `a` has them; otherwise
+/// [`residual_product_columns`] with rows equal to those of a product over `like` rows (see
 /// [`rows_like`]).
 pub fn residual_product_like(
     a: Layouts,
@@ -227,6 +244,9 @@ pub fn residual_product_like(
     out: &mut [f32],
     like: usize,
 ) {
+    if let Some(transposed) = a.packed.and_then(|m| m.times_transpose.as_ref()) {
+        return transposed.product(z, Some(y), out);
+    }
     let m = z.len() / p.max(1);
     padded(m, d, like, [(z, p), (y, d)], d, out, |z, y, out| {
         residual_product_columns(a, d, p, z, y, out)
@@ -293,6 +313,41 @@ mod tests {
                 (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
             })
             .collect()
+    }
+
+    /// Layouts with packed panels take both products through them: bit for bit the packed
+    /// kernel's scalar twin, whatever `like` asks (a row's values do not depend on the rows).
+    #[test]
+    fn packed_layouts_take_both_products_as_the_kernel_sums() {
+        let (d, p, m) = (70, 130, 9);
+        let Some(packed) = PackedMatrix::both(&values(d * p, 11), d, p) else {
+            eprintln!("packed products: AVX-512F not available here, nothing to check");
+            return;
+        };
+        let a = values(d * p, 11);
+        let (z, y, r) = (values(m * p, 12), values(m * d, 13), values(m * d, 14));
+        let layouts = Layouts::rows(&a).with_packed(Some(&packed));
+        let transposed: Vec<f32> = (0..p * d).map(|i| a[(i % d) * p + i / d]).collect();
+        let differing = |got: &[f32], want: &[f32]| -> Vec<String> {
+            got.iter()
+                .zip(want)
+                .enumerate()
+                .filter(|(_, (g, w))| g.to_bits() != w.to_bits())
+                .map(|(i, (g, w))| format!("{i}: {g:e} against {w:e}"))
+                .collect()
+        };
+        for like in [0, m, 1000] {
+            let (mut got, mut want) = (vec![0f32; m * d], vec![0f32; m * d]);
+            residual_product_like(layouts, d, p, &z, &y, &mut got, like);
+            super::super::packed::reference_product(&transposed, p, d, &z, Some(&y), &mut want);
+            let bad = differing(&got, &want);
+            assert!(bad.is_empty(), "Z·Aᵀ − Y, like {like}: {bad:?}");
+            let (mut got, mut want) = (vec![0f32; m * p], vec![0f32; m * p]);
+            transpose_product_like(layouts, d, p, &r, &mut got, like);
+            super::super::packed::reference_product(&a, d, p, &r, None, &mut want);
+            let bad = differing(&got, &want);
+            assert!(bad.is_empty(), "R·A, like {like}: {bad:?}");
+        }
     }
 
     /// Both gemm versions (row counts on each side of `WIDE_MIN_ROWS`) against an f64 product,
@@ -374,7 +429,7 @@ mod tests {
         let mut full = vec![0f32; like * p];
         transpose_product(&a, d, p, &r, &mut full);
         let mut few = vec![0f32; 5 * p];
-        transpose_product_like(&a, d, p, &r[..5 * d], &mut few, like);
+        transpose_product_like(Layouts::rows(&a), d, p, &r[..5 * d], &mut few, like);
         let bad: Vec<String> = few
             .iter()
             .zip(&full[..5 * p])

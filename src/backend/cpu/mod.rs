@@ -1,4 +1,5 @@
-//! The CPU backend: chains as row blocks, the two products per step through the `gemm` crate and
+//! The CPU backend: chains as row blocks, the two products per step against the packed dictionary
+//! (`packed`; the `gemm` crate where AVX-512F is missing) and
 //! the element-wise kernels (the CPU twins of the WGSL, named alike) through rayon.
 
 #[cfg(feature = "blas")]
@@ -11,6 +12,7 @@ pub mod lasso_admm;
 pub mod leapfrog_carry;
 pub mod matmul;
 pub mod mh_terms;
+pub mod packed;
 pub mod select;
 pub mod ssgl;
 pub mod tangent;
@@ -46,6 +48,9 @@ pub struct CpuBackend {
     lipschitz: Option<f32>,
     /// A column by column (`matmul::columns_of`), which the residual products read in place.
     a_columns: Vec<f32>,
+    /// A packed both ways (`packed::PackedMatrix`), which then takes both products; None where
+    /// the packed kernel cannot run (gemm computes).
+    a_packed: Option<packed::PackedMatrix>,
     /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
     lasso_tolerance: f32,
     encode_stats: fista::EncodeStats,
@@ -182,6 +187,7 @@ impl CpuBackend {
             step_residual: vec![0.0; chains * d],
             lipschitz: None,
             a_columns: matmul::columns_of(&target.dictionary.a, d, p),
+            a_packed: packed::PackedMatrix::both(&target.dictionary.a, d, p),
             lasso_tolerance: 0.0,
             encode_stats: fista::EncodeStats::default(),
             admm_factor: None,
@@ -262,7 +268,7 @@ impl CpuBackend {
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p) = (self.target.d(), self.target.p());
-        let a = matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns);
+        let a = self.a_layouts();
         #[cfg(feature = "blas")]
         if self.blas_products {
             blas::residual_product(a.rows, d, p, z, out);
@@ -277,12 +283,18 @@ impl CpuBackend {
         }
     }
 
+    /// A row by row, column by column and packed.
+    fn a_layouts(&self) -> matmul::Layouts<'_> {
+        matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns)
+            .with_packed(self.a_packed.as_ref())
+    }
+
     /// Per chain Aᵀ r, block by block.
     fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
-        let (d, p, a) = (self.target.d(), self.target.p(), &self.target.dictionary.a);
+        let (d, p, a) = (self.target.d(), self.target.p(), self.a_layouts());
         #[cfg(feature = "blas")]
         if self.blas_products {
-            blas::transpose_product(a, d, p, r, out);
+            blas::transpose_product(a.rows, d, p, r, out);
             return;
         }
         for (r, out) in r.chunks(self.chunk * d).zip(out.chunks_mut(self.chunk * p)) {
@@ -788,7 +800,7 @@ impl Backend for CpuBackend {
         let like = self.settings.run_chains as usize;
         let (codes, stats) = match &self.admm_factor {
             Some(Some(factor)) if admm => {
-                let a = matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns);
+                let a = self.a_layouts();
                 lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
             }
             // The factor failed (a NaN in A), or no tolerance or too many rows: FISTA.
