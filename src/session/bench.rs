@@ -590,8 +590,9 @@ fn cpu_phases(target: &Arc<Target>, dynamics: &DynamicsSettings, chains: usize) 
 }
 
 /// The step's two products alone at one chain count (best of three each, after a warm-up),
-/// by the `gemm` crate the CPU backend uses and, with the `blas` feature, by the system
-/// OpenBLAS on as many threads; with rmld's measured chain-steps/s over each.
+/// by the `gemm` crate, by the packed kernel the CPU backend uses where it can and, with the
+/// `blas` feature, by the system OpenBLAS on as many threads; with rmld's measured
+/// chain-steps/s over each.
 #[derive(Clone, Debug, Serialize)]
 pub struct Roofline {
     /// Chains C.
@@ -602,6 +603,15 @@ pub struct Roofline {
     pub gemm_transpose_seconds: f64,
     /// C / (both gemm products' seconds): chain-steps/s if a step were its products alone.
     pub gemm_chain_steps_per_second: f64,
+    /// rmld's packed products (`backend::cpu::packed`, what its steps take where AVX-512F
+    /// is available): Z · Aᵀ, seconds; None where they cannot run.
+    pub packed_residual_seconds: Option<f64>,
+    /// rmld's packed products: R · A, seconds.
+    pub packed_transpose_seconds: Option<f64>,
+    /// C / (both packed products' seconds).
+    pub packed_chain_steps_per_second: Option<f64>,
+    /// rmld over its packed products alone.
+    pub fraction_of_packed: Option<f64>,
     /// OpenBLAS: Z · Aᵀ, seconds (`blas` feature).
     pub blas_residual_seconds: Option<f64>,
     /// OpenBLAS: R · A, seconds.
@@ -641,6 +651,16 @@ fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
     let gemm_residual =
         best_of_three(|| matmul::residual_product_columns(layouts, d, p, &z, &zeros, &mut out_d));
     let gemm_transpose = best_of_three(|| matmul::transpose_product(a, d, p, &r, &mut out_p));
+    let packed = crate::backend::cpu::packed::PackedMatrix::both(a, d, p).map(|packed| {
+        let layouts = layouts.with_packed(Some(&packed));
+        (
+            best_of_three(|| {
+                matmul::residual_product_like(layouts, d, p, &z, &zeros, &mut out_d, 0)
+            }),
+            best_of_three(|| matmul::transpose_product_like(layouts, d, p, &r, &mut out_p, 0)),
+        )
+    });
+    let packed_rate = packed.map(|(x, y)| chains as f64 / (x + y));
     #[cfg(feature = "blas")]
     let blas = {
         use crate::backend::cpu::blas;
@@ -659,6 +679,10 @@ fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
         gemm_residual_seconds: gemm_residual,
         gemm_transpose_seconds: gemm_transpose,
         gemm_chain_steps_per_second: gemm_rate,
+        packed_residual_seconds: packed.map(|p| p.0),
+        packed_transpose_seconds: packed.map(|p| p.1),
+        packed_chain_steps_per_second: packed_rate,
+        fraction_of_packed: packed_rate.map(|rate| rmld / rate),
         blas_residual_seconds: blas.map(|b| b.0),
         blas_transpose_seconds: blas.map(|b| b.1),
         blas_chain_steps_per_second: blas_rate,
