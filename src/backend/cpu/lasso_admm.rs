@@ -54,8 +54,9 @@ pub struct Factor {
     lower_inverse: Vec<f32>,
     /// B = L⁻¹ A (d × p), row-major.
     whitened: Vec<f32>,
-    /// B column by column (`matmul::columns_of`).
-    whitened_columns: Vec<f32>,
+    /// B column by column (`matmul::columns_of`), for gemm's residual products; None where B is
+    /// packed, which then takes them.
+    whitened_columns: Option<Vec<f32>>,
     /// B packed both ways (`packed::PackedMatrix`), None where gemm computes.
     whitened_packed: Option<PackedMatrix>,
 }
@@ -89,8 +90,10 @@ impl Factor {
         // B = L⁻¹ A: row c of the product R · A with R = L⁻¹ (d rows).
         let mut whitened = vec![0f32; d * p];
         transpose_product(a, d, p, &lower_inverse, &mut whitened);
-        let whitened_columns = columns_of(&whitened, d, p);
         let whitened_packed = PackedMatrix::both(&whitened, d, p);
+        let whitened_columns = whitened_packed
+            .is_none()
+            .then(|| columns_of(&whitened, d, p));
         Some(Self {
             rho: rho as f32,
             lower_inverse,
@@ -100,10 +103,12 @@ impl Factor {
         })
     }
 
-    /// B in all its layouts.
+    /// B in the layouts kept: packed, or row and column by column.
     fn whitened(&self) -> Layouts<'_> {
-        Layouts::both(&self.whitened, &self.whitened_columns)
-            .with_packed(self.whitened_packed.as_ref())
+        match &self.whitened_columns {
+            Some(columns) => Layouts::both(&self.whitened, columns),
+            None => Layouts::rows(&self.whitened).with_packed(self.whitened_packed.as_ref()),
+        }
     }
 
     /// ρ, the penalty of the constraint z = v.

@@ -301,17 +301,28 @@ pub fn square_product(a: &[f32], b: &[f32], out: &mut [f32], n: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// Deterministic values in [−1, 1) (a 32-bit LCG), enough for product tests.
-    fn values(n: usize, seed: u32) -> Vec<f32> {
+    pub(in crate::backend::cpu) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {
                 s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
                 (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
             })
+            .collect()
+    }
+
+    /// Every bit-level mismatch of `got` (rows of n) against `want`, with its (row, column)
+    /// and both values.
+    pub(in crate::backend::cpu) fn mismatches(got: &[f32], want: &[f32], n: usize) -> Vec<String> {
+        got.iter()
+            .zip(want)
+            .enumerate()
+            .filter(|(_, (g, w))| g.to_bits() != w.to_bits())
+            .map(|(i, (g, w))| format!("({}, {}): got {g:e}, want {w:e}", i / n, i % n))
             .collect()
     }
 
@@ -328,24 +339,16 @@ mod tests {
         let (z, y, r) = (values(m * p, 12), values(m * d, 13), values(m * d, 14));
         let layouts = Layouts::rows(&a).with_packed(Some(&packed));
         let transposed: Vec<f32> = (0..p * d).map(|i| a[(i % d) * p + i / d]).collect();
-        let differing = |got: &[f32], want: &[f32]| -> Vec<String> {
-            got.iter()
-                .zip(want)
-                .enumerate()
-                .filter(|(_, (g, w))| g.to_bits() != w.to_bits())
-                .map(|(i, (g, w))| format!("{i}: {g:e} against {w:e}"))
-                .collect()
-        };
         for like in [0, m, 1000] {
             let (mut got, mut want) = (vec![0f32; m * d], vec![0f32; m * d]);
             residual_product_like(layouts, d, p, &z, &y, &mut got, like);
             super::super::packed::reference_product(&transposed, p, d, &z, Some(&y), &mut want);
-            let bad = differing(&got, &want);
+            let bad = mismatches(&got, &want, d);
             assert!(bad.is_empty(), "Z·Aᵀ − Y, like {like}: {bad:?}");
             let (mut got, mut want) = (vec![0f32; m * p], vec![0f32; m * p]);
             transpose_product_like(layouts, d, p, &r, &mut got, like);
             super::super::packed::reference_product(&a, d, p, &r, None, &mut want);
-            let bad = differing(&got, &want);
+            let bad = mismatches(&got, &want, p);
             assert!(bad.is_empty(), "R·A, like {like}: {bad:?}");
         }
     }

@@ -251,28 +251,8 @@ pub fn reference_product(
 
 #[cfg(test)]
 mod tests {
+    use super::super::matmul::tests::{mismatches, values};
     use super::*;
-
-    /// Deterministic values in [−1, 1) (a 32-bit LCG).
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
-
-    /// Every mismatch of `got` against `want`, with its (row, column) and both values.
-    fn mismatches(got: &[f32], want: &[f32], n: usize) -> Vec<String> {
-        got.iter()
-            .zip(want)
-            .enumerate()
-            .filter(|(_, (g, w))| g.to_bits() != w.to_bits())
-            .map(|(i, (g, w))| format!("({}, {}): kernel {g:e}, reference {w:e}", i / n, i % n))
-            .collect()
-    }
 
     #[test]
     fn the_reference_twin_is_the_product() {
