@@ -167,12 +167,12 @@ impl Tile<'_> {
         assert!(self.x.len() == count * k && panel.len() == k * PANEL && self.cols <= PANEL);
         #[cfg(target_arch = "x86_64")]
         match count {
-            6 => kernel::<6>(self, panel, k),
-            5 => kernel::<5>(self, panel, k),
-            4 => kernel::<4>(self, panel, k),
-            3 => kernel::<3>(self, panel, k),
-            2 => kernel::<2>(self, panel, k),
-            1 => kernel::<1>(self, panel, k),
+            6 => kernel6(self, panel, k),
+            5 => kernel5(self, panel, k),
+            4 => kernel4(self, panel, k),
+            3 => kernel3(self, panel, k),
+            2 => kernel2(self, panel, k),
+            1 => kernel1(self, panel, k),
             _ => unreachable!("a tile has 1 to {KERNEL_ROWS} rows, not {count}"),
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -180,24 +180,51 @@ impl Tile<'_> {
     }
 }
 
-/// R rows × 64 columns: per k, the panel's four registers times each row's X[r][k], fused
-/// into 4R accumulators; then minus Y and stored.
+/// The kernel for R rows × 64 columns: per k, the panel's four registers times each row's
+/// X[r][k], fused into 4R accumulators; then minus Y and stored. Written out row by row and
+/// register by register, with no loop over rows or columns and no closures, because the dev
+/// profile compiles rmld at opt-level 1, which neither unrolls such loops nor keeps their
+/// accumulators in registers: the looped version ran `augment` 3× slower than gemm in the
+/// test build.
+macro_rules! kernel {
+    ($name:ident, $rows:literal: $($r:literal)+) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn $name(tile: &Tile, panel: &[f32], k: usize) {
+            use std::arch::x86_64::*;
+            let (x, a) = (tile.x.as_ptr(), panel.as_ptr());
+            let mut acc = [[_mm512_setzero_ps(); 4]; $rows];
+            for kk in 0..k {
+                let column = a.add(kk * PANEL);
+                let l0 = _mm512_loadu_ps(column);
+                let l1 = _mm512_loadu_ps(column.add(16));
+                let l2 = _mm512_loadu_ps(column.add(32));
+                let l3 = _mm512_loadu_ps(column.add(48));
+                $(
+                    let b = _mm512_set1_ps(*x.add($r * k + kk));
+                    acc[$r][0] = _mm512_fmadd_ps(l0, b, acc[$r][0]);
+                    acc[$r][1] = _mm512_fmadd_ps(l1, b, acc[$r][1]);
+                    acc[$r][2] = _mm512_fmadd_ps(l2, b, acc[$r][2]);
+                    acc[$r][3] = _mm512_fmadd_ps(l3, b, acc[$r][3]);
+                )+
+            }
+            store(tile, &acc);
+        }
+    };
+}
+
+kernel!(kernel1, 1: 0);
+kernel!(kernel2, 2: 0 1);
+kernel!(kernel3, 3: 0 1 2);
+kernel!(kernel4, 4: 0 1 2 3);
+kernel!(kernel5, 5: 0 1 2 3 4);
+kernel!(kernel6, 6: 0 1 2 3 4 5);
+
+/// A tile's accumulators (one row's four registers each) minus Y, stored into `out`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel<const R: usize>(tile: &Tile, panel: &[f32], k: usize) {
+unsafe fn store(tile: &Tile, acc: &[[std::arch::x86_64::__m512; 4]]) {
     use std::arch::x86_64::*;
-    let (x, a) = (tile.x.as_ptr(), panel.as_ptr());
-    let mut acc = [[_mm512_setzero_ps(); 4]; R];
-    for kk in 0..k {
-        let column = a.add(kk * PANEL);
-        let lanes = [0, 16, 32, 48].map(|c| _mm512_loadu_ps(column.add(c)));
-        for (r, acc) in acc.iter_mut().enumerate() {
-            let b = _mm512_set1_ps(*x.add(r * k + kk));
-            for (acc, lane) in acc.iter_mut().zip(lanes) {
-                *acc = _mm512_fmadd_ps(lane, b, *acc);
-            }
-        }
-    }
     for (r, acc) in acc.iter().enumerate() {
         let mut row = [0f32; PANEL];
         for (c, acc) in acc.iter().enumerate() {
