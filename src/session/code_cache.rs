@@ -3,8 +3,8 @@
 //! One file per encoding, `codes-<key>.bin` in the cache folder, where the key is the 128-bit
 //! xxh3 of the encoded rows' f32 bytes (so the dataset, its `limit`, the classes and the pixel
 //! scale), the dictionary's, λ, the iteration cap, the duality-gap tolerance, the device, whether
-//! the CPU's products are packed (`backend::cpu::packed`) and rmld's version. Layout: the magic `RMLDCODE`, a u32 format version, u64 rows, u64 p, the
-//! 16-byte key, rows·p little-endian f32, and the xxh3-128 of those values. Files are written
+//! the CPU's products are packed (`backend::cpu::packed`) and rmld's version. Layout: the magic
+//! `RMLDCODE`, a u32 format version, u64 rows, u64 p, the 16-byte key, rows·p little-endian f32, and the xxh3-128 of those values. Files are written
 //! atomically (`io::write_atomic`); one that does not read back whole and checksummed is
 //! ignored with a notice (`Notice::CodeCacheIgnored`) and written again.
 

@@ -121,12 +121,12 @@ impl CpuBackend {
     fn set_gradient_image(&self, scaled: &[f32], carry: &mut LeapfrogCarry) {
         let d = self.target.d();
         let kappa = self.gradient_inv_sigma2()[0];
+        let gram = matmul::Layouts::rows(&carry.gram).with_packed(carry.gram_packed.as_ref());
         let out = &mut carry.gradient_image;
         for (w, out) in scaled
             .chunks(self.chunk * d)
             .zip(out.chunks_mut(self.chunk * d))
         {
-            let gram = matmul::Layouts::rows(&carry.gram).with_packed(carry.gram_packed.as_ref());
             matmul::transpose_product_like(gram, d, d, w, out, self.like_rows());
         }
         out.par_iter_mut()

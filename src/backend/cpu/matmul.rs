@@ -338,7 +338,7 @@ pub(super) mod tests {
         let a = values(d * p, 11);
         let (z, y, r) = (values(m * p, 12), values(m * d, 13), values(m * d, 14));
         let layouts = Layouts::rows(&a).with_packed(Some(&packed));
-        let transposed: Vec<f32> = (0..p * d).map(|i| a[(i % d) * p + i / d]).collect();
+        let transposed = columns_of(&a, d, p);
         for like in [0, m, 1000] {
             let (mut got, mut want) = (vec![0f32; m * d], vec![0f32; m * d]);
             residual_product_like(layouts, d, p, &z, &y, &mut got, like);

@@ -1,6 +1,6 @@
 //! The CPU backend: chains as row blocks, the two products per step against the packed dictionary
-//! (`packed`; the `gemm` crate where AVX-512F is missing) and
-//! the element-wise kernels (the CPU twins of the WGSL, named alike) through rayon.
+//! (`packed`; the `gemm` crate where AVX-512F is missing) and the element-wise kernels (the CPU
+//! twins of the WGSL, named alike) through rayon.
 
 #[cfg(feature = "blas")]
 pub mod blas;

@@ -278,6 +278,7 @@ pub fn reference_product(
 
 #[cfg(test)]
 mod tests {
+    use super::super::matmul::columns_of;
     use super::super::matmul::tests::{mismatches, values};
     use super::*;
 
@@ -318,7 +319,7 @@ mod tests {
             (200, 9, 65),
         ] {
             let (a, x, y) = (values(k * n, 4), values(m * k, 5), values(m * n, 6));
-            let at: Vec<f32> = (0..n * k).map(|i| a[(i % k) * n + i / k]).collect();
+            let at = columns_of(&a, k, n);
             for (name, packed) in [
                 ("rows", PackedOperand::from_rows(&a, k, n).unwrap()),
                 (
