@@ -30,4 +30,15 @@ run augment-mala augment --method mala --limit 400 --batch 8 --no-quality --seed
 run augment-kernel-hmc augment --method kernel-hmc --limit 400 --batch 8 --no-quality --seed 2
 run augment-compression augment --method compression --limit 400 --batch 8 --no-quality --seed 2
 run encode encode --count 40 --iterations 50
+# Priors, noise models, adaptation and the defaults (issue 42: every prior and noise model of
+# `sample`, the default augmentation).
+run sample-default sample --chains 4 --samples 2 --seed 4
+run sample-ssgl-adapt sample --prior ssgl --chains 4 --samples 5 --seed 6 --burn-in 2
+run sample-ssgl-continuous sample --prior ssgl --ssgl-mode continuous --method mala --chains 4 --samples 3 --seed 6 --burn-in 0
+run sample-noise-gibbs sample --noise gibbs --chains 4 --samples 4 --seed 8 --burn-in 1
+run sample-hmc-adapt sample --method hmc --chains 4 --samples 8 --seed 9 --burn-in 4
+run sample-mala-auto sample --method mala --chains 4 --samples 12 --seed 10 --burn-in auto
+run augment-default augment --limit 300 --seed 3
+run augment-adapt augment --adapt --limit 300 --seed 3 --no-quality
+run encode-fista encode --count 20 --iterations 30 --lasso-tolerance 0
 echo "capture: $out done"
