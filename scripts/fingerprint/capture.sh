@@ -6,6 +6,9 @@
 set -euo pipefail
 bin="$1"; out="$2"; backend="$3"
 mkdir -p "$out"
+# A fresh code cache: a run that reads codes cached by an earlier one reports it differently.
+RMLD_CACHE_DIR="$(mktemp -d)"
+export RMLD_CACHE_DIR
 run() {
   local name="$1"; shift
   "$bin" "$@" --backend "$backend" --out "$out/$name" >"$out/$name.log" 2>&1 \
