@@ -16,7 +16,7 @@ def npy(path):
     header = ast.literal_eval(raw[start:start + hlen].decode("latin1"))
     return header, raw[start + hlen:]
 
-VOLATILE = ("seconds", "time", "wall", "rss", "host", "elapsed", "per_second", "version", "device", "adapter", "threads")
+VOLATILE = ("folder", "seconds", "time", "wall", "rss", "host", "elapsed", "per_second", "version", "device", "adapter", "threads")
 
 def scrub(value):
     if isinstance(value, dict):
