@@ -5,6 +5,7 @@
 //! themselves (label preservation, novelty, diversity) against real ones.
 
 pub(crate) mod convergence;
+pub mod degenerate;
 pub mod quality;
 pub mod reference;
 
