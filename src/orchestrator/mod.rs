@@ -3,6 +3,7 @@
 
 pub(crate) mod adapt;
 pub(crate) mod augment;
+pub(crate) mod balance;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
 pub(crate) mod settings;
@@ -16,6 +17,7 @@ pub use adapt::{
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
+pub use balance::Balance;
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
