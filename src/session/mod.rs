@@ -26,7 +26,6 @@ pub(crate) mod bench_peer;
 mod class_diagnostics;
 mod code_cache;
 mod data_scale;
-mod dict_mcmc;
 mod dictionary;
 mod draw_stats;
 mod eda_experiment;
@@ -42,6 +41,10 @@ mod sample;
 mod settings;
 mod shard;
 
+pub use crate::learn::{
+    group_names, synthetic_eda, DictionaryHyper, Learned, SignalResult, DICTIONARY_CHECKPOINT,
+    PAPER_SYNTHETIC,
+};
 pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
@@ -51,13 +54,11 @@ pub use bench::{
 };
 pub use bench_peer::PeerRow;
 pub use code_cache::default_code_cache;
-pub use dict_mcmc::{group_names, DictionaryHyper, SignalResult};
 pub use dictionary::{
-    family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind, Learned,
-    DICTIONARY_CHECKPOINT,
+    family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind,
 };
 pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
-pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, PAPER_SYNTHETIC};
+pub use eda_experiment::{eda_experiment, EdaExperimentSettings};
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};
 pub use observer::{Notice, Observer, Phase, Silent};
