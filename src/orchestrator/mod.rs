@@ -622,6 +622,9 @@ impl crate::diagnostics::ChainTrace for SampleRun {
     fn noise_trace(&self) -> &[f32] {
         &self.noise_trace
     }
+    fn start_indices(&self) -> Option<&[usize]> {
+        self.start_indices.as_deref()
+    }
 }
 
 impl SampleRun {

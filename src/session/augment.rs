@@ -19,8 +19,6 @@ use crate::orchestrator::{
 use crate::{Error, Result};
 
 use super::amortize::amortized_generation;
-use super::code_cache::{self, CodeKey};
-use super::data_scale::{self, DataScale};
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{
@@ -32,6 +30,8 @@ use super::sample::{hashes, lock_output, remove_if_present};
 use super::settings::{AugmentMethod, AugmentSettings, Preset, SamplerChoice};
 use super::shard::{self, Shard, ShardFiles};
 use super::{memory, outputs, Outcome};
+use crate::io::code_cache::{self, CodeKey};
+use crate::model::data_scale::{self, DataScale};
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
@@ -618,7 +618,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     // Convergence per class on the post-burn-in draws (compression runs no chains).
     let class_verdict = (args.method != AugmentMethod::Compression && !run.log_alpha.is_empty())
         .then(|| {
-            use super::class_diagnostics as cd;
+            use crate::diagnostics::per_class as cd;
             let target_kind = args.problem.target;
             let seconds = run.timings.sampling_seconds;
             let classes = cd::per_class(&plan, &run, target_kind, burn_in, seconds);

@@ -23,9 +23,6 @@ mod amortize;
 mod augment;
 pub(crate) mod bench;
 pub(crate) mod bench_peer;
-mod class_diagnostics;
-mod code_cache;
-mod data_scale;
 mod dictionary;
 mod draw_stats;
 mod eda_experiment;
@@ -41,6 +38,7 @@ mod sample;
 mod settings;
 mod shard;
 
+pub use crate::io::default_code_cache;
 pub use crate::learn::{
     group_names, synthetic_eda, DictionaryHyper, Learned, SignalResult, DICTIONARY_CHECKPOINT,
     PAPER_SYNTHETIC,
@@ -53,7 +51,6 @@ pub use bench::{
     Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile, Ceiling, Phases, Row,
 };
 pub use bench_peer::PeerRow;
-pub use code_cache::default_code_cache;
 pub use dictionary::{
     family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind,
 };

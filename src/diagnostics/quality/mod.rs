@@ -21,6 +21,7 @@
 
 pub(crate) mod classifier;
 pub(crate) mod distances;
+pub(crate) mod inputs;
 
 use std::time::Instant;
 
@@ -32,6 +33,7 @@ use crate::rng::{Purpose, Stream};
 use crate::{Error, Result};
 pub use classifier::{train, train_until, Softmax, TrainSettings};
 pub use distances::{mean_pairwise_distance, nearest_neighbours, Stop};
+pub use inputs::{load_generated, load_test_split, GeneratedImages, TestSplit};
 
 /// The fraction of the training images of each class held out as the reference when there is no
 /// test split.
