@@ -45,6 +45,7 @@ pub mod diagnostics;
 pub mod fuzzing;
 pub mod io;
 pub mod learn;
+pub mod measure;
 pub mod methods;
 pub mod model;
 pub mod orchestrator;

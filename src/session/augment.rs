@@ -29,8 +29,9 @@ use super::report::{chain_quantiles, dataset_json};
 use super::sample::{hashes, lock_output, remove_if_present};
 use super::settings::{AugmentMethod, AugmentSettings, Preset, SamplerChoice};
 use super::shard::{self, Shard, ShardFiles};
-use super::{memory, outputs, Outcome};
+use super::{outputs, Outcome};
 use crate::io::code_cache::{self, CodeKey};
+use crate::measure::memory;
 use crate::model::data_scale::{self, DataScale};
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).

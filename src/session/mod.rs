@@ -21,14 +21,12 @@
 
 mod amortize;
 mod augment;
-pub(crate) mod bench;
-pub(crate) mod bench_peer;
+mod bench;
 mod dictionary;
 mod draw_stats;
 mod eda_experiment;
 mod encode;
 mod estimate;
-mod memory;
 mod observer;
 mod outputs;
 mod problem;
@@ -43,14 +41,12 @@ pub use crate::learn::{
     group_names, synthetic_eda, DictionaryHyper, Learned, SignalResult, DICTIONARY_CHECKPOINT,
     PAPER_SYNTHETIC,
 };
+pub use crate::measure::{Ceiling, PeerRow, Phases, Row};
 pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
 pub use augment::{Augmenter, AUGMENT_PHASES};
-pub use bench::{
-    Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile, Ceiling, Phases, Row,
-};
-pub use bench_peer::PeerRow;
+pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile};
 pub use dictionary::{
     family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind,
 };

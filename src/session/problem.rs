@@ -72,10 +72,10 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
             if p == 0 {
                 return Err(Error::usage("atoms", "must be at least 1"));
             }
-            super::memory::check_fits(
+            crate::measure::memory::check_fits(
                 "atoms",
                 &format!("a dictionary of {d} × {p} floats"),
-                super::memory::dictionary_bytes(d, p),
+                crate::measure::memory::dictionary_bytes(d, p),
             )?;
             (
                 Dictionary::gaussian(d, p, args.seed),

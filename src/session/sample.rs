@@ -23,7 +23,8 @@ use super::problem::{load_problem, make_backend, Problem};
 use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
 use super::shard::{self, ShardFiles};
-use super::{memory, outputs, DrawStats, Outcome};
+use super::{outputs, DrawStats, Outcome};
+use crate::measure::memory;
 
 /// The trace of a shard's chains (a checkpoint of its finished run), which `merge` joins.
 pub const SHARD_TRACE: &str = "trace.rmld";
