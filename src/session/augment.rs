@@ -18,7 +18,7 @@ use crate::orchestrator::{
 };
 use crate::{Error, Result};
 
-use super::amortize::amortized_generation;
+use super::amortized::amortized_generation;
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{

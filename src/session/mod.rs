@@ -20,6 +20,7 @@
 //! ```
 
 mod amortize;
+mod amortized;
 mod augment;
 mod bench;
 mod dictionary;
