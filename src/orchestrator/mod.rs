@@ -5,6 +5,7 @@ pub(crate) mod adapt;
 pub(crate) mod augment;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
+pub(crate) mod code_key;
 pub(crate) mod settings;
 
 use std::time::Instant;
@@ -18,6 +19,7 @@ pub use adapt::{
 pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
+pub(crate) use code_key::CodeKey;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
 
 use crate::backend::Backend;

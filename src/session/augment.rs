@@ -30,9 +30,10 @@ use super::sample::{hashes, lock_output, remove_if_present};
 use super::settings::{AugmentMethod, AugmentSettings, Preset, SamplerChoice};
 use super::shard::{self, Shard, ShardFiles};
 use super::{outputs, Outcome};
-use crate::io::code_cache::{self, CodeKey};
+use crate::io::code_cache;
 use crate::measure::memory;
 use crate::model::data_scale::{self, DataScale};
+use crate::orchestrator::CodeKey;
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
