@@ -44,7 +44,7 @@ pub struct SignalResult {
 /// groups and the G group.
 pub const GROUPS: [&str; 4] = ["c", "z", "gamma_eps", "pi"];
 
-/// The names of every Geweke group for a family: c, z, gamma_eps, pi, theta.<p>…, g.<p>…, G.
+/// The names of every Geweke group for a family: c, z, gamma_eps, pi, `theta.<p>`…, `g.<p>`…, G.
 pub fn group_names(family: &AtomFamily) -> Vec<String> {
     let mut names: Vec<String> = GROUPS.iter().map(|s| s.to_string()).collect();
     names.extend(family.names().iter().map(|p| format!("theta.{p}")));
