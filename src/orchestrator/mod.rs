@@ -6,6 +6,8 @@ pub(crate) mod augment;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
 pub(crate) mod code_key;
+pub(crate) mod draw_stats;
+pub(crate) mod report;
 pub(crate) mod settings;
 
 use std::time::Instant;

@@ -24,7 +24,6 @@ mod amortized;
 mod augment;
 mod bench;
 mod dictionary;
-mod draw_stats;
 mod eda_experiment;
 mod encode;
 mod estimate;
@@ -32,7 +31,6 @@ mod observer;
 mod outputs;
 mod problem;
 pub(crate) mod quality;
-pub(crate) mod report;
 mod sample;
 mod settings;
 mod shard;
@@ -43,6 +41,7 @@ pub use crate::learn::{
     PAPER_SYNTHETIC,
 };
 pub use crate::measure::{Ceiling, PeerRow, Phases, Row};
+pub use crate::orchestrator::draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
 pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
@@ -51,7 +50,6 @@ pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile};
 pub use dictionary::{
     family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind,
 };
-pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
 pub use eda_experiment::{eda_experiment, EdaExperimentSettings};
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};

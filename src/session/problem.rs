@@ -275,3 +275,13 @@ fn software_adapter(observer: &dyn Observer) -> Option<String> {
 fn software_adapter(_: &dyn Observer) -> Option<String> {
     None
 }
+
+/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
+/// products store it.
+pub fn dictionary_json(problem: &Problem, d: usize, p: usize) -> serde_json::Value {
+    let mut json = serde_json::json!({ "source": problem.dictionary_source, "d": d, "p": p });
+    if problem.target.precision != crate::model::Precision::F32 {
+        json["precision"] = serde_json::json!(problem.target.precision);
+    }
+    json
+}

@@ -14,8 +14,8 @@ use crate::io::{self, Dataset};
 use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
-use super::report::dataset_json;
 use super::Outcome;
+use crate::orchestrator::report::dataset_json;
 
 /// Settings of judging a set of generated images with labels (`judge_images`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
