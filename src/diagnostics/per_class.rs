@@ -280,45 +280,15 @@ mod tests {
     /// Projections per draw, as the orchestrator traces them.
     const PROJECTIONS: usize = 4;
 
-    /// A run's trace laid out as the orchestrator's `SampleRun` holds it.
-    struct Trace {
-        accepted: Vec<u32>,
-        divergent: Vec<u32>,
-        log_alpha: Vec<f64>,
-        energies: Vec<f32>,
-        projections: Vec<f32>,
-    }
-
-    impl ChainTrace for Trace {
-        fn completed(&self) -> u32 {
-            3
-        }
-        fn accepted(&self) -> &[u32] {
-            &self.accepted
-        }
-        fn divergent(&self) -> &[u32] {
-            &self.divergent
-        }
-        fn log_alpha(&self) -> &[f64] {
-            &self.log_alpha
-        }
-        fn energies(&self) -> &[f32] {
-            &self.energies
-        }
-        fn projections(&self) -> &[f32] {
-            &self.projections
-        }
-        fn projections_per_draw(&self) -> usize {
-            PROJECTIONS
-        }
-    }
-
     #[test]
     fn a_slice_holds_its_chains_values_row_by_row() {
         // 4 chains × 3 traced rows; value = 10·row + chain.
         let (chains, rows) = (4usize, 3usize);
         let at = |r: usize, c: usize| (10 * r + c) as f64;
-        let run = Trace {
+        // A whole run's trace, laid out as the orchestrator's `SampleRun` holds it.
+        let run = ChainSlice {
+            completed: 3,
+            stride: 1,
             accepted: vec![1, 2, 3, 4],
             divergent: vec![0, 1, 0, 1],
             log_alpha: (0..rows)
@@ -328,6 +298,7 @@ mod tests {
                 .flat_map(|r| (0..chains).map(move |c| at(r, c) as f32))
                 .collect(),
             projections: (0..rows * chains * PROJECTIONS).map(|i| i as f32).collect(),
+            per_draw: PROJECTIONS,
         };
         let slice = ChainSlice::new(&run, &[3, 1]);
         assert_eq!(slice.accepted, vec![4, 2]);
