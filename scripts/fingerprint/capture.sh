@@ -2,9 +2,9 @@
 # Runs a fixed set of small `rmld` commands (every method and target of `sample`, both `augment`
 # presets and its other methods, `encode`) into OUT/<case>/, for a before/after comparison of a
 # change that must not change behaviour: `compare.py BEFORE AFTER`.
-# Usage: capture.sh RMLD_BINARY OUT BACKEND(cpu|gpu)
+# Usage: capture.sh RMLD_BINARY OUT BACKEND(cpu|gpu) [GROUP: all (default) | sampling | learning]
 set -euo pipefail
-bin="$1"; out="$2"; backend="$3"
+bin="$1"; out="$2"; backend="$3"; group="${4:-all}"
 mkdir -p "$out"
 # A fresh code cache: a run that reads codes cached by an earlier one reports it differently.
 RMLD_CACHE_DIR="$(mktemp -d)"
@@ -14,6 +14,13 @@ run() {
   "$bin" "$@" --backend "$backend" --out "$out/$name" >"$out/$name.log" 2>&1 \
     || { echo "capture: $name failed (see $out/$name.log)"; return 1; }
 }
+# Commands without --backend (they run on the CPU), into OUT/<case>/ or, for `quality`, OUT/<case>.json.
+run_cpu() {
+  local name="$1"; shift
+  "$bin" "$@" >"$out/$name.log" 2>&1 \
+    || { echo "capture: $name failed (see $out/$name.log)"; return 1; }
+}
+if [ "$group" = all ] || [ "$group" = sampling ]; then
 for method in rmld mala hmc; do
   for target in paper mixture local tangent; do
     # --burn-in 0: the no-warm-up runs of every capture so far (MALA and HMC warm up by default
@@ -44,4 +51,18 @@ run sample-mala-auto sample --method mala --chains 4 --samples 12 --seed 10 --bu
 run augment-default augment --limit 300 --seed 3
 run augment-adapt augment --adapt --limit 300 --seed 3 --no-quality
 run encode-fista encode --count 20 --iterations 30 --lasso-tolerance 0
+fi
+# Dictionary learning, the synthetic EDA experiment, judging generated images and the amortised
+# sampler (issue 42: the learn/ layer and what left session/ with it).
+if [ "$group" = all ] || [ "$group" = learning ]; then
+learn="--iterations 40 --burn-in 10 --centers 4 --chunk 3 --seed 5"
+run_cpu dictionary-eda dictionary learn --family eda --signals 7 $learn --out "$out/dictionary-eda"
+run_cpu dictionary-gabor dictionary learn --family gabor --signals 5 $learn --out "$out/dictionary-gabor"
+run_cpu dictionary-wo dictionary learn --family eda --signals 5 --without-replacement $learn --out "$out/dictionary-wo"
+run_cpu eda-experiment dictionary eda-experiment --signals 8 --folds 2 --omp-iterations 4 $learn --out "$out/eda-experiment"
+run augment-judged augment --method compression --limit 300 --seed 4 --no-code-cache
+run_cpu quality quality --generated "$out/augment-judged/generated-images-idx3-ubyte.gz" --seed 2 --out "$out/quality.json"
+run amortize-model amortize train --limit 200 --samples 2 --batch 8 --fit-steps 30 --seed 6 --no-quality
+run augment-amortized augment --sampler amortized --model "$out/amortize-model" --limit 200 --seed 6 --no-quality
+fi
 echo "capture: $out done"

@@ -1,9 +1,10 @@
-//! Data I/O: dataset readers (IDX, NPY, CSV), atomic writers, NPY/IDX/PNG/JSON outputs.
+//! Data I/O: dataset readers (IDX, NPY, CSV), atomic writers, NPY/IDX/PNG/JSON outputs, the LASSO code cache.
 
 use std::path::PathBuf;
 
 pub(crate) mod atomic;
 pub(crate) mod caption;
+pub(crate) mod code_cache;
 pub(crate) mod csv;
 pub(crate) mod dataset;
 pub(crate) mod discover;
@@ -19,6 +20,7 @@ pub(crate) mod regular;
 pub(crate) mod staging;
 
 pub use atomic::{prepare_output_dir, write_atomic, write_json_atomic};
+pub use code_cache::default_code_cache;
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
 pub use dataset::{geometry, shared_datasets_dir, EMBEDDED_SOURCE};
 pub use idx::{

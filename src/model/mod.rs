@@ -1,5 +1,6 @@
 //! The model layer: the observations and their classes, the dictionary A, the prior over the codes
-//! and the likelihood of A X, and `Target`, the posterior the backends sample.
+//! and the likelihood of A X, and `Target`, the posterior the backends sample; the data's own length
+//! scales (`data_scale`), which scale a preset's step size, noise and tangent span to the data.
 //!
 //! U(X) = 1/(2n) Σ_i ||A X − x_i||² + lam·||X||₁ = ½||A X − xbar||² + lam·||X||₁ + const, so the
 //! full-data energy and gradient need only xbar; minibatch gradients use per-chain minibatch means.
@@ -10,6 +11,7 @@
 
 pub(crate) mod atoms;
 pub(crate) mod classes;
+pub(crate) mod data_scale;
 pub(crate) mod dictionary;
 pub(crate) mod likelihood;
 pub(crate) mod posterior;

@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use super::SampleSink;
-use crate::model::ChainClasses;
+use crate::diagnostics::per_class::{Anchoring, ClassLayout};
+use crate::model::{ChainClasses, TargetKind};
 use crate::{Error, Result};
 
 /// One class of the plan.
@@ -28,6 +29,22 @@ pub struct AugmentPlan {
     pub classes: Vec<ClassPlan>,
     /// Samples kept per chain (outer iterations after the burn-in).
     pub samples_per_chain: u32,
+}
+
+impl ClassLayout for AugmentPlan {
+    fn class_chains(&self) -> Vec<(u32, usize)> {
+        self.classes.iter().map(|c| (c.label, c.chains)).collect()
+    }
+}
+
+impl From<TargetKind> for Anchoring {
+    /// The local and tangent targets anchor each chain's posterior at its start image.
+    fn from(target: TargetKind) -> Self {
+        match target {
+            TargetKind::Paper | TargetKind::Mixture => Anchoring::Shared,
+            TargetKind::Local | TargetKind::Tangent => Anchoring::AtStart,
+        }
+    }
 }
 
 /// Parses an "original:generated" ratio ("6:1", "3:2" or "6") into originals per generated sample.

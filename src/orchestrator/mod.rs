@@ -6,6 +6,9 @@ pub(crate) mod augment;
 pub(crate) mod balance;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
+pub(crate) mod code_key;
+pub(crate) mod draw_stats;
+pub(crate) mod report;
 pub(crate) mod settings;
 
 use std::time::Instant;
@@ -20,10 +23,11 @@ pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use balance::Balance;
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
+pub(crate) use code_key::CodeKey;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
 
 use crate::backend::Backend;
-use crate::methods::MhRule;
+use crate::methods::{MhRule, MhTerms};
 use crate::model::likelihood::start_rows_from;
 use crate::model::{code_l1_norms, gibbs_precision, residual_norms, NoiseModel, Target};
 use crate::rng::{Purpose, Stream, SHARED_CHAIN};
@@ -388,52 +392,10 @@ pub fn continue_run(
         let terms = backend.propose(outer)?;
         let host = Instant::now();
         let traced = outer.is_multiple_of(run.trace_stride);
-        let mut mask = vec![false; chains];
-        warmup_alpha.clear();
-        for (c, t) in terms.iter().enumerate() {
-            let decision = match steps.chain_delta.as_deref() {
-                Some(delta) => MhRule {
-                    delta: delta[c],
-                    ..*steps.rule
-                },
-                None => *steps.rule,
-            }
-            .decide(t, seed, offset + c as u32, outer);
-            warmup_alpha.push(decision.log_alpha);
-            mask[c] = decision.accepted;
-            run.accepted[c] += decision.accepted as u32;
-            run.divergent[c] += decision.divergent as u32;
-            if traced {
-                run.log_alpha.push(decision.log_alpha);
-                run.energies.push(t.energy_current);
-            }
-        }
-        let adapting = Instant::now();
-        let proposals = if chees(&run) {
-            Some(backend.proposals()?)
-        } else {
-            None
-        };
-        if let Some(m) = run.burn_in.as_mut().filter(|m| m.warming_up()) {
-            let a = run.adaptation.as_ref();
-            m.record(
-                a.map(|_| steps.dynamics.eta),
-                a.and_then(|a| a.trajectory).map(|t| t.length()),
-            );
-        }
-        if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
-            match run.class_steps.as_mut() {
-                Some(c) => c.observe(a, &warmup_alpha, &classes),
-                None => a.observe(&warmup_alpha),
-            }
-            let step = a.step();
-            if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
-                let leapfrog = steps.dynamics.leapfrog_steps;
-                t.observe(&before, z, r, &warmup_alpha, halton(outer), leapfrog, step);
-            }
-            steps.feed(backend, &run)?;
-            run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
-        }
+        let ids = (seed, offset, outer);
+        let mask = steps.decide(&terms, ids, traced, &mut run, &mut warmup_alpha);
+        let warm_up = (warmup_alpha.as_slice(), before.as_slice(), chees(&run));
+        adapt(backend, &mut run, &mut steps, warm_up, outer)?;
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
         if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
@@ -455,13 +417,7 @@ pub fn continue_run(
             }
         }
         if traced {
-            for x in codes.chunks(p) {
-                run.projections.extend(
-                    projections
-                        .chunks(p)
-                        .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
-                );
-            }
+            run.trace_projections(&codes, &projections, p);
             run.thin_trace_if_full(chains);
         }
         let checking = Instant::now();
@@ -574,6 +530,80 @@ impl StepFeed<'_> {
         }
         Ok(())
     }
+
+    /// The MH decisions of outer iteration `outer` (`ids`: the seed, the first chain's index and
+    /// `outer`) on the proposals' `terms`: the accept mask. Each decision's log α goes into
+    /// `log_alpha`, the counts and, when `traced`, log α and the energy into `run`.
+    fn decide(
+        &self,
+        terms: &[MhTerms],
+        (seed, offset, outer): (u64, u32, u32),
+        traced: bool,
+        run: &mut SampleRun,
+        log_alpha: &mut Vec<f64>,
+    ) -> Vec<bool> {
+        let mut mask = vec![false; terms.len()];
+        log_alpha.clear();
+        for (c, t) in terms.iter().enumerate() {
+            let decision = match self.chain_delta.as_deref() {
+                Some(delta) => MhRule {
+                    delta: delta[c],
+                    ..*self.rule
+                },
+                None => *self.rule,
+            }
+            .decide(t, seed, offset + c as u32, outer);
+            log_alpha.push(decision.log_alpha);
+            mask[c] = decision.accepted;
+            run.accepted[c] += decision.accepted as u32;
+            run.divergent[c] += decision.divergent as u32;
+            if traced {
+                run.log_alpha.push(decision.log_alpha);
+                run.energies.push(t.energy_current);
+            }
+        }
+        mask
+    }
+}
+
+/// The warm-up's work after the decisions of `outer` (`warm_up`: their log α, the positions
+/// before the proposals, and whether ChEES adapts): the automatic burn-in records the step (and
+/// ChEES's length); an adaptation not yet frozen observes the log α (and ChEES the proposals
+/// (Z, r), read back here) and its step is fed on.
+fn adapt(
+    backend: &mut dyn Backend,
+    run: &mut SampleRun,
+    steps: &mut StepFeed,
+    (log_alpha, before, chees): (&[f64], &[f32], bool),
+    outer: u32,
+) -> Result<()> {
+    let adapting = Instant::now();
+    let proposals = if chees {
+        Some(backend.proposals()?)
+    } else {
+        None
+    };
+    if let Some(m) = run.burn_in.as_mut().filter(|m| m.warming_up()) {
+        let a = run.adaptation.as_ref();
+        m.record(
+            a.map(|_| steps.dynamics.eta),
+            a.and_then(|a| a.trajectory).map(|t| t.length()),
+        );
+    }
+    if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
+        match run.class_steps.as_mut() {
+            Some(c) => c.observe(a, log_alpha, steps.classes),
+            None => a.observe(log_alpha),
+        }
+        let step = a.step();
+        if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
+            let leapfrog = steps.dynamics.leapfrog_steps;
+            t.observe(before, z, r, log_alpha, halton(outer), leapfrog, step);
+        }
+        steps.feed(backend, run)?;
+        run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
+    }
+    Ok(())
 }
 
 /// Feeds an adapted step size to the backend and to the MH rule's Δ when it changed.
@@ -624,9 +654,24 @@ impl crate::diagnostics::ChainTrace for SampleRun {
     fn noise_trace(&self) -> &[f32] {
         &self.noise_trace
     }
+    fn start_indices(&self) -> Option<&[usize]> {
+        self.start_indices.as_deref()
+    }
 }
 
 impl SampleRun {
+    /// Appends the projections ⟨v_i, X⟩ of every chain's position (`codes`, C × p) on the fixed
+    /// `projections` (PROJECTIONS × p) to the trace.
+    fn trace_projections(&mut self, codes: &[f32], projections: &[f32], p: usize) {
+        for x in codes.chunks(p) {
+            self.projections.extend(
+                projections
+                    .chunks(p)
+                    .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
+            );
+        }
+    }
+
     /// Keeps every other traced iteration once the trace holds 2 × TRACE_CAP of them.
     fn thin_trace_if_full(&mut self, chains: usize) {
         let iterations = self.energies.len() / chains.max(1);

@@ -18,20 +18,22 @@ use crate::orchestrator::{
 };
 use crate::{Error, Result};
 
-use super::amortize::amortized_generation;
-use super::code_cache::{self, CodeKey};
-use super::data_scale::{self, DataScale};
+use super::amortized::amortized_generation;
 use super::estimate::{estimate_augment, AugmentWork};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{
     build_problem, make_backend, make_grouped_backend, make_kernel_backend, Problem,
 };
 use super::quality::judge;
-use super::report::{chain_quantiles, dataset_json};
 use super::sample::{hashes, lock_output, remove_if_present};
 use super::settings::{AugmentMethod, AugmentSettings, Preset, SamplerChoice};
 use super::shard::{self, Shard, ShardFiles};
-use super::{memory, outputs, Outcome};
+use super::{outputs, Outcome};
+use crate::io::code_cache;
+use crate::measure::memory;
+use crate::model::data_scale::{self, DataScale};
+use crate::orchestrator::report::{chain_quantiles, dataset_json};
+use crate::orchestrator::CodeKey;
 
 /// Rows LASSO-encoded per backend call (bounds memory, moves the progress bar, checks for a stop).
 const ENCODE_BATCH: usize = 2048;
@@ -566,8 +568,8 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "settings": settings,
         "ratio": args.ratio,
         "burn_in": burn_in,
-        "burn_in_auto": run.burn_in.as_ref().map(super::report::burn_in_json),
-        "adaptation": super::report::adaptation_json(&run, Some(&class_labels)),
+        "burn_in_auto": run.burn_in.as_ref().map(crate::orchestrator::report::burn_in_json),
+        "adaptation": crate::orchestrator::report::adaptation_json(&run, Some(&class_labels)),
         "postprocess": post,
         "generated_codes": if kernel {
             "none"
@@ -585,7 +587,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "dictionary": if kernel {
             json!("none: kernel-hmc samples images")
         } else {
-            super::report::dictionary_json(&problem, d, p)
+            super::problem::dictionary_json(&problem, d, p)
         },
         "backend": info,
         "original_count": originals.n,
@@ -593,7 +595,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         "interrupted": false,
         "classes": class_report(&plan, &sink, &run),
         "acceptance_rate": run.acceptance_rate(),
-        "mh_note": super::report::mh_note(
+        "mh_note": crate::orchestrator::report::mh_note(
             settings.mh && args.method == AugmentMethod::Rmld,
             settings.dynamics.method,
             run.acceptance_rate()
@@ -612,13 +614,13 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     if let (Some(ssgl), Some(object)) = (problem.target.prior.ssgl(), report.as_object_mut()) {
         object.insert(
             "prior".into(),
-            super::report::ssgl_json(ssgl, &run, problem.target.p()),
+            crate::orchestrator::report::ssgl_json(ssgl, &run, problem.target.p()),
         );
     }
     // Convergence per class on the post-burn-in draws (compression runs no chains).
     let class_verdict = (args.method != AugmentMethod::Compression && !run.log_alpha.is_empty())
         .then(|| {
-            use super::class_diagnostics as cd;
+            use crate::diagnostics::per_class as cd;
             let target_kind = args.problem.target;
             let seconds = run.timings.sampling_seconds;
             let classes = cd::per_class(&plan, &run, target_kind, burn_in, seconds);
@@ -627,7 +629,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
             verdict
         });
     if let (Some(noise), Some(object)) = (
-        super::report::noise_json(&problem.target.noise, &run, burn_in),
+        crate::orchestrator::report::noise_json(&problem.target.noise, &run, burn_in),
         report.as_object_mut(),
     ) {
         object.insert("noise".into(), noise);
@@ -781,7 +783,7 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
         report["batch_fitted_to_classes"] = json!({ "asked": asked, "used": used });
     }
     clock.end();
-    report["lasso"] = super::report::lasso_json(
+    report["lasso"] = crate::orchestrator::report::lasso_json(
         args.lasso_tolerance,
         args.dynamics.lasso_iterations,
         backend.as_ref().and_then(|b| b.encode_stats()),
@@ -836,11 +838,9 @@ fn run_augment(args: &AugmentSettings, observer: &dyn Observer, mode: Mode) -> R
     if let Some(fit) = &scale_fitted {
         summary.push(fit.summary());
     }
-    summary.extend(
-        run.burn_in
-            .as_ref()
-            .map(|m| super::report::burn_in_line_with(m, "give a larger cap (--burn-in auto:CAP)")),
-    );
+    summary.extend(run.burn_in.as_ref().map(|m| {
+        crate::orchestrator::report::burn_in_line_with(m, "give a larger cap (--burn-in auto:CAP)")
+    }));
     if let (Some(a), Some(c)) = (&run.adaptation, &run.class_steps) {
         let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
         let (low, high) = steps

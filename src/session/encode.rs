@@ -14,11 +14,11 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer, Phase};
 use super::outputs;
 use super::problem::{load_problem, make_backend, Problem};
-use super::report::{dataset_json, picture_columns};
 use super::sample::lock_output;
 use super::settings::EncodeSettings;
 use super::shard::{self, Shard, ShardFiles};
 use super::Outcome;
+use crate::orchestrator::report::{dataset_json, picture_columns};
 
 /// Rows encoded per backend call: bounds memory and lets the progress bar move.
 const ENCODE_BATCH: usize = 1024;
@@ -171,14 +171,14 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
-        "lasso": super::report::lasso_json(
+        "lasso": crate::orchestrator::report::lasso_json(
             args.lasso_tolerance,
             args.lasso_iterations,
             stats,
         ),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": super::report::dictionary_json(&problem, d, p),
+        "dictionary": super::problem::dictionary_json(&problem, d, p),
         "backend": info,
     });
     if let Some(shard) = args.problem.shard {
@@ -450,7 +450,7 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         .iter()
         .filter_map(|k| report.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
-    if let Some(lasso) = super::report::merged_lasso_json(&lasso) {
+    if let Some(lasso) = crate::orchestrator::report::merged_lasso_json(&lasso) {
         base.insert("lasso".into(), lasso);
     }
     io::prepare_output_dir(out)?;

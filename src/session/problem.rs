@@ -72,10 +72,10 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
             if p == 0 {
                 return Err(Error::usage("atoms", "must be at least 1"));
             }
-            super::memory::check_fits(
+            crate::measure::memory::check_fits(
                 "atoms",
                 &format!("a dictionary of {d} × {p} floats"),
-                super::memory::dictionary_bytes(d, p),
+                crate::measure::memory::dictionary_bytes(d, p),
             )?;
             (
                 Dictionary::gaussian(d, p, args.seed),
@@ -274,4 +274,14 @@ fn software_adapter(observer: &dyn Observer) -> Option<String> {
 #[cfg(not(feature = "gpu"))]
 fn software_adapter(_: &dyn Observer) -> Option<String> {
     None
+}
+
+/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
+/// products store it.
+pub fn dictionary_json(problem: &Problem, d: usize, p: usize) -> serde_json::Value {
+    let mut json = serde_json::json!({ "source": problem.dictionary_source, "d": d, "p": p });
+    if problem.target.precision != crate::model::Precision::F32 {
+        json["precision"] = serde_json::json!(problem.target.precision);
+    }
+    json
 }

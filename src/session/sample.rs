@@ -20,10 +20,11 @@ use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{load_problem, make_backend, Problem};
-use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
 use super::shard::{self, ShardFiles};
-use super::{memory, outputs, DrawStats, Outcome};
+use super::{outputs, DrawStats, Outcome};
+use crate::measure::memory;
+use crate::orchestrator::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 
 /// The trace of a shard's chains (a checkpoint of its finished run), which `merge` joins.
 pub const SHARD_TRACE: &str = "trace.rmld";
@@ -602,7 +603,9 @@ fn write_outputs(
         crate::diagnostics::summarize_scoped(run, run.timings.sampling_seconds, scope);
     // Per-draw statistics beside the draws (a shard's are written by `merge`).
     let sample_stats = match args.problem.shard {
-        None => super::draw_stats::write_sample_stats(out, run, settings, args.keep, burn_in)?,
+        None => crate::orchestrator::draw_stats::write_sample_stats(
+            out, run, settings, args.keep, burn_in,
+        )?,
         Some(_) => serde_json::Value::Null,
     };
     let report = json!({
@@ -614,7 +617,7 @@ fn write_outputs(
         "keep": args.keep,
         "burn_in": burn_in,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": super::report::dictionary_json(problem, d, p),
+        "dictionary": super::problem::dictionary_json(problem, d, p),
         "backend": info,
         "completed_iterations": run.completed,
         "interrupted": run.interrupted,
@@ -628,7 +631,7 @@ fn write_outputs(
             "divergent_proposals": run.divergent.iter().sum::<u32>(),
         },
         "mean_distance_moved_from_start": moved,
-        "mh_note": super::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
+        "mh_note": crate::orchestrator::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
         "diagnostics": diagnostics,
         "sample_stats": sample_stats,
         "start_indices": run.start_indices,
@@ -640,28 +643,34 @@ fn write_outputs(
         },
     });
     let mut report = report;
-    let step_note = super::report::step_note(
+    let step_note = crate::orchestrator::report::step_note(
         settings.dynamics.method,
         settings.mh,
         acceptance,
         run.adaptation.is_some(),
     );
     if let Some(object) = report.as_object_mut() {
-        if let Some(adaptation) = super::report::adaptation_json(run, None) {
+        if let Some(adaptation) = crate::orchestrator::report::adaptation_json(run, None) {
             object.insert("adaptation".into(), adaptation);
         }
         if let Some(note) = &step_note {
             object.insert("step_note".into(), note.clone().into());
         }
         if let Some(monitor) = &run.burn_in {
-            object.insert("burn_in_auto".into(), super::report::burn_in_json(monitor));
+            object.insert(
+                "burn_in_auto".into(),
+                crate::orchestrator::report::burn_in_json(monitor),
+            );
         }
     }
     if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
-        object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
+        object.insert(
+            "prior".into(),
+            crate::orchestrator::report::ssgl_json(ssgl, run, p),
+        );
     }
     if let (Some(noise), Some(object)) = (
-        super::report::noise_json(&target.noise, run, burn_in),
+        crate::orchestrator::report::noise_json(&target.noise, run, burn_in),
         report.as_object_mut(),
     ) {
         object.insert("noise".into(), noise);
@@ -679,7 +688,11 @@ fn write_outputs(
         format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];
     let mut summary = summary;
-    summary.extend(run.burn_in.as_ref().map(super::report::burn_in_line));
+    summary.extend(
+        run.burn_in
+            .as_ref()
+            .map(crate::orchestrator::report::burn_in_line),
+    );
     if let Some(a) = &run.adaptation {
         summary.push(format!(
             "step size adapted over {} burn-in iterations: {:.4e} → {:.4e} (dual averaging across \

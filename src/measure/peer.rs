@@ -26,13 +26,21 @@ pub struct PeerRow {
 
 /// The sizes the peer runs with (those of the CPU rows).
 pub(crate) struct PeerProblem {
+    /// Dimension d.
     pub d: usize,
+    /// Atoms p.
     pub p: usize,
+    /// Minibatch m.
     pub batch: u32,
+    /// Steps T.
     pub steps: u32,
+    /// Timed outer iterations.
     pub outer: u32,
+    /// Images in the data.
     pub images: usize,
+    /// The seed.
     pub seed: u64,
+    /// Threads of its BLAS (rayon's).
     pub threads: usize,
 }
 

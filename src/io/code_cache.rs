@@ -1,9 +1,9 @@
 //! A disk cache of LASSO codes keyed by the encoded rows, the dictionary, λ and the stop rule, so a repeated augmentation skips its encodings.
 //!
-//! One file per encoding, `codes-<key>.bin` in the cache folder, where the key is the 128-bit
-//! xxh3 of the encoded rows' f32 bytes (so the dataset, its `limit`, the classes and the pixel
-//! scale), the dictionary's, λ, the iteration cap, the duality-gap tolerance, the device, whether
-//! the CPU's products are packed (`backend::cpu::packed`) and rmld's version. Layout: the magic
+//! One file per encoding, `codes-<key>.bin` in the cache folder, where the key
+//! (`orchestrator::CodeKey`) is the 128-bit xxh3 of the encoded rows' f32 bytes (so the dataset,
+//! its `limit`, the classes and the pixel scale), the dictionary's, λ, the iteration cap, the
+//! duality-gap tolerance, the device, whether the CPU's products are packed and rmld's version. Layout: the magic
 //! `RMLDCODE`, a u32 format version, u64 rows, u64 p, the 16-byte key, rows·p little-endian f32, and the xxh3-128 of those values. Files are written
 //! atomically (`io::write_atomic`); one that does not read back whole and checksummed is
 //! ignored with a notice (`Notice::CodeCacheIgnored`) and written again.
@@ -17,7 +17,7 @@ use crate::io;
 
 const MAGIC: &[u8; 8] = b"RMLDCODE";
 /// The entry format and the encoder's: bump it when either changes what a key's codes are.
-const VERSION: u32 = 5;
+pub(crate) const VERSION: u32 = 5;
 const HEADER: usize = 8 + 4 + 8 + 8 + 16;
 
 /// The folder `rmld augment` caches codes in when none is named: `$RMLD_CACHE_DIR`, else
@@ -31,42 +31,6 @@ pub fn default_code_cache() -> Option<PathBuf> {
     var("RMLD_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("rmld").join("codes")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("rmld").join("codes")))
-}
-
-/// What identifies one encoding's codes.
-pub(crate) struct CodeKey<'a> {
-    pub dictionary: &'a [f32],
-    pub d: usize,
-    pub p: usize,
-    pub lam: f32,
-    pub iterations: u32,
-    pub tolerance: f32,
-    pub device: &'a str,
-}
-
-impl CodeKey<'_> {
-    /// The key of encoding `rows` (each d values, model units) as these settings do.
-    pub fn hash<R: AsRef<[f32]>>(&self, rows: impl Iterator<Item = R>) -> [u8; 16] {
-        let mut h = Xxh3::new();
-        h.update(env!("CARGO_PKG_VERSION").as_bytes());
-        h.update(&VERSION.to_le_bytes());
-        h.update(self.device.as_bytes());
-        // The CPU's products (packed kernel or gemm) sum in different orders at large k.
-        h.update(&[u8::from(crate::backend::cpu::packed::available())]);
-        for v in [self.d as u64, self.p as u64, self.iterations as u64] {
-            h.update(&v.to_le_bytes());
-        }
-        h.update(&self.lam.to_le_bytes());
-        h.update(&self.tolerance.to_le_bytes());
-        h.update(bytemuck::cast_slice(self.dictionary));
-        let mut count = 0u64;
-        for row in rows {
-            h.update(bytemuck::cast_slice(row.as_ref()));
-            count += 1;
-        }
-        h.update(&count.to_le_bytes());
-        h.digest128().to_le_bytes()
-    }
 }
 
 /// The cache file of `key` in `dir`.
@@ -160,27 +124,11 @@ fn checksum(codes: &[f32]) -> [u8; 16] {
 mod tests {
     use super::*;
 
-    fn key_of(lam: f32, rows: &[Vec<f32>]) -> [u8; 16] {
-        let a = [0.5f32; 6];
-        CodeKey {
-            dictionary: &a,
-            d: 2,
-            p: 3,
-            lam,
-            iterations: 10,
-            tolerance: 1e-3,
-            device: "cpu",
-        }
-        .hash(rows.iter())
-    }
-
     #[test]
     fn stores_loads_and_refuses_a_damaged_entry() {
         let dir = tempfile::tempdir().unwrap();
-        let rows = vec![vec![1.0f32, 2.0], vec![3.0, 4.0]];
-        let key = key_of(0.1, &rows);
-        assert_ne!(key, key_of(0.2, &rows), "λ is part of the key");
-        assert_ne!(key, key_of(0.1, &rows[..1]), "the rows are part of the key");
+        // A key as `orchestrator::CodeKey` makes them (its own test checks what it depends on).
+        let key: [u8; 16] = std::array::from_fn(|i| (7 * i + 3) as u8);
         assert_eq!(load(dir.path(), &key, 2, 3), Ok(None));
         let codes = [0.0f32, 1.5, -2.0, 0.25, 0.0, 7.0];
         store(dir.path(), &key, 2, 3, &codes).unwrap();

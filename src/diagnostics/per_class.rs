@@ -12,9 +12,24 @@
 
 use serde_json::{json, Value};
 
-use crate::diagnostics::{self, ChainTrace, DiagnosticsReport, Scope};
-use crate::model::TargetKind;
-use crate::orchestrator::{AugmentPlan, SampleRun, PROJECTIONS};
+use super::{ChainTrace, DiagnosticsReport, Scope, RHAT_THRESHOLD};
+
+/// Whose posterior a class's chains sample (the target decides: `From<TargetKind>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchoring {
+    /// Every chain of a class samples the class's one posterior (the paper and mixture targets).
+    Shared,
+    /// Each chain's posterior is anchored at the image it started from (the local and tangent
+    /// targets): only chains started from one image share a posterior.
+    AtStart,
+}
+
+/// The classes of a run's chains: each class's label and its number of chains, in chain order
+/// (class 0's chains first; the orchestrator's `AugmentPlan` is one).
+pub trait ClassLayout {
+    /// (label, chains) per class, in chain order.
+    fn class_chains(&self) -> Vec<(u32, usize)>;
+}
 
 /// One class's chains cut out of a run's trace.
 struct ChainSlice {
@@ -25,35 +40,41 @@ struct ChainSlice {
     log_alpha: Vec<f64>,
     energies: Vec<f32>,
     projections: Vec<f32>,
+    per_draw: usize,
 }
 
 impl ChainSlice {
     /// The trace of `chains` (indices into the run's chains), in that order.
-    fn new(run: &SampleRun, chains: &[usize]) -> Self {
-        let total = run.accepted.len().max(1);
-        let rows = run.log_alpha.len() / total;
-        let wide = run.projections.len() == rows * total * PROJECTIONS;
+    fn new(run: &dyn ChainTrace, chains: &[usize]) -> Self {
+        let (accepted, divergent) = (run.accepted(), run.divergent());
+        let (log_alpha, energies, projections) =
+            (run.log_alpha(), run.energies(), run.projections());
+        let per_draw = run.projections_per_draw();
+        let total = accepted.len().max(1);
+        let rows = log_alpha.len() / total;
+        let wide = projections.len() == rows * total * per_draw;
         let mut slice = ChainSlice {
-            completed: run.completed,
-            stride: run.trace_stride.max(1),
-            accepted: chains.iter().map(|&c| run.accepted[c]).collect(),
+            completed: run.completed(),
+            stride: run.trace_stride().max(1),
+            accepted: chains.iter().map(|&c| accepted[c]).collect(),
             divergent: chains
                 .iter()
-                .map(|&c| run.divergent.get(c).copied().unwrap_or(0))
+                .map(|&c| divergent.get(c).copied().unwrap_or(0))
                 .collect(),
             log_alpha: Vec::with_capacity(rows * chains.len()),
             energies: Vec::with_capacity(rows * chains.len()),
             projections: Vec::new(),
+            per_draw,
         };
         for r in 0..rows {
             for &c in chains {
                 let at = r * total + c;
-                slice.log_alpha.push(run.log_alpha[at]);
-                slice.energies.push(run.energies[at]);
+                slice.log_alpha.push(log_alpha[at]);
+                slice.energies.push(energies[at]);
                 if wide {
-                    slice.projections.extend_from_slice(
-                        &run.projections[at * PROJECTIONS..(at + 1) * PROJECTIONS],
-                    );
+                    slice
+                        .projections
+                        .extend_from_slice(&projections[at * per_draw..(at + 1) * per_draw]);
                 }
             }
         }
@@ -81,7 +102,7 @@ impl ChainTrace for ChainSlice {
         &self.projections
     }
     fn projections_per_draw(&self) -> usize {
-        PROJECTIONS
+        self.per_draw
     }
     fn trace_stride(&self) -> u32 {
         self.stride
@@ -91,7 +112,7 @@ impl ChainTrace for ChainSlice {
 /// One class's diagnostics: those of its chains together, or of its worst group of chains that
 /// share an anchor.
 #[derive(Clone, Debug)]
-pub(crate) struct ClassDiagnostics {
+pub struct ClassDiagnostics {
     /// The class's label.
     pub label: u32,
     /// Groups of chains diagnosed apart (1 where the class's chains share one posterior).
@@ -107,22 +128,22 @@ fn rhat_of(d: &DiagnosticsReport) -> Option<f64> {
 }
 
 /// Per class, the diagnostics of its chains after `burn_in`, in the plan's class order.
-pub(crate) fn per_class(
-    plan: &AugmentPlan,
-    run: &SampleRun,
-    target: TargetKind,
+pub fn per_class(
+    plan: &impl ClassLayout,
+    run: &impl ChainTrace,
+    target: impl Into<Anchoring>,
     burn_in: u32,
     seconds: f64,
 ) -> Vec<ClassDiagnostics> {
-    let anchored = matches!(target, TargetKind::Local | TargetKind::Tangent);
+    let anchored = target.into() == Anchoring::AtStart;
+    let classes = plan.class_chains();
     let mut first = 0;
-    let mut out = Vec::with_capacity(plan.classes.len());
-    for class in &plan.classes {
-        let chains: Vec<usize> = (first..first + class.chains).collect();
-        first += class.chains;
+    let mut out = Vec::with_capacity(classes.len());
+    for (label, class_chains) in classes {
+        let chains: Vec<usize> = (first..first + class_chains).collect();
+        first += class_chains;
         let starts: Option<Vec<usize>> = run
-            .start_indices
-            .as_ref()
+            .start_indices()
             .map(|s| chains.iter().filter_map(|&c| s.get(c).copied()).collect())
             .filter(|s: &Vec<usize>| s.len() == chains.len());
         let groups: Vec<Vec<usize>> = match (&starts, anchored) {
@@ -151,7 +172,7 @@ pub(crate) fn per_class(
                     burn_in,
                     superchains: ids.as_deref().map(|s| (s, "chains started from one image")),
                 };
-                diagnostics::summarize_scoped(&slice, seconds, scope)
+                super::summarize_scoped(&slice, seconds, scope)
             })
             .collect();
         let unassessed = reports.iter().filter(|d| rhat_of(d).is_none()).count();
@@ -163,7 +184,7 @@ pub(crate) fn per_class(
             continue;
         };
         out.push(ClassDiagnostics {
-            label: class.label,
+            label,
             groups,
             unassessed,
             report: worst,
@@ -176,7 +197,7 @@ pub(crate) fn per_class(
 /// `short_chains` (augment's quality preset, whose chains stop short of equilibrium on purpose)
 /// a failing R-hat is reported as expected, with what the run is judged by instead of the advice
 /// to run longer, as longer chains carry samples out of their class.
-pub(crate) fn verdict(classes: &[ClassDiagnostics], short_chains: bool) -> String {
+pub fn verdict(classes: &[ClassDiagnostics], short_chains: bool) -> String {
     let assessed: Vec<(u32, &DiagnosticsReport, f64)> = classes
         .iter()
         .filter_map(|c| rhat_of(&c.report).map(|r| (c.label, &c.report, r)))
@@ -190,7 +211,7 @@ pub(crate) fn verdict(classes: &[ClassDiagnostics], short_chains: bool) -> Strin
     };
     let failing = assessed
         .iter()
-        .filter(|(_, _, r)| *r > diagnostics::RHAT_THRESHOLD)
+        .filter(|(_, _, r)| *r > RHAT_THRESHOLD)
         .count();
     let unassessed = classes.len() - assessed.len();
     let missing = if unassessed > 0 {
@@ -211,7 +232,7 @@ pub(crate) fn verdict(classes: &[ClassDiagnostics], short_chains: bool) -> Strin
              metrics, not by R-hat; longer chains carry samples out of their class. For converged \
              draws use `rmld sample` or the paper preset with more samples{missing}",
             classes.len(),
-            diagnostics::RHAT_THRESHOLD
+            RHAT_THRESHOLD
         )
     } else {
         format!(
@@ -224,12 +245,12 @@ pub(crate) fn verdict(classes: &[ClassDiagnostics], short_chains: bool) -> Strin
 }
 
 /// The report's `diagnostics_per_class` entry.
-pub(crate) fn report_json(
+pub fn report_json(
     classes: &[ClassDiagnostics],
-    target: TargetKind,
+    target: impl Into<Anchoring>,
     verdict: &str,
 ) -> Value {
-    let scope = if matches!(target, TargetKind::Local | TargetKind::Tangent) {
+    let scope = if target.into() == Anchoring::AtStart {
         "each class's chains on the draws after the burn-in, in groups of chains started from \
          one image (each chain's posterior is anchored at its start image, so only such chains \
          share one); a class shows its worst group (one chain: split R-hat of its two halves)"
@@ -256,14 +277,18 @@ pub(crate) fn report_json(
 mod tests {
     use super::*;
 
+    /// Projections per draw, as the orchestrator traces them.
+    const PROJECTIONS: usize = 4;
+
     #[test]
     fn a_slice_holds_its_chains_values_row_by_row() {
         // 4 chains × 3 traced rows; value = 10·row + chain.
         let (chains, rows) = (4usize, 3usize);
         let at = |r: usize, c: usize| (10 * r + c) as f64;
-        let run = SampleRun {
+        // A whole run's trace, laid out as the orchestrator's `SampleRun` holds it.
+        let run = ChainSlice {
             completed: 3,
-            trace_stride: 1,
+            stride: 1,
             accepted: vec![1, 2, 3, 4],
             divergent: vec![0, 1, 0, 1],
             log_alpha: (0..rows)
@@ -273,7 +298,7 @@ mod tests {
                 .flat_map(|r| (0..chains).map(move |c| at(r, c) as f32))
                 .collect(),
             projections: (0..rows * chains * PROJECTIONS).map(|i| i as f32).collect(),
-            ..SampleRun::default()
+            per_draw: PROJECTIONS,
         };
         let slice = ChainSlice::new(&run, &[3, 1]);
         assert_eq!(slice.accepted, vec![4, 2]);

@@ -1,4 +1,4 @@
-//! Pieces of the JSON report and the picture layout shared by the runs.
+//! Pieces of a run's report.json: the MH and step notes, the automatic burn-in, the adaptation, the prior's and the noise's state, the LASSO encodings, the dataset; and the picture layout shared by the runs.
 
 use serde_json::{json, Value};
 
@@ -17,20 +17,10 @@ pub fn mh_note(mh: bool, method: crate::methods::Method, acceptance: f64) -> Opt
     })
 }
 
-/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
-/// products store it.
-pub fn dictionary_json(problem: &super::Problem, d: usize, p: usize) -> Value {
-    let mut json = json!({ "source": problem.dictionary_source, "d": d, "p": p });
-    if problem.target.precision != crate::model::Precision::F32 {
-        json["precision"] = json!(problem.target.precision);
-    }
-    json
-}
-
 /// The automatic burn-in for the report: where it ended, whether it settled, the last check's
 /// measurements and the thresholds they were held to.
-pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {
-    use crate::orchestrator::burn_in::{ACCEPTANCE_TOLERANCE, DRIFT_T_LIMIT, LOG_CHANGE};
+pub fn burn_in_json(monitor: &super::BurnInMonitor) -> Value {
+    use super::burn_in::{ACCEPTANCE_TOLERANCE, DRIFT_T_LIMIT, LOG_CHANGE};
     json!({
         "cap": monitor.cap,
         "window": monitor.window,
@@ -48,7 +38,7 @@ pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {
 }
 
 /// The automatic burn-in's summary line: where the warm-up ended and why.
-pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
+pub fn burn_in_line(monitor: &super::BurnInMonitor) -> String {
     burn_in_line_with(
         monitor,
         "give a longer run (--samples) or a larger cap (--burn-in auto:CAP)",
@@ -57,7 +47,7 @@ pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
 
 /// `burn_in_line` with `remedy` as the advice when the warm-up did not settle (augment's cap is
 /// its own, not a share of the samples).
-pub fn burn_in_line_with(monitor: &crate::orchestrator::BurnInMonitor, remedy: &str) -> String {
+pub fn burn_in_line_with(monitor: &super::BurnInMonitor, remedy: &str) -> String {
     let check = monitor.last_check.map_or(String::new(), |c| {
         let mut parts = vec![format!("drift |t| {:.2}", c.drift_t)];
         if c.step_change.is_some() {
@@ -96,10 +86,7 @@ pub fn burn_in_line_with(monitor: &crate::orchestrator::BurnInMonitor, remedy: &
 /// With per-class steps, `classes` (per class: its step, its chains' warm-up acceptance) is added,
 /// labelled by `labels` (the classes' label values, in the chains' class order) when given, and
 /// `step_size` is their geometric mean.
-pub fn adaptation_json(
-    run: &crate::orchestrator::SampleRun,
-    labels: Option<&[u32]>,
-) -> Option<Value> {
+pub fn adaptation_json(run: &super::SampleRun, labels: Option<&[u32]>) -> Option<Value> {
     let a = run.adaptation.as_ref()?;
     let classes = run.class_steps.as_ref().map(|c| {
         c.classes
@@ -134,7 +121,7 @@ pub fn adaptation_json(
             "initial_length": t.initial_length,
             "length": t.length(),
             "mean_leapfrog_steps_in_warmup": t.mean_steps,
-            "max_leapfrog_steps": crate::orchestrator::MAX_LEAPFROG_STEPS,
+            "max_leapfrog_steps": super::MAX_LEAPFROG_STEPS,
         })),
     }))
 }
@@ -207,11 +194,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
 
 /// The SSGL prior's block of a report: its settings, the adaptive updates discarded as not
 /// finite, and the chains' final latent state summarised (means over chains and coefficients).
-pub fn ssgl_json(
-    ssgl: &crate::model::Ssgl,
-    run: &crate::orchestrator::SampleRun,
-    p: usize,
-) -> serde_json::Value {
+pub fn ssgl_json(ssgl: &crate::model::Ssgl, run: &super::SampleRun, p: usize) -> serde_json::Value {
     let width = crate::model::prior::ssgl::stride(p);
     let rows: Vec<&[f32]> = run.prior_state.chunks(width.max(1)).collect();
     let chains = rows.len().max(1) as f64;
@@ -237,7 +220,7 @@ pub fn ssgl_json(
 /// trace itself (per traced iteration, one value per chain).
 pub fn noise_json(
     noise: &crate::model::NoiseModel,
-    run: &crate::orchestrator::SampleRun,
+    run: &super::SampleRun,
     burn_in: u32,
 ) -> Option<Value> {
     let crate::model::NoiseModel::Gibbs { e, f } = *noise else {
