@@ -9,12 +9,15 @@ pub(crate) mod dataset;
 pub(crate) mod discover;
 pub(crate) mod idx;
 pub(crate) mod input;
+pub(crate) mod labelled;
 pub(crate) mod npy;
 pub(crate) mod npy_header;
 pub(crate) mod npy_stream;
 pub(crate) mod npy_write;
+pub(crate) mod output_folder;
 pub(crate) mod png;
 pub(crate) mod postprocess;
+pub(crate) mod shards;
 
 pub use atomic::{prepare_output_dir, write_atomic, write_json_atomic};
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
@@ -29,6 +32,7 @@ pub use npy_stream::{partial_path, NpyStream};
 pub use npy_write::{write_npy_f32, write_npy_f64, write_npy_i64, write_npy_u32, write_npy_u8};
 pub use png::{write_png_grid, write_png_grid_captioned};
 pub use postprocess::Rescale;
+pub use shards::{FileEntry, Manifest, Part, Shard, MANIFEST};
 
 /// Raw pixel values as stored by the source: 8-bit data stays 8-bit (it is uploaded as such).
 #[derive(Clone, Debug, PartialEq)]

@@ -140,6 +140,14 @@ impl AugmentPlan {
             .collect()
     }
 
+    /// The mean observation of each class (rows of d, model units), from the class-sorted data.
+    pub fn class_means(&self, observations: &crate::model::Observations) -> Vec<f32> {
+        self.classes
+            .iter()
+            .flat_map(|c| observations.mean_of_rows(c.rows[0] as usize, c.rows[1] as usize))
+            .collect()
+    }
+
     /// The chains' class layout, given each class's mean observation (rows of d, model units).
     pub fn chain_classes(&self, class_means: &[f32], d: usize) -> Result<ChainClasses> {
         let ranges: Vec<[u32; 2]> = self.classes.iter().map(|c| c.rows).collect();

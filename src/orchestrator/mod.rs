@@ -5,7 +5,14 @@ pub(crate) mod adapt;
 pub(crate) mod augment;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
+pub(crate) mod encode;
+pub(crate) mod identity;
+pub(crate) mod join;
+pub(crate) mod memory;
+pub(crate) mod report;
 pub(crate) mod settings;
+pub(crate) mod streams;
+pub(crate) mod warm_up;
 
 use std::time::Instant;
 
@@ -19,6 +26,7 @@ pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
+pub use warm_up::warm_up;
 
 use crate::backend::Backend;
 use crate::methods::MhRule;
@@ -346,6 +354,11 @@ pub fn continue_run(
     // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
     // and to the MH rule's Δ before every iteration that changes it.
     let mut dynamics = settings.dynamics.clone();
+    if run.adaptation.and_then(|a| a.trajectory).is_some() {
+        // The backend's leapfrog count is the last iteration's, not the settings' (a run
+        // continued after its warm-up): the first iteration sets its own.
+        dynamics.leapfrog_steps = 0;
+    }
     let classes = match run.class_steps {
         Some(_) => class_of_chain(target, chains)?,
         None => Vec::new(),

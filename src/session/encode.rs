@@ -6,18 +6,18 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::backend::{Backend, EncodeStats};
-use crate::io;
+use crate::io::{self, shards::Shard, shards::ShardFiles};
 use crate::methods::DynamicsSettings;
+use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, BatchBackends};
+use crate::orchestrator::report::{dataset_json, lasso_json, merged_lasso_json, picture_columns};
 use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
 use super::outputs;
+use super::pipeline::shards;
 use super::problem::{load_problem, make_backend, Problem};
-use super::report::{dataset_json, picture_columns};
-use super::sample::lock_output;
+use super::sample::{hashes, lock_output};
 use super::settings::EncodeSettings;
-use super::shard::{self, Shard, ShardFiles};
 use super::Outcome;
 
 /// Rows encoded per backend call: bounds memory and lets the progress bar move.
@@ -75,90 +75,64 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
-    let dynamics = DynamicsSettings {
-        eta: 1.0,
-        steps: 1,
-        batch: 1,
-        seed: args.problem.seed,
-        ..Default::default()
-    };
-    // The single run encodes rows in batches [k·B, (k+1)·B) of n; a shard encodes its rows in
-    // the same batches (cut to its range), each computed as over its single-run batch's rows
-    // (`run_chains`: the CPU's products take their path by the row count).
-    let like = |start: usize| ENCODE_BATCH.min(n - start / ENCODE_BATCH * ENCODE_BATCH);
+    // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
+    // encodes its rows in the same batches (cut to its range), each computed as over its
+    // single-run batch's rows (`run_chains`: the CPU's products take their path by the row
+    // count).
     let sharded = args.problem.shard.is_some();
-    let backend_for = |start: usize| {
-        let mut dynamics = dynamics.clone();
-        if sharded {
-            dynamics.run_chains = like(start) as u32;
-        }
-        let mut backend = make_backend(
-            args.problem.backend,
-            observer,
-            target,
-            &dynamics,
-            ENCODE_BATCH.min(range.len()).max(1),
-        )?;
+    let chains = ENCODE_BATCH.min(range.len()).max(1);
+    let make = |like: usize| {
+        let dynamics = DynamicsSettings {
+            eta: 1.0,
+            steps: 1,
+            batch: 1,
+            seed: args.problem.seed,
+            run_chains: if sharded { like as u32 } else { 0 },
+            ..Default::default()
+        };
+        let mut backend = make_backend(args.problem.backend, observer, target, &dynamics, chains)?;
         backend.set_lasso_tolerance(args.lasso_tolerance);
-        Ok::<_, Error>(backend)
+        Ok(backend)
     };
-    let mut backend = backend_for(range.start)?;
-    // The encodings' counts over every backend a shard makes (None: a backend not counting).
-    let mut stats = Some(EncodeStats::default());
-    let count = |backend: &dyn Backend, stats: &mut Option<EncodeStats>| match (
-        stats.as_mut(),
-        backend.encode_stats(),
-    ) {
-        (Some(sum), Some(more)) => sum.add(&more),
-        _ => *stats = None,
+    let mut backends = match sharded {
+        true => BatchBackends::per_batch_size(make),
+        false => BatchBackends::one(make),
     };
-    let mut backend_like = like(range.start);
-    let info = backend.info();
-
+    let rows: Vec<usize> = range.clone().collect();
+    let first = batches(&rows, n, ENCODE_BATCH).first().map_or(1, |b| b.0);
+    let info = backends.get(first)?.info();
     observer.phase_start(&Phase {
         name: "encoding",
-        len: Some(range.len() as u64),
+        len: Some(rows.len() as u64),
         unit: "",
     });
-    let rows_total = range.len();
-    let mut codes = Vec::with_capacity(rows_total * p);
-    let mut originals = Vec::with_capacity(rows_total * d);
-    let batches = (range.start..range.end)
-        .step_by(ENCODE_BATCH)
-        .map(|s| s / ENCODE_BATCH * ENCODE_BATCH)
-        .chain(std::iter::once(range.end / ENCODE_BATCH * ENCODE_BATCH))
-        .map(|s| s.max(range.start))
-        .filter(|&s| s < range.end)
-        .collect::<std::collections::BTreeSet<_>>();
-    for start in batches {
-        if sharded && like(start) != backend_like {
-            count(backend.as_ref(), &mut stats);
-            backend = backend_for(start)?;
-            backend_like = like(start);
-        }
-        if observer.stop_requested() {
-            observer.phase_finish();
-            observer.notice(&Notice::EncodeInterrupted);
-            return Ok(Outcome {
-                interrupted: true,
-                report: serde_json::Value::Null,
-                summary: Vec::new(),
-                draw_stats: None,
-            });
-        }
-        let rows =
-            (start / ENCODE_BATCH * ENCODE_BATCH + ENCODE_BATCH - start).min(range.end - start);
-        let images: Vec<f32> = (start..start + rows)
-            .flat_map(|i| target.observations.row(i))
-            .collect();
-        codes.extend(backend.encode(&images, target.lam, args.lasso_iterations)?);
-        originals.extend(images);
-        observer.phase_advance((start + rows - range.start) as u64);
-    }
+    let codes = encode_like_whole(
+        &mut backends,
+        &rows,
+        n,
+        ENCODE_BATCH,
+        (target.lam, args.lasso_iterations),
+        &|i| target.observations.row(i),
+        &mut |done| observer.phase_advance(done as u64),
+        &|| observer.stop_requested(),
+    )?;
     observer.phase_finish();
-    let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes, n);
+    let Some(codes) = codes else {
+        observer.notice(&Notice::EncodeInterrupted);
+        return Ok(Outcome {
+            interrupted: true,
+            report: Value::Null,
+            summary: Vec::new(),
+            draw_stats: None,
+        });
+    };
+    let originals: Vec<f32> = rows
+        .iter()
+        .flat_map(|&i| target.observations.row(i))
+        .collect();
+    let reconstructions = reconstruct(&target.dictionary.a, (d, p), &codes, n);
     let encoded = Encoded {
-        n: rows_total,
+        n: rows.len(),
         d,
         p,
         height: problem.dataset.height,
@@ -167,18 +141,13 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         reconstructions,
         originals,
     };
-    count(backend.as_ref(), &mut stats);
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
-        "lasso": super::report::lasso_json(
-            args.lasso_tolerance,
-            args.lasso_iterations,
-            stats,
-        ),
+        "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, backends.stats()),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": super::report::dictionary_json(&problem, d, p),
+        "dictionary": problem.dictionary_json(d, p),
         "backend": info,
     });
     if let Some(shard) = args.problem.shard {
@@ -211,7 +180,7 @@ const SHARD_OUTPUTS: &[&str] = &[
     "originals.npy",
     "dictionary.npy",
     "report.json",
-    shard::MANIFEST,
+    io::MANIFEST,
 ];
 
 /// Rows encoded, with what the report and the picture need.
@@ -317,7 +286,7 @@ fn write_shard(
     )?;
     io::write_npy_f32(&out.join("originals.npy"), &[rows, d], &encoded.originals)?;
     io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
-    let part = shard::Part {
+    let part = io::Part {
         unit: "originals".into(),
         start: range.start,
         end: range.end,
@@ -335,22 +304,13 @@ fn write_shard(
         report.extend(base);
     }
     io::write_json_atomic(&out.join("report.json"), &report)?;
-    let (data, dictionary) = super::sample::hashes(target);
     let mut config = args.clone();
     config.problem.out = PathBuf::new();
     config.problem.shard = None;
-    // The device that ran it: `auto` may pick the CPU on one node and a GPU on another, and
-    // two GPU adapters round differently; CPU results do not depend on the thread count.
-    let backend = &report["backend"];
-    let device = match backend["kind"].as_str() {
-        Some("cpu") => "cpu".to_string(),
-        _ => format!("{}: {}", backend["kind"], backend["device"]),
-    };
-    let config = (config, device);
-    shard::write_manifest(
+    io::shards::write_manifest(
         out,
         "encode",
-        shard::configuration_hash(&config, data, dictionary),
+        shards::configuration(&config, &report["backend"], hashes(target)),
         args.problem.seed,
         shard,
         part,
@@ -450,7 +410,7 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         .iter()
         .filter_map(|k| report.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
-    if let Some(lasso) = super::report::merged_lasso_json(&lasso) {
+    if let Some(lasso) = merged_lasso_json(&lasso) {
         base.insert("lasso".into(), lasso);
     }
     io::prepare_output_dir(out)?;
@@ -471,23 +431,4 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         summary,
         draw_stats: None,
     })
-}
-
-/// A z for every code (rows of p), computed as over `like` rows (the single run's n in a shard;
-/// see `matmul::rows_like`).
-fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32], like: usize) -> Vec<f32> {
-    let rows = codes.len() / p;
-    let mut out = vec![0f32; rows * d];
-    let zeros = vec![0f32; rows * d];
-    use crate::backend::cpu::matmul;
-    matmul::residual_product_like(
-        matmul::Layouts::rows(a),
-        d,
-        p,
-        codes,
-        &zeros,
-        &mut out,
-        like,
-    );
-    out
 }

@@ -32,20 +32,23 @@ mod draw_stats;
 mod eda_experiment;
 mod encode;
 mod estimate;
-mod memory;
 mod observer;
 mod outputs;
+mod pipeline;
 mod problem;
 pub(crate) mod quality;
-pub(crate) mod report;
 mod sample;
 mod settings;
-mod shard;
 
+// The homes of what moved down, where the files beside them still look for it.
+pub(crate) use crate::io::shards as shard;
+pub(crate) use crate::orchestrator::{memory, report};
+
+pub use crate::io::shards::{FileEntry, Manifest, Part, Shard, MANIFEST};
 pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
-pub use augment::{Augmenter, AUGMENT_PHASES};
+pub use augment::Augmenter;
 pub use bench::{
     Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile, Ceiling, Phases, Row,
 };
@@ -61,6 +64,8 @@ pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, P
 pub use encode::Encoder;
 pub use estimate::{estimate_augment, AugmentWork, Estimate};
 pub use observer::{Notice, Observer, Phase, Silent};
+pub use pipeline::shards::merge;
+pub use pipeline::AUGMENT_PHASES;
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};
 pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
@@ -69,7 +74,6 @@ pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
     PriorKind, ProblemSettings, SampleSettings, SamplerChoice, ScaleFit,
 };
-pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 
 /// How a run ended, when it did not fail.
 #[derive(Clone, Debug)]

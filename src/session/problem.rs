@@ -72,10 +72,10 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
             if p == 0 {
                 return Err(Error::usage("atoms", "must be at least 1"));
             }
-            super::memory::check_fits(
+            crate::orchestrator::memory::check_fits(
                 "atoms",
                 &format!("a dictionary of {d} × {p} floats"),
-                super::memory::dictionary_bytes(d, p),
+                crate::orchestrator::memory::dictionary_bytes(d, p),
             )?;
             (
                 Dictionary::gaussian(d, p, args.seed),
@@ -104,6 +104,16 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
 }
 
 impl Problem {
+    /// The dictionary for the report: where it came from, its shape, and (when not f32) how
+    /// the products store it.
+    pub fn dictionary_json(&self, d: usize, p: usize) -> serde_json::Value {
+        let mut json = serde_json::json!({ "source": self.dictionary_source, "d": d, "p": p });
+        if self.target.precision != crate::model::Precision::F32 {
+            json["precision"] = serde_json::json!(self.target.precision);
+        }
+        json
+    }
+
     /// The problem with an SSGL prior in `Adapt` mode adapting for `burn_in` outer iterations
     /// (the run's burn-in); other priors unchanged.
     pub fn with_adapt_iterations(mut self, burn_in: u32) -> Self {

@@ -3,30 +3,28 @@
 //! The chains stream codes and images to disk, with checkpoints, a lock on the output folder,
 //! and a clean stop when the observer asks.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
 
 use crate::backend::Backend;
+use crate::io::shards::ShardFiles;
 use crate::io::{self, NpyStream};
-use crate::model::Target;
-use crate::orchestrator::checkpoint::hash_values;
-use crate::orchestrator::{
-    self, Checkpoint, Hooks, KeepPolicy, SampleRun, SampleSink, SamplerSettings,
-};
+use crate::orchestrator::join::join_draws;
+use crate::orchestrator::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
+use crate::orchestrator::streams::{resume_stream, SampleStreams};
+use crate::orchestrator::{self, memory, Checkpoint, Hooks, SampleRun, SamplerSettings};
 use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
+use super::pipeline::shards::{self, ShardEnd, TRACE};
 use super::problem::{load_problem, make_backend, Problem};
-use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::settings::SampleSettings;
-use super::shard::{self, ShardFiles};
-use super::{memory, outputs, DrawStats, Outcome};
-
-/// The trace of a shard's chains (a checkpoint of its finished run), which `merge` joins.
-pub const SHARD_TRACE: &str = "trace.rmld";
+use super::{outputs, DrawStats, Outcome};
+pub(crate) use crate::io::output_folder::remove_if_present;
+pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
+pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
 const SHARD_OUTPUTS: &[&str] = &[
@@ -36,14 +34,9 @@ const SHARD_OUTPUTS: &[&str] = &[
     "samples.png",
     "report.json",
     CHECKPOINT,
-    SHARD_TRACE,
-    shard::MANIFEST,
+    TRACE,
+    io::MANIFEST,
 ];
-
-/// The checkpoint's file name inside the output folder.
-pub const CHECKPOINT: &str = "checkpoint.rmld";
-/// The lock file that keeps two runs out of one folder.
-pub const LOCK: &str = ".rmld.lock";
 
 /// Runs C chains for K outer iterations and writes codes.npy, images.npy, dictionary.npy,
 /// samples.png and report.json into `settings.problem.out` (and checkpoint.rmld every
@@ -101,7 +94,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
     // A manifest left by an earlier shard here must not vouch for this run's files.
-    remove_if_present(&out.join(shard::MANIFEST))?;
+    remove_if_present(&out.join(io::MANIFEST))?;
     // A checkpoint left by an earlier run in this folder must not be resumed over this one.
     remove_if_present(&out.join(CHECKPOINT))?;
     let mut backend = make_backend(
@@ -233,17 +226,6 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     )
 }
 
-/// Removes `path` if it exists.
-pub(crate) fn remove_if_present(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
-            path: path.to_path_buf(),
-            source: e,
-        }),
-        _ => Ok(()),
-    }
-}
-
 /// The problem with its target kind for every chain of the run, then cut to the shard's chains
 /// (all of them without a shard).
 fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<Problem> {
@@ -279,98 +261,6 @@ fn not_resumable(dir: &Path, path: &Path) -> Error {
         ),
     };
     Error::input(path, message)
-}
-
-/// xxh3 hashes of the data the chains sample and of the dictionary.
-pub(crate) fn hashes(target: &Target) -> (u64, u64) {
-    let obs = &target.observations;
-    let pixels: &[u8] = match &obs.pixels {
-        io::Pixels::U8(v) => v,
-        io::Pixels::F32(v) => bytemuck::cast_slice(v),
-    };
-    let data = hash_values(
-        &[obs.n as u64, obs.d as u64, obs.scale.to_bits() as u64],
-        pixels,
-    );
-    let dict = &target.dictionary;
-    (
-        data,
-        hash_values(
-            &[dict.d as u64, dict.p as u64],
-            bytemuck::cast_slice(&dict.a),
-        ),
-    )
-}
-
-/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open: a second run
-/// into the same folder is refused.
-pub fn lock_output(out: &Path) -> Result<File> {
-    let path = out.join(LOCK);
-    let file = File::create(&path).map_err(|source| Error::Output {
-        path: path.clone(),
-        source,
-    })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
-            "out",
-            format!(
-                "another rmld run is writing into {} (it holds {})",
-                out.display(),
-                path.display()
-            ),
-        )),
-        Err(std::fs::TryLockError::Error(source)) => Err(Error::Output { path, source }),
-    }
-}
-
-/// Reopens a stream at the checkpoint's row count; an interrupted run had finished it under its
-/// final name, so that is moved back first.
-fn resume_stream(path: &Path, tail: &[usize], rows: usize) -> Result<NpyStream> {
-    let partial = io::partial_path(path);
-    if !partial.exists() && !path.exists() {
-        return Err(Error::input(
-            path,
-            "the interrupted run's output is missing (moved or deleted), so its samples before the \
-             interruption are gone and it cannot be resumed: run `rmld sample` again with the same \
-             settings (the same seed gives the same samples)",
-        ));
-    }
-    if !partial.exists() && path.exists() {
-        std::fs::rename(path, &partial).map_err(|source| Error::Output {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    }
-    NpyStream::resume(path, tail, rows)
-}
-
-/// Codes and images streamed to `codes.npy` and `images.npy` under the keep policy.
-struct SampleStreams {
-    codes: NpyStream,
-    images: NpyStream,
-    keep: KeepPolicy,
-    burn_in: u32,
-    samples: u32,
-}
-
-impl SampleSink for SampleStreams {
-    fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
-        if self.keep.keeps(outer, self.burn_in, self.samples) {
-            self.codes.append(codes)?;
-            self.images.append(images)?;
-        }
-        Ok(())
-    }
-
-    fn warm_up_ended(&mut self, outer: u32) {
-        self.burn_in = outer;
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.codes.sync()?;
-        self.images.sync()
-    }
 }
 
 /// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
@@ -443,39 +333,23 @@ fn drive(
         serde_json::to_value(&info).map_err(|e| Error::Internal(format!("backend info: {e}")))?;
     let (report, mut summary) = write_outputs(args, problem, settings, &run, kept, &info, started)?;
     if let (Some(shard), false) = (args.problem.shard, run.interrupted) {
-        let trace = Checkpoint {
-            config: config.clone(),
-            data_hash,
-            dictionary_hash,
-            d: target.d(),
-            p: target.p(),
-            positions: backend.positions()?,
-            run: run.clone(),
-        };
-        trace.write(&out.join(SHARD_TRACE))?;
         let mut hashed = args.clone();
-        hashed.problem.out = PathBuf::new();
+        hashed.problem.out = Default::default();
         hashed.problem.shard = None;
         hashed.problem.force = false;
+        let hashes = (data_hash, dictionary_hash);
+        let end = ShardEnd {
+            command: "sample",
+            config: config.clone(),
+            configuration: shards::configuration(&hashed, &info, hashes),
+            hashes,
+            shape: (target.d(), target.p()),
+            seed: args.problem.seed,
+        };
         let range = shard.range(args.chains);
-        shard::write_manifest(
-            out,
-            "sample",
-            shard::configuration_hash(
-                &(hashed, shard::device_key(&info)),
-                data_hash,
-                dictionary_hash,
-            ),
-            args.problem.seed,
-            shard,
-            shard::Part {
-                unit: "chains".into(),
-                start: range.start,
-                end: range.end,
-                total: args.chains,
-            },
-            &["codes.npy", "images.npy", "report.json", SHARD_TRACE],
-        )?;
+        let (chains, positions) = ((range.clone(), args.chains), backend.positions()?);
+        let names = ["codes.npy", "images.npy", "report.json"];
+        shards::finish_shard(out, end, shard, chains, &run, positions, &names)?;
         summary.push(format!(
             "shard {shard}: chains {}..{} of {}; join the shards with `rmld merge`",
             range.start, range.end, args.chains
@@ -486,7 +360,7 @@ fn drive(
             completed: run.completed,
             samples: settings.samples,
             checkpoint: checkpoint_path.clone(),
-            out: out.clone(),
+            out: out.to_path_buf(),
         });
     }
     let draw_stats = DrawStats {
@@ -527,7 +401,7 @@ fn write_outputs(
     started: Instant,
 ) -> Result<(serde_json::Value, Vec<String>)> {
     let target = &problem.target;
-    let out: &PathBuf = &args.problem.out;
+    let out = &args.problem.out;
     // The burn-in the run made: an automatic one's end (its cap if interrupted before it).
     let burn_in = run.burn_in.as_ref().map_or(args.burn_in, |m| m.burn_in());
     let (d, p, c, k) = (
@@ -614,7 +488,7 @@ fn write_outputs(
         "keep": args.keep,
         "burn_in": burn_in,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": super::report::dictionary_json(problem, d, p),
+        "dictionary": problem.dictionary_json(d, p),
         "backend": info,
         "completed_iterations": run.completed,
         "interrupted": run.interrupted,
@@ -628,7 +502,7 @@ fn write_outputs(
             "divergent_proposals": run.divergent.iter().sum::<u32>(),
         },
         "mean_distance_moved_from_start": moved,
-        "mh_note": super::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
+        "mh_note": crate::orchestrator::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
         "diagnostics": diagnostics,
         "sample_stats": sample_stats,
         "start_indices": run.start_indices,
@@ -640,28 +514,34 @@ fn write_outputs(
         },
     });
     let mut report = report;
-    let step_note = super::report::step_note(
+    let step_note = crate::orchestrator::report::step_note(
         settings.dynamics.method,
         settings.mh,
         acceptance,
         run.adaptation.is_some(),
     );
     if let Some(object) = report.as_object_mut() {
-        if let Some(adaptation) = super::report::adaptation_json(run, None) {
+        if let Some(adaptation) = crate::orchestrator::report::adaptation_json(run, None) {
             object.insert("adaptation".into(), adaptation);
         }
         if let Some(note) = &step_note {
             object.insert("step_note".into(), note.clone().into());
         }
         if let Some(monitor) = &run.burn_in {
-            object.insert("burn_in_auto".into(), super::report::burn_in_json(monitor));
+            object.insert(
+                "burn_in_auto".into(),
+                crate::orchestrator::report::burn_in_json(monitor),
+            );
         }
     }
     if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
-        object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
+        object.insert(
+            "prior".into(),
+            crate::orchestrator::report::ssgl_json(ssgl, run, p),
+        );
     }
     if let (Some(noise), Some(object)) = (
-        super::report::noise_json(&target.noise, run, burn_in),
+        crate::orchestrator::report::noise_json(&target.noise, run, burn_in),
         report.as_object_mut(),
     ) {
         object.insert("noise".into(), noise);
@@ -679,7 +559,11 @@ fn write_outputs(
         format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];
     let mut summary = summary;
-    summary.extend(run.burn_in.as_ref().map(super::report::burn_in_line));
+    summary.extend(
+        run.burn_in
+            .as_ref()
+            .map(crate::orchestrator::report::burn_in_line),
+    );
     if let Some(a) = &run.adaptation {
         summary.push(format!(
             "step size adapted over {} burn-in iterations: {:.4e} → {:.4e} (dual averaging across \
@@ -766,53 +650,32 @@ fn shard_draws(s: &ShardFiles, name: &str, chains: usize) -> Result<(usize, usiz
 /// the picture and report made from them as the single run makes them. The data and the
 /// dictionary are read again (from the shards' configuration) and checked against the shards'
 /// hashes.
-pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome> {
+pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
-    let first = &shards[0];
-    let mut traces = Vec::with_capacity(shards.len());
-    for s in shards {
-        s.file(SHARD_TRACE)?;
-        traces.push(Checkpoint::read(&s.dir.join(SHARD_TRACE))?);
-    }
-    let t0 = &traces[0];
-    let mut args: SampleSettings = serde_json::from_value(t0.config.clone()).map_err(|e| {
-        Error::input(
-            first.dir.join(SHARD_TRACE),
-            format!("the shard's configuration is not one this rmld reads: {e}"),
-        )
-    })?;
+    let first = &parts[0];
+    let traces = parts
+        .iter()
+        .map(shards::trace)
+        .collect::<Result<Vec<_>>>()?;
+    let mut args: SampleSettings = shards::merged_settings(first, &traces[0])?;
     args.problem.shard = None;
     args.problem.out = out.to_path_buf();
     let settings = args.sampler_settings()?;
     let problem = shard_problem(&args, load_problem(&args.problem)?)?;
-    let (data_hash, dictionary_hash) = hashes(&problem.target);
-    if (data_hash, dictionary_hash) != (t0.data_hash, t0.dictionary_hash) {
-        return Err(Error::input(
-            first.dir.join(SHARD_TRACE),
-            format!(
-                "the shards sampled other data or another dictionary than {} and {} hold now \
-                 (their hashes differ): merge where the shards' inputs are readable unchanged",
-                problem.dataset.source.display(),
-                problem.dictionary_source
-            ),
-        ));
-    }
+    shards::check_inputs(first, &traces[0], hashes(&problem.target), &problem)?;
     // Every shard's trace: the same iterations, its own chains.
     let runs: Vec<SampleRun> = traces.into_iter().map(|t| t.run).collect();
-    let run = shard::join_runs(shards, &runs)?;
-    let chains_of: Vec<usize> = shards
-        .iter()
-        .map(|s| s.manifest.part.end - s.manifest.part.start)
-        .collect();
+    let run = shards::joined_run(parts, &runs)?;
     if run.accepted.len() != settings.chains {
         return Err(Error::Internal("shards' chains".into()));
     }
     // The draws, interleaved by chain.
     let (d, p) = (problem.target.d(), problem.target.p());
-    let mut codes = Vec::with_capacity(shards.len());
-    let mut images = Vec::with_capacity(shards.len());
+    let mut codes = Vec::with_capacity(parts.len());
+    let mut images = Vec::with_capacity(parts.len());
     let mut kept = None;
-    for (s, &c) in shards.iter().zip(&chains_of) {
+    for s in parts {
+        let c = s.manifest.part.end - s.manifest.part.start;
         let (k1, w1, v1) = shard_draws(s, "codes.npy", c)?;
         let (k2, w2, v2) = shard_draws(s, "images.npy", c)?;
         if (w1, w2) != (p, d) || k1 != k2 || kept.is_some_and(|k| k != k1) {
@@ -825,37 +688,26 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
             ));
         }
         kept = Some(k1);
-        codes.push(v1);
-        images.push(v2);
+        codes.push((v1, c));
+        images.push((v2, c));
     }
     let kept = kept.unwrap_or(0);
     let info = first.json("report.json")?["backend"].clone();
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
     let c = settings.chains;
-    let mut code_stream = NpyStream::create(&out.join("codes.npy"), &[c, p])?;
-    let mut image_stream = NpyStream::create(&out.join("images.npy"), &[c, d])?;
-    // One draw (every chain) per append: the stream counts whole rows.
-    let (mut draw_codes, mut draw_images) = (Vec::with_capacity(c * p), Vec::with_capacity(c * d));
-    for k in 0..kept {
-        draw_codes.clear();
-        draw_images.clear();
-        for ((x, y), &cs) in codes.iter().zip(&images).zip(&chains_of) {
-            draw_codes.extend_from_slice(&x[k * cs * p..(k + 1) * cs * p]);
-            draw_images.extend_from_slice(&y[k * cs * d..(k + 1) * cs * d]);
-        }
-        code_stream.append(&draw_codes)?;
-        image_stream.append(&draw_images)?;
+    for (name, parts, width) in [("codes.npy", &codes, p), ("images.npy", &images, d)] {
+        let mut stream = NpyStream::create(&out.join(name), &[c, width])?;
+        join_draws(parts, (kept, width), &mut |draw| stream.append(draw))?;
+        stream.finish()?;
     }
-    code_stream.finish()?;
-    image_stream.finish()?;
     let (report, mut summary) =
         write_outputs(&args, &problem, &settings, &run, kept, &info, started)?;
     summary.insert(
         0,
         format!(
             "rmld merge: {} shards of sample, {c} chains, in {:.1} s",
-            shards.len(),
+            parts.len(),
             started.elapsed().as_secs_f64()
         ),
     );

@@ -1,7 +1,9 @@
-//! Pieces of the JSON report and the picture layout shared by the runs.
+//! Pieces of the runs' JSON reports: the MH note, the automatic burn-in, the adaptation, the priors' and noise's blocks, the LASSO encodings, per-class figures.
 
 use serde_json::{json, Value};
 
+use super::augment::{AugmentPlan, AugmentSink};
+use super::SampleRun;
 use crate::io::Dataset;
 
 /// Why every proposal was accepted with MH on (then MH changed nothing, and the run equals one
@@ -17,20 +19,10 @@ pub fn mh_note(mh: bool, method: crate::methods::Method, acceptance: f64) -> Opt
     })
 }
 
-/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
-/// products store it.
-pub fn dictionary_json(problem: &super::Problem, d: usize, p: usize) -> Value {
-    let mut json = json!({ "source": problem.dictionary_source, "d": d, "p": p });
-    if problem.target.precision != crate::model::Precision::F32 {
-        json["precision"] = json!(problem.target.precision);
-    }
-    json
-}
-
 /// The automatic burn-in for the report: where it ended, whether it settled, the last check's
 /// measurements and the thresholds they were held to.
-pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {
-    use crate::orchestrator::burn_in::{ACCEPTANCE_TOLERANCE, DRIFT_T_LIMIT, LOG_CHANGE};
+pub fn burn_in_json(monitor: &super::BurnInMonitor) -> Value {
+    use super::burn_in::{ACCEPTANCE_TOLERANCE, DRIFT_T_LIMIT, LOG_CHANGE};
     json!({
         "cap": monitor.cap,
         "window": monitor.window,
@@ -48,7 +40,7 @@ pub fn burn_in_json(monitor: &crate::orchestrator::BurnInMonitor) -> Value {
 }
 
 /// The automatic burn-in's summary line: where the warm-up ended and why.
-pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
+pub fn burn_in_line(monitor: &super::BurnInMonitor) -> String {
     burn_in_line_with(
         monitor,
         "give a longer run (--samples) or a larger cap (--burn-in auto:CAP)",
@@ -57,7 +49,7 @@ pub fn burn_in_line(monitor: &crate::orchestrator::BurnInMonitor) -> String {
 
 /// `burn_in_line` with `remedy` as the advice when the warm-up did not settle (augment's cap is
 /// its own, not a share of the samples).
-pub fn burn_in_line_with(monitor: &crate::orchestrator::BurnInMonitor, remedy: &str) -> String {
+pub fn burn_in_line_with(monitor: &super::BurnInMonitor, remedy: &str) -> String {
     let check = monitor.last_check.map_or(String::new(), |c| {
         let mut parts = vec![format!("drift |t| {:.2}", c.drift_t)];
         if c.step_change.is_some() {
@@ -96,10 +88,7 @@ pub fn burn_in_line_with(monitor: &crate::orchestrator::BurnInMonitor, remedy: &
 /// With per-class steps, `classes` (per class: its step, its chains' warm-up acceptance) is added,
 /// labelled by `labels` (the classes' label values, in the chains' class order) when given, and
 /// `step_size` is their geometric mean.
-pub fn adaptation_json(
-    run: &crate::orchestrator::SampleRun,
-    labels: Option<&[u32]>,
-) -> Option<Value> {
+pub fn adaptation_json(run: &SampleRun, labels: Option<&[u32]>) -> Option<Value> {
     let a = run.adaptation.as_ref()?;
     let classes = run.class_steps.as_ref().map(|c| {
         c.classes
@@ -134,7 +123,7 @@ pub fn adaptation_json(
             "initial_length": t.initial_length,
             "length": t.length(),
             "mean_leapfrog_steps_in_warmup": t.mean_steps,
-            "max_leapfrog_steps": crate::orchestrator::MAX_LEAPFROG_STEPS,
+            "max_leapfrog_steps": super::MAX_LEAPFROG_STEPS,
         })),
     }))
 }
@@ -207,11 +196,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
 
 /// The SSGL prior's block of a report: its settings, the adaptive updates discarded as not
 /// finite, and the chains' final latent state summarised (means over chains and coefficients).
-pub fn ssgl_json(
-    ssgl: &crate::model::Ssgl,
-    run: &crate::orchestrator::SampleRun,
-    p: usize,
-) -> serde_json::Value {
+pub fn ssgl_json(ssgl: &crate::model::Ssgl, run: &SampleRun, p: usize) -> serde_json::Value {
     let width = crate::model::prior::ssgl::stride(p);
     let rows: Vec<&[f32]> = run.prior_state.chunks(width.max(1)).collect();
     let chains = rows.len().max(1) as f64;
@@ -237,7 +222,7 @@ pub fn ssgl_json(
 /// trace itself (per traced iteration, one value per chain).
 pub fn noise_json(
     noise: &crate::model::NoiseModel,
-    run: &crate::orchestrator::SampleRun,
+    run: &SampleRun,
     burn_in: u32,
 ) -> Option<Value> {
     let crate::model::NoiseModel::Gibbs { e, f } = *noise else {
@@ -334,4 +319,33 @@ pub fn merged_lasso_json(parts: &[Value]) -> Option<Value> {
         merged["rows_at_cap"] = json!(capped);
     }
     Some(merged)
+}
+
+/// Per class of an augmentation: label, counts, chains, acceptance and the distance its chains
+/// moved.
+pub fn class_report(plan: &AugmentPlan, sink: &AugmentSink, run: &SampleRun) -> Value {
+    let distances = run.distances_moved();
+    let mut first_chain = 0;
+    let mut classes = Vec::new();
+    for (k, class) in plan.classes.iter().enumerate() {
+        let chains = first_chain..first_chain + class.chains;
+        let accepted: u64 = run.accepted[chains.clone()].iter().map(|&a| a as u64).sum();
+        let proposals = (run.completed as u64 * class.chains as u64).max(1);
+        let moved = distances.get(chains.clone()).unwrap_or_default();
+        let acceptance: Vec<f64> = chains
+            .clone()
+            .map(|c| run.accepted[c] as f64 / run.completed.max(1) as f64)
+            .collect();
+        classes.push(json!({
+            "label": class.label,
+            "originals": class.rows[1],
+            "generated": sink.kept[k],
+            "chains": class.chains,
+            "acceptance_rate": accepted as f64 / proposals as f64,
+            "acceptance_per_chain": chain_quantiles(&acceptance),
+            "mean_distance_moved": moved.iter().sum::<f64>() / moved.len().max(1) as f64,
+        }));
+        first_chain = chains.end;
+    }
+    Value::Array(classes)
 }
