@@ -220,6 +220,57 @@ pub fn write_manifest(
     Ok(manifest)
 }
 
+/// A shard's configuration hash: its settings `hashed` (the output folder and the shard
+/// cleared by the caller), the device that ran it (report.json's `backend`: `auto` may pick the
+/// CPU on one node and a GPU on another, and two GPU adapters round differently) and the
+/// data's and dictionary's hashes.
+pub fn configuration(hashed: &impl Serialize, backend: &Value, hashes: (u64, u64)) -> String {
+    configuration_hash(&(hashed, device_key(backend)), hashes.0, hashes.1)
+}
+
+/// How a run's work is split.
+#[derive(Clone, Copy)]
+pub enum Split<'a> {
+    /// The whole run.
+    Whole,
+    /// Shard `i/N`: its part of the chains and of every encoding.
+    Shard(Shard),
+    /// The merge of these shards (checked, in order): their parts joined, nothing computed
+    /// that a shard computed.
+    Merge(&'a [ShardFiles]),
+}
+
+impl Split<'_> {
+    /// The split a run's `shard` setting asks for.
+    pub fn of(shard: Option<Shard>) -> Split<'static> {
+        shard.map_or(Split::Whole, Split::Shard)
+    }
+
+    /// This run's part of `total` units: all of them but in a shard.
+    pub fn part(&self, total: usize) -> std::ops::Range<usize> {
+        match self {
+            Split::Shard(shard) => shard.range(total),
+            _ => 0..total,
+        }
+    }
+
+    /// This run's part of `total` chains: a shard's must hold one (an error naming `shard`).
+    pub fn chains(&self, total: usize) -> Result<std::ops::Range<usize>> {
+        let range = self.part(total);
+        match self {
+            Split::Shard(shard) if range.is_empty() => Err(Error::usage(
+                "shard",
+                format!(
+                    "{shard}: shard {} of {} holds none of the run's {total} chains (split the \
+                     chains into at most {total} shards)",
+                    shard.index, shard.count
+                ),
+            )),
+            _ => Ok(range),
+        }
+    }
+}
+
 /// A shard read back for merging: its folder, manifest and files (checked against the manifest).
 pub struct ShardFiles {
     /// The shard's folder.
@@ -248,6 +299,22 @@ impl ShardFiles {
     pub fn npy_f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
         self.file(name)?;
         super::read_npy_matrix_f32(&self.dir.join(name))
+    }
+
+    /// The f32 NPY matrix `name` of the shard's part of `total` rows of `width` values.
+    pub fn rows(&self, name: &str, (total, width): (usize, usize)) -> Result<Vec<f32>> {
+        let rows = self.manifest.shard.range(total).len();
+        let (shape, values) = self.npy_f32(name)?;
+        if shape != [rows, width] {
+            return Err(Error::input(
+                self.dir.join(name),
+                format!(
+                    "shard {}: shape {shape:?}, expected [{rows}, {width}]",
+                    self.manifest.shard
+                ),
+            ));
+        }
+        Ok(values)
     }
 
     /// The JSON file `name`.

@@ -2,8 +2,14 @@
 
 use std::collections::BTreeMap;
 
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::report::{merged_lasso_json, picture_columns};
 use crate::backend::{Backend, EncodeStats};
-use crate::Result;
+use crate::io::{self, ShardFiles};
+use crate::{Error, Result};
 
 /// The batches in which a whole run encodes `total` rows, `batch` at a time, cut to `rows`
 /// (increasing): per batch that holds some of them, the rows the whole run's batch has (`like`:
@@ -137,6 +143,174 @@ pub fn reconstruct(a: &[f32], (d, p): (usize, usize), codes: &[f32], like: usize
         like,
     );
     out
+}
+
+/// Rows encoded, with what the report and the picture need.
+pub struct Encoded {
+    /// Rows n.
+    pub n: usize,
+    /// Pixels d and atoms p.
+    pub d: usize,
+    pub p: usize,
+    /// The images' geometry.
+    pub height: usize,
+    pub width: usize,
+    /// n × p.
+    pub codes: Vec<f32>,
+    /// n × d, A z.
+    pub reconstructions: Vec<f32>,
+    /// n × d, model units.
+    pub originals: Vec<f32>,
+}
+
+/// Writes a single run's files (codes.npy, reconstructions.npy, dictionary.npy,
+/// reconstructions.png, report.json) for `encoded`; `base` holds the report's fields that do
+/// not depend on the codes, `seconds` tells the run's duration. Returns the report, the mean
+/// squared error per pixel and the mean non-zero atoms.
+pub fn write_encoded(
+    out: &Path,
+    encoded: &Encoded,
+    dictionary: &[f32],
+    base: Value,
+    seconds: &dyn Fn() -> f64,
+) -> Result<(Value, f64, f64)> {
+    let Encoded {
+        n,
+        d,
+        p,
+        height: h,
+        width: w,
+        ..
+    } = *encoded;
+    let (codes, reconstructions, originals) =
+        (&encoded.codes, &encoded.reconstructions, &encoded.originals);
+    io::write_npy_f32(&out.join("codes.npy"), &[n, p], codes)?;
+    io::write_npy_f32(&out.join("reconstructions.npy"), &[n, d], reconstructions)?;
+    io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], dictionary)?;
+    let pixel_max = base["pixel_max"].as_f64().unwrap_or(1.0) as f32;
+    let shown = picture_columns(n);
+    io::write_png_grid(
+        &out.join("reconstructions.png"),
+        &[
+            (&originals[..shown * d], shown),
+            (&reconstructions[..shown * d], shown),
+        ],
+        h,
+        w,
+        shown,
+        (0.0, pixel_max),
+        (112 / h.max(w)).clamp(1, 8),
+    )?;
+    // ||x − A z||² per image, and its mean per pixel (model units, pixel-max scale).
+    let per_image: f64 = originals
+        .iter()
+        .zip(reconstructions)
+        .map(|(a, b)| ((a - b) as f64).powi(2))
+        .sum::<f64>()
+        / n as f64;
+    let per_pixel = per_image / d as f64;
+    let nonzero = codes.iter().filter(|&&v| v != 0.0).count() as f64 / n as f64;
+    let mut report = json!({
+        "command": "encode",
+        "rmld_version": env!("CARGO_PKG_VERSION"),
+        "encoded": n,
+        "seconds": seconds(),
+        "mean_squared_error_per_pixel": per_pixel,
+        "squared_error_per_image": per_image,
+        "mean_nonzero_atoms": nonzero,
+        "outputs": { "codes.npy": [n, p], "reconstructions.npy": [n, d], "dictionary.npy": [d, p],
+                     "reconstructions.png": "top: originals; bottom: their reconstructions A z" },
+    });
+    if let (Some(report), Value::Object(base)) = (report.as_object_mut(), base) {
+        report.extend(base);
+    }
+    io::write_json_atomic(&out.join("report.json"), &report)?;
+    Ok((report, per_pixel, nonzero))
+}
+
+/// The rows the shards of an encoding run encoded (checked, in order) with the dictionary,
+/// the report's fields that do not depend on the codes (the first shard's, the LASSO counts
+/// summed) and the longest shard's seconds.
+pub fn join_encoded(shards: &[ShardFiles]) -> Result<(Encoded, Vec<f32>, Value, f64)> {
+    let first = &shards[0];
+    let mut encoded: Option<Encoded> = None;
+    let mut seconds = 0f64;
+    let mut lasso = Vec::with_capacity(shards.len());
+    for s in shards {
+        let report = s.json("report.json")?;
+        seconds = seconds.max(report["seconds"].as_f64().unwrap_or(0.0));
+        lasso.push(report["lasso"].clone());
+        let (code_shape, codes) = s.npy_f32("codes.npy")?;
+        let (recon_shape, reconstructions) = s.npy_f32("reconstructions.npy")?;
+        let (orig_shape, originals) = s.npy_f32("originals.npy")?;
+        let rows = s.manifest.part.end - s.manifest.part.start;
+        let bad_shape = |name: &str| {
+            Error::input(
+                s.dir.join(name),
+                format!(
+                    "shard {}: the shape does not fit its {rows} rows",
+                    s.manifest.shard
+                ),
+            )
+        };
+        let (Some(&p), Some(&d)) = (code_shape.get(1), recon_shape.get(1)) else {
+            return Err(bad_shape("codes.npy"));
+        };
+        if code_shape[0] != rows {
+            return Err(bad_shape("codes.npy"));
+        }
+        if recon_shape != [rows, d] {
+            return Err(bad_shape("reconstructions.npy"));
+        }
+        if orig_shape != [rows, d] {
+            return Err(bad_shape("originals.npy"));
+        }
+        if s.file("dictionary.npy")? != first.file("dictionary.npy")? {
+            return Err(Error::input(
+                s.dir.join("dictionary.npy"),
+                format!(
+                    "shard {}'s dictionary differs from shard {}'s",
+                    s.manifest.shard, first.manifest.shard
+                ),
+            ));
+        }
+        let e = encoded.get_or_insert_with(|| Encoded {
+            n: 0,
+            d,
+            p,
+            height: report["dataset"]["height"].as_u64().unwrap_or(0) as usize,
+            width: report["dataset"]["width"].as_u64().unwrap_or(0) as usize,
+            codes: Vec::new(),
+            reconstructions: Vec::new(),
+            originals: Vec::new(),
+        });
+        if (e.d, e.p) != (d, p) {
+            return Err(bad_shape("codes.npy"));
+        }
+        e.n += rows;
+        e.codes.extend(codes);
+        e.reconstructions.extend(reconstructions);
+        e.originals.extend(originals);
+    }
+    let encoded = encoded.ok_or_else(|| Error::Internal("no shard".into()))?;
+    let (_, dictionary) = first.npy_f32("dictionary.npy")?;
+    let report = first.json("report.json")?;
+    let keep = [
+        "lambda",
+        "iterations",
+        "pixel_max",
+        "dataset",
+        "dictionary",
+        "backend",
+    ];
+    let mut base: serde_json::Map<String, Value> = keep
+        .iter()
+        .filter_map(|k| report.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    if let Some(lasso) = merged_lasso_json(&lasso) {
+        base.insert("lasso".into(), lasso);
+    }
+    Ok((encoded, dictionary, Value::Object(base), seconds))
 }
 
 #[cfg(test)]

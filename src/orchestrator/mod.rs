@@ -5,12 +5,15 @@ pub(crate) mod adapt;
 pub(crate) mod augment;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
+pub(crate) mod draw_stats;
 pub(crate) mod encode;
+pub(crate) mod estimate;
 pub(crate) mod identity;
-pub(crate) mod join;
-pub(crate) mod memory;
 pub(crate) mod report;
+pub(crate) mod resume;
+pub(crate) mod sample_report;
 pub(crate) mod settings;
+pub(crate) mod shard;
 pub(crate) mod streams;
 pub(crate) mod warm_up;
 
@@ -22,7 +25,7 @@ pub use adapt::{
     halton, mean_acceptance, Adaptation, ClassSteps, StepAdaptation, TrajectoryAdaptation,
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
-pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
+pub use augment::{parse_ratio, AugmentMethod, AugmentPlan, AugmentSink};
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
 pub use settings::{Init, KeepPolicy, SamplerSettings};

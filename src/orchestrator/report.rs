@@ -349,3 +349,34 @@ pub fn class_report(plan: &AugmentPlan, sink: &AugmentSink, run: &SampleRun) -> 
     }
     Value::Array(classes)
 }
+
+/// An augmentation's warm-up as summary lines: the automatic burn-in's end, the steps adapted
+/// per class and ChEES's trajectory length.
+pub fn class_warm_up_lines(chains: &SampleRun) -> Vec<String> {
+    let mut lines: Vec<String> = chains
+        .burn_in
+        .as_ref()
+        .map(|m| burn_in_line_with(m, "give a larger cap (--burn-in auto:CAP)"))
+        .into_iter()
+        .collect();
+    if let (Some(a), Some(c)) = (&chains.adaptation, &chains.class_steps) {
+        let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
+        let (low, high) = steps
+            .iter()
+            .fold((f32::INFINITY, 0f32), |(l, h), &s| (l.min(s), h.max(s)));
+        lines.push(format!(
+            "step size adapted per class over {} burn-in iterations: {:.4e} → {low:.4e} to \
+             {high:.4e} (dual averaging on each class's chains toward mean acceptance {}), \
+             frozen for the kept draws; report.json's adaptation.classes lists them",
+            a.count, a.initial_step, a.target
+        ));
+        if let Some(t) = a.trajectory {
+            lines.push(format!(
+                "trajectory length adapted by ChEES across classes: {:.4} → {:.4}",
+                t.initial_length,
+                t.length()
+            ));
+        }
+    }
+    lines
+}

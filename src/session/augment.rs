@@ -3,11 +3,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::io::shards::ShardFiles;
+use crate::io::{ShardFiles, Split};
+use crate::orchestrator::shard::{shard_settings, shard_trace};
 use crate::Result;
 
 use super::observer::{Observer, Silent};
-use super::pipeline::shards::{self, Split};
 use super::settings::AugmentSettings;
 use super::Outcome;
 
@@ -50,8 +50,8 @@ impl Augmenter {
 /// quality metrics, the picture, the report) made as the single run makes them.
 pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
-    let trace = shards::trace(&parts[0])?;
-    let mut args: AugmentSettings = shards::merged_settings(&parts[0], &trace)?;
+    let trace = shard_trace(&parts[0])?;
+    let mut args: AugmentSettings = shard_settings(&parts[0], &trace)?;
     args.problem.shard = None;
     args.problem.out = out.to_path_buf();
     let mut outcome = super::pipeline::augment(&args, &Silent, Split::Merge(parts))?;

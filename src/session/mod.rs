@@ -28,10 +28,9 @@ mod code_cache;
 mod data_scale;
 mod dict_mcmc;
 mod dictionary;
-mod draw_stats;
 mod eda_experiment;
 mod encode;
-mod estimate;
+mod memory;
 mod observer;
 mod outputs;
 mod pipeline;
@@ -42,9 +41,11 @@ mod settings;
 
 // The homes of what moved down, where the files beside them still look for it.
 pub(crate) use crate::io::shards as shard;
-pub(crate) use crate::orchestrator::{memory, report};
+pub(crate) use crate::orchestrator::report;
 
 pub use crate::io::shards::{FileEntry, Manifest, Part, Shard, MANIFEST};
+pub use crate::orchestrator::draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
+pub use crate::orchestrator::estimate::{estimate_augment, AugmentWork, Estimate};
 pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
@@ -59,10 +60,8 @@ pub use dictionary::{
     family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind, Learned,
     DICTIONARY_CHECKPOINT,
 };
-pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
 pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, PAPER_SYNTHETIC};
 pub use encode::Encoder;
-pub use estimate::{estimate_augment, AugmentWork, Estimate};
 pub use observer::{Notice, Observer, Phase, Silent};
 pub use pipeline::shards::merge;
 pub use pipeline::AUGMENT_PHASES;

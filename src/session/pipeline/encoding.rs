@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use super::output::Output;
-use super::shards::{self, Split};
 use super::{Halt, Step};
 use crate::backend::Backend;
 use crate::io::{Dataset, NpyStream};
+use crate::io::{Output, Split};
 use crate::methods::DynamicsSettings;
 use crate::model::{Observations, Target};
 use crate::orchestrator::encode::{encode_batches, encode_like_whole, BatchBackends};
@@ -75,7 +74,9 @@ impl Encoder<'_> {
             }
             Split::Merge(parts) => {
                 let mut stream = output.stream(file, &[p])?;
-                shards::join_rows(parts, part, (n, p), &mut |c| stream.append(c))?;
+                for s in parts {
+                    stream.append(&s.rows(part, (n, p))?)?;
+                }
                 Ok(Codes::Stream(stream))
             }
             Split::Whole => {

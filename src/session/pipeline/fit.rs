@@ -20,23 +20,52 @@ pub(crate) struct Fitted {
     pub scale: Option<ScaleFitted>,
 }
 
-/// `args` fitted to `dataset` (with `labels`), and what changed.
+/// `args` fitted to `dataset` (with `labels`), and what changed: where allowed, the minibatch
+/// lowered to the smallest chosen class, the tangent target's k lowered so that it holds k + 1
+/// images (the anchor and its k neighbours), then the scales (`fit_scale`).
 pub(crate) fn fit(
     args: &AugmentSettings,
     dataset: &Dataset,
     labels: &[u32],
 ) -> (AugmentSettings, Fitted) {
-    let (fitted, batch) = fit_batch(args, labels);
-    let (fitted, tangent_k) = fit_tangent_k(&fitted, labels);
+    let mut fitted = args.clone();
+    let smallest = smallest_class(args.classes.as_deref(), labels);
+    let asked = args.dynamics.batch;
+    let batch = match smallest {
+        Some(n) if args.fit_batch_to_classes && n > 0 && (n as u64) < asked as u64 => {
+            fitted.dynamics.batch = n as u32;
+            Some((asked, n as u32))
+        }
+        _ => None,
+    };
+    let asked = args.problem.tangent_k;
+    let tangent = args.fit_tangent_k_to_classes && args.problem.target == TargetKind::Tangent;
+    let tangent_k = match smallest {
+        Some(n) if tangent && n >= 2 && n as u64 <= asked as u64 => {
+            fitted.problem.tangent_k = (n - 1) as u32;
+            Some((asked, (n - 1) as u32))
+        }
+        _ => None,
+    };
     let (fitted, scale) = fit_scale(&fitted, dataset, labels);
-    (
-        fitted,
-        Fitted {
-            batch,
-            tangent_k,
-            scale,
-        },
-    )
+    let fits = Fitted {
+        batch,
+        tangent_k,
+        scale,
+    };
+    (fitted, fits)
+}
+
+/// Images in the smallest of the `chosen` classes (all without).
+fn smallest_class(chosen: Option<&[u32]>, labels: &[u32]) -> Option<usize> {
+    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
+    for &label in labels {
+        *counts.entry(label).or_default() += 1;
+    }
+    match chosen {
+        Some(chosen) => chosen.iter().filter_map(|c| counts.get(c)).min().copied(),
+        None => counts.values().min().copied(),
+    }
 }
 
 impl Fitted {
@@ -71,52 +100,6 @@ impl Fitted {
             ));
         }
         notes
-    }
-}
-
-/// `args` with the minibatch lowered to the smallest chosen class when it is larger and
-/// `fit_batch_to_classes` allows it, and (asked, used) when it was lowered.
-fn fit_batch(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option<(u32, u32)>) {
-    let mut fitted = args.clone();
-    if !args.fit_batch_to_classes {
-        return (fitted, None);
-    }
-    match smallest_class(args, labels) {
-        Some(n) if n > 0 && (n as u64) < args.dynamics.batch as u64 => {
-            fitted.dynamics.batch = n as u32;
-            (fitted, Some((args.dynamics.batch, n as u32)))
-        }
-        _ => (fitted, None),
-    }
-}
-
-/// Images in the smallest chosen class.
-fn smallest_class(args: &AugmentSettings, labels: &[u32]) -> Option<usize> {
-    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
-    for &label in labels {
-        *counts.entry(label).or_default() += 1;
-    }
-    match args.classes.as_deref() {
-        Some(chosen) => chosen.iter().filter_map(|c| counts.get(c)).min().copied(),
-        None => counts.values().min().copied(),
-    }
-}
-
-/// `args` with the tangent target's k lowered so that the smallest chosen class holds k + 1
-/// images (the anchor and its k neighbours), when `fit_tangent_k_to_classes` allows it, and
-/// (asked, used) when it was lowered.
-fn fit_tangent_k(args: &AugmentSettings, labels: &[u32]) -> (AugmentSettings, Option<(u32, u32)>) {
-    let mut fitted = args.clone();
-    if !args.fit_tangent_k_to_classes || args.problem.target != TargetKind::Tangent {
-        return (fitted, None);
-    }
-    match smallest_class(args, labels) {
-        Some(n) if n >= 2 && n as u64 <= args.problem.tangent_k as u64 => {
-            let k = (n - 1) as u32;
-            fitted.problem.tangent_k = k;
-            (fitted, Some((args.problem.tangent_k, k)))
-        }
-        _ => (fitted, None),
     }
 }
 

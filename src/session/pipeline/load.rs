@@ -7,15 +7,16 @@ use serde_json::{json, Value};
 
 use super::fit::{fit, Fitted};
 use super::sampler::sampler_settings;
-use super::shards::{self, Split};
 use super::Pipeline;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::Backend;
-use crate::io::{labelled, shards::ShardFiles, Dataset};
+use crate::io::{labelled, Dataset, ShardFiles, Split};
 use crate::model::{Dictionary, Target, TargetKind};
+use crate::orchestrator::estimate::{estimate_augment, AugmentWork};
 use crate::orchestrator::identity::input_hashes;
-use crate::orchestrator::{memory, AugmentPlan, SamplerSettings};
-use crate::session::estimate::{estimate_augment, AugmentWork};
+use crate::orchestrator::shard::{check_inputs, shard_trace};
+use crate::orchestrator::{AugmentPlan, SamplerSettings};
+use crate::session::memory;
 use crate::session::observer::Notice;
 use crate::session::problem::{build_problem, make_grouped_backend, make_kernel_backend, Problem};
 use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
@@ -154,7 +155,11 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     };
     let hashes = input_hashes(&problem.target);
     if let Split::Merge(shards) = pipe.split {
-        shards::check_inputs(&shards[0], &shards::trace(&shards[0])?, hashes, &problem)?;
+        let sources = (
+            problem.dataset.source.as_path(),
+            problem.dictionary_source.as_str(),
+        );
+        check_inputs(&shards[0], &shard_trace(&shards[0])?, hashes, sources)?;
     }
     let loaded = Loaded {
         asked: asked.clone(),

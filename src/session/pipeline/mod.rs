@@ -4,8 +4,8 @@
 //! [`sampling`], [`reencode`], [`quality`], [`original_codes`], [`test_codes`], [`writing`].
 //! [`Pipeline::stage`] runs one: its wall time goes to its phase, and a stop requested during
 //! it ends the run after it (a stage polls for one where it can stop midway). Every file goes
-//! through the pipeline's [`output::Output`], so a stopped run takes back all it wrote and keeps
-//! only report.json, which says where it stopped. A shard ([`shards::Split`]) runs its part of
+//! through the pipeline's [`Output`](crate::io::Output), so a stopped run takes back all it wrote and keeps
+//! only report.json, which says where it stopped. A shard ([`Split`](crate::io::Split)) runs its part of
 //! the stages that have parts (the chains, the encodings) and saves them ([`parts`]); a merge
 //! joins the parts in their place and runs the rest as the whole run does.
 
@@ -15,7 +15,6 @@ mod encoding;
 mod fit;
 mod load;
 mod original_codes;
-mod output;
 pub(crate) mod parts;
 mod quality;
 mod reencode;
@@ -31,6 +30,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use crate::io::{Output, Split};
+use crate::orchestrator::shard::join_augment;
 use crate::orchestrator::{AugmentSink, SampleRun};
 use crate::session::observer::{Notice, Observer};
 use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
@@ -39,8 +40,6 @@ use crate::{Error, Result};
 use clock::PhaseClock;
 use encoding::Encoder;
 use load::{Device, Loaded};
-use output::Output;
-use shards::Split;
 
 /// The phases of an augmentation, in run order: each one's wall time is in report.json's
 /// `phase_seconds` (0 for a phase the settings leave out).
@@ -322,7 +321,7 @@ fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Gene
     let (sink, state, amortized) = match (pipe.split, device.backend.as_deref_mut()) {
         (Split::Merge(shards), _) => {
             let shape = (run.kernel, run.d, run.p);
-            let (sink, state) = parts::join(shards, &run.plan, cap, shape)?;
+            let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
             (sink, state, None)
         }
         (_, Some(_)) if args.sampler == SamplerChoice::Amortized => {

@@ -1,9 +1,8 @@
 //! Stage "original codes": the originals' LASSO codes, which codes.npy holds before the generated ones.
 
 use super::encoding::{Codes, Encoder};
-use super::output::Output;
 use super::Step;
-use crate::io::Dataset;
+use crate::io::{Dataset, Output};
 
 /// The phase's name.
 pub(super) const PHASE: &str = "original codes";

@@ -1,8 +1,8 @@
 //! Stage "re-encoding": the generated images, post-processed as written, LASSO-encoded again, their codes in place of the chains' positions.
 
 use super::encoding::{Encoder, Rows};
-use super::shards::Split;
 use super::{Halt, Step};
+use crate::io::Split;
 use crate::orchestrator::{AugmentPlan, AugmentSink};
 
 /// The phase's name.

@@ -3,9 +3,9 @@
 use serde_json::{json, Value};
 
 use super::load::{Device, Loaded};
-use super::output::Output;
 use super::Generated;
 use crate::backend::EncodeStats;
+use crate::io::Output;
 use crate::orchestrator::report as parts;
 use crate::session::class_diagnostics as cd;
 use crate::session::settings::{AugmentMethod, Preset};
@@ -150,7 +150,7 @@ pub(super) fn finish(
         end.seconds
     ));
     summary.extend(run.fitted.scale.as_ref().map(|fit| fit.summary()));
-    summary.extend(chain_lines(&generated.run));
+    summary.extend(parts::class_warm_up_lines(&generated.run));
     summary.extend(run.fitted.class_notes());
     summary.extend(end.verdict);
     summary.extend(end.quality);
@@ -210,35 +210,4 @@ fn phases_line(phases: &Value) -> String {
         .map(|(name, s)| format!("{name} {s:.1} s"))
         .collect();
     format!("phases: {}", parts.join(", "))
-}
-
-/// The chains' warm-up: the automatic burn-in's end, the steps adapted per class and ChEES's
-/// trajectory length.
-fn chain_lines(chains: &crate::orchestrator::SampleRun) -> Vec<String> {
-    let mut lines: Vec<String> = chains
-        .burn_in
-        .as_ref()
-        .map(|m| parts::burn_in_line_with(m, "give a larger cap (--burn-in auto:CAP)"))
-        .into_iter()
-        .collect();
-    if let (Some(a), Some(c)) = (&chains.adaptation, &chains.class_steps) {
-        let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
-        let (low, high) = steps
-            .iter()
-            .fold((f32::INFINITY, 0f32), |(l, h), &s| (l.min(s), h.max(s)));
-        lines.push(format!(
-            "step size adapted per class over {} burn-in iterations: {:.4e} → {low:.4e} to \
-             {high:.4e} (dual averaging on each class's chains toward mean acceptance {}), \
-             frozen for the kept draws; report.json's adaptation.classes lists them",
-            a.count, a.initial_step, a.target
-        ));
-        if let Some(t) = a.trajectory {
-            lines.push(format!(
-                "trajectory length adapted by ChEES across classes: {:.4} → {:.4}",
-                t.initial_length,
-                t.length()
-            ));
-        }
-    }
-    lines
 }

@@ -1,9 +1,8 @@
 //! Stage "test codes": the test split's LASSO codes, for a classifier trained on the codes.
 
 use super::encoding::{Codes, Encoder};
-use super::output::Output;
 use super::Step;
-use crate::io::Dataset;
+use crate::io::{Dataset, Output};
 
 /// The phase's name.
 pub(super) const PHASE: &str = "test codes";

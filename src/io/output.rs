@@ -1,15 +1,15 @@
-//! The one writer of a run's output folder: every file a stage makes goes through it, so that a stopped run takes back all it wrote.
+//! The one writer of a run's output folder: every file a run makes goes through it, so that a stopped run takes back all it wrote.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::io::{self, output_folder, NpyStream};
+use super::{output_folder, partial_path, NpyStream};
 use crate::Result;
 
 /// A run's output folder and what the run wrote into it so far.
-pub(crate) struct Output {
+pub struct Output {
     /// The folder.
     pub dir: PathBuf,
     files: Vec<PathBuf>,
@@ -43,7 +43,7 @@ impl Output {
     /// Creates the folder and locks it for this run; `stale` files (a shard's manifest, which
     /// must not vouch for this run's files) are removed.
     pub fn open(&mut self, stale: &[&str]) -> Result<()> {
-        io::prepare_output_dir(&self.dir)?;
+        super::prepare_output_dir(&self.dir)?;
         self.lock = Some(output_folder::lock_output(&self.dir)?);
         for name in stale {
             output_folder::remove_if_present(&self.dir.join(name))?;
@@ -68,7 +68,7 @@ impl Output {
 
     /// Writes report.json (kept when the run stops).
     pub fn report(&self, report: &Value) -> Result<()> {
-        io::write_json_atomic(&self.dir.join("report.json"), report)
+        super::write_json_atomic(&self.dir.join("report.json"), report)
     }
 
     /// Removes every file and stream written so far.
@@ -77,7 +77,7 @@ impl Output {
             let _ = std::fs::remove_file(&path);
         }
         for path in self.streams.drain(..) {
-            let _ = std::fs::remove_file(io::partial_path(&path));
+            let _ = std::fs::remove_file(partial_path(&path));
         }
     }
 }
