@@ -402,26 +402,13 @@ pub fn continue_run(
         let terms = backend.propose(outer)?;
         let host = Instant::now();
         let traced = outer.is_multiple_of(run.trace_stride);
-        let mut mask = vec![false; chains];
-        warmup_alpha.clear();
-        for (c, t) in terms.iter().enumerate() {
-            let decision = match steps.chain_delta.as_deref() {
-                Some(delta) => MhRule {
-                    delta: delta[c],
-                    ..*steps.rule
-                },
-                None => *steps.rule,
-            }
-            .decide(t, seed, offset + c as u32, outer);
-            warmup_alpha.push(decision.log_alpha);
-            mask[c] = decision.accepted;
-            run.accepted[c] += decision.accepted as u32;
-            run.divergent[c] += decision.divergent as u32;
-            if traced {
-                run.log_alpha.push(decision.log_alpha);
-                run.energies.push(t.energy_current);
-            }
-        }
+        let mask = steps.decide(
+            &terms,
+            (seed, offset, outer),
+            traced,
+            &mut run,
+            &mut warmup_alpha,
+        );
         let adapting = Instant::now();
         let proposals = if chees(&run) {
             Some(backend.proposals()?)
@@ -469,13 +456,7 @@ pub fn continue_run(
             }
         }
         if traced {
-            for x in codes.chunks(p) {
-                run.projections.extend(
-                    projections
-                        .chunks(p)
-                        .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
-                );
-            }
+            run.trace_projections(&codes, &projections, p);
             run.thin_trace_if_full(chains);
         }
         let checking = Instant::now();
@@ -570,6 +551,40 @@ struct StepFeed<'a> {
 }
 
 impl StepFeed<'_> {
+    /// Every chain's MH decision on its proposal's `terms` at `outer` (each chain's own Δ with
+    /// per-class steps), counted in `run` and traced there when `traced`; `log_alpha` gets
+    /// every chain's log α. Returns the accept mask.
+    fn decide(
+        &self,
+        terms: &[crate::methods::MhTerms],
+        (seed, offset, outer): (u64, u32, u32),
+        traced: bool,
+        run: &mut SampleRun,
+        log_alpha: &mut Vec<f64>,
+    ) -> Vec<bool> {
+        let mut mask = vec![false; terms.len()];
+        log_alpha.clear();
+        for (c, t) in terms.iter().enumerate() {
+            let decision = match self.chain_delta.as_deref() {
+                Some(delta) => MhRule {
+                    delta: delta[c],
+                    ..*self.rule
+                },
+                None => *self.rule,
+            }
+            .decide(t, seed, offset + c as u32, outer);
+            log_alpha.push(decision.log_alpha);
+            mask[c] = decision.accepted;
+            run.accepted[c] += decision.accepted as u32;
+            run.divergent[c] += decision.divergent as u32;
+            if traced {
+                run.log_alpha.push(decision.log_alpha);
+                run.energies.push(t.energy_current);
+            }
+        }
+        mask
+    }
+
     /// Feeds the run's adapted step size (and per-class steps) to the backend and the MH rule.
     fn feed(&mut self, backend: &mut dyn Backend, run: &SampleRun) -> Result<()> {
         let Some(a) = &run.adaptation else {
@@ -641,6 +656,17 @@ impl crate::diagnostics::ChainTrace for SampleRun {
 }
 
 impl SampleRun {
+    /// Traces every chain's position `codes` (rows of p) projected on the fixed `projections`.
+    fn trace_projections(&mut self, codes: &[f32], projections: &[f32], p: usize) {
+        for x in codes.chunks(p) {
+            self.projections.extend(
+                projections
+                    .chunks(p)
+                    .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
+            );
+        }
+    }
+
     /// Keeps every other traced iteration once the trace holds 2 × TRACE_CAP of them.
     fn thin_trace_if_full(&mut self, chains: usize) {
         let iterations = self.energies.len() / chains.max(1);

@@ -1,6 +1,6 @@
 //! Stage "burn-in": the chains' warm-up, fixed or automatic, with the step sizes adapting where asked; nothing is kept.
 
-use super::{Halt, Pipeline, Step};
+use super::stage::{Halt, Pipeline, Step};
 use crate::backend::Backend;
 use crate::model::Target;
 use crate::orchestrator::{self, SampleRun, SamplerSettings};

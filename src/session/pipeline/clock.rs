@@ -70,4 +70,15 @@ impl<'a> PhaseClock<'a> {
                 .collect(),
         )
     }
+
+    /// The phases that took time, as a summary line.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .seconds
+            .iter()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(name, s)| format!("{name} {s:.1} s"))
+            .collect();
+        format!("phases: {}", parts.join(", "))
+    }
 }

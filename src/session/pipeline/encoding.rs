@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Halt, Step};
+use super::stage::{Halt, Step};
 use crate::backend::Backend;
 use crate::io::{Dataset, NpyStream};
 use crate::io::{Output, Split};

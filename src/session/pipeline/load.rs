@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::fit::{fit, Fitted};
 use super::sampler::sampler_settings;
-use super::Pipeline;
+use super::stage::Pipeline;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::Backend;
 use crate::io::{labelled, Dataset, ShardFiles, Split};

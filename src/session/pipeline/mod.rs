@@ -22,24 +22,24 @@ mod report;
 mod sampler;
 mod sampling;
 pub(crate) mod shards;
+mod stage;
 mod starts;
 mod test_codes;
 mod writing;
 
-use std::time::Instant;
-
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::io::{Output, Split};
 use crate::orchestrator::shard::join_augment;
 use crate::orchestrator::{AugmentSink, SampleRun};
-use crate::session::observer::{Notice, Observer};
+use crate::session::observer::Observer;
 use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
 use crate::session::Outcome;
 use crate::{Error, Result};
-use clock::PhaseClock;
 use encoding::Encoder;
 use load::{Device, Loaded};
+use sampling::Generated;
+use stage::{Halt, Pipeline, Step};
 
 /// The phases of an augmentation, in run order: each one's wall time is in report.json's
 /// `phase_seconds` (0 for a phase the settings leave out).
@@ -54,100 +54,6 @@ pub const AUGMENT_PHASES: [&str; 9] = [
     test_codes::PHASE,
     writing::PHASE,
 ];
-
-/// Why a pipeline ended before its last stage.
-pub(crate) enum Halt {
-    /// The observer asked it to stop.
-    Stopped,
-    /// A stage failed.
-    Failed(Error),
-}
-
-impl From<Error> for Halt {
-    fn from(e: Error) -> Self {
-        Halt::Failed(e)
-    }
-}
-
-/// A stage's output, or why the run ends there.
-pub(crate) type Step<T> = std::result::Result<T, Halt>;
-
-/// What every stage may use, and what the pipeline does around them.
-pub(crate) struct Pipeline<'a> {
-    /// Progress, notices and stop requests.
-    pub observer: &'a dyn Observer,
-    /// The whole run, a shard, or a merge.
-    pub split: Split<'a>,
-    /// The output folder.
-    pub output: Output,
-    clock: PhaseClock<'a>,
-    started: Instant,
-}
-
-impl<'a> Pipeline<'a> {
-    /// A pipeline writing into `output`, its phases those of [`AUGMENT_PHASES`].
-    fn new(observer: &'a dyn Observer, split: Split<'a>, output: Output) -> Self {
-        Pipeline {
-            observer,
-            split,
-            output,
-            clock: PhaseClock::new(observer, &AUGMENT_PHASES),
-            started: Instant::now(),
-        }
-    }
-
-    /// Runs the stage `phase` (`bar`: a progress bar of that many outer iterations): its wall
-    /// time goes to the phase; a stop requested during it ends the run after it.
-    fn stage<T>(
-        &mut self,
-        phase: &'static str,
-        bar: Option<u64>,
-        run: impl FnOnce(&mut Self) -> Step<T>,
-    ) -> Step<T> {
-        self.clock.begin(phase, bar);
-        let output = run(self)?;
-        self.clock.end();
-        match self.observer.stop_requested() {
-            true => Err(Halt::Stopped),
-            false => Ok(output),
-        }
-    }
-
-    /// Ends the last phase: every phase's seconds and the run's.
-    fn finish(&mut self) -> (Value, f64) {
-        self.clock.end();
-        (self.clock.json(), self.started.elapsed().as_secs_f64())
-    }
-
-    /// Ends a stopped run: takes back what it wrote, writes report.json saying where it
-    /// stopped and that it cannot be resumed, and tells the observer.
-    fn stopped(mut self) -> Result<Outcome> {
-        let phase = self.clock.last;
-        let (phases, seconds) = self.finish();
-        self.output.discard();
-        let report = json!({
-            "command": "augment",
-            "rmld_version": env!("CARGO_PKG_VERSION"),
-            "interrupted": true,
-            "stopped_in": phase,
-            "resumable": false,
-            "outputs": "none: an augmentation cannot be resumed, so an interrupted one keeps no output; run it again",
-            "phase_seconds": phases,
-            "seconds": seconds,
-        });
-        self.output.report(&report)?;
-        self.observer.notice(&Notice::AugmentInterrupted {
-            phase,
-            out: self.output.dir.clone(),
-        });
-        Ok(Outcome {
-            interrupted: true,
-            report,
-            summary: Vec::new(),
-            draw_stats: None,
-        })
-    }
-}
 
 /// Runs the augmentation `args` split as `split` (a merge: `args` are the shards').
 pub(crate) fn augment(
@@ -171,22 +77,12 @@ pub(crate) fn augment(
             Output::check(&args.problem.out, names, &inputs, args.problem.force)?
         }
     };
-    let mut pipe = Pipeline::new(observer, split, output);
+    let mut pipe = Pipeline::new(observer, split, output, &AUGMENT_PHASES);
     match run(&mut pipe, args) {
         Ok(outcome) => Ok(outcome),
         Err(Halt::Stopped) => pipe.stopped(),
         Err(Halt::Failed(e)) => Err(e),
     }
-}
-
-/// The samples, the run that made them, its burn-in and the seconds since the run began.
-pub(super) struct Generated {
-    pub sink: AugmentSink,
-    pub run: SampleRun,
-    pub burn_in: u32,
-    /// The amortized sampler's report (None: chains).
-    pub amortized: Option<Value>,
-    pub seconds: f64,
 }
 
 /// The stages, in order.
@@ -296,6 +192,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
     let (phases, seconds) = pipe.finish();
     let finished = report::Finished {
         phases,
+        phases_line: pipe.clock.summary(),
         seconds,
         caches,
         lasso: device.backend.as_ref().and_then(|b| b.encode_stats()),

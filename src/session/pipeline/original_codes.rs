@@ -1,7 +1,7 @@
 //! Stage "original codes": the originals' LASSO codes, which codes.npy holds before the generated ones.
 
 use super::encoding::{Codes, Encoder};
-use super::Step;
+use super::stage::Step;
 use crate::io::{Dataset, Output};
 
 /// The phase's name.

@@ -4,7 +4,9 @@ use serde_json::json;
 
 use super::encoding::Codes;
 use super::load::{Device, Loaded};
-use super::{original_codes, test_codes, Generated, Pipeline};
+use super::sampling::Generated;
+use super::stage::Pipeline;
+use super::{original_codes, test_codes};
 use crate::io::shards::{configuration, Shard};
 use crate::orchestrator::shard::{finish_shard, ShardEnd, TRACE};
 use crate::orchestrator::shard::{AUGMENT_CODES as CODES, AUGMENT_IMAGES as IMAGES};

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Halt, Step};
+use super::stage::{Halt, Step};
 use crate::diagnostics::quality::LabelledImages;
 use crate::io::Dataset;
 use crate::session::observer::{Notice, Observer};

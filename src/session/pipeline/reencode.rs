@@ -1,7 +1,7 @@
 //! Stage "re-encoding": the generated images, post-processed as written, LASSO-encoded again, their codes in place of the chains' positions.
 
 use super::encoding::{Encoder, Rows};
-use super::{Halt, Step};
+use super::stage::{Halt, Step};
 use crate::io::Split;
 use crate::orchestrator::{AugmentPlan, AugmentSink};
 

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::load::{Device, Loaded};
-use super::Generated;
+use super::sampling::Generated;
 use crate::backend::EncodeStats;
 use crate::io::Output;
 use crate::orchestrator::report as parts;
@@ -104,6 +104,7 @@ pub(super) fn report(
 /// backend that does not count them), and the quality line.
 pub(super) struct Finished {
     pub phases: Value,
+    pub phases_line: String,
     pub seconds: f64,
     pub caches: [&'static str; 3],
     pub lasso: Option<EncodeStats>,
@@ -144,11 +145,7 @@ pub(super) fn finish(
     report["seconds"] = json!(end.seconds);
     output.report(&report)?;
     let mut summary = vec![first_line(&report, run, device, generated)];
-    summary.push(format!(
-        "{} (in all {:.1} s)",
-        phases_line(&report["phase_seconds"]),
-        end.seconds
-    ));
+    summary.push(format!("{} (in all {:.1} s)", end.phases_line, end.seconds));
     summary.extend(run.fitted.scale.as_ref().map(|fit| fit.summary()));
     summary.extend(parts::class_warm_up_lines(&generated.run));
     summary.extend(run.fitted.class_notes());
@@ -199,15 +196,4 @@ fn first_line(report: &Value, run: &Loaded, device: &Device, generated: &Generat
 /// The output folder, as the summary names it.
 fn args_out(run: &Loaded) -> String {
     run.args.problem.out.display().to_string()
-}
-
-/// The phases that took time (report.json's `phase_seconds`), in run order.
-fn phases_line(phases: &Value) -> String {
-    let parts: Vec<String> = super::AUGMENT_PHASES
-        .iter()
-        .filter_map(|&name| phases[name].as_f64().map(|s| (name, s)))
-        .filter(|(_, s)| *s > 0.0)
-        .map(|(name, s)| format!("{name} {s:.1} s"))
-        .collect();
-    format!("phases: {}", parts.join(", "))
 }

@@ -2,13 +2,23 @@
 
 use serde_json::Value;
 
-use super::{Halt, Pipeline, Step};
+use super::stage::{Halt, Pipeline, Step};
 use crate::backend::Backend;
 use crate::model::Target;
 use crate::orchestrator::{self, AugmentPlan, AugmentSink, Hooks, SampleRun, SamplerSettings};
 use crate::session::amortize::amortized_generation;
 use crate::session::settings::AugmentSettings;
 use crate::Result;
+
+/// The samples, the run that made them, its burn-in and the seconds since the run began.
+pub(super) struct Generated {
+    pub sink: AugmentSink,
+    pub run: SampleRun,
+    pub burn_in: u32,
+    /// The amortized sampler's report (None: chains).
+    pub amortized: Option<Value>,
+    pub seconds: f64,
+}
 
 /// The phase's name.
 pub(super) const PHASE: &str = "sampling";

@@ -1,7 +1,7 @@
 //! Stage "test codes": the test split's LASSO codes, for a classifier trained on the codes.
 
 use super::encoding::{Codes, Encoder};
-use super::Step;
+use super::stage::Step;
 use crate::io::{Dataset, Output};
 
 /// The phase's name.

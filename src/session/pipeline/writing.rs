@@ -1,7 +1,7 @@
 //! Stage "writing": every output file of an augmentation at the end, so that a stop before leaves none (the generated set as IDX and NPY, the originals with it, the codes, the picture).
 
 use super::encoding::Codes;
-use super::{Halt, Step};
+use super::stage::{Halt, Step};
 use crate::io::labelled::{idx_labels, labels_i64, pixels_u8, write_class_grid};
 use crate::io::{self, Dataset, Output};
 use crate::orchestrator::{AugmentPlan, AugmentSink};
