@@ -31,6 +31,7 @@ mod dictionary;
 mod eda_experiment;
 mod encode;
 mod memory;
+mod merge;
 mod observer;
 mod outputs;
 mod pipeline;
@@ -63,7 +64,7 @@ pub use dictionary::{
 pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, PAPER_SYNTHETIC};
 pub use encode::Encoder;
 pub use observer::{Notice, Observer, Phase, Silent};
-pub use pipeline::shards::merge;
+pub use merge::merge;
 pub use pipeline::AUGMENT_PHASES;
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};
