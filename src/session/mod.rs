@@ -63,8 +63,8 @@ pub use dictionary::{
 };
 pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, PAPER_SYNTHETIC};
 pub use encode::Encoder;
-pub use observer::{Notice, Observer, Phase, Silent};
 pub use merge::merge;
+pub use observer::{Notice, Observer, Phase, Silent};
 pub use pipeline::AUGMENT_PHASES;
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};

@@ -4,10 +4,11 @@
 //! [`sampling`], [`reencode`], [`quality`], [`original_codes`], [`test_codes`], [`writing`].
 //! [`Pipeline::stage`] runs one: its wall time goes to its phase, and a stop requested during
 //! it ends the run after it (a stage polls for one where it can stop midway). Every file goes
-//! through the pipeline's [`Output`](crate::io::Output), so a stopped run takes back all it wrote and keeps
-//! only report.json, which says where it stopped. A shard ([`Split`](crate::io::Split)) runs its part of
-//! the stages that have parts (the chains, the encodings) and saves them ([`parts`]); a merge
-//! joins the parts in their place and runs the rest as the whole run does.
+//! through the pipeline's [`Output`](crate::io::Output), so a stopped run takes back all it
+//! wrote and keeps only report.json, which says where it stopped. A shard
+//! ([`Split`](crate::io::Split)) runs its part of the stages that have parts (the chains, the
+//! encodings) and saves them ([`parts`]); a merge joins the parts in their place and runs the
+//! rest as the whole run does.
 
 mod burn_in;
 mod clock;

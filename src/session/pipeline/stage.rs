@@ -35,7 +35,9 @@ pub(crate) struct Pipeline<'a> {
     pub split: Split<'a>,
     /// The output folder.
     pub output: Output,
+    /// Each phase's time.
     pub clock: PhaseClock<'a>,
+    /// When the run began.
     pub started: Instant,
 }
 
