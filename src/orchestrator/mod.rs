@@ -437,13 +437,7 @@ pub fn continue_run(
         }
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
-        if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
-            let status = backend.prior_update(outer)?;
-            run.prior_nonfinite.resize(chains, 0);
-            for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
-                *count += s;
-            }
-        }
+        prior_update(backend, target, (&mut run, chains), outer)?;
         let codes = backend.positions()?;
         if chees(&run) {
             before.clone_from(&codes);
@@ -490,6 +484,24 @@ pub fn continue_run(
     }
     run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
+}
+
+/// The prior's adaptive update after the accept of outer iteration `outer`, where it adapts
+/// (SSGL): each of the `chains` chains' discarded non-finite updates counted in `run`.
+fn prior_update(
+    backend: &mut dyn Backend,
+    target: &Target,
+    (run, chains): (&mut SampleRun, usize),
+    outer: u32,
+) -> Result<()> {
+    if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
+        let status = backend.prior_update(outer)?;
+        run.prior_nonfinite.resize(chains, 0);
+        for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
+            *count += s;
+        }
+    }
+    Ok(())
 }
 
 /// The automatic burn-in's check after outer iteration `outer`; when it ends the warm-up there,
