@@ -21,9 +21,9 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{KeepPolicy, SampleRun, SamplerSettings};
 use crate::io;
 use crate::methods::Method;
+use crate::orchestrator::{KeepPolicy, SampleRun, SamplerSettings};
 use crate::Result;
 
 /// The folder, inside a sampling run's output folder, that holds the per-draw statistics.

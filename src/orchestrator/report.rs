@@ -1,9 +1,7 @@
-//! Pieces of the runs' JSON reports: the MH note, the automatic burn-in, the adaptation, the priors' and noise's blocks, the LASSO encodings, per-class figures.
+//! Pieces of a run's report.json: the MH and step notes, the automatic burn-in, the adaptation, the prior's and the noise's state, the LASSO encodings, the dataset; and the picture layout shared by the runs.
 
 use serde_json::{json, Value};
 
-use super::augment::{AugmentPlan, AugmentSink};
-use super::SampleRun;
 use crate::io::Dataset;
 
 /// Why every proposal was accepted with MH on (then MH changed nothing, and the run equals one
@@ -88,7 +86,7 @@ pub fn burn_in_line_with(monitor: &super::BurnInMonitor, remedy: &str) -> String
 /// With per-class steps, `classes` (per class: its step, its chains' warm-up acceptance) is added,
 /// labelled by `labels` (the classes' label values, in the chains' class order) when given, and
 /// `step_size` is their geometric mean.
-pub fn adaptation_json(run: &SampleRun, labels: Option<&[u32]>) -> Option<Value> {
+pub fn adaptation_json(run: &super::SampleRun, labels: Option<&[u32]>) -> Option<Value> {
     let a = run.adaptation.as_ref()?;
     let classes = run.class_steps.as_ref().map(|c| {
         c.classes
@@ -196,7 +194,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
 
 /// The SSGL prior's block of a report: its settings, the adaptive updates discarded as not
 /// finite, and the chains' final latent state summarised (means over chains and coefficients).
-pub fn ssgl_json(ssgl: &crate::model::Ssgl, run: &SampleRun, p: usize) -> serde_json::Value {
+pub fn ssgl_json(ssgl: &crate::model::Ssgl, run: &super::SampleRun, p: usize) -> serde_json::Value {
     let width = crate::model::prior::ssgl::stride(p);
     let rows: Vec<&[f32]> = run.prior_state.chunks(width.max(1)).collect();
     let chains = rows.len().max(1) as f64;
@@ -222,7 +220,7 @@ pub fn ssgl_json(ssgl: &crate::model::Ssgl, run: &SampleRun, p: usize) -> serde_
 /// trace itself (per traced iteration, one value per chain).
 pub fn noise_json(
     noise: &crate::model::NoiseModel,
-    run: &SampleRun,
+    run: &super::SampleRun,
     burn_in: u32,
 ) -> Option<Value> {
     let crate::model::NoiseModel::Gibbs { e, f } = *noise else {
@@ -323,7 +321,11 @@ pub fn merged_lasso_json(parts: &[Value]) -> Option<Value> {
 
 /// Per class of an augmentation: label, counts, chains, acceptance and the distance its chains
 /// moved.
-pub fn class_report(plan: &AugmentPlan, sink: &AugmentSink, run: &SampleRun) -> Value {
+pub fn class_report(
+    plan: &super::AugmentPlan,
+    sink: &super::AugmentSink,
+    run: &super::SampleRun,
+) -> Value {
     let distances = run.distances_moved();
     let mut first_chain = 0;
     let mut classes = Vec::new();
@@ -352,7 +354,7 @@ pub fn class_report(plan: &AugmentPlan, sink: &AugmentSink, run: &SampleRun) -> 
 
 /// An augmentation's warm-up as summary lines: the automatic burn-in's end, the steps adapted
 /// per class and ChEES's trajectory length.
-pub fn class_warm_up_lines(chains: &SampleRun) -> Vec<String> {
+pub fn class_warm_up_lines(chains: &super::SampleRun) -> Vec<String> {
     let mut lines: Vec<String> = chains
         .burn_in
         .as_ref()

@@ -16,7 +16,7 @@ use crate::Result;
 
 use super::observer::{Notice, Observer, Phase};
 use super::outputs;
-use super::problem::{load_problem, make_backend, Problem};
+use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::sample::{hashes, lock_output};
 use super::settings::EncodeSettings;
 use super::Outcome;
@@ -148,7 +148,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, backends.stats()),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": problem.dictionary_json(d, p),
+        "dictionary": dictionary_json(&problem, d, p),
         "backend": info,
     });
     if let Some(shard) = args.problem.shard {

@@ -80,16 +80,6 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
 }
 
 impl Problem {
-    /// The dictionary for the report: where it came from, its shape, and (when not f32) how
-    /// the products store it.
-    pub fn dictionary_json(&self, d: usize, p: usize) -> serde_json::Value {
-        let mut json = serde_json::json!({ "source": self.dictionary_source, "d": d, "p": p });
-        if self.target.precision != crate::model::Precision::F32 {
-            json["precision"] = serde_json::json!(self.target.precision);
-        }
-        json
-    }
-
     /// The problem with an SSGL prior in `Adapt` mode adapting for `burn_in` outer iterations
     /// (the run's burn-in); other priors unchanged.
     pub fn with_adapt_iterations(mut self, burn_in: u32) -> Self {
@@ -260,4 +250,14 @@ fn software_adapter(observer: &dyn Observer) -> Option<String> {
 #[cfg(not(feature = "gpu"))]
 fn software_adapter(_: &dyn Observer) -> Option<String> {
     None
+}
+
+/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
+/// products store it.
+pub fn dictionary_json(problem: &Problem, d: usize, p: usize) -> serde_json::Value {
+    let mut json = serde_json::json!({ "source": problem.dictionary_source, "d": d, "p": p });
+    if problem.target.precision != crate::model::Precision::F32 {
+        json["precision"] = serde_json::json!(problem.target.precision);
+    }
+    json
 }

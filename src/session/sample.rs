@@ -18,7 +18,7 @@ use crate::orchestrator::{self, Checkpoint, Hooks, SampleRun, SamplerSettings};
 use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
-use super::problem::{load_problem, make_backend, Problem};
+use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
 use super::{memory, outputs, DrawStats, Outcome};
 pub(crate) use crate::io::output_folder::remove_if_present;
@@ -369,7 +369,7 @@ fn write_outputs(
         out: &args.problem.out,
         dataset: &problem.dataset,
         target: (&problem.target, args.problem.target),
-        dictionary: problem.dictionary_json(d, p),
+        dictionary: dictionary_json(problem, d, p),
         settings,
         keep: args.keep,
         burn_in: args.burn_in,

@@ -8,6 +8,7 @@ use crate::backend::EncodeStats;
 use crate::io::Output;
 use crate::orchestrator::report as parts;
 use crate::session::class_diagnostics as cd;
+use crate::session::problem::dictionary_json;
 use crate::session::settings::{AugmentMethod, Preset};
 use crate::session::Outcome;
 use crate::Result;
@@ -56,7 +57,7 @@ pub(super) fn report(
         "dictionary": if run.kernel {
             json!("none: kernel-hmc samples images")
         } else {
-            problem.dictionary_json(run.d, run.p)
+            dictionary_json(problem, run.d, run.p)
         },
         "backend": info,
         "original_count": run.originals.n,
