@@ -51,6 +51,37 @@ run sample-mala-auto sample --method mala --chains 4 --samples 12 --seed 10 --bu
 run augment-default augment --limit 300 --seed 3
 run augment-adapt augment --adapt --limit 300 --seed 3 --no-quality
 run encode-fista encode --count 20 --iterations 30 --lasso-tolerance 0
+# Shards and their merge (issue 42: the pipeline serves shards): N shards of a run, each into a
+# folder outside OUT (their manifests hash their reports, which hold timings), merged into
+# OUT/<case>; the merge must give the same files as before.
+shards=$(mktemp -d)
+sharded() {
+  local name="$1" n="$2"; shift 2
+  local dirs=()
+  for ((i = n - 1; i >= 0; i--)); do
+    "$bin" "$@" --shard "$i/$n" --backend "$backend" --out "$shards/$name-$i" \
+      >"$out/$name-$i.log" 2>&1 || { echo "capture: $name shard $i/$n failed"; return 1; }
+    dirs+=("$shards/$name-$i")
+  done
+  "$bin" merge "$out/$name" "${dirs[@]}" >"$out/$name.log" 2>&1 \
+    || { echo "capture: $name merge failed (see $out/$name.log)"; return 1; }
+}
+sharded augment-shards 3 augment --preset paper --limit 150 --ratio 5:1 --samples 3 --burn-in 2 --lasso-iterations 30 --reencode --seed 4
+sharded augment-shards-kernel-hmc 3 augment --method kernel-hmc --limit 150 --ratio 5:1 --samples 3 --burn-in 2 --seed 4
+sharded augment-shards-compression 2 augment --method compression --limit 150 --ratio 5:1 --lasso-iterations 30 --seed 4
+sharded sample-shards 3 sample --chains 7 --samples 10 --burn-in 3 --steps 4 --seed 3
+sharded sample-shards-mala 2 sample --method mala --init noise --target local --no-adapt --chains 5 --samples 6 --burn-in 2 --seed 3
+sharded encode-shards 3 encode --count 41 --iterations 30 --seed 5
+# A test split beside the data (MNIST, where the datasets are): the test codes and the quality
+# reference, whole and sharded.
+mnist="${RMLD_DATASETS:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/datasets}/mnist"
+if [ -d "$mnist" ]; then
+  test_split=(augment --preset paper --data "$mnist" --limit 200 --test-limit 30 --encode-test --batch 8 --samples 2 --burn-in 1 --lasso-iterations 20 --reencode --seed 6)
+  run augment-test-split "${test_split[@]}"
+  sharded augment-shards-test-split 3 "${test_split[@]}"
+else
+  echo "capture: no $mnist, the test-split cases are left out"
+fi
 fi
 # Dictionary learning, the synthetic EDA experiment, judging generated images and the amortised
 # sampler (issue 42: the learn/ layer and what left session/ with it).

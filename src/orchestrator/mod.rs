@@ -8,8 +8,16 @@ pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
 pub(crate) mod code_key;
 pub(crate) mod draw_stats;
+pub(crate) mod encode;
+pub(crate) mod estimate;
+pub(crate) mod identity;
 pub(crate) mod report;
+pub(crate) mod resume;
+pub(crate) mod sample_report;
 pub(crate) mod settings;
+pub(crate) mod shard;
+pub(crate) mod streams;
+pub(crate) mod warm_up;
 
 use std::time::Instant;
 
@@ -19,15 +27,16 @@ pub use adapt::{
     halton, mean_acceptance, Adaptation, ClassSteps, StepAdaptation, TrajectoryAdaptation,
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
-pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
+pub use augment::{parse_ratio, AugmentMethod, AugmentPlan, AugmentSink};
 pub use balance::Balance;
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
 pub(crate) use code_key::CodeKey;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
+pub use warm_up::warm_up;
 
 use crate::backend::Backend;
-use crate::methods::{MhRule, MhTerms};
+use crate::methods::MhRule;
 use crate::model::likelihood::start_rows_from;
 use crate::model::{code_l1_norms, gibbs_precision, residual_norms, NoiseModel, Target};
 use crate::rng::{Purpose, Stream, SHARED_CHAIN};
@@ -352,6 +361,11 @@ pub fn continue_run(
     // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
     // and to the MH rule's Δ before every iteration that changes it.
     let mut dynamics = settings.dynamics.clone();
+    if run.adaptation.and_then(|a| a.trajectory).is_some() {
+        // The backend's leapfrog count is the last iteration's, not the settings' (a run
+        // continued after its warm-up): the first iteration sets its own.
+        dynamics.leapfrog_steps = 0;
+    }
     let classes = match run.class_steps {
         Some(_) => class_of_chain(target, chains)?,
         None => Vec::new(),
@@ -398,13 +412,7 @@ pub fn continue_run(
         adapt(backend, &mut run, &mut steps, warm_up, outer)?;
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
-        if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
-            let status = backend.prior_update(outer)?;
-            run.prior_nonfinite.resize(chains, 0);
-            for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
-                *count += s;
-            }
-        }
+        prior_update(backend, target, (&mut run, chains), outer)?;
         let codes = backend.positions()?;
         if chees(&run) {
             before.clone_from(&codes);
@@ -451,6 +459,24 @@ pub fn continue_run(
     }
     run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
+}
+
+/// The prior's adaptive update after the accept of outer iteration `outer`, where it adapts
+/// (SSGL): each of the `chains` chains' discarded non-finite updates counted in `run`.
+fn prior_update(
+    backend: &mut dyn Backend,
+    target: &Target,
+    (run, chains): (&mut SampleRun, usize),
+    outer: u32,
+) -> Result<()> {
+    if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
+        let status = backend.prior_update(outer)?;
+        run.prior_nonfinite.resize(chains, 0);
+        for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
+            *count += s;
+        }
+    }
+    Ok(())
 }
 
 /// The automatic burn-in's check after outer iteration `outer`; when it ends the warm-up there,
@@ -512,31 +538,12 @@ struct StepFeed<'a> {
 }
 
 impl StepFeed<'_> {
-    /// Feeds the run's adapted step size (and per-class steps) to the backend and the MH rule.
-    fn feed(&mut self, backend: &mut dyn Backend, run: &SampleRun) -> Result<()> {
-        let Some(a) = &run.adaptation else {
-            return Ok(());
-        };
-        set_step(backend, self.rule, self.dynamics, a.step())?;
-        if let Some(c) = &run.class_steps {
-            let per_chain = c.chain_steps(self.classes);
-            backend.set_chain_step_sizes(&per_chain)?;
-            *self.chain_delta = Some(
-                per_chain
-                    .iter()
-                    .map(|&eta| self.dynamics.delta_at(eta))
-                    .collect(),
-            );
-        }
-        Ok(())
-    }
-
-    /// The MH decisions of outer iteration `outer` (`ids`: the seed, the first chain's index and
-    /// `outer`) on the proposals' `terms`: the accept mask. Each decision's log α goes into
-    /// `log_alpha`, the counts and, when `traced`, log α and the energy into `run`.
+    /// Every chain's MH decision on its proposal's `terms` at `outer` (each chain's own Δ with
+    /// per-class steps), counted in `run` and traced there when `traced`; `log_alpha` gets
+    /// every chain's log α. Returns the accept mask.
     fn decide(
         &self,
-        terms: &[MhTerms],
+        terms: &[crate::methods::MhTerms],
         (seed, offset, outer): (u64, u32, u32),
         traced: bool,
         run: &mut SampleRun,
@@ -563,6 +570,25 @@ impl StepFeed<'_> {
             }
         }
         mask
+    }
+
+    /// Feeds the run's adapted step size (and per-class steps) to the backend and the MH rule.
+    fn feed(&mut self, backend: &mut dyn Backend, run: &SampleRun) -> Result<()> {
+        let Some(a) = &run.adaptation else {
+            return Ok(());
+        };
+        set_step(backend, self.rule, self.dynamics, a.step())?;
+        if let Some(c) = &run.class_steps {
+            let per_chain = c.chain_steps(self.classes);
+            backend.set_chain_step_sizes(&per_chain)?;
+            *self.chain_delta = Some(
+                per_chain
+                    .iter()
+                    .map(|&eta| self.dynamics.delta_at(eta))
+                    .collect(),
+            );
+        }
+        Ok(())
     }
 }
 

@@ -318,3 +318,67 @@ pub fn merged_lasso_json(parts: &[Value]) -> Option<Value> {
     }
     Some(merged)
 }
+
+/// Per class of an augmentation: label, counts, chains, acceptance and the distance its chains
+/// moved.
+pub fn class_report(
+    plan: &super::AugmentPlan,
+    sink: &super::AugmentSink,
+    run: &super::SampleRun,
+) -> Value {
+    let distances = run.distances_moved();
+    let mut first_chain = 0;
+    let mut classes = Vec::new();
+    for (k, class) in plan.classes.iter().enumerate() {
+        let chains = first_chain..first_chain + class.chains;
+        let accepted: u64 = run.accepted[chains.clone()].iter().map(|&a| a as u64).sum();
+        let proposals = (run.completed as u64 * class.chains as u64).max(1);
+        let moved = distances.get(chains.clone()).unwrap_or_default();
+        let acceptance: Vec<f64> = chains
+            .clone()
+            .map(|c| run.accepted[c] as f64 / run.completed.max(1) as f64)
+            .collect();
+        classes.push(json!({
+            "label": class.label,
+            "originals": class.rows[1],
+            "generated": sink.kept[k],
+            "chains": class.chains,
+            "acceptance_rate": accepted as f64 / proposals as f64,
+            "acceptance_per_chain": chain_quantiles(&acceptance),
+            "mean_distance_moved": moved.iter().sum::<f64>() / moved.len().max(1) as f64,
+        }));
+        first_chain = chains.end;
+    }
+    Value::Array(classes)
+}
+
+/// An augmentation's warm-up as summary lines: the automatic burn-in's end, the steps adapted
+/// per class and ChEES's trajectory length.
+pub fn class_warm_up_lines(chains: &super::SampleRun) -> Vec<String> {
+    let mut lines: Vec<String> = chains
+        .burn_in
+        .as_ref()
+        .map(|m| burn_in_line_with(m, "give a larger cap (--burn-in auto:CAP)"))
+        .into_iter()
+        .collect();
+    if let (Some(a), Some(c)) = (&chains.adaptation, &chains.class_steps) {
+        let steps: Vec<f32> = c.classes.iter().map(|s| s.step()).collect();
+        let (low, high) = steps
+            .iter()
+            .fold((f32::INFINITY, 0f32), |(l, h), &s| (l.min(s), h.max(s)));
+        lines.push(format!(
+            "step size adapted per class over {} burn-in iterations: {:.4e} → {low:.4e} to \
+             {high:.4e} (dual averaging on each class's chains toward mean acceptance {}), \
+             frozen for the kept draws; report.json's adaptation.classes lists them",
+            a.count, a.initial_step, a.target
+        ));
+        if let Some(t) = a.trajectory {
+            lines.push(format!(
+                "trajectory length adapted by ChEES across classes: {:.4} → {:.4}",
+                t.initial_length,
+                t.length()
+            ));
+        }
+    }
+    lines
+}

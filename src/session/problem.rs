@@ -6,7 +6,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::kernel_hmc::cpu::KernelHmcCpu;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, DynamicsSettings};
-use crate::io::{self, Dataset};
+use crate::io::Dataset;
 use crate::model::{Dictionary, Observations, Target};
 use crate::{Error, Result};
 
@@ -39,34 +39,10 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
     }
     let d = dataset.d;
     let (dictionary, dictionary_source) = match &args.dictionary {
-        Some(path) => {
-            let (shape, a) = io::read_npy_matrix_f32(path)?;
-            if shape.len() != 2 || shape[0] != d {
-                return Err(Error::input(
-                    path,
-                    format!("shape {shape:?} does not fit the data: expected (d, p) with d = {d}, the data's dimension"),
-                ));
-            }
-            if args.atoms.is_some_and(|p| p != shape[1]) {
-                return Err(Error::usage(
-                    "atoms",
-                    format!(
-                        "{} atoms asked for, but {} has {}",
-                        args.atoms.unwrap_or(0),
-                        path.display(),
-                        shape[1]
-                    ),
-                ));
-            }
-            let p = shape[1];
-            if let Some(j) = (0..p).find(|&j| (0..d).all(|i| a[i * p + j] == 0.0)) {
-                return Err(Error::input(
-                    path,
-                    format!("column {j} (atom {j} of {p}) is all zeros: every atom needs a nonzero norm"),
-                ));
-            }
-            (Dictionary { d, p, a }, path.display().to_string())
-        }
+        Some(path) => (
+            Dictionary::from_npy(path, d, args.atoms)?,
+            path.display().to_string(),
+        ),
         None => {
             let p = args.atoms.unwrap_or(4 * d);
             if p == 0 {

@@ -1,17 +1,10 @@
-//! Deterministic shards (`shard = "i/N"`): the i-th of N disjoint parts of a run, a manifest per shard, and `merge` back into a single run's files.
+//! Deterministic shards (`shard = "i/N"`): the i-th of N disjoint parts of a run, the manifest a shard writes beside its files, and the shard folders read back and checked for a merge.
 //!
 //! A shard writes the outputs of its part of the work plus `manifest.json`: the configuration's
 //! hash (every setting but the output folder and the shard, with the data's and the
 //! dictionary's hashes), the seed, `i/N`, the part it covers and the xxh3-64 and size of each
-//! file it wrote. [`merge`] checks the shards against each other (one configuration, one seed,
-//! every part exactly once, every file intact) before it writes anything, then writes the same
-//! files the single run writes.
-//!
-//! `encode` shard i of N encodes the originals `[n·i/N, n·(i+1)/N)`; `sample` shard i runs the
-//! chains `[C·i/N, C·(i+1)/N)`, every draw keyed by the chain's global index; `augment` shard i
-//! runs the same part of the augmentation's chains (classes in order, so a shard may hold the
-//! end of one class and the start of the next) and encodes its part of the originals and of
-//! the test split. Every row is encoded on its own, computed as in the single run's batch.
+//! file it wrote. [`read_shards`] checks the shards against each other (one configuration, one
+//! seed, every part exactly once, every file intact) before a merge writes anything.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,10 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::orchestrator::SampleRun;
-use crate::{io, Error, Result};
-
-use super::Outcome;
+use crate::{Error, Result};
 
 /// The manifest's file name in a shard's output folder.
 pub const MANIFEST: &str = "manifest.json";
@@ -167,13 +157,13 @@ pub struct Manifest {
 }
 
 /// xxh3-64 of `bytes` as 16 hex digits.
-pub(crate) fn hex_hash(bytes: &[u8]) -> String {
+pub fn hex_hash(bytes: &[u8]) -> String {
     format!("{:016x}", xxh3_64(bytes))
 }
 
 /// The configuration hash of `settings` (serialised; their `out` and `shard` must be cleared by
 /// the caller) and the data's and dictionary's hashes.
-pub(crate) fn configuration_hash(settings: &impl Serialize, data: u64, dictionary: u64) -> String {
+pub fn configuration_hash(settings: &impl Serialize, data: u64, dictionary: u64) -> String {
     let text = serde_json::to_string(settings).unwrap_or_default();
     let mut bytes = text.into_bytes();
     bytes.extend_from_slice(&data.to_le_bytes());
@@ -184,7 +174,7 @@ pub(crate) fn configuration_hash(settings: &impl Serialize, data: u64, dictionar
 /// The device part of a shard's configuration hash, from its report's `backend`: `auto` may
 /// pick the CPU on one node and a GPU on another, and two GPU adapters round differently; CPU
 /// results do not depend on the thread count.
-pub(crate) fn device_key(backend: &Value) -> String {
+pub fn device_key(backend: &Value) -> String {
     match backend["kind"].as_str() {
         Some("cpu") => "cpu".to_string(),
         _ => format!("{}: {}", backend["kind"], backend["device"]),
@@ -192,7 +182,7 @@ pub(crate) fn device_key(backend: &Value) -> String {
 }
 
 /// Writes `manifest.json` into `out` for the files `names` already written there.
-pub(crate) fn write_manifest(
+pub fn write_manifest(
     out: &Path,
     command: &str,
     configuration: String,
@@ -226,12 +216,63 @@ pub(crate) fn write_manifest(
         part,
         files,
     };
-    io::write_json_atomic(&out.join(MANIFEST), &manifest)?;
+    super::write_json_atomic(&out.join(MANIFEST), &manifest)?;
     Ok(manifest)
 }
 
+/// A shard's configuration hash: its settings `hashed` (the output folder and the shard
+/// cleared by the caller), the device that ran it (report.json's `backend`: `auto` may pick the
+/// CPU on one node and a GPU on another, and two GPU adapters round differently) and the
+/// data's and dictionary's hashes.
+pub fn configuration(hashed: &impl Serialize, backend: &Value, hashes: (u64, u64)) -> String {
+    configuration_hash(&(hashed, device_key(backend)), hashes.0, hashes.1)
+}
+
+/// How a run's work is split.
+#[derive(Clone, Copy)]
+pub enum Split<'a> {
+    /// The whole run.
+    Whole,
+    /// Shard `i/N`: its part of the chains and of every encoding.
+    Shard(Shard),
+    /// The merge of these shards (checked, in order): their parts joined, nothing computed
+    /// that a shard computed.
+    Merge(&'a [ShardFiles]),
+}
+
+impl Split<'_> {
+    /// The split a run's `shard` setting asks for.
+    pub fn of(shard: Option<Shard>) -> Split<'static> {
+        shard.map_or(Split::Whole, Split::Shard)
+    }
+
+    /// This run's part of `total` units: all of them but in a shard.
+    pub fn part(&self, total: usize) -> std::ops::Range<usize> {
+        match self {
+            Split::Shard(shard) => shard.range(total),
+            _ => 0..total,
+        }
+    }
+
+    /// This run's part of `total` chains: a shard's must hold one (an error naming `shard`).
+    pub fn chains(&self, total: usize) -> Result<std::ops::Range<usize>> {
+        let range = self.part(total);
+        match self {
+            Split::Shard(shard) if range.is_empty() => Err(Error::usage(
+                "shard",
+                format!(
+                    "{shard}: shard {} of {} holds none of the run's {total} chains (split the \
+                     chains into at most {total} shards)",
+                    shard.index, shard.count
+                ),
+            )),
+            _ => Ok(range),
+        }
+    }
+}
+
 /// A shard read back for merging: its folder, manifest and files (checked against the manifest).
-pub(crate) struct ShardFiles {
+pub struct ShardFiles {
     /// The shard's folder.
     pub dir: PathBuf,
     /// Its manifest.
@@ -257,7 +298,23 @@ impl ShardFiles {
     /// The f32 NPY matrix `name`: its shape and values.
     pub fn npy_f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
         self.file(name)?;
-        io::read_npy_matrix_f32(&self.dir.join(name))
+        super::read_npy_matrix_f32(&self.dir.join(name))
+    }
+
+    /// The f32 NPY matrix `name` of the shard's part of `total` rows of `width` values.
+    pub fn rows(&self, name: &str, (total, width): (usize, usize)) -> Result<Vec<f32>> {
+        let rows = self.manifest.shard.range(total).len();
+        let (shape, values) = self.npy_f32(name)?;
+        if shape != [rows, width] {
+            return Err(Error::input(
+                self.dir.join(name),
+                format!(
+                    "shard {}: shape {shape:?}, expected [{rows}, {width}]",
+                    self.manifest.shard
+                ),
+            ));
+        }
+        Ok(values)
     }
 
     /// The JSON file `name`.
@@ -343,7 +400,7 @@ fn read_shard(dir: &Path) -> Result<ShardFiles> {
 /// Reads the shard folders `dirs` and checks that they are the N shards of one run: one command,
 /// configuration and seed, each index 0..N exactly once, parts that tile the work. Returns them
 /// in index order.
-fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardFiles>> {
+pub fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardFiles>> {
     if dirs.is_empty() {
         return Err(Error::usage("shards", "no shard folder to merge"));
     }
@@ -446,111 +503,6 @@ fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardFiles>> {
         at = part.end;
     }
     Ok(shards)
-}
-
-/// The whole run joined from its shards' runs (`runs[k]` of `shards[k]`, in order): per-chain
-/// figures end to end, per-iteration traces chain by chain within each traced iteration, the
-/// longest shard's timings. Each run must hold its shard's chains and the same iterations.
-pub(crate) fn join_runs(shards: &[ShardFiles], runs: &[SampleRun]) -> Result<SampleRun> {
-    let (Some(first), Some(r0)) = (shards.first(), runs.first()) else {
-        return Err(Error::usage("shards", "no shard folder to merge"));
-    };
-    let mut run = SampleRun {
-        completed: r0.completed,
-        interrupted: false,
-        trace_stride: r0.trace_stride,
-        start_indices: r0.start_indices.as_ref().map(|_| Vec::new()),
-        ..SampleRun::default()
-    };
-    let first_chains = (first.manifest.part.end - first.manifest.part.start).max(1);
-    let traced = r0.energies.len() / first_chains;
-    let mut chains_of = Vec::with_capacity(shards.len());
-    for (s, r) in shards.iter().zip(runs) {
-        let c = s.manifest.part.end - s.manifest.part.start;
-        let consistent = r.completed == run.completed
-            && !r.interrupted
-            && r.trace_stride == run.trace_stride
-            && r.accepted.len() == c
-            && r.energies.len() == traced * c
-            && r.log_alpha.len() == traced * c
-            && r.projections.len() == traced * c * crate::orchestrator::PROJECTIONS
-            && r.start_indices.is_some() == run.start_indices.is_some();
-        if !consistent {
-            return Err(Error::input(
-                s.dir.join(MANIFEST),
-                format!(
-                    "shard {}'s trace does not fit its {c} chains or the other shards' iterations",
-                    s.manifest.shard
-                ),
-            ));
-        }
-        chains_of.push(c);
-        run.accepted.extend(&r.accepted);
-        run.divergent.extend(&r.divergent);
-        run.prior_nonfinite.extend(&r.prior_nonfinite);
-        run.prior_state.extend(&r.prior_state);
-        run.start_images.extend(&r.start_images);
-        run.final_images.extend(&r.final_images);
-        if let (Some(all), Some(mine)) = (run.start_indices.as_mut(), &r.start_indices) {
-            all.extend(mine);
-        }
-        let timings = &mut run.timings;
-        timings.init_seconds = timings.init_seconds.max(r.timings.init_seconds);
-        timings.sampling_seconds = timings.sampling_seconds.max(r.timings.sampling_seconds);
-        timings.host_mh_seconds = timings.host_mh_seconds.max(r.timings.host_mh_seconds);
-    }
-    for i in 0..traced {
-        for (r, &c) in runs.iter().zip(&chains_of) {
-            run.energies.extend(&r.energies[i * c..(i + 1) * c]);
-            run.log_alpha.extend(&r.log_alpha[i * c..(i + 1) * c]);
-            let w = c * crate::orchestrator::PROJECTIONS;
-            run.projections.extend(&r.projections[i * w..(i + 1) * w]);
-        }
-    }
-    Ok(run)
-}
-
-/// Merges the shard folders `dirs` (in any order) into `out`: checks that they are every shard
-/// of one run (one configuration and seed, each part exactly once, every file as its manifest
-/// says), then writes the files the single run writes. Nothing is written when a check fails;
-/// files of those names already in `out` are replaced only with `force` (as a single run's).
-///
-/// The merged report.json equals the single run's except for timings, `backend` (the first
-/// shard's machine) and, for augment, `code_cache` and `lasso` (how this process encoded: a
-/// merge encodes nothing).
-pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
-    let shards = read_shards(dirs)?;
-    if let Ok(resolved) = out.canonicalize() {
-        if dirs
-            .iter()
-            .any(|d| d.canonicalize().is_ok_and(|d| d == resolved))
-        {
-            return Err(Error::usage(
-                "out",
-                format!(
-                    "{} is one of the shards' folders: merge into another folder",
-                    out.display()
-                ),
-            ));
-        }
-    }
-    // Like the single run, the merge replaces files already in `out` only when asked to.
-    let outputs = match shards[0].manifest.command.as_str() {
-        "encode" => super::outputs::ENCODE_OUTPUTS,
-        "sample" => super::outputs::SAMPLE_OUTPUTS,
-        "augment" => super::outputs::AUGMENT_OUTPUTS,
-        _ => &[],
-    };
-    super::outputs::check_output_folder(out, outputs, &[], force)?;
-    match shards[0].manifest.command.as_str() {
-        "encode" => super::encode::merge_shards(out, &shards),
-        "sample" => super::sample::merge_shards(out, &shards),
-        "augment" => super::augment::merge_shards(out, &shards),
-        other => Err(Error::input(
-            shards[0].dir.join(MANIFEST),
-            format!("shards of `{other}` cannot be merged by this rmld"),
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::backend::BackendInfo;
 
-use super::settings::AugmentMethod;
+use super::augment::AugmentMethod;
 
 /// A run is announced with its estimate when it is expected to take longer than this.
 pub const ANNOUNCE_SECONDS: f64 = 60.0;
