@@ -208,8 +208,8 @@ fn paper_loop(
     seed: u64,
     options: LoopOptions,
 ) -> (f64, f64, f64) {
-    use rmld::backend::cpu::ssgl::{sa_update, UpdateScalars};
     use rmld::model::ChainState;
+    use rmld::model::{sa_update, UpdateScalars};
     use rmld::rng::{Purpose, Stream};
     let batch = options.batch;
     let (v0, sigma) = column;

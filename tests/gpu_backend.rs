@@ -9,7 +9,7 @@ use gpu_common::{assert_none, context, fixed_rng, rng, uniform};
 use rand::Rng;
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::gpu::{GemmTile, GpuBackend, GpuOptions};
-use rmld::backend::{Backend, DynamicsSettings, MhTerms};
+use rmld::backend::{Backend, DynamicsSettings, Encode, MhTerms, Tuning};
 use rmld::io::Pixels;
 use rmld::methods::Method;
 use rmld::model::{ChainClasses, Dictionary, Observations, Precision, Target, TargetKind};
