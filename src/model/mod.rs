@@ -28,7 +28,8 @@ pub use likelihood::tangent::{
     tangent_energy, tangent_step, TangentBasis, TangentParams, TangentSettings,
 };
 pub use likelihood::{
-    start_rows, Gaussian, Likelihood, Mixture, StepDraw, Tangent, TargetKind, TermsInputs,
+    start_rows, ChainData, Gaussian, Likelihood, Mixture, StepDraw, Tangent, TargetKind,
+    TermsInputs,
 };
 pub use posterior::{Observations, Target};
 pub use prior::ssgl::{sa_update, stride as ssgl_state_stride};

@@ -1,6 +1,6 @@
 //! Rust structs mirrored member by member by WGSL structs: the typed params of the kernels, the priors and the likelihoods.
 //!
-//! A struct declared with [`wgsl_struct!`] is `#[repr(C)]` and `Pod`, and carries its `Layout`
+//! A struct declared with `wgsl_struct!` is `#[repr(C)]` and `Pod`, and carries its `Layout`
 //! (name, size, each member's name, WGSL type and offset), which the backend's layout test
 //! compares with the WGSL text as naga parses it. The model declares its priors' and likelihoods'
 //! params here, below the backends that upload them.

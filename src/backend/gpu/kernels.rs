@@ -247,7 +247,7 @@ impl ModelWgsl {
     pub fn paper() -> ModelWgsl {
         ModelWgsl {
             prior: Prior::default().wgsl_model(),
-            likelihood: Likelihood::WGSL_MODELS[0],
+            likelihood: Likelihood::PAPER_WGSL,
         }
     }
 

@@ -213,70 +213,36 @@ impl GpuBackend {
         let mut chain_rows = vec![[0u32; 2]; settings.chain_offset as usize];
         chain_rows.extend(target.chain_rows(chains)?);
         let tile = context.gemm_tile(options.gemm_tile, chains)?;
-        let model = ModelWgsl {
-            prior: target.prior.wgsl_model(),
-            likelihood: likelihood.wgsl_model(),
-        };
-        let params = |label, bytes: Option<WgslBytes>| {
-            let bytes = bytes.map_or_else(|| vec![0; 4], |b| b.bytes);
-            buffers::upload(&context, label, &bytes)
-        };
-        let shared = context.checked("uploading A and the data", || -> Result<Shared> {
-            Ok(Shared {
-                dict: upload_dictionary(&context, &target.dictionary, target.precision),
-                data: upload_observations(&context, &target.observations)?,
-                chain_rows: buffers::upload(&context, "rows", bytemuck::cast_slice(&chain_rows)),
-                prior_params: params("prior params", target.prior.gpu_params()),
-                likelihood_params: params("likelihood params", likelihood.gpu_params()),
-                kernels: context.kernels_with(&model, target.precision, tile)?,
-            })
-        })??;
+        let shared = upload_shared(&context, &target, &likelihood, &chain_rows, tile)?;
         let ranges = group_ranges(
             &chain_rows[settings.chain_offset as usize..],
             group_size,
             options.class_groups,
         );
-        let xbar_rows = likelihood.offsets().to_vec();
-        let update_bytes = target
-            .prior
-            .update_kernel(1, 1, (d, p))
-            .map_or(0, |(_, params)| params.bytes.len());
-        // The precision the gradient kernels apply: 1 where the residuals arrive scaled.
-        let precision = if likelihood.caches_energy() {
-            1.0
-        } else {
-            target.inv_sigma2()
+        let model = GroupModel {
+            likelihood: &likelihood,
+            chain_data: chain_data.as_ref(),
+            scratch_words,
+            prior_state: prior_state.as_deref(),
+            state_width,
+            update_bytes: target
+                .prior
+                .update_kernel(1, 1, (d, p))
+                .map_or(0, |(_, params)| params.bytes.len()),
+            // The precision the gradient kernels apply: 1 where the residuals arrive scaled.
+            precision: if likelihood.caches_energy() {
+                1.0
+            } else {
+                target.inv_sigma2()
+            },
         };
         let groups = context.checked("allocating the chain state", || {
             ranges
                 .iter()
-                .map(|&(offset, count)| {
-                    let spec = GroupSpec {
-                        offset,
-                        chains: count,
-                        shape: (d, p),
-                        steps: settings.steps,
-                        offsets: &xbar_rows[offset * d..(offset + count) * d],
-                        likelihood: GroupLikelihood {
-                            gathers: likelihood.gathers(),
-                            has_step: likelihood.has_step(),
-                            caches_energy: likelihood.caches_energy(),
-                            chains: chain_data.as_ref().map(|c| {
-                                let w = c.bytes_per_chain;
-                                &c.bytes[offset * w..(offset + count) * w]
-                            }),
-                            scratch_words,
-                        },
-                        prior_state: prior_state.as_deref().map(|s| {
-                            let rows = &s[offset * state_width..(offset + count) * state_width];
-                            (rows, update_bytes)
-                        }),
-                        precision,
-                    };
-                    ChainGroup::new(&context, &shared, &spec)
-                })
+                .map(|&range| model.group(&context, &shared, (d, p), settings.steps, range))
                 .collect::<Vec<_>>()
         })?;
+        let xbar_rows = likelihood.offsets().to_vec();
         let prior_update = match target.prior.update_kernel(1, 1, (d, p)) {
             Some((wgsl, _)) if prior_state.is_some() => {
                 Some(PriorUpdateKernel::for_prior(&context, wgsl)?)
@@ -421,6 +387,85 @@ fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
         )));
     }
     Ok(fit.min(chains))
+}
+
+/// A's, the data's and the model's device buffers every group binds, and the pipelines compiled
+/// for the target's prior and likelihood.
+fn upload_shared(
+    context: &Arc<GpuContext>,
+    target: &Target,
+    likelihood: &Likelihood,
+    chain_rows: &[[u32; 2]],
+    tile: GemmTile,
+) -> Result<Shared> {
+    let model = ModelWgsl {
+        prior: target.prior.wgsl_model(),
+        likelihood: likelihood.wgsl_model(),
+    };
+    let params = |label, bytes: Option<WgslBytes>| {
+        let bytes = bytes.map_or_else(|| vec![0; 4], |b| b.bytes);
+        buffers::upload(context, label, &bytes)
+    };
+    context.checked("uploading A and the data", || -> Result<Shared> {
+        Ok(Shared {
+            dict: upload_dictionary(context, &target.dictionary, target.precision),
+            data: upload_observations(context, &target.observations)?,
+            chain_rows: buffers::upload(context, "rows", bytemuck::cast_slice(chain_rows)),
+            prior_params: params("prior params", target.prior.gpu_params()),
+            likelihood_params: params("likelihood params", likelihood.gpu_params()),
+            kernels: context.kernels_with(&model, target.precision, tile)?,
+        })
+    })?
+}
+
+/// What each group takes of the model: the likelihood's passes and per-chain data, the prior's
+/// latent state, and the precision the chains start with.
+struct GroupModel<'a> {
+    likelihood: &'a Likelihood,
+    chain_data: Option<&'a crate::model::ChainData>,
+    scratch_words: usize,
+    prior_state: Option<&'a [f32]>,
+    state_width: usize,
+    update_bytes: usize,
+    precision: f32,
+}
+
+impl GroupModel<'_> {
+    /// The group of chains `offset..offset + count`.
+    fn group(
+        &self,
+        context: &GpuContext,
+        shared: &Shared,
+        (d, p): (usize, usize),
+        steps: u32,
+        (offset, count): (usize, usize),
+    ) -> ChainGroup {
+        let l = self.likelihood;
+        let width = self.state_width;
+        let spec = GroupSpec {
+            offset,
+            chains: count,
+            shape: (d, p),
+            steps,
+            offsets: &l.offsets()[offset * d..(offset + count) * d],
+            likelihood: GroupLikelihood {
+                gathers: l.gathers(),
+                has_step: l.has_step(),
+                caches_energy: l.caches_energy(),
+                chains: self.chain_data.map(|c| {
+                    let w = c.bytes_per_chain;
+                    &c.bytes[offset * w..(offset + count) * w]
+                }),
+                scratch_words: self.scratch_words,
+            },
+            prior_state: self.prior_state.map(|s| {
+                let rows = &s[offset * width..(offset + count) * width];
+                (rows, self.update_bytes)
+            }),
+            precision: self.precision,
+        };
+        ChainGroup::new(context, shared, &spec)
+    }
 }
 
 impl Backend for GpuBackend {

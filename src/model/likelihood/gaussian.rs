@@ -29,10 +29,10 @@ pub struct Gaussian {
 }
 
 impl Gaussian {
-    /// Per chain U(X) = ½·||r_X||²·τ + prior and U(Z) − U(X) = ½·Σ_j (r_Z − r_X)_j (r_Z + r_X)_j·τ
-    /// + the prior's difference, one reduction of per-element differences, never two rounded
-    /// energies (τ: the precision); preconditioned (`--noise gibbs`, τ = √τ per chain), both
-    /// times √τ: the chain's terms in noise units.
+    /// Per chain U(X) = ½·||r_X||²·τ plus the prior's, and U(Z) − U(X) = ½·Σ_j (r_Z − r_X)_j
+    /// (r_Z + r_X)_j·τ plus the prior's difference: one reduction of per-element differences,
+    /// never two rounded energies (τ: the precision). Preconditioned (`--noise gibbs`, √τ per
+    /// chain in place of τ), both times √τ: the chain's terms in noise units.
     pub fn energy_terms(&self, inputs: &TermsInputs) -> Vec<(f32, f32)> {
         use rayon::prelude::*;
         let (residual_x, residual_z) = inputs.residuals;

@@ -258,6 +258,10 @@ pub struct ChainData {
 }
 
 impl Likelihood {
+    /// The paper's likelihood's WGSL and what it reads (the Gaussian's): what the kernels outside
+    /// a run's chains are compiled with.
+    pub const PAPER_WGSL: WgslModel = gaussian::WGSL_MODEL;
+
     /// Every likelihood's WGSL and what it reads, for the backends' layout tests.
     pub const WGSL_MODELS: [WgslModel; 3] = [
         gaussian::WGSL_MODEL,
