@@ -48,6 +48,16 @@ pub enum TargetKind {
     Tangent,
 }
 
+impl TargetKind {
+    /// Every target, for the tests that run each on every backend.
+    pub const ALL: [TargetKind; 4] = [
+        TargetKind::Paper,
+        TargetKind::Mixture,
+        TargetKind::Local,
+        TargetKind::Tangent,
+    ];
+}
+
 /// The row each chain starts from: a uniform pick within its rows from the stream
 /// (seed, chain, 0, 0, InitPick), as LASSO and data starts draw it.
 pub fn start_rows(rows: &[[u32; 2]], seed: u64) -> Vec<usize> {
