@@ -168,7 +168,7 @@ impl ProblemSettings {
         self.prior.validate()?;
         self.noise.validate()?;
         if self.noise.is_gibbs() {
-            if !matches!(self.target, TargetKind::Paper | TargetKind::Local) {
+            if !self.target.is_gaussian_residual() {
                 return Err(Error::usage(
                     "noise",
                     "gibbs runs with `target` paper or local (its update reads the Gaussian \

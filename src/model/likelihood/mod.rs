@@ -49,6 +49,15 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
+    /// Whether its likelihood reads a Gaussian residual (paper, local): the noise precision can
+    /// be learned beside it (`--noise gibbs`), and the SSGL prior's σ update reads it.
+    pub fn is_gaussian_residual(&self) -> bool {
+        match self {
+            TargetKind::Paper | TargetKind::Local => true,
+            TargetKind::Mixture | TargetKind::Tangent => false,
+        }
+    }
+
     /// Every target, for the tests that run each on every backend.
     pub const ALL: [TargetKind; 4] = [
         TargetKind::Paper,
