@@ -144,6 +144,29 @@ pub trait Backend {
     }
 }
 
+/// The capability accessors of a backend that offers all three (written inside its
+/// `impl Backend`).
+macro_rules! offers_every_capability {
+    () => {
+        fn encoder(&mut self) -> Option<&mut dyn $crate::backend::Encode> {
+            Some(self)
+        }
+
+        fn encoder_ref(&self) -> Option<&dyn $crate::backend::Encode> {
+            Some(self)
+        }
+
+        fn tuning(&mut self) -> Option<&mut dyn $crate::backend::Tuning> {
+            Some(self)
+        }
+
+        fn model_state(&mut self) -> Option<&mut dyn $crate::backend::ModelState> {
+            Some(self)
+        }
+    };
+}
+pub(crate) use offers_every_capability;
+
 /// LASSO encodings with the backend's dictionary.
 pub trait Encode {
     /// LASSO codes argmin_z ½||x − A z||² + lam·||z||₁ of `images` (rows of d) by monotone FISTA

@@ -623,21 +623,7 @@ impl Backend for CpuBackend {
             .collect())
     }
 
-    fn encoder(&mut self) -> Option<&mut dyn Encode> {
-        Some(self)
-    }
-
-    fn encoder_ref(&self) -> Option<&dyn Encode> {
-        Some(self)
-    }
-
-    fn tuning(&mut self) -> Option<&mut dyn Tuning> {
-        Some(self)
-    }
-
-    fn model_state(&mut self) -> Option<&mut dyn ModelState> {
-        Some(self)
-    }
+    super::offers_every_capability!();
 }
 
 impl Tuning for CpuBackend {

@@ -648,21 +648,7 @@ impl Backend for GpuBackend {
         Ok(Some(clock.seconds))
     }
 
-    fn encoder(&mut self) -> Option<&mut dyn Encode> {
-        Some(self)
-    }
-
-    fn encoder_ref(&self) -> Option<&dyn Encode> {
-        Some(self)
-    }
-
-    fn tuning(&mut self) -> Option<&mut dyn Tuning> {
-        Some(self)
-    }
-
-    fn model_state(&mut self) -> Option<&mut dyn ModelState> {
-        Some(self)
-    }
+    super::offers_every_capability!();
 }
 
 impl Tuning for GpuBackend {
