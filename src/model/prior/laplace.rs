@@ -27,10 +27,12 @@ pub const WGSL_MODEL: WgslModel = WgslModel {
     scratch: false,
 };
 
-/// The Laplace prior with rate `lam` (also the LASSO penalty of the chains' starts).
+/// The Laplace prior with rate `lam` (also the LASSO penalty of the chains' starts). In settings
+/// its rate is the settings' `lambda` (`Prior::with_lasso_rate`), whatever `lam` they hold.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Laplace {
     /// The rate lam ≥ 0.
+    #[serde(default)]
     pub lam: f32,
 }
 

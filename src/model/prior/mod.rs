@@ -410,3 +410,47 @@ impl clap::ValueEnum for Prior {
         Some(clap::builder::PossibleValue::new(self.name()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Setting {
+        #[serde(deserialize_with = "from_setting")]
+        prior: Prior,
+    }
+
+    fn read(json: &str) -> std::result::Result<Prior, String> {
+        serde_json::from_str::<Setting>(json)
+            .map(|s| s.prior)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A prior setting reads as its name (the defaults) or as an object tagged by `kind` with
+    /// any of its hyper-parameters; an unknown name lists the priors.
+    #[test]
+    fn a_prior_setting_reads_as_a_name_or_an_object() {
+        assert_eq!(read(r#"{"prior": "ssgl"}"#), Ok(Prior::Ssgl(Ssgl::DEFAULT)));
+        assert_eq!(
+            read(r#"{"prior": {"kind": "ssgl", "v0": 0.2}}"#),
+            Ok(Prior::Ssgl(Ssgl {
+                v0: 0.2,
+                ..Ssgl::DEFAULT
+            }))
+        );
+        assert!(matches!(
+            read(r#"{"prior": "laplace"}"#),
+            Ok(Prior::Laplace(_))
+        ));
+        let with_rate = read(r#"{"prior": {"kind": "laplace"}}"#).map(|p| p.with_lasso_rate(3.0));
+        assert_eq!(with_rate, Ok(Prior::Laplace(Laplace { lam: 3.0 })));
+        let err = read(r#"{"prior": "horseshoe"}"#).unwrap_err();
+        assert!(err.contains("laplace, ssgl"), "{err}");
+        let written = serde_json::to_string(&Prior::Ssgl(Ssgl::DEFAULT)).unwrap();
+        assert_eq!(
+            read(&format!(r#"{{"prior": {written}}}"#)),
+            Ok(Prior::Ssgl(Ssgl::DEFAULT))
+        );
+    }
+}
