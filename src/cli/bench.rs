@@ -27,7 +27,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         seed: args.seed,
         out: args.out.clone(),
         force: args.force,
-        ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
+        ssgl: args.bench_prior.has_state(),
         peer_python: peer_python(args),
         f16: args.f16,
         gemm_tiles: args.gemm_tile.clone(),

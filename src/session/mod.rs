@@ -63,7 +63,7 @@ pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    PriorKind, ProblemSettings, SampleSettings, SamplerChoice, ScaleFit,
+    ProblemSettings, SampleSettings, SamplerChoice, ScaleFit,
 };
 
 /// How a run ended, when it did not fail.

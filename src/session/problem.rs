@@ -68,10 +68,7 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
         .with_noise(args.noise)
         .with_tangent(args.tangent())
         .with_precision(args.precision)?;
-    let target = match args.prior {
-        super::settings::PriorKind::Laplace => target,
-        super::settings::PriorKind::Ssgl => target.with_prior(crate::model::Prior::Ssgl(args.ssgl)),
-    };
+    let target = target.with_prior(args.prior.with_lasso_rate(args.lambda));
     Ok(Problem {
         dataset,
         dictionary_source,

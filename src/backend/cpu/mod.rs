@@ -14,20 +14,15 @@ pub mod matmul;
 pub mod mh_terms;
 pub mod packed;
 pub mod select;
-pub mod ssgl;
-pub mod tangent;
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
-use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepScratch};
-use super::kernel_hmc::ChainInfo;
-use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use super::{Backend, BackendInfo, DynamicsSettings, Encode, MhTerms, ModelState, Tuning};
 use crate::methods::ChainOp;
-use crate::model::{Likelihood, TangentBasis, Target};
+use crate::model::likelihood::StepDraw;
+use crate::model::{Likelihood, Target};
 use crate::{Error, Result};
-use mh_terms::{ChainView, Kinetic};
+use mh_terms::{ChainView, Kinetic, TermsModel};
 
 /// Chain state on the host: current (x, residual, gradient), proposal alike, and scratch.
 pub struct CpuBackend {
@@ -58,15 +53,17 @@ pub struct CpuBackend {
     /// (`Some(None)`: not positive definite, so FISTA encodes).
     admm_factor: Option<Option<lasso_admm::Factor>>,
     chunk: usize,
-    /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
-    caches_energy: bool,
-    mixture: Option<Mixture>,
+    /// The likelihood, as data: what the residuals subtract, its step and energy passes.
+    likelihood: Likelihood,
+    /// Its cached energies and scaled residuals, for a likelihood that keeps them.
+    cached: Option<Cached>,
     /// Seconds per `CpuPhase` since timing was switched on (`with_phase_timing`).
     phase_seconds: Option<[f64; CpuPhase::COUNT]>,
     /// The step's products by the system OpenBLAS (`with_blas_products`; measuring only).
     #[cfg(feature = "blas")]
     blas_products: bool,
-    /// The SSGL prior's latent state (`ssgl::stride(p)` values per chain), None for Laplace.
+    /// The prior's latent state (`Prior::state_width(p)` values per chain), None for a prior
+    /// without state.
     prior_state: Option<Vec<f32>>,
     /// The learned noise precision τ per chain (`--noise gibbs`), None for a fixed σ².
     precision: Option<Vec<f32>>,
@@ -103,28 +100,18 @@ impl CpuPhase {
     pub const COUNT: usize = 7;
 }
 
-/// What turns A· (mixture) or A· − a (tangent) into a per-chain energy and scaled residual.
-enum EnergyKernel {
-    /// The mixture's kernels' chain info: −log Σ_i exp(−||A· − x_i||²/(2σ²)) and
-    /// (A· − Σ_i w_i x_i)/σ².
-    Mixture(Vec<ChainInfo>),
-    /// The tangent bases and 1/σ²: ½ rᵀ C⁻¹ r and C⁻¹ r with r = A· − a.
-    Tangent(Arc<TangentBasis>, f32),
-}
-
-/// The cached-energy targets' per-chain state (mixture and tangent): the energy kernel and, at X
-/// and at Z, the energy's data term and the scaled residual the gradient products read.
-struct Mixture {
-    kernel: EnergyKernel,
+/// A likelihood's cached state (mixture, tangent): at X and at Z, the energy's data term and the
+/// scaled residual the gradient products read.
+struct Cached {
     x_energy: Vec<f32>,
     z_energy: Vec<f32>,
     x_scaled: Vec<f32>,
     z_scaled: Vec<f32>,
 }
 
-/// The energy kernel, and where `residual_and_gradient` leaves its energies (C) and scaled
-/// residuals (C × d).
-type MixtureOut<'a> = Option<(&'a EnergyKernel, &'a mut [f32], &'a mut [f32])>;
+/// Where `residual_and_gradient` leaves a likelihood's cached energies (C) and scaled residuals
+/// (C × d), for a likelihood that keeps them.
+type CachedOut<'a> = Option<(&'a mut [f32], &'a mut [f32])>;
 
 impl CpuBackend {
     /// A backend for `chains` chains of `target`, all positions zero until loaded.
@@ -142,35 +129,22 @@ impl CpuBackend {
     pub fn try_new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Result<Self> {
         let (d, p) = (target.d(), target.p());
         let chain_rows = target.chain_rows(chains)?;
-        let cached = |kernel| Mixture {
-            kernel,
+        let likelihood = target.likelihood(chains)?;
+        let prior_state = target.initial_prior_state(&likelihood, chains)?;
+        // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
+        // a gathered minibatch mean, or the offset itself.
+        let xbar_rows = likelihood.offsets().to_vec();
+        let ybar = if likelihood.gathers() {
+            vec![0.0; chains * d]
+        } else {
+            xbar_rows.clone()
+        };
+        let cached = likelihood.caches_energy().then(|| Cached {
             x_energy: vec![0.0; chains],
             z_energy: vec![0.0; chains],
             x_scaled: vec![0.0; chains * d],
             z_scaled: vec![0.0; chains * d],
-        };
-        // Each chain's residual subtracts its mean, nothing (the mixture keeps A X), or its anchor.
-        let likelihood = target.likelihood(chains)?;
-        let caches_energy = likelihood.caches_energy();
-        let prior_state = target.initial_prior_state(&likelihood, chains)?;
-        // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
-        // a gathered minibatch mean for the Gaussian, zero for the mixture (A Z), the anchors for
-        // the tangent target (A Z − a).
-        let zeros = || vec![0.0; chains * d];
-        let (xbar_rows, ybar, mixture) = match likelihood {
-            Likelihood::Gaussian { means } => (means, zeros(), None),
-            Likelihood::Mixture { info } => {
-                (zeros(), zeros(), Some(cached(EnergyKernel::Mixture(info))))
-            }
-            Likelihood::Tangent {
-                anchors,
-                basis,
-                inv_sigma2,
-            } => {
-                let kernel = EnergyKernel::Tangent(basis, inv_sigma2);
-                (anchors.clone(), anchors, Some(cached(kernel)))
-            }
-        };
+        });
         Ok(CpuBackend {
             settings,
             chains,
@@ -192,8 +166,8 @@ impl CpuBackend {
             encode_stats: fista::EncodeStats::default(),
             admm_factor: None,
             chunk: chains.max(1),
-            caches_energy,
-            mixture,
+            likelihood,
+            cached,
             phase_seconds: None,
             #[cfg(feature = "blas")]
             blas_products: false,
@@ -309,10 +283,10 @@ impl CpuBackend {
             .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32)
     }
 
-    /// 1/σ² as the gradient kernels apply it: the mixture's and the tangent target's residuals
-    /// arrive already scaled; a learned precision is one value per chain.
+    /// 1/σ² as the gradient kernels apply it: a likelihood's scaled residuals (the mixture's,
+    /// the tangent target's) arrive already scaled; a learned precision is one value per chain.
     fn gradient_inv_sigma2(&self) -> Vec<f32> {
-        if self.caches_energy {
+        if self.likelihood.caches_energy() {
             vec![1.0]
         } else {
             self.likelihood_precision()
@@ -329,53 +303,31 @@ impl CpuBackend {
         }
     }
 
-    /// Residual A·pos − xbar and full gradient ∇U(pos) for every chain; for the mixture the
-    /// residual is A·pos and `mixture` receives the energies and scaled residuals.
+    /// Residual A·pos − offset and full gradient ∇U(pos) for every chain; a likelihood that
+    /// caches its energy leaves its energies and scaled residuals in `cached`.
     fn residual_and_gradient(
         &self,
         positions: &[f32],
         residual: &mut [f32],
         gradient: &mut [f32],
-        mixture: MixtureOut,
+        cached: CachedOut,
     ) {
         self.residual_product(positions, &self.xbar_rows, residual);
-        self.gradient_from_residual(positions, residual, gradient, mixture);
+        self.gradient_from_residual(positions, residual, gradient, cached);
     }
 
-    /// The full gradient ∇U(pos) (and the cached-energy targets' energies and scaled residuals)
+    /// The full gradient ∇U(pos) (and a caching likelihood's energies and scaled residuals)
     /// from the residual already in `residual`.
     fn gradient_from_residual(
         &self,
         positions: &[f32],
         residual: &[f32],
         gradient: &mut [f32],
-        mixture: MixtureOut,
+        cached: CachedOut,
     ) {
-        match mixture {
-            Some((EnergyKernel::Mixture(info), energy, scaled)) => {
-                let d = self.target.d();
-                let observations = &self.target.observations;
-                energy
-                    .par_iter_mut()
-                    .zip(scaled.par_chunks_mut(d))
-                    .zip(residual.par_chunks(d))
-                    .zip(info.par_iter())
-                    .for_each_init(Vec::new, |weights, (((e, s), image), info)| {
-                        *e = kernel_energy(observations, info, image, s, weights);
-                    });
-                self.transpose_product(scaled, gradient);
-            }
-            Some((EnergyKernel::Tangent(basis, inv_sigma2), energy, scaled)) => {
-                let d = self.target.d();
-                energy
-                    .par_iter_mut()
-                    .zip(scaled.par_chunks_mut(d))
-                    .zip(residual.par_chunks(d))
-                    .enumerate()
-                    .for_each(|(c, ((e, s), r))| {
-                        let (q, g) = (basis.chain_basis(c), basis.chain_gamma(c));
-                        *e = tangent::tangent_energy(q, g, *inv_sigma2, r, s);
-                    });
+        match cached {
+            Some((energy, scaled)) => {
+                self.likelihood.energy(residual, energy, scaled);
                 self.transpose_product(scaled, gradient);
             }
             None => self.transpose_product(residual, gradient),
@@ -390,52 +342,19 @@ impl CpuBackend {
         );
     }
 
-    /// The mixture's minibatch residuals of step `step`, in place over A Z; the tangent target's
-    /// C⁻¹ (A Z − a), in place over A Z − a (no minibatch: its step gradient is the full one).
-    fn mixture_step_residual(&mut self, outer: u32, step: u32) {
-        let Some(m) = &self.mixture else { return };
-        let (d, s) = (self.target.d(), &self.settings);
-        let info = match &m.kernel {
-            EnergyKernel::Mixture(info) => info,
-            EnergyKernel::Tangent(basis, inv_sigma2) => {
-                self.step_residual
-                    .par_chunks_mut(d)
-                    .enumerate()
-                    .for_each(|(c, r)| {
-                        let (q, g) = (basis.chain_basis(c), basis.chain_gamma(c));
-                        tangent::tangent_step(q, g, *inv_sigma2, r);
-                    });
-                return;
-            }
-        };
-        let params = StepParams {
+    /// The likelihood's step residual of step `step`, in place over A Z − offset (the mixture's
+    /// minibatch softmax, the tangent target's C⁻¹; nothing for the Gaussian).
+    fn likelihood_step_residual(&mut self, outer: u32, step: u32) {
+        let s = &self.settings;
+        let draw = StepDraw {
             seed: s.seed,
+            first_chain: s.chain_offset,
             outer,
             step,
-            eta: s.eta,
-            noise: false,
-            noise_scale: 0.0,
+            batch: s.batch,
         };
-        let observations = &self.target.observations;
-        let batch = s.batch as usize;
-        let offset = s.chain_offset;
-        self.step_residual
-            .par_chunks_mut(d)
-            .zip(info.par_iter())
-            .enumerate()
-            .for_each_init(
-                || StepScratch::new(batch, d, false),
-                |scratch, (c, (image, info))| {
-                    mixture_residual(
-                        observations,
-                        info,
-                        offset + c as u32,
-                        &params,
-                        image,
-                        scratch,
-                    );
-                },
-            );
+        self.likelihood
+            .step_residual(&draw, &mut self.step_residual);
     }
 
     /// Runs one chain operation of a method's program (`methods::ChainOp`) on every chain;
@@ -496,12 +415,12 @@ impl CpuBackend {
         None
     }
 
-    /// Step `step` of Algorithm 1 on Z: the minibatch mean (the paper's target; the mixture's
-    /// step residual starts as A Z, the tangent target's as A Z − a, both set at construction),
-    /// the two products with the likelihood's step residual between them, and the fused update.
+    /// Step `step` of Algorithm 1 on Z: the minibatch mean (a likelihood that gathers; the
+    /// others' step residual subtracts their offset, set at construction), the two products
+    /// with the likelihood's step residual between them, and the fused update.
     fn minibatch_step(&mut self, outer: u32, step: u32) {
         let (p, s) = (self.target.p(), self.settings.clone());
-        if self.mixture.is_none() {
+        if self.likelihood.gathers() {
             self.timed(CpuPhase::Gather, |b| {
                 gather::gather_from(
                     &b.target.observations,
@@ -519,7 +438,7 @@ impl CpuBackend {
             let mut step_residual = std::mem::take(&mut b.step_residual);
             b.residual_product(&b.z, &b.ybar, &mut step_residual);
             b.step_residual = step_residual;
-            b.mixture_step_residual(outer, step);
+            b.likelihood_step_residual(outer, step);
         });
         self.timed(CpuPhase::TransposeProduct, |b| {
             let mut gradient = std::mem::take(&mut b.z_gradient);
@@ -552,12 +471,12 @@ impl CpuBackend {
             std::mem::take(&mut self.z_residual),
             std::mem::take(&mut self.z_gradient),
         );
-        let mut mixture = self.mixture.take();
-        let out = mixture
+        let mut cached = self.cached.take();
+        let out = cached
             .as_mut()
-            .map(|m| (&m.kernel, &mut m.z_energy[..], &mut m.z_scaled[..]));
+            .map(|m| (&mut m.z_energy[..], &mut m.z_scaled[..]));
         self.residual_and_gradient(&self.z, &mut residual, &mut gradient, out);
-        self.mixture = mixture;
+        self.cached = cached;
         self.z_residual = residual;
         self.z_gradient = gradient;
     }
@@ -593,34 +512,25 @@ impl CpuBackend {
             outer,
             first_chain: s.chain_offset,
         };
+        let model = TermsModel {
+            prior: &self.target.prior,
+            prior_state: self.prior_state.as_deref(),
+            likelihood: &self.likelihood,
+            energies: self
+                .cached
+                .as_ref()
+                .map(|m| (&m.x_energy[..], &m.z_energy[..])),
+            precision: &self.likelihood_precision(),
+            preconditioned: self.precision.is_some(),
+            deltas: &deltas,
+        };
         mh_terms::mh_terms_with(
             &current,
             &proposal,
-            d,
-            p,
-            &self.target.prior,
-            self.prior_state.as_deref(),
-            &self.likelihood_precision(),
-            self.precision.is_some(),
-            &deltas,
+            (d, p),
+            &model,
             kinetic.then_some(&kinetic_terms),
-            self.mixture
-                .as_ref()
-                .map(|m| (&m.x_energy[..], &m.z_energy[..])),
         )
-    }
-}
-
-impl CpuBackend {
-    /// The tangent target's k directions (k·d) and shrinkages (k) per chain, in bytes.
-    fn tangent_bytes_per_chain(&self) -> usize {
-        match &self.mixture {
-            Some(Mixture {
-                kernel: EnergyKernel::Tangent(basis, _),
-                ..
-            }) => 4 * basis.k * (self.target.d() + 1),
-            _ => 0,
-        }
     }
 }
 
@@ -633,53 +543,32 @@ impl CpuBackend {
             std::mem::take(&mut self.x_residual),
             std::mem::take(&mut self.x_gradient),
         );
-        let mut mixture = self.mixture.take();
-        let out = mixture
+        let mut cached = self.cached.take();
+        let out = cached
             .as_mut()
-            .map(|m| (&m.kernel, &mut m.x_energy[..], &mut m.x_scaled[..]));
+            .map(|m| (&mut m.x_energy[..], &mut m.x_scaled[..]));
         self.residual_and_gradient(&self.x, &mut residual, &mut gradient, out);
-        self.mixture = mixture;
+        self.cached = cached;
         self.x_residual = residual;
         self.x_gradient = gradient;
     }
 }
 
 impl Backend for CpuBackend {
-    fn set_step_size(&mut self, eta: f32) -> Result<()> {
-        self.settings.eta = eta;
-        self.chain_steps = None;
-        Ok(())
-    }
-
-    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
-        super::check_chain_steps(steps, self.chains, self.settings.method)?;
-        self.chain_steps = Some(steps.to_vec());
-        Ok(())
-    }
-
-    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
-        self.settings.leapfrog_steps = steps;
-        Ok(())
-    }
-
-    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
-        Ok((self.z.clone(), self.momentum.clone()))
-    }
-
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
             kind: "cpu".into(),
             device: format!("CPU, {} threads", rayon::current_num_threads()),
-            // The mixture and the tangent target add their scaled residuals (2d) and energies
-            // (2); the tangent target also its k directions and shrinkages.
+            // A caching likelihood adds its scaled residuals (2d) and energies (2), and its
+            // per-chain data (the tangent target's k directions and shrinkages).
             bytes_per_chain: 4 * (5 * p + 5 * d)
-                + if self.mixture.is_some() {
+                + if self.cached.is_some() {
                     4 * (2 * d + 2)
                 } else {
                     0
                 }
-                + self.tangent_bytes_per_chain(),
+                + self.likelihood.reported_chain_bytes(),
         }
     }
 
@@ -701,21 +590,80 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
+        let mut terms = None;
+        for op in self.settings.method.program(&self.settings) {
+            terms = self.apply(op, outer).or(terms);
+        }
+        terms.ok_or_else(|| Error::Internal("a method's program ended without MH terms".into()))
+    }
+
+    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
+        let (d, p) = (self.target.d(), self.target.p());
+        select::select(accepted, &self.z, &mut self.x, p);
+        select::select(accepted, &self.z_gradient, &mut self.x_gradient, p);
+        select::select(accepted, &self.z_residual, &mut self.x_residual, d);
+        if let Some(m) = &mut self.cached {
+            select::select(accepted, &m.z_scaled, &mut m.x_scaled, d);
+            select::select(accepted, &m.z_energy, &mut m.x_energy, 1);
+        }
+        Ok(())
+    }
+
+    fn positions(&mut self) -> Result<Vec<f32>> {
+        Ok(self.x.clone())
+    }
+
+    fn images(&mut self) -> Result<Vec<f32>> {
+        Ok(self
+            .x_residual
+            .iter()
+            .zip(&self.xbar_rows)
+            .map(|(r, m)| r + m)
+            .collect())
+    }
+
+    super::offers_every_capability!();
+}
+
+impl Tuning for CpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        self.chain_steps = None;
+        Ok(())
+    }
+
+    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
+        super::check_chain_steps(steps, self.chains, self.settings.method)?;
+        self.chain_steps = Some(steps.to_vec());
+        Ok(())
+    }
+
+    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
+        self.settings.leapfrog_steps = steps;
+        Ok(())
+    }
+
+    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        Ok((self.z.clone(), self.momentum.clone()))
+    }
+}
+
+impl ModelState for CpuBackend {
     fn prior_update(&mut self, outer: u32) -> Result<Vec<u32>> {
-        let Some(ssgl) = self.target.prior.ssgl().copied() else {
+        let (d, p) = (self.target.d(), self.target.p());
+        let Some(mut state) = self.prior_state.take() else {
             return Err(Error::Internal(
                 "prior_update: the prior has no adaptive state".into(),
             ));
         };
-        let (d, p) = (self.target.d(), self.target.p());
-        let scalars = ssgl::UpdateScalars::new(&ssgl, outer, d, p);
-        Ok(self.timed(CpuPhase::PriorUpdate, |b| {
-            let mut state = b.prior_state.take().unwrap_or_default();
-            let status = ssgl::sa_update(&scalars, &mut state, &b.x, &b.x_residual, d, p);
+        self.timed(CpuPhase::PriorUpdate, |b| {
+            let prior = b.target.prior;
+            let status = prior.update_state(outer, &mut state, &b.x, &b.x_residual, (d, p));
             b.prior_state = Some(state);
             b.refresh_current();
             status
-        }))
+        })
     }
 
     fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
@@ -744,7 +692,7 @@ impl Backend for CpuBackend {
     }
 
     fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
-        super::check_precision(precision, self.chains, self.caches_energy)?;
+        super::check_precision(precision, self.chains, &self.likelihood)?;
         self.precision = Some(precision.to_vec());
         self.refresh_current();
         Ok(())
@@ -753,40 +701,9 @@ impl Backend for CpuBackend {
     fn noise_precision(&mut self) -> Result<Option<Vec<f32>>> {
         Ok(self.precision.clone())
     }
+}
 
-    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
-        let mut terms = None;
-        for op in self.settings.method.program(&self.settings) {
-            terms = self.apply(op, outer).or(terms);
-        }
-        terms.ok_or_else(|| Error::Internal("a method's program ended without MH terms".into()))
-    }
-
-    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
-        let (d, p) = (self.target.d(), self.target.p());
-        select::select(accepted, &self.z, &mut self.x, p);
-        select::select(accepted, &self.z_gradient, &mut self.x_gradient, p);
-        select::select(accepted, &self.z_residual, &mut self.x_residual, d);
-        if let Some(m) = &mut self.mixture {
-            select::select(accepted, &m.z_scaled, &mut m.x_scaled, d);
-            select::select(accepted, &m.z_energy, &mut m.x_energy, 1);
-        }
-        Ok(())
-    }
-
-    fn positions(&mut self) -> Result<Vec<f32>> {
-        Ok(self.x.clone())
-    }
-
-    fn images(&mut self) -> Result<Vec<f32>> {
-        Ok(self
-            .x_residual
-            .iter()
-            .zip(&self.xbar_rows)
-            .map(|(r, m)| r + m)
-            .collect())
-    }
-
+impl Encode for CpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
         let (d, p) = (self.target.d(), self.target.p());
         let tolerance = self.lasso_tolerance;
