@@ -156,7 +156,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         observer.phase_advance((start + rows - range.start) as u64);
     }
     observer.phase_finish();
-    let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes, n);
+    let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes);
     let encoded = Encoded {
         n: rows_total,
         d,
@@ -473,21 +473,13 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
     })
 }
 
-/// A z for every code (rows of p), computed as over `like` rows (the single run's n in a shard;
-/// see `matmul::rows_like`).
-fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32], like: usize) -> Vec<f32> {
+/// A z for every code (rows of p), in the CPU products' one order (a shard's rows as the single
+/// run's, on any CPU).
+fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32]) -> Vec<f32> {
     let rows = codes.len() / p;
     let mut out = vec![0f32; rows * d];
     let zeros = vec![0f32; rows * d];
-    use crate::backend::cpu::matmul;
-    matmul::residual_product_like(
-        matmul::Layouts::rows(a),
-        d,
-        p,
-        codes,
-        &zeros,
-        &mut out,
-        like,
-    );
+    let a = crate::backend::cpu::packed::PackedMatrix::both(a, d, p);
+    a.residual_product(codes, &zeros, &mut out);
     out
 }

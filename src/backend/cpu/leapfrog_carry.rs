@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 
 use super::gradient_step::chain_value as chain_step;
-use super::{matmul, packed, CpuBackend, EnergyKernel};
+use super::{packed, CpuBackend, EnergyKernel};
 use crate::methods::Method;
 use crate::model::{Laplace, Prior};
 
@@ -23,10 +23,8 @@ const FLIP_BLOCK: usize = 64;
 
 /// The carried images of one run's chains (rows of d) and the Gram matrix they move by.
 pub struct LeapfrogCarry {
-    /// AAᵀ (d × d, symmetric), computed once.
-    gram: Vec<f32>,
-    /// AAᵀ packed (`packed::PackedMatrix`), None where gemm computes.
-    gram_packed: Option<packed::PackedMatrix>,
+    /// AAᵀ (d × d, symmetric), computed once and packed for W · AAᵀ.
+    gram: packed::PackedMatrix,
     /// A r per chain: the momentum's image.
     momentum_image: Vec<f32>,
     /// A ∇prior(z) per chain.
@@ -51,7 +49,8 @@ pub fn saves_products(d: usize, p: usize, leapfrog_steps: u32) -> bool {
 
 impl CpuBackend {
     /// The shared Laplace prior when the carry applies to this run's HMC: a fixed σ² (no learned
-    /// precision, whose scale changes the drift), no minibatch mixture, the products by gemm.
+    /// precision, whose scale changes the drift), no minibatch mixture, the products rmld's own
+    /// (not OpenBLAS's).
     fn carried_prior(&self) -> Option<Laplace> {
         let Prior::Laplace(laplace) = self.target.prior else {
             return None;
@@ -61,12 +60,12 @@ impl CpuBackend {
             Some(EnergyKernel::Mixture(_))
         );
         #[cfg(feature = "blas")]
-        let gemm = !self.blas_products;
+        let own_products = !self.blas_products;
         #[cfg(not(feature = "blas"))]
-        let gemm = true;
+        let own_products = true;
         let (d, p) = (self.target.d(), self.target.p());
         (self.leapfrog_carry
-            && gemm
+            && own_products
             && mixture_ok
             && self.settings.method == Method::Hmc
             && self.prior_state.is_none()
@@ -91,10 +90,9 @@ impl CpuBackend {
         };
         let (d, p, chains) = (self.target.d(), self.target.p(), self.chains);
         let mut carry = self.carry.take().unwrap_or_else(|| {
-            let gram = matmul::gram(&self.target.dictionary.a, d, p);
+            let gram = packed::gram(&self.target.dictionary.a, d, p);
             LeapfrogCarry {
-                gram_packed: packed::PackedMatrix::times_only(&gram, d, d),
-                gram,
+                gram: packed::PackedMatrix::times_only(&gram, d, d),
                 momentum_image: vec![0.0; chains * d],
                 prior_image: vec![0.0; chains * d],
                 gradient_image: vec![0.0; chains * d],
@@ -121,13 +119,12 @@ impl CpuBackend {
     fn set_gradient_image(&self, scaled: &[f32], carry: &mut LeapfrogCarry) {
         let d = self.target.d();
         let kappa = self.gradient_inv_sigma2()[0];
-        let gram = matmul::Layouts::rows(&carry.gram).with_packed(carry.gram_packed.as_ref());
         let out = &mut carry.gradient_image;
         for (w, out) in scaled
             .chunks(self.chunk * d)
             .zip(out.chunks_mut(self.chunk * d))
         {
-            matmul::transpose_product_like(gram, d, d, w, out, self.like_rows());
+            carry.gram.transpose_product(w, out);
         }
         out.par_iter_mut()
             .zip(carry.prior_image.par_iter())

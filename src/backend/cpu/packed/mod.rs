@@ -1,23 +1,24 @@
-//! Products against a constant matrix packed once into 64-column panels, by an AVX-512 kernel.
+//! Products against a constant matrix packed once into 64-column panels, every output summed in one fixed order on every CPU path.
 //!
 //! gemm packs its operands at every call: for the chains' Aᵀ r at C = 129 that is a 9.8 MB copy
 //! of A per product, 13% of an `augment` run's chain time (docs/benchmarks.md). A dictionary
-//! does not change, so it is packed here once, panel by panel (64 output columns × k, the four
-//! 16-lane registers the kernel loads per k), and the kernel reads it as it lies. Each output is
-//! one fused multiply-add chain over k in order from zero (minus y last, where asked), so a
-//! row's values depend neither on the row count nor on the threads: a shard's chains get the
-//! single run's numbers without `matmul::rows_like`'s padding. Where AVX-512F is missing, or
-//! `RMLD_PACKED_PRODUCTS=0` asks (to measure against gemm in one binary), nothing is packed and
-//! gemm computes. [`reference_product`] is the kernel's scalar twin, bit for bit.
+//! does not change, so it is packed here once, panel by panel (64 output columns × k), and the
+//! kernels read it as it lies. Each output is one fused multiply-add chain over k in order from
+//! zero (minus y last, where asked) on every path ([`CpuPath`]: AVX-512, AVX2, scalar), and FMA
+//! rounds once, so the bits depend neither on the path nor on the row count nor on the threads:
+//! a seed gives the same codes on any x86-64 CPU, and a shard's chains get the single run's
+//! numbers. [`reference_product`] is the kernels' scalar twin, bit for bit.
+
+mod avx2;
+mod avx512;
+mod path;
+mod scalar;
+mod tile;
 
 use rayon::prelude::*;
 
-/// Output columns per panel: four 16-lane registers.
-const PANEL: usize = 64;
-
-/// Rows per kernel call: 6 × 4 accumulators leave registers for the panel's four and the
-/// broadcast.
-const KERNEL_ROWS: usize = 6;
+pub use path::{CpuPath, CPU_PATH_VARIABLE};
+use tile::{OutPtr, Tile, KERNEL_ROWS, PANEL};
 
 /// Rows per parallel task, a multiple of [`KERNEL_ROWS`]: a task streams one panel past this
 /// many rows, so the panel is read from memory once per this many rows.
@@ -33,21 +34,20 @@ pub struct PackedOperand {
 }
 
 impl PackedOperand {
-    /// M (k × n, row-major) packed, or None where the kernel cannot run (see [`available`]).
-    pub fn from_rows(m: &[f32], k: usize, n: usize) -> Option<Self> {
+    /// M (k × n, row-major) packed.
+    pub fn from_rows(m: &[f32], k: usize, n: usize) -> Self {
         assert_eq!(m.len(), k * n, "packed operand: values do not match k × n");
-        available().then(|| Self::pack(k, n, |kk, col| m[kk * n + col]))
+        Self::pack(k, n, |kk, col| m[kk * n + col])
     }
 
-    /// M = Aᵀ for A (rows × cols, row-major) packed (k = cols, n = rows), or None where the
-    /// kernel cannot run.
-    pub fn from_transpose(a: &[f32], rows: usize, cols: usize) -> Option<Self> {
+    /// M = Aᵀ for A (rows × cols, row-major) packed (k = cols, n = rows).
+    pub fn from_transpose(a: &[f32], rows: usize, cols: usize) -> Self {
         assert_eq!(
             a.len(),
             rows * cols,
             "packed operand: values do not match rows × cols"
         );
-        available().then(|| Self::pack(cols, rows, |kk, col| a[col * cols + kk]))
+        Self::pack(cols, rows, |kk, col| a[col * cols + kk])
     }
 
     /// Packs M given element by element (`at(kk, col)`).
@@ -69,8 +69,22 @@ impl PackedOperand {
         Self { k, n, values }
     }
 
-    /// out (m × n) = X (m × k) · M, minus Y (m × n) where given; all row-major.
+    /// out (m × n) = X (m × k) · M, minus Y (m × n) where given; all row-major; on this
+    /// process's path ([`CpuPath::active`]).
     pub fn product(&self, x: &[f32], minus: Option<&[f32]>, out: &mut [f32]) {
+        self.product_on(CpuPath::active(), x, minus, out);
+    }
+
+    /// [`Self::product`] on the kernels of `path` (the same bits on every path).
+    ///
+    /// # Panics
+    /// If this CPU cannot run `path` ([`CpuPath::supported`]), or the shapes do not match.
+    pub fn product_on(&self, path: CpuPath, x: &[f32], minus: Option<&[f32]>, out: &mut [f32]) {
+        assert!(
+            path.supported(),
+            "packed product: this CPU cannot run the {} path",
+            path.name()
+        );
         let (k, n) = (self.k, self.n);
         let m = x.len().checked_div(k).unwrap_or(out.len() / n.max(1));
         assert!(
@@ -88,178 +102,89 @@ impl PackedOperand {
         // Panel-major, so that consecutive tasks (one thread's share) reuse a panel.
         (0..panels * row_tasks).into_par_iter().for_each(|task| {
             let (j, rows) = (task / row_tasks, task % row_tasks);
-            let panel = &self.values[j * k * PANEL..(j + 1) * k * PANEL];
-            let cols = (n - j * PANEL).min(PANEL);
             let first = rows * TASK_ROWS;
             for start in (first..(first + TASK_ROWS).min(m)).step_by(KERNEL_ROWS) {
                 let count = (m - start).min(KERNEL_ROWS);
                 let tile = Tile {
                     x: &x[start * k..(start + count) * k],
+                    panel: &self.values[j * k * PANEL..(j + 1) * k * PANEL],
+                    k,
+                    rows: count,
                     minus: minus.map(|y| &y[start * n..(start + count) * n]),
                     out: out_at,
                     row: start,
                     column: j * PANEL,
                     stride: n,
-                    cols,
+                    cols: (n - j * PANEL).min(PANEL),
                 };
+                tile.check();
                 // SAFETY: tasks write disjoint (rows, panel) blocks of `out`, whose bounds the
-                // assert above and `Tile` fix; `available()` held when the operand was packed.
-                unsafe { tile.run(panel, k, count) };
+                // asserts above and `Tile::check` fix; the CPU runs `path` (asserted above).
+                unsafe {
+                    match path {
+                        CpuPath::Avx512 => avx512::run(&tile),
+                        CpuPath::Avx2 => avx2::run(&tile),
+                        CpuPath::Scalar => scalar::run(&tile),
+                    }
+                }
             }
         });
     }
 }
 
-/// A constant matrix A (rows × cols) packed for the products taken with it: X · A (`times`)
-/// and, where asked, Z · Aᵀ (`times_transpose`).
+/// A constant matrix A (rows × cols) packed for the products taken with it: R · A
+/// ([`Self::transpose_product`]) and, where asked, Z · Aᵀ − Y ([`Self::residual_product`]).
 #[derive(Clone, Debug)]
 pub struct PackedMatrix {
     /// A itself as the right operand.
-    pub times: PackedOperand,
+    times: PackedOperand,
     /// Aᵀ as the right operand.
-    pub times_transpose: Option<PackedOperand>,
+    times_transpose: Option<PackedOperand>,
 }
 
 impl PackedMatrix {
-    /// A packed both ways, or None where the kernel cannot run.
-    pub fn both(a: &[f32], rows: usize, cols: usize) -> Option<Self> {
-        Some(Self {
-            times: PackedOperand::from_rows(a, rows, cols)?,
-            times_transpose: Some(PackedOperand::from_transpose(a, rows, cols)?),
-        })
+    /// A packed both ways.
+    pub fn both(a: &[f32], rows: usize, cols: usize) -> Self {
+        Self {
+            times: PackedOperand::from_rows(a, rows, cols),
+            times_transpose: Some(PackedOperand::from_transpose(a, rows, cols)),
+        }
     }
 
-    /// A packed for X · A only, or None where the kernel cannot run.
-    pub fn times_only(a: &[f32], rows: usize, cols: usize) -> Option<Self> {
-        Some(Self {
-            times: PackedOperand::from_rows(a, rows, cols)?,
+    /// A packed for R · A only.
+    pub fn times_only(a: &[f32], rows: usize, cols: usize) -> Self {
+        Self {
+            times: PackedOperand::from_rows(a, rows, cols),
             times_transpose: None,
-        })
+        }
+    }
+
+    /// out (m × cols) = R (m × rows) · A: per row of R, Aᵀ r.
+    pub fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
+        self.times.product(r, None, out);
+    }
+
+    /// out (m × rows) = Z (m × cols) · Aᵀ − Y (m × rows): per row, A z − y.
+    ///
+    /// # Panics
+    /// If A was packed for R · A only ([`Self::times_only`]).
+    pub fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
+        let transposed = self.times_transpose.as_ref();
+        transposed
+            .expect("packed matrix: packed for R · A only, not Z · Aᵀ")
+            .product(z, Some(y), out);
     }
 }
 
-/// `out`'s base pointer, shared by the tasks that write its disjoint blocks.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-
-// SAFETY: every task writes only its own (rows, panel) block (`PackedOperand::product`).
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-/// One kernel call: `count` rows of X (and of Y) against one panel, written to `out` from
-/// (`row`, `column`), row stride `stride`, over the panel's first `cols` columns.
-struct Tile<'a> {
-    x: &'a [f32],
-    minus: Option<&'a [f32]>,
-    out: OutPtr,
-    row: usize,
-    column: usize,
-    stride: usize,
-    cols: usize,
+/// AAᵀ (d × d, row-major) for A (d × p, row-major), in the products' order: row i is A aᵢ.
+pub fn gram(a: &[f32], d: usize, p: usize) -> Vec<f32> {
+    let mut gram = vec![0f32; d * d];
+    PackedOperand::from_transpose(a, d, p).product(a, None, &mut gram);
+    gram
 }
 
-impl Tile<'_> {
-    /// # Safety
-    /// AVX-512F is available; `out` holds rows `row..row + count` of `stride` values, and
-    /// `column + cols <= stride`.
-    unsafe fn run(&self, panel: &[f32], k: usize, count: usize) {
-        // The kernel reads X and the panel through raw pointers within these bounds.
-        assert!(self.x.len() == count * k && panel.len() == k * PANEL && self.cols <= PANEL);
-        #[cfg(target_arch = "x86_64")]
-        match count {
-            6 => kernel6(self, panel, k),
-            5 => kernel5(self, panel, k),
-            4 => kernel4(self, panel, k),
-            3 => kernel3(self, panel, k),
-            2 => kernel2(self, panel, k),
-            1 => kernel1(self, panel, k),
-            _ => unreachable!("a tile has 1 to {KERNEL_ROWS} rows, not {count}"),
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("packed products run on x86-64 only ({count} rows, k = {k}, {panel:p})")
-    }
-}
-
-/// The kernel for R rows × 64 columns: per k, the panel's four registers times each row's
-/// X[r][k], fused into 4R accumulators; then minus Y and stored. Written out row by row and
-/// register by register, with no loop over rows or columns and no closures, because the dev
-/// profile compiles rmld at opt-level 1, which neither unrolls such loops nor keeps their
-/// accumulators in registers: the looped version ran `augment` 3× slower than gemm in the
-/// test build.
-macro_rules! kernel {
-    ($name:ident, $rows:literal: $($r:literal)+) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn $name(tile: &Tile, panel: &[f32], k: usize) {
-            use std::arch::x86_64::*;
-            let (x, a) = (tile.x.as_ptr(), panel.as_ptr());
-            let mut acc = [[_mm512_setzero_ps(); 4]; $rows];
-            for kk in 0..k {
-                let column = a.add(kk * PANEL);
-                let l0 = _mm512_loadu_ps(column);
-                let l1 = _mm512_loadu_ps(column.add(16));
-                let l2 = _mm512_loadu_ps(column.add(32));
-                let l3 = _mm512_loadu_ps(column.add(48));
-                $(
-                    let b = _mm512_set1_ps(*x.add($r * k + kk));
-                    acc[$r][0] = _mm512_fmadd_ps(l0, b, acc[$r][0]);
-                    acc[$r][1] = _mm512_fmadd_ps(l1, b, acc[$r][1]);
-                    acc[$r][2] = _mm512_fmadd_ps(l2, b, acc[$r][2]);
-                    acc[$r][3] = _mm512_fmadd_ps(l3, b, acc[$r][3]);
-                )+
-            }
-            store(tile, &acc);
-        }
-    };
-}
-
-kernel!(kernel1, 1: 0);
-kernel!(kernel2, 2: 0 1);
-kernel!(kernel3, 3: 0 1 2);
-kernel!(kernel4, 4: 0 1 2 3);
-kernel!(kernel5, 5: 0 1 2 3 4);
-kernel!(kernel6, 6: 0 1 2 3 4 5);
-
-/// A tile's accumulators (one row's four registers each) minus Y, stored into `out`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn store(tile: &Tile, acc: &[[std::arch::x86_64::__m512; 4]]) {
-    use std::arch::x86_64::*;
-    for (r, acc) in acc.iter().enumerate() {
-        let mut row = [0f32; PANEL];
-        for (c, acc) in acc.iter().enumerate() {
-            _mm512_storeu_ps(row.as_mut_ptr().add(16 * c), *acc);
-        }
-        let at = (tile.row + r) * tile.stride + tile.column;
-        let out = std::slice::from_raw_parts_mut(tile.out.0.add(at), tile.cols);
-        let row = &row[..tile.cols];
-        match tile.minus {
-            Some(y) => {
-                let y = &y[r * tile.stride + tile.column..][..tile.cols];
-                out.iter_mut()
-                    .zip(row.iter().zip(y))
-                    .for_each(|(o, (v, y))| *o = v - y);
-            }
-            None => out.copy_from_slice(row),
-        }
-    }
-}
-
-/// Whether the packed kernel runs here: AVX-512F, and `RMLD_PACKED_PRODUCTS` is not "0".
-pub fn available() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let asked_off = std::env::var("RMLD_PACKED_PRODUCTS").is_ok_and(|v| v == "0");
-        #[cfg(target_arch = "x86_64")]
-        let cpu = std::arch::is_x86_feature_detected!("avx512f");
-        #[cfg(not(target_arch = "x86_64"))]
-        let cpu = false;
-        cpu && !asked_off
-    })
-}
-
-/// The kernel's scalar twin: out = X · M (− Y), each output one `mul_add` chain over k from
-/// zero, as the kernel sums; M row-major (k × n).
+/// The kernels' scalar twin: out = X · M (− Y), each output one `mul_add` chain over k from
+/// zero, as the kernels sum; M row-major (k × n).
 pub fn reference_product(
     m: &[f32],
     k: usize,
@@ -301,54 +226,112 @@ mod tests {
         }
     }
 
-    /// Odd shapes on both sides of every tile edge, both packings, with and without Y: the
-    /// kernel equals its scalar twin bit for bit, and a row's values do not depend on the rows
-    /// around it.
+    /// Values in [−1, 1) with signed zeros, subnormals and magnitudes from 1e-15 to 1e15
+    /// mixed in, so that the sums cancel, underflow and round in every way a chain can (no
+    /// overflow: an infinity's NaN would be compared by its bits).
+    fn awkward_values(n: usize, seed: u32) -> Vec<f32> {
+        values(n, seed)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match i % 13 {
+                3 => -0.0,
+                5 => 0.0,
+                7 => v * 1e-38,
+                9 => v * 1e15,
+                11 => v * 1e-15,
+                _ => v,
+            })
+            .collect()
+    }
+
+    /// The paths this CPU runs; the others are named on stderr as not checked here.
+    fn runnable_paths() -> Vec<CpuPath> {
+        for path in CpuPath::ALL.into_iter().filter(|p| !p.supported()) {
+            eprintln!(
+                "packed kernels: this CPU cannot run the {} path, so it is not checked here",
+                path.name()
+            );
+        }
+        CpuPath::ALL.into_iter().filter(|p| p.supported()).collect()
+    }
+
+    /// Odd shapes on both sides of every tile edge (rows 1–200 across the 6-row kernels and
+    /// 96-row tasks, columns across the AVX2 kernel's 16 and the panels' 64), both packings,
+    /// with and without Y, ordinary and awkward values: every path the CPU runs equals the
+    /// scalar twin bit for bit, and a row's values do not depend on the rows around it.
     #[test]
     fn the_kernel_equals_its_scalar_twin_bit_for_bit() {
-        if !available() {
-            eprintln!("packed kernel: AVX-512F not available here, only the twin is checked");
-            return;
-        }
+        let paths = runnable_paths();
+        assert!(paths.contains(&CpuPath::Scalar));
         for &(m, k, n) in &[
             (1, 1, 1),
             (5, 17, 63),
             (6, 64, 64),
+            (7, 3, 15),
             (13, 100, 129),
             (97, 40, 200),
             (200, 9, 65),
+            (12, 33, 17),
         ] {
-            let (a, x, y) = (values(k * n, 4), values(m * k, 5), values(m * n, 6));
-            let at = columns_of(&a, k, n);
-            for (name, packed) in [
-                ("rows", PackedOperand::from_rows(&a, k, n).unwrap()),
-                (
-                    "transpose",
-                    PackedOperand::from_transpose(&at, n, k).unwrap(),
-                ),
-            ] {
+            for data in [values, awkward_values] {
+                let (a, x, y) = (data(k * n, 4), data(m * k, 5), data(m * n, 6));
+                let at = columns_of(&a, k, n);
+                let rows = PackedOperand::from_rows(&a, k, n);
+                let transpose = PackedOperand::from_transpose(&at, n, k);
                 for minus in [None, Some(&y[..])] {
-                    let mut got = vec![f32::NAN; m * n];
-                    packed.product(&x, minus, &mut got);
                     let mut want = vec![0f32; m * n];
                     reference_product(&a, k, n, &x, minus, &mut want);
-                    let bad = mismatches(&got, &want, n);
+                    for path in &paths {
+                        for (name, packed) in [("rows", &rows), ("transpose", &transpose)] {
+                            let mut got = vec![f32::NAN; m * n];
+                            packed.product_on(*path, &x, minus, &mut got);
+                            let bad = mismatches(&got, &want, n);
+                            assert!(
+                                bad.is_empty(),
+                                "{} path, {m} × {k} × {n} ({name}, minus {}): {bad:?}",
+                                path.name(),
+                                minus.is_some()
+                            );
+                        }
+                    }
+                }
+                // The last row alone gets the same values as among all m.
+                for path in &paths {
+                    let (mut all, mut one) = (vec![0f32; m * n], vec![0f32; n]);
+                    rows.product_on(*path, &x, None, &mut all);
+                    rows.product_on(*path, &x[(m - 1) * k..], None, &mut one);
                     assert!(
-                        bad.is_empty(),
-                        "{m} × {k} × {n} ({name}, minus {}): {bad:?}",
-                        minus.is_some()
+                        mismatches(&one, &all[(m - 1) * n..], n).is_empty(),
+                        "{} path, {m} × {k} × {n}: last row",
+                        path.name()
                     );
                 }
             }
-            // The last row alone gets the same values as among all m.
-            let packed = PackedOperand::from_rows(&a, k, n).unwrap();
-            let (mut all, mut one) = (vec![0f32; m * n], vec![0f32; n]);
-            packed.product(&x, None, &mut all);
-            packed.product(&x[(m - 1) * k..], None, &mut one);
-            assert!(
-                mismatches(&one, &all[(m - 1) * n..], n).is_empty(),
-                "{m} × {k} × {n}: last row"
-            );
         }
+    }
+
+    /// A packed matrix takes both products as the kernels sum (the twin, bit for bit), and
+    /// AAᵀ is the twin's too.
+    #[test]
+    fn a_packed_matrix_takes_both_products_as_the_kernels_sum() {
+        let (d, p, m) = (70, 130, 9);
+        let a = values(d * p, 11);
+        let packed = PackedMatrix::both(&a, d, p);
+        let (z, y, r) = (values(m * p, 12), values(m * d, 13), values(m * d, 14));
+        let transposed = columns_of(&a, d, p);
+        let (mut got, mut want) = (vec![0f32; m * d], vec![0f32; m * d]);
+        packed.residual_product(&z, &y, &mut got);
+        reference_product(&transposed, p, d, &z, Some(&y), &mut want);
+        let bad = mismatches(&got, &want, d);
+        assert!(bad.is_empty(), "Z·Aᵀ − Y: {bad:?}");
+        let (mut got, mut want) = (vec![0f32; m * p], vec![0f32; m * p]);
+        packed.transpose_product(&r, &mut got);
+        reference_product(&a, d, p, &r, None, &mut want);
+        let bad = mismatches(&got, &want, p);
+        assert!(bad.is_empty(), "R·A: {bad:?}");
+        let mut want = vec![0f32; d * d];
+        reference_product(&transposed, p, d, &a, None, &mut want);
+        let bad = mismatches(&gram(&a, d, p), &want, d);
+        assert!(bad.is_empty(), "AAᵀ: {bad:?}");
     }
 }
