@@ -256,9 +256,10 @@ mod tests {
     }
 
     /// Odd shapes on both sides of every tile edge (rows 1–200 across the 6-row kernels and
-    /// 96-row tasks, columns across the AVX2 kernel's 16 and the panels' 64), both packings,
-    /// with and without Y, ordinary and awkward values: every path the CPU runs equals the
-    /// scalar twin bit for bit, and a row's values do not depend on the rows around it.
+    /// 96-row tasks, columns across the AVX2 kernel's 16, 32 and 64 and the panels' 64, k
+    /// across the AVX2 kernel's blocks of 256), both packings, with and without Y, ordinary
+    /// and awkward values: every path the CPU runs equals the scalar twin bit for bit, and a
+    /// row's values do not depend on the rows around it.
     #[test]
     fn the_kernel_equals_its_scalar_twin_bit_for_bit() {
         let paths = runnable_paths();
@@ -272,6 +273,8 @@ mod tests {
             (97, 40, 200),
             (200, 9, 65),
             (12, 33, 17),
+            (3, 300, 70),
+            (8, 513, 33),
         ] {
             for data in [values, awkward_values] {
                 let (a, x, y) = (data(k * n, 4), data(m * k, 5), data(m * n, 6));
