@@ -1,4 +1,4 @@
-//! One summation order on every CPU path: fixed-seed `sample`, `augment` and `encode` write the same bytes with the products forced to each path this CPU has (`RMLD_CPU_PATH`), and a path it lacks, or an unknown name, is refused naming the variable.
+//! One summation order on every CPU path: fixed-seed `sample`, `augment` and `encode` write the same bytes with the products forced to each path this CPU has (`RMLD_CPU_PATH`), shards run on different paths merge into the single run's bytes, and a path the CPU lacks, or an unknown name, is refused naming the variable.
 //!
 //! The data are 10 × 10 images (d = 100, p = 400), so the products cross the kernels' edges (d
 //! is a panel of 64 and 36 columns, p six and a quarter). The cases take every product of the
@@ -104,65 +104,32 @@ fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
     let data = data_dir.path().join("images.npy");
     let labels = data_dir.path().join("labels.npy");
     let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
-    let cases: [(&str, Vec<&str>); 5] = [
+    // Every case reads the 10 × 10 images (`--data` is appended).
+    let cases = [
         (
             "sample-rmld",
-            vec!["sample", "--chains", "7", "--samples", "3", "--seed", "11"],
+            "sample --chains 7 --samples 3 --seed 11".to_string(),
         ),
         (
             "sample-hmc-carried",
-            vec![
-                "sample",
-                "--method",
-                "hmc",
-                "--chains",
-                "5",
-                "--samples",
-                "3",
-                "--seed",
-                "5",
-                "--eta",
-                "0.002",
-                "--burn-in",
-                "0",
-            ],
+            "sample --method hmc --chains 5 --samples 3 --seed 5 --eta 0.002 --burn-in 0".into(),
         ),
         (
             "augment",
-            vec![
-                "augment",
-                "--labels",
-                labels,
-                "--limit",
-                "120",
-                "--batch",
-                "8",
-                "--samples",
-                "2",
-                "--burn-in",
-                "2",
-                "--no-quality",
-                "--seed",
-                "1",
-            ],
+            format!(
+                "augment --labels {labels} --limit 120 --batch 8 --samples 2 --burn-in 2 \
+                 --no-quality --seed 1"
+            ),
         ),
-        ("encode-admm", vec!["encode", "--limit", "30"]),
+        ("encode-admm", "encode --limit 30".into()),
         (
             "encode-fista",
-            vec![
-                "encode",
-                "--limit",
-                "20",
-                "--lasso-iterations",
-                "40",
-                "--lasso-tolerance",
-                "0",
-            ],
+            "encode --limit 20 --lasso-iterations 40 --lasso-tolerance 0".into(),
         ),
     ];
     let mut bad = Vec::new();
     for (name, args) in &cases {
-        let args: Vec<&str> = args.iter().copied().chain(["--data", data]).collect();
+        let args: Vec<&str> = args.split_whitespace().chain(["--data", data]).collect();
         let mut first: Option<(CpuPath, BTreeMap<String, Vec<u8>>)> = None;
         for &path in &paths {
             let out = tempfile::tempdir().expect("a temporary folder");
@@ -201,6 +168,88 @@ fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
                         }
                     }
                 }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
+}
+
+/// The issue's cluster of mixed CPUs on one machine: `sample` and `augment` in three shards,
+/// each on another path, merge into the widest path's single run byte for byte (augment without
+/// the code cache: its folder, another per run here, is part of the shards' configuration).
+#[test]
+fn shards_on_different_paths_merge_into_the_single_runs_bytes() {
+    let paths = runnable_paths();
+    if paths.len() < 2 {
+        eprintln!("cpu paths: only the scalar path runs here, nothing to compare");
+        return;
+    }
+    let data_dir = tempfile::tempdir().expect("a temporary folder");
+    write_dataset(data_dir.path());
+    let data = data_dir.path().join("images.npy");
+    let labels = data_dir.path().join("labels.npy");
+    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
+    let cases = [
+        (
+            "sample",
+            "sample --chains 7 --samples 2 --seed 3".to_string(),
+        ),
+        (
+            "augment",
+            format!(
+                "augment --labels {labels} --limit 90 --batch 6 --samples 2 --burn-in 1 \
+                 --no-quality --seed 4 --no-code-cache"
+            ),
+        ),
+    ];
+    let mut bad = Vec::new();
+    for (name, args) in &cases {
+        let args: Vec<&str> = args.split_whitespace().chain(["--data", data]).collect();
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let single = dir.path().join("single");
+        let run_ok = |args: &[&str], path: CpuPath, out: &Path| {
+            let result = run(args, path.name(), out);
+            assert!(
+                result.status.success(),
+                "{name} {args:?} on the {} path: {}",
+                path.name(),
+                String::from_utf8_lossy(&result.stderr)
+            );
+        };
+        run_ok(&args, paths[0], &single);
+        let mut shards = Vec::new();
+        for i in 0..3 {
+            let shard = format!("{i}/3");
+            let out = dir.path().join(format!("shard-{i}"));
+            let path = paths[(i + 1) % paths.len()];
+            let with_shard: Vec<&str> = args.iter().copied().chain(["--shard", &shard]).collect();
+            run_ok(&with_shard, path, &out);
+            shards.push(out);
+        }
+        let merged = dir.path().join("merged");
+        let result = Command::new(env!("CARGO_BIN_EXE_rmld"))
+            .arg("merge")
+            .arg(&merged)
+            .args(&shards)
+            .output()
+            .expect("the rmld binary runs");
+        assert!(
+            result.status.success(),
+            "{name}: merge: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        let (mut want, mut got) = (BTreeMap::new(), BTreeMap::new());
+        outputs(&single, "", &mut want);
+        outputs(&merged, "", &mut got);
+        for file in want
+            .keys()
+            .chain(got.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            if want.get(file) != got.get(file) {
+                bad.push(format!(
+                    "{name}/{file}: merged shards differ from the single run"
+                ));
             }
         }
     }
