@@ -90,20 +90,43 @@ fn runnable_paths() -> Vec<CpuPath> {
     CpuPath::ALL.into_iter().filter(|p| p.supported()).collect()
 }
 
+/// The dataset (`write_dataset`) in its temporary folder: the images' and labels' paths.
+struct Dataset {
+    _dir: tempfile::TempDir,
+    images: String,
+    labels: String,
+}
+
+/// The paths this CPU runs and the dataset; None, said on stderr, where only the scalar path
+/// runs.
+fn paths_and_dataset() -> Option<(Vec<CpuPath>, Dataset)> {
+    let paths = runnable_paths();
+    if paths.len() < 2 {
+        eprintln!("cpu paths: only the scalar path runs here, nothing to compare");
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    write_dataset(dir.path());
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (images, labels) = (path("images.npy"), path("labels.npy"));
+    Some((
+        paths,
+        Dataset {
+            _dir: dir,
+            images,
+            labels,
+        },
+    ))
+}
+
 /// Runs every case on every path this CPU has and lists every output that differs from the
 /// widest path's, byte for byte.
 #[test]
 fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
-    let paths = runnable_paths();
-    if paths.len() < 2 {
-        eprintln!("cpu paths: only the scalar path runs here, nothing to compare");
+    let Some((paths, set)) = paths_and_dataset() else {
         return;
-    }
-    let data_dir = tempfile::tempdir().expect("a temporary folder");
-    write_dataset(data_dir.path());
-    let data = data_dir.path().join("images.npy");
-    let labels = data_dir.path().join("labels.npy");
-    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
+    };
+    let (data, labels) = (set.images.as_str(), set.labels.as_str());
     // Every case reads the 10 × 10 images (`--data` is appended).
     let cases = [
         (
@@ -179,16 +202,10 @@ fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
 /// the code cache: its folder, another per run here, is part of the shards' configuration).
 #[test]
 fn shards_on_different_paths_merge_into_the_single_runs_bytes() {
-    let paths = runnable_paths();
-    if paths.len() < 2 {
-        eprintln!("cpu paths: only the scalar path runs here, nothing to compare");
+    let Some((paths, set)) = paths_and_dataset() else {
         return;
-    }
-    let data_dir = tempfile::tempdir().expect("a temporary folder");
-    write_dataset(data_dir.path());
-    let data = data_dir.path().join("images.npy");
-    let labels = data_dir.path().join("labels.npy");
-    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
+    };
+    let (data, labels) = (set.images.as_str(), set.labels.as_str());
     let cases = [
         (
             "sample",

@@ -95,7 +95,7 @@ fn residual_with(transposed: Strided, d: usize, p: usize, z: &[f32], y: &[f32], 
 }
 
 /// A matrix row by row and, where the caller keeps them, column by column too (`columns[k·d +
-/// n]` = A[n][k], see [`columns_of`]) for [`residual_product_columns`].
+/// n]` = A\[n\]\[k\], see [`columns_of`]) for [`residual_product_columns`].
 #[derive(Clone, Copy)]
 pub struct Layouts<'a> {
     /// Row-major.
@@ -148,7 +148,7 @@ pub fn residual_product_columns(
     residual_with(transposed, d, p, z, y, out);
 }
 
-/// A (d × p, row-major) column by column: `columns[k·d + n]` = A[n][k] (Aᵀ row-major).
+/// A (d × p, row-major) column by column: `columns[k·d + n]` = A\[n\]\[k\] (Aᵀ row-major).
 pub fn columns_of(a: &[f32], d: usize, p: usize) -> Vec<f32> {
     let mut columns = vec![0f32; d * p];
     columns
