@@ -476,10 +476,8 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
 /// A z for every code (rows of p), in the CPU products' one order (a shard's rows as the single
 /// run's, on any CPU).
 fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32]) -> Vec<f32> {
-    let rows = codes.len() / p;
-    let mut out = vec![0f32; rows * d];
-    let zeros = vec![0f32; rows * d];
-    let a = crate::backend::cpu::packed::PackedMatrix::both(a, d, p);
-    a.residual_product(codes, &zeros, &mut out);
+    let mut out = vec![0f32; codes.len() / p * d];
+    let transposed = crate::backend::cpu::packed::PackedOperand::from_transpose(a, d, p);
+    transposed.product(codes, None, &mut out);
     out
 }

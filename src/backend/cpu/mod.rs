@@ -248,7 +248,7 @@ impl CpuBackend {
     }
 
     /// Runs the products (residual, transpose, full gradient) on the system OpenBLAS instead of
-    /// gemm: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
+    /// the packed kernels: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
     /// sums may depend on the chain count (OpenBLAS picks kernels by shape), so sampling never
     /// uses it.
     #[cfg(feature = "blas")]
