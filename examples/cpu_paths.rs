@@ -2,9 +2,10 @@
 //!
 //! For each chain count C, R (C × d) · A (the gradient) and Z (C × p) · Aᵀ (the residual) at
 //! d = 784, p = 3136 are timed on each path this CPU runs, by gemm 0.18 (AVX2 at most: what
-//! the CPU backend used below 128 rows, and what a CPU without AVX-512 runs) and by gemm 0.19
-//! (its AVX-512 kernels where the CPU has them: what it used from 128 rows). The rounds
-//! interleave the contenders, so a busy host slows all alike; each reports its best round.
+//! the CPU backend took below 128 rows before issue 43, and on a CPU without AVX-512 at any
+//! count) and by gemm 0.19 (its AVX-512 kernels where the CPU has them: what it took from 128
+//! rows). The rounds interleave the contenders, so a busy host slows all alike; each reports
+//! its best round.
 
 use std::time::Instant;
 
