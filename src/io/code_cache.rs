@@ -3,7 +3,8 @@
 //! One file per encoding, `codes-<key>.bin` in the cache folder, where the key
 //! (`orchestrator::CodeKey`) is the 128-bit xxh3 of the encoded rows' f32 bytes (so the dataset,
 //! its `limit`, the classes and the pixel scale), the dictionary's, λ, the iteration cap, the
-//! duality-gap tolerance, the device, whether the CPU's products are packed and rmld's version. Layout: the magic
+//! duality-gap tolerance, the device and rmld's version (not the CPU's path: its products sum in
+//! one order on all). Layout: the magic
 //! `RMLDCODE`, a u32 format version, u64 rows, u64 p, the 16-byte key, rows·p little-endian f32, and the xxh3-128 of those values. Files are written
 //! atomically (`io::write_atomic`); one that does not read back whole and checksummed is
 //! ignored with a notice (`Notice::CodeCacheIgnored`) and written again.
@@ -17,7 +18,7 @@ use crate::io;
 
 const MAGIC: &[u8; 8] = b"RMLDCODE";
 /// The entry format and the encoder's: bump it when either changes what a key's codes are.
-pub(crate) const VERSION: u32 = 5;
+pub(crate) const VERSION: u32 = 6;
 const HEADER: usize = 8 + 4 + 8 + 8 + 16;
 
 /// The folder `rmld augment` caches codes in when none is named: `$RMLD_CACHE_DIR`, else

@@ -93,7 +93,7 @@ pub fn cpu_phases(
 }
 
 /// The step's two products alone at one chain count (best of three each, after a warm-up),
-/// by the `gemm` crate, by the packed kernel the CPU backend uses where it can and, with the
+/// by the `gemm` crate, by the packed kernels the CPU backend uses (on its path) and, with the
 /// `blas` feature, by the system OpenBLAS on as many threads; with rmld's measured
 /// chain-steps/s over each.
 #[derive(Clone, Debug, Serialize)]
@@ -106,15 +106,16 @@ pub struct Roofline {
     pub gemm_transpose_seconds: f64,
     /// C / (both gemm products' seconds): chain-steps/s if a step were its products alone.
     pub gemm_chain_steps_per_second: f64,
-    /// rmld's packed products (`backend::cpu::packed`, what its steps take where AVX-512F
-    /// is available): Z · Aᵀ, seconds; None where they cannot run.
-    pub packed_residual_seconds: Option<f64>,
+    /// The packed kernels' path (`RMLD_CPU_PATH`: avx512, avx2 or scalar; the same bits).
+    pub packed_path: String,
+    /// rmld's packed products (`backend::cpu::packed`, what its steps take): Z · Aᵀ, seconds.
+    pub packed_residual_seconds: f64,
     /// rmld's packed products: R · A, seconds.
-    pub packed_transpose_seconds: Option<f64>,
+    pub packed_transpose_seconds: f64,
     /// C / (both packed products' seconds).
-    pub packed_chain_steps_per_second: Option<f64>,
+    pub packed_chain_steps_per_second: f64,
     /// rmld over its packed products alone.
-    pub fraction_of_packed: Option<f64>,
+    pub fraction_of_packed: f64,
     /// OpenBLAS: Z · Aᵀ, seconds (`blas` feature).
     pub blas_residual_seconds: Option<f64>,
     /// OpenBLAS: R · A, seconds.
@@ -154,16 +155,10 @@ pub fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
     let gemm_residual =
         best_of_three(|| matmul::residual_product_columns(layouts, d, p, &z, &zeros, &mut out_d));
     let gemm_transpose = best_of_three(|| matmul::transpose_product(a, d, p, &r, &mut out_p));
-    let packed = crate::backend::cpu::packed::PackedMatrix::both(a, d, p).map(|packed| {
-        let layouts = layouts.with_packed(Some(&packed));
-        (
-            best_of_three(|| {
-                matmul::residual_product_like(layouts, d, p, &z, &zeros, &mut out_d, 0)
-            }),
-            best_of_three(|| matmul::transpose_product_like(layouts, d, p, &r, &mut out_p, 0)),
-        )
-    });
-    let packed_rate = packed.map(|(x, y)| chains as f64 / (x + y));
+    let packed = crate::backend::cpu::packed::PackedMatrix::both(a, d, p);
+    let packed_residual = best_of_three(|| packed.residual_product(&z, &zeros, &mut out_d));
+    let packed_transpose = best_of_three(|| packed.transpose_product(&r, &mut out_p));
+    let packed_rate = chains as f64 / (packed_residual + packed_transpose);
     #[cfg(feature = "blas")]
     let blas = {
         use crate::backend::cpu::blas;
@@ -182,10 +177,11 @@ pub fn roofline(target: &Target, chains: usize, rmld: f64) -> Roofline {
         gemm_residual_seconds: gemm_residual,
         gemm_transpose_seconds: gemm_transpose,
         gemm_chain_steps_per_second: gemm_rate,
-        packed_residual_seconds: packed.map(|p| p.0),
-        packed_transpose_seconds: packed.map(|p| p.1),
+        packed_path: crate::backend::cpu::packed::CpuPath::active().name().into(),
+        packed_residual_seconds: packed_residual,
+        packed_transpose_seconds: packed_transpose,
         packed_chain_steps_per_second: packed_rate,
-        fraction_of_packed: packed_rate.map(|rate| rmld / rate),
+        fraction_of_packed: rmld / packed_rate,
         blas_residual_seconds: blas.map(|b| b.0),
         blas_transpose_seconds: blas.map(|b| b.1),
         blas_chain_steps_per_second: blas_rate,

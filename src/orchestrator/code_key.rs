@@ -1,8 +1,7 @@
-//! What identifies one LASSO encoding's codes in the code cache (`io::code_cache`): the rows, the dictionary, λ, the stop rule, the device and the CPU's product kernel.
+//! What identifies one LASSO encoding's codes in the code cache (`io::code_cache`): the rows, the dictionary, λ, the stop rule and the device (not the CPU's product path: its products sum in one order on all).
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::backend::cpu::packed;
 use crate::io::code_cache;
 
 /// What identifies one encoding's codes.
@@ -30,8 +29,6 @@ impl CodeKey<'_> {
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         h.update(&code_cache::VERSION.to_le_bytes());
         h.update(self.device.as_bytes());
-        // The CPU's products (packed kernel or gemm) sum in different orders at large k.
-        h.update(&[u8::from(packed::available())]);
         for v in [self.d as u64, self.p as u64, self.iterations as u64] {
             h.update(&v.to_le_bytes());
         }

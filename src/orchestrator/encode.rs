@@ -126,22 +126,12 @@ pub fn encode_batches(
     Ok(true)
 }
 
-/// A z for every code (rows of p), computed as over `like` rows (the single run's n in a shard;
-/// see `matmul::rows_like`).
-pub fn reconstruct(a: &[f32], (d, p): (usize, usize), codes: &[f32], like: usize) -> Vec<f32> {
-    use crate::backend::cpu::matmul;
-    let rows = codes.len() / p;
-    let mut out = vec![0f32; rows * d];
-    let zeros = vec![0f32; rows * d];
-    matmul::residual_product_like(
-        matmul::Layouts::rows(a),
-        d,
-        p,
-        codes,
-        &zeros,
-        &mut out,
-        like,
-    );
+/// A z for every code (rows of p), in the CPU products' one order (a shard's rows as the single
+/// run's, on any CPU).
+pub fn reconstruct(a: &[f32], (d, p): (usize, usize), codes: &[f32]) -> Vec<f32> {
+    let mut out = vec![0f32; codes.len() / p * d];
+    let transposed = crate::backend::cpu::packed::PackedOperand::from_transpose(a, d, p);
+    transposed.product(codes, None, &mut out);
     out
 }
 

@@ -131,7 +131,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         .iter()
         .flat_map(|&i| target.observations.row(i))
         .collect();
-    let reconstructions = reconstruct(&target.dictionary.a, (d, p), &codes, n);
+    let reconstructions = reconstruct(&target.dictionary.a, (d, p), &codes);
     let encoded = Encoded {
         n: rows.len(),
         d,

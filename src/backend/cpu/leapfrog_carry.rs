@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 
 use super::gradient_step::chain_value as chain_step;
-use super::{matmul, packed, CpuBackend};
+use super::{packed, CpuBackend};
 use crate::methods::Method;
 use crate::model::Prior;
 
@@ -23,10 +23,8 @@ const FLIP_BLOCK: usize = 64;
 
 /// The carried images of one run's chains (rows of d) and the Gram matrix they move by.
 pub struct LeapfrogCarry {
-    /// AAᵀ (d × d, symmetric), computed once.
-    gram: Vec<f32>,
-    /// AAᵀ packed (`packed::PackedMatrix`), None where gemm computes.
-    gram_packed: Option<packed::PackedMatrix>,
+    /// AAᵀ (d × d, symmetric), computed once and packed for W · AAᵀ.
+    gram: packed::PackedMatrix,
     /// A r per chain: the momentum's image.
     momentum_image: Vec<f32>,
     /// A ∇prior(z) per chain.
@@ -52,7 +50,8 @@ pub fn saves_products(d: usize, p: usize, leapfrog_steps: u32) -> bool {
 impl CpuBackend {
     /// The shared prior when the carry applies to this run's HMC: one whose gradient follows the
     /// sign (Laplace's), a fixed σ² (no learned precision, whose scale changes the drift), a
-    /// likelihood linear in the residual (not the mixture), the products by gemm.
+    /// likelihood linear in the residual (not the mixture), the products rmld's own
+    /// (not OpenBLAS's).
     fn carried_prior(&self) -> Option<Prior> {
         let prior = self.target.prior;
         if !prior.gradient_follows_sign() {
@@ -60,12 +59,12 @@ impl CpuBackend {
         }
         let mixture_ok = self.likelihood.is_linear_in_residual();
         #[cfg(feature = "blas")]
-        let gemm = !self.blas_products;
+        let own_products = !self.blas_products;
         #[cfg(not(feature = "blas"))]
-        let gemm = true;
+        let own_products = true;
         let (d, p) = (self.target.d(), self.target.p());
         (self.leapfrog_carry
-            && gemm
+            && own_products
             && mixture_ok
             && self.settings.method == Method::Hmc
             && self.prior_state.is_none()
@@ -90,10 +89,9 @@ impl CpuBackend {
         };
         let (d, p, chains) = (self.target.d(), self.target.p(), self.chains);
         let mut carry = self.carry.take().unwrap_or_else(|| {
-            let gram = matmul::gram(&self.target.dictionary.a, d, p);
+            let gram = packed::gram(&self.target.dictionary.a, d, p);
             LeapfrogCarry {
-                gram_packed: packed::PackedMatrix::times_only(&gram, d, d),
-                gram,
+                gram: packed::PackedMatrix::times_only(&gram, d, d),
                 momentum_image: vec![0.0; chains * d],
                 prior_image: vec![0.0; chains * d],
                 gradient_image: vec![0.0; chains * d],
@@ -120,13 +118,12 @@ impl CpuBackend {
     fn set_gradient_image(&self, scaled: &[f32], carry: &mut LeapfrogCarry) {
         let d = self.target.d();
         let kappa = self.gradient_inv_sigma2()[0];
-        let gram = matmul::Layouts::rows(&carry.gram).with_packed(carry.gram_packed.as_ref());
         let out = &mut carry.gradient_image;
         for (w, out) in scaled
             .chunks(self.chunk * d)
             .zip(out.chunks_mut(self.chunk * d))
         {
-            matmul::transpose_product_like(gram, d, d, w, out, self.like_rows());
+            carry.gram.transpose_product(w, out);
         }
         out.par_iter_mut()
             .zip(carry.prior_image.par_iter())

@@ -1,6 +1,6 @@
 //! The CPU backend: chains as row blocks, the two products per step against the packed dictionary
-//! (`packed`; the `gemm` crate where AVX-512F is missing) and the element-wise kernels (the CPU
-//! twins of the WGSL, named alike) through rayon.
+//! (`packed`: one summation order on every CPU path) and the element-wise kernels (the CPU twins
+//! of the WGSL, named alike) through rayon.
 
 #[cfg(feature = "blas")]
 pub mod blas;
@@ -41,11 +41,12 @@ pub struct CpuBackend {
     ybar: Vec<f32>,
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
-    /// A column by column (`matmul::columns_of`), which the residual products read in place.
+    /// A column by column (`matmul::columns_of`), for the leapfrog carry's sign flips.
     a_columns: Vec<f32>,
-    /// A packed both ways (`packed::PackedMatrix`), which then takes both products; None where
-    /// the packed kernel cannot run (gemm computes).
-    a_packed: Option<packed::PackedMatrix>,
+    /// A packed both ways (`packed::PackedMatrix`), which takes both products.
+    a_packed: packed::PackedMatrix,
+    /// The products' kernels (`RMLD_CPU_PATH`), for the report.
+    cpu_path: packed::CpuPath,
     /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
     lasso_tolerance: f32,
     encode_stats: fista::EncodeStats,
@@ -128,6 +129,7 @@ impl CpuBackend {
     /// [`Self::new`] that reports a class layout for another number of chains as an error.
     pub fn try_new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Result<Self> {
         let (d, p) = (target.d(), target.p());
+        let cpu_path = packed::CpuPath::selected()?;
         let chain_rows = target.chain_rows(chains)?;
         let likelihood = target.likelihood(chains)?;
         let prior_state = target.initial_prior_state(&likelihood, chains)?;
@@ -162,6 +164,7 @@ impl CpuBackend {
             lipschitz: None,
             a_columns: matmul::columns_of(&target.dictionary.a, d, p),
             a_packed: packed::PackedMatrix::both(&target.dictionary.a, d, p),
+            cpu_path,
             lasso_tolerance: 0.0,
             encode_stats: fista::EncodeStats::default(),
             admm_factor: None,
@@ -218,19 +221,8 @@ impl CpuBackend {
         out
     }
 
-    /// The rows the products are computed as: the whole run's chains in a shard that runs its
-    /// products at once (`DynamicsSettings::run_chains`), so its chains get the single run's
-    /// numbers; 0 (none) otherwise.
-    fn like_rows(&self) -> usize {
-        if self.chunk >= self.chains() {
-            self.settings.run_chains as usize
-        } else {
-            0
-        }
-    }
-
     /// Runs the products (residual, transpose, full gradient) on the system OpenBLAS instead of
-    /// gemm: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
+    /// the packed kernels: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
     /// sums may depend on the chain count (OpenBLAS picks kernels by shape), so sampling never
     /// uses it.
     #[cfg(feature = "blas")]
@@ -242,10 +234,9 @@ impl CpuBackend {
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p) = (self.target.d(), self.target.p());
-        let a = self.a_layouts();
         #[cfg(feature = "blas")]
         if self.blas_products {
-            blas::residual_product(a.rows, d, p, z, out);
+            blas::residual_product(&self.target.dictionary.a, d, p, z, out);
             out.par_chunks_mut(d)
                 .zip(y.par_chunks(d))
                 .for_each(|(o, y)| o.iter_mut().zip(y).for_each(|(o, y)| *o -= y));
@@ -253,26 +244,20 @@ impl CpuBackend {
         }
         let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
         for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
-            matmul::residual_product_like(a, d, p, z, y, out, self.like_rows());
+            self.a_packed.residual_product(z, y, out);
         }
-    }
-
-    /// A row by row, column by column and packed.
-    fn a_layouts(&self) -> matmul::Layouts<'_> {
-        matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns)
-            .with_packed(self.a_packed.as_ref())
     }
 
     /// Per chain Aᵀ r, block by block.
     fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
-        let (d, p, a) = (self.target.d(), self.target.p(), self.a_layouts());
+        let (d, p) = (self.target.d(), self.target.p());
         #[cfg(feature = "blas")]
         if self.blas_products {
-            blas::transpose_product(a.rows, d, p, r, out);
+            blas::transpose_product(&self.target.dictionary.a, d, p, r, out);
             return;
         }
         for (r, out) in r.chunks(self.chunk * d).zip(out.chunks_mut(self.chunk * p)) {
-            matmul::transpose_product_like(a, d, p, r, out, self.like_rows());
+            self.a_packed.transpose_product(r, out);
         }
     }
 
@@ -559,7 +544,11 @@ impl Backend for CpuBackend {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
             kind: "cpu".into(),
-            device: format!("CPU, {} threads", rayon::current_num_threads()),
+            device: format!(
+                "CPU, {} threads, {} products",
+                rayon::current_num_threads(),
+                self.cpu_path.name()
+            ),
             // A caching likelihood adds its scaled residuals (2d) and energies (2), and its
             // per-chain data (the tangent target's k directions and shrinkages).
             bytes_per_chain: 4 * (5 * p + 5 * d)
@@ -714,17 +703,16 @@ impl Encode for CpuBackend {
             let factor = lasso_admm::Factor::new(&self.target.dictionary.a, d, p);
             self.admm_factor = Some(factor);
         }
-        let like = self.settings.run_chains as usize;
         let (codes, stats) = match &self.admm_factor {
             Some(Some(factor)) if admm => {
-                let a = self.a_layouts();
-                lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
+                let a = &self.a_packed;
+                lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance)
             }
             // The factor failed (a NaN in A), or no tolerance or too many rows: FISTA.
             _ => {
                 let lipschitz = self.lipschitz();
-                let a = &self.target.dictionary.a;
-                fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
+                let a = &self.a_packed;
+                fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance)
             }
         };
         self.encode_stats.add(&stats);
