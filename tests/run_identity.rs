@@ -154,6 +154,9 @@ fn a_cut_flipped_or_reordered_checkpoint_is_refused() {
     }
 }
 
+/// A change to a draws file's bytes, given the bytes of one draw.
+type Change = fn(&mut Vec<u8>, usize);
+
 #[test]
 fn draws_changed_beside_the_checkpoint_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,7 +167,7 @@ fn draws_changed_beside_the_checkpoint_are_refused_by_name() {
         .into();
     // One draw of 4 chains: 4 × 256 float32 codes, 4 × 64 float32 pixels; 128 header bytes.
     let row = |name: &str| if name == "codes.npy" { 4096 } else { 1024 };
-    let changes: [(&str, &str, fn(&mut Vec<u8>, usize)); 3] = [
+    let changes: [(&str, &str, Change); 3] = [
         ("codes.npy", "rows 0 and 1 swapped", |b, r| {
             let (head, tail) = b.split_at_mut(128 + r);
             head[128..].swap_with_slice(&mut tail[..r]);

@@ -32,7 +32,7 @@ pub struct NpyStream {
     tail: Vec<usize>,
     row_values: usize,
     rows: usize,
-    hash: Xxh3,
+    hash: Box<Xxh3>, // boxed: its state is 600 bytes, the rest of the stream few
     out: BufWriter<Budgeted<File>>,
 }
 
@@ -187,7 +187,7 @@ impl NpyStream {
             tail: tail.to_vec(),
             row_values,
             rows: 0,
-            hash: Xxh3::new(),
+            hash: Box::new(Xxh3::new()),
             out: BufWriter::new(Budgeted(file)),
         })
     }

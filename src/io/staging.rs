@@ -428,7 +428,7 @@ mod tests {
         write(&staging.path(".codes.npy.partial").unwrap(), "rows");
         let dir = staging.keep();
         let recovery = recover(&out).unwrap();
-        assert_eq!(recovery.resumable, [dir.clone()]);
+        assert_eq!(recovery.resumable, std::slice::from_ref(&dir));
         assert!(recovery.removed.is_empty());
         let adopted = Staging::adopt(&out, &dir).unwrap();
         write(&adopted.path("codes.npy").unwrap(), "all rows");
