@@ -269,8 +269,9 @@ fn open_earlier(path: &Path, tail: &[usize], rows: usize) -> Result<File> {
     let bad = |message: String| Error::input(path, message);
     let meta = std::fs::metadata(path).map_err(|e| {
         bad(format!(
-            "cannot read the stopped run's output ({e}): it was moved or deleted, so its rows \
-             before the stop are gone"
+            "is missing ({e}): the stopped run's rows before its checkpoint were moved or \
+             deleted, so it cannot be continued; start it afresh with `rmld sample` (the same \
+             settings and seed give the same samples)"
         ))
     })?;
     if !meta.is_file() {

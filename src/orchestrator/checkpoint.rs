@@ -320,10 +320,18 @@ fn length_bound(path: &Path) -> Result<u64> {
         .map_err(|e| Error::input(path, format!("cannot open the checkpoint: {e}")))?;
     let mut head = vec![0u8; FIXED];
     let head_bound = (FIXED + 8) as u64;
-    if file.read_exact(&mut head).is_err() || &head[..8] != MAGIC {
+    if file.read_exact(&mut head).is_err() {
         return Ok(meta.len().min(head_bound));
     }
     let version = u32::from_le_bytes(head[8..12].try_into().unwrap_or_default());
+    if &head[..8] != MAGIC || !KNOWN_VERSIONS.contains(&version) {
+        // Not a checkpoint, or one of another version: said from the head alone, whatever the
+        // file's length.
+        let mut probe = head;
+        probe.extend_from_slice(&[0; 8]);
+        let message = check_frame(&probe).err().unwrap_or_default();
+        return Err(Error::input(path, message));
+    }
     let header_len = u32::from_le_bytes(head[12..16].try_into().unwrap_or_default()) as usize;
     if header_len > MAX_HEADER_BYTES {
         return Ok(head_bound);
@@ -359,6 +367,15 @@ fn sections_bound(header: &Header) -> Option<u64> {
     values.checked_mul(4)?.checked_add(12 * 10)
 }
 
+/// The versions this rmld reads.
+const KNOWN_VERSIONS: [u32; 5] = [
+    VERSION,
+    SAME_LAYOUT_VERSION,
+    AUTO_BURN_IN_VERSION,
+    CLASS_STEPS_VERSION,
+    IDENTITY_VERSION,
+];
+
 /// Bytes before the header: the magic, the version and the header's length.
 const FIXED: usize = MAGIC.len() + 8;
 
@@ -375,14 +392,7 @@ fn check_frame(bytes: &[u8]) -> std::result::Result<(u32, usize), String> {
         return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
-    let known = [
-        VERSION,
-        SAME_LAYOUT_VERSION,
-        AUTO_BURN_IN_VERSION,
-        CLASS_STEPS_VERSION,
-        IDENTITY_VERSION,
-    ];
-    if !known.contains(&version) {
+    if !KNOWN_VERSIONS.contains(&version) {
         let hint = if version == 3 {
             " (written by an rmld before the learned noise precision and the step size's \
              warm-up adaptation were saved: start the run afresh)"
