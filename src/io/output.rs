@@ -38,11 +38,8 @@ impl Output {
         inputs: &[Option<&Path>],
         force: bool,
     ) -> Result<Output> {
-        output_folder::refuse_overwriting_inputs(dir, names, inputs)?;
-        if !force {
-            // Refused before the lock is taken: a refused run leaves the folder untouched.
-            output_folder::refuse_existing_outputs(dir, names)?;
-        }
+        // Refused before the lock is taken: a refused run leaves the folder untouched.
+        output_folder::check_output_folder(dir, names, inputs, force)?;
         let mut output = Output::unchecked(dir, names);
         if dir.symlink_metadata().is_ok() {
             output.lock_and_recover()?;
