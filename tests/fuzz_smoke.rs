@@ -101,6 +101,7 @@ fn checkpoint_seed() -> Vec<u8> {
         p: 8,
         positions: sink.codes[16..].to_vec(),
         run,
+        identity: None,
     }
     .to_bytes()
 }

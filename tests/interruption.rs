@@ -21,6 +21,24 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Bytes of the codes stream a run is writing into its staging folder inside `out` (0 before).
+fn staged_codes_bytes(out: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".rmld-staging-")
+        })
+        .filter_map(|e| std::fs::metadata(io::partial_path(&e.path().join("codes.npy"))).ok())
+        .map(|m| m.len())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Starts a long CPU run into `out` and waits until it has streamed at least one sample.
 fn start_long_run(out: &Path) -> Child {
     let child = rmld()
@@ -41,9 +59,8 @@ fn start_long_run(out: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let partial = io::partial_path(&out.join("codes.npy"));
     let deadline = Instant::now() + Duration::from_secs(120);
-    while std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0) <= 128 {
+    while staged_codes_bytes(out) <= 128 {
         assert!(Instant::now() < deadline, "the run never wrote a sample");
         std::thread::sleep(Duration::from_millis(20));
     }

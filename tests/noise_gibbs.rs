@@ -362,6 +362,7 @@ fn run_split(
         p: t.p(),
         positions: first.positions().unwrap(),
         run: part,
+        identity: None,
     };
     let checkpoint = orchestrator::Checkpoint::from_bytes(&checkpoint.to_bytes()).unwrap();
     assert_eq!(checkpoint.run.noise_precision.len(), chains);

@@ -365,6 +365,8 @@ fn sample_shards_match(single: &Path, dir: &Path, backend: &str, n: u32, extra: 
         let r = report.as_object_mut().unwrap();
         r.remove("timings");
         r.remove("peak_rss_bytes");
+        // A random id per run (what `rmld resume` checks a checkpoint against).
+        r.remove("run_id");
         let diagnostics = r["diagnostics"].as_object_mut().unwrap();
         diagnostics.remove("min_ess_bulk_per_second");
         for q in diagnostics["quantities"].as_array_mut().unwrap() {

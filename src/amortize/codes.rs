@@ -22,6 +22,9 @@ use super::mlp::{Adam, Mlp};
 use super::normal;
 use crate::{Error, Result};
 
+/// The most bytes an amortised-sampler model file may have (models are a few megabytes).
+const MAX_MODEL_BYTES: u64 = 1 << 30;
+
 /// G's network applied to `rows` rows of p (returns rows of 2p: μ and σ's pre-activation).
 type Infer<'a> = dyn FnMut(&[f32], usize) -> Result<Vec<f32>> + 'a;
 
@@ -400,12 +403,8 @@ impl CodeModel {
 
     /// Reads and checks a model file (magic, version, length, checksum, sizes).
     pub fn load(path: &std::path::Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            Error::input(
-                path,
-                format!("cannot read the amortised-sampler model: {e}"),
-            )
-        })?;
+        // Bounded, regular files only: `--model /dev/zero` is refused, not read forever.
+        let bytes = crate::io::read_regular_file(path, "amortised-sampler model", MAX_MODEL_BYTES)?;
         CodeModel::from_bytes(path, &bytes)
     }
 

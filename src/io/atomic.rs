@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::Serialize;
 use tempfile::{Builder, NamedTempFile};
 
+use super::fault::Budgeted;
 use crate::{Error, Result};
 
 /// The directory holding `path` ("." for a bare file name).
@@ -66,10 +67,10 @@ fn fill_and_sync(
     temp: &mut NamedTempFile,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut out = BufWriter::new(temp.as_file_mut());
+    let mut out = BufWriter::new(Budgeted(temp.as_file_mut()));
     write(&mut out)?;
     let file = out.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()
+    file.0.sync_all()
 }
 
 /// Makes the rename durable where the platform allows it; failure only weakens durability.

@@ -49,6 +49,11 @@ pub(crate) fn load(
     p: usize,
 ) -> std::result::Result<Option<Vec<f32>>, String> {
     let path = entry_path(dir, key);
+    // Only a regular file is opened: a FIFO would block the open, a device never end.
+    match std::fs::metadata(&path) {
+        Ok(meta) if !meta.is_file() => return Err("not a regular file".into()),
+        _ => {}
+    }
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -8,6 +8,7 @@ pub(crate) mod code_cache;
 pub(crate) mod csv;
 pub(crate) mod dataset;
 pub(crate) mod discover;
+pub(crate) mod fault;
 pub(crate) mod idx;
 pub(crate) mod input;
 pub(crate) mod labelled;
@@ -40,7 +41,7 @@ pub use png::{write_png_grid, write_png_grid_captioned};
 pub use postprocess::Rescale;
 pub use regular::read_regular_file;
 pub use shards::{FileEntry, Manifest, Part, Shard, ShardFiles, Split, MANIFEST};
-pub use staging::{recover, Recovery, Staging, JOURNAL, STAGING_PREFIX};
+pub use staging::{new_run_id, recover, Recovery, Staging, JOURNAL, STAGING_PREFIX};
 
 /// Raw pixel values as stored by the source: 8-bit data stays 8-bit (it is uploaded as such).
 #[derive(Clone, Debug, PartialEq)]

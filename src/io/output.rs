@@ -1,83 +1,306 @@
-//! The one writer of a run's output folder: every file a run makes goes through it, so that a stopped run takes back all it wrote.
+//! The one writer of a run's output folder: every file a run makes goes into its staging folder, and all of them are published at once or none is.
+//!
+//! [`Output::check`] checks the folder before any work and takes its run lock; recovery of a
+//! stopped earlier run (see `io::staging`) happens then. [`Output::open`] begins the staging
+//! folder; [`Output::publish`] moves its files over OUT's in one journalled step. A run that
+//! fails or is dropped before publishing leaves OUT as it was, and its staging folder is removed
+//! unless it holds a checkpoint (a sampling run's, which `rmld resume` continues).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{output_folder, partial_path, NpyStream};
-use crate::Result;
+use super::staging::{self, holds_checkpoint, new_run_id, Recovery, Staging};
+use super::{output_folder, NpyStream};
+use crate::{Error, Result};
 
-/// A run's output folder and what the run wrote into it so far.
+/// A run's output folder, its lock, and the staging folder the run writes into.
 pub struct Output {
     /// The folder.
     pub dir: PathBuf,
-    files: Vec<PathBuf>,
-    streams: Vec<PathBuf>,
+    names: Vec<String>,
     lock: Option<File>,
+    staging: Option<Staging>,
+    recovery: Recovery,
+    /// Leftover staging folders to remove once this run has published.
+    superseded: Vec<PathBuf>,
 }
 
 impl Output {
     /// The folder `dir`, checked before any work for the files `names` (never over one of
-    /// `inputs`; over another run's files only with `force`). Nothing is created yet.
+    /// `inputs`; over another run's files, or over a stopped run's checkpoint, only with
+    /// `force`). An existing folder is locked for this run and cleaned of what a stopped run left
+    /// ([`Output::recovery`] says what); nothing else is created yet.
     pub fn check(
         dir: &Path,
         names: &[&str],
         inputs: &[Option<&Path>],
         force: bool,
     ) -> Result<Output> {
+        // Refused before the lock is taken: a refused run leaves the folder untouched.
         output_folder::check_output_folder(dir, names, inputs, force)?;
-        Ok(Output::unchecked(dir))
+        let mut output = Output::unchecked(dir, names);
+        if dir.symlink_metadata().is_ok() {
+            output.lock_and_recover()?;
+        }
+        if let Some(leftover) = output.recovery.resumable.last() {
+            if !force {
+                return Err(Error::usage(
+                    "out",
+                    format!(
+                        "{} holds the checkpoint of a sampling run that stopped before it \
+                         published its outputs (killed, or a failure): `rmld resume {}` \
+                         continues it; give `force` to discard it",
+                        leftover.display(),
+                        dir.display()
+                    ),
+                ));
+            }
+            for path in std::mem::take(&mut output.recovery.resumable) {
+                std::fs::remove_dir_all(&path).map_err(|source| Error::Output {
+                    path: path.clone(),
+                    source,
+                })?;
+                output.recovery.removed.push(path);
+            }
+        }
+        Ok(output)
     }
 
-    /// The folder `dir`, checked already (a merge checks it before it reads the shards).
-    pub fn unchecked(dir: &Path) -> Output {
+    /// The folder `dir`, to write `names` into, not checked (a merge checks it before it reads
+    /// the shards; `rmld resume` continues a run in it).
+    pub fn unchecked(dir: &Path, names: &[&str]) -> Output {
         Output {
             dir: dir.to_path_buf(),
-            files: Vec::new(),
-            streams: Vec::new(),
+            names: names.iter().map(|n| n.to_string()).collect(),
             lock: None,
+            staging: None,
+            recovery: Recovery::default(),
+            superseded: Vec::new(),
         }
     }
 
-    /// Creates the folder and locks it for this run; `stale` files (a shard's manifest, which
-    /// must not vouch for this run's files) are removed.
-    pub fn open(&mut self, stale: &[&str]) -> Result<()> {
-        super::prepare_output_dir(&self.dir)?;
-        self.lock = Some(output_folder::lock_output(&self.dir)?);
-        for name in stale {
-            output_folder::remove_if_present(&self.dir.join(name))?;
+    /// Locks the folder (which must exist and be a folder) and recovers what a stopped run
+    /// left in it (staging folders with a checkpoint are kept, see [`Recovery::resumable`]).
+    pub fn lock_and_recover(&mut self) -> Result<()> {
+        if self.lock.is_some() {
+            return Ok(());
         }
+        let dir = &self.dir;
+        if !dir.is_dir() {
+            return Err(Error::usage(
+                "out",
+                format!(
+                    "{} is {}, not a folder: the outputs go into a folder; choose another path",
+                    dir.display(),
+                    if dir.exists() { "a file" } else { "missing" }
+                ),
+            ));
+        }
+        self.lock = Some(output_folder::lock_output(dir)?);
+        self.recovery = staging::recover(dir)?;
         Ok(())
+    }
+
+    /// What the check found of a stopped earlier run and did about it.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// Creates the folder, locks it for this run and begins the run's staging folder.
+    pub fn open(&mut self) -> Result<()> {
+        super::prepare_output_dir(&self.dir)?;
+        self.lock_and_recover()?;
+        self.staging = Some(Staging::begin(&self.dir, &new_run_id()[..16])?);
+        Ok(())
+    }
+
+    /// Continues in the staging folder `dir` a stopped run left in the folder (`rmld resume`).
+    pub fn adopt(&mut self, dir: &Path) -> Result<()> {
+        self.lock_and_recover()?;
+        self.staging = Some(Staging::adopt(&self.dir, dir)?);
+        Ok(())
+    }
+
+    /// Adds `names` to those the run writes: an earlier run's files of these names are removed
+    /// when this run publishes without writing them.
+    pub fn also_replace(&mut self, names: &[&str]) {
+        self.names.extend(names.iter().map(|n| n.to_string()));
+    }
+
+    /// Also removes these leftover staging folders once this run has published.
+    pub fn supersede(&mut self, dirs: Vec<PathBuf>) {
+        self.superseded.extend(dirs);
+    }
+
+    /// The staging folder (after [`Output::open`]).
+    pub fn staged(&self) -> Result<&Path> {
+        self.staging
+            .as_ref()
+            .map(Staging::dir)
+            .ok_or_else(|| Error::Internal("output folder written before it was opened".into()))
+    }
+
+    /// Where the run writes the file `name` (its parent folders are created).
+    pub fn path(&self, name: &str) -> Result<PathBuf> {
+        match &self.staging {
+            Some(staging) => staging.path(name),
+            None => Err(Error::Internal(format!(
+                "{name} written before the output folder was opened"
+            ))),
+        }
     }
 
     /// Writes the file `name` by `write(path)`.
     pub fn write(&mut self, name: &str, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-        let path = self.dir.join(name);
-        self.files.push(path.clone());
-        write(&path)
+        write(&self.path(name)?)
     }
 
-    /// A new NPY stream `name` of rows `tail`, written under a hidden partial name until it
-    /// is finished.
+    /// A new NPY stream `name` of rows `tail`.
     pub fn stream(&mut self, name: &str, tail: &[usize]) -> Result<NpyStream> {
-        let path = self.dir.join(name);
-        self.streams.push(path.clone());
-        NpyStream::create(&path, tail)
+        NpyStream::create(&self.path(name)?, tail)
     }
 
-    /// Writes report.json (kept when the run stops).
+    /// Writes report.json (published last).
     pub fn report(&self, report: &Value) -> Result<()> {
-        super::write_json_atomic(&self.dir.join("report.json"), report)
+        super::write_json_atomic(&self.path("report.json")?, report)
     }
 
-    /// Removes every file and stream written so far.
+    /// True when the folder holds a file of one of the names this run writes (an earlier
+    /// run's output).
+    pub fn holds_earlier_output(&self) -> bool {
+        self.names
+            .iter()
+            .any(|name| self.dir.join(name).symlink_metadata().is_ok())
+    }
+
+    /// Publishes every file written: they replace the folder's files of the same names, and
+    /// the earlier run's files of this command's names that this run did not write are removed.
+    pub fn publish(&mut self) -> Result<()> {
+        let staging = self.staging.take().ok_or_else(|| {
+            Error::Internal("output folder published before it was opened".into())
+        })?;
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        staging.publish(&names)?;
+        for dir in self.superseded.drain(..) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        Ok(())
+    }
+
+    /// Drops every file written so far (the staging folder is removed, checkpoint or not).
     pub fn discard(&mut self) {
-        for path in self.files.drain(..) {
-            let _ = std::fs::remove_file(&path);
+        self.staging = None;
+    }
+
+    /// Writes report.json alone and publishes it, when the folder holds no earlier output
+    /// (which it would otherwise replace by a report of a run that kept nothing); drops every
+    /// other file written. True when published.
+    pub fn publish_report_alone(&mut self, report: &Value) -> Result<bool> {
+        self.discard();
+        if self.holds_earlier_output() {
+            return Ok(false);
         }
-        for path in self.streams.drain(..) {
-            let _ = std::fs::remove_file(partial_path(&path));
+        self.open()?;
+        self.report(report)?;
+        self.publish()?;
+        Ok(true)
+    }
+}
+
+impl Drop for Output {
+    /// A staging folder holding a checkpoint outlives a failed run: `rmld resume` continues it.
+    fn drop(&mut self) {
+        if let Some(staging) = self.staging.take() {
+            if holds_checkpoint(staging.dir()) {
+                staging.keep();
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != output_folder::LOCK)
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn nothing_is_visible_before_publication_and_everything_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let mut output = Output::check(&out, &["a.json", "report.json"], &[], false).unwrap();
+        assert!(!out.exists(), "the check creates nothing");
+        output.open().unwrap();
+        output
+            .write("a.json", |p| crate::io::write_json_atomic(p, &1))
+            .unwrap();
+        output.report(&serde_json::json!({"done": true})).unwrap();
+        assert_eq!(names(&out).len(), 1, "only the staging folder");
+        output.publish().unwrap();
+        assert_eq!(names(&out), ["a.json", "report.json"]);
+    }
+
+    #[test]
+    fn a_failed_run_leaves_the_earlier_output_and_a_checkpoint_survives_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().to_path_buf();
+        std::fs::write(out.join("a.json"), "1").unwrap();
+        {
+            let mut output = Output::check(&out, &["a.json"], &[], true).unwrap();
+            output.open().unwrap();
+            std::fs::write(output.path("a.json").unwrap(), "2").unwrap();
+        }
+        assert_eq!(names(&out), ["a.json"]);
+        assert_eq!(std::fs::read_to_string(out.join("a.json")).unwrap(), "1");
+        let kept = {
+            let mut output = Output::check(&out, &["a.json"], &[], true).unwrap();
+            output.open().unwrap();
+            std::fs::write(output.path("checkpoint.rmld").unwrap(), "state").unwrap();
+            output.staged().unwrap().to_path_buf()
+        };
+        assert!(kept.join("checkpoint.rmld").is_file());
+        let refused = Output::check(&out, &["b.json"], &[], false).err().unwrap();
+        assert!(refused.to_string().contains("rmld resume"), "{refused}");
+        let output = Output::check(&out, &["b.json"], &[], true).unwrap();
+        assert_eq!(output.recovery().removed, [kept]);
+        drop(output);
+        assert_eq!(names(&out), ["a.json"]);
+    }
+
+    #[test]
+    fn a_file_named_as_the_folder_is_refused_in_words() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let e = Output::check(&file, &["a.json"], &[], true).err().unwrap();
+        assert!(e.to_string().contains("is a file, not a folder"), "{e}");
+    }
+
+    #[test]
+    fn a_stopped_run_publishes_its_report_only_into_a_folder_without_earlier_output() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().to_path_buf();
+        let report = serde_json::json!({"interrupted": true});
+        let mut output = Output::check(&out, &["a.json", "report.json"], &[], false).unwrap();
+        output.open().unwrap();
+        std::fs::write(output.path("a.json").unwrap(), "half").unwrap();
+        assert!(output.publish_report_alone(&report).unwrap());
+        drop(output);
+        assert_eq!(names(&out), ["report.json"]);
+        std::fs::write(out.join("a.json"), "earlier").unwrap();
+        let mut output = Output::check(&out, &["a.json", "report.json"], &[], true).unwrap();
+        output.open().unwrap();
+        assert!(!output.publish_report_alone(&report).unwrap());
+        assert_eq!(names(&out), ["a.json", "report.json"]);
     }
 }

@@ -27,14 +27,11 @@ pub fn check_output_folder(
     if force {
         return Ok(());
     }
-    let Some(existing) = outputs
-        .iter()
-        .map(|name| out.join(name))
-        .find(|path| path.symlink_metadata().is_ok())
-    else {
-        return Ok(());
-    };
-    if held_by_another_run(out) {
+    if held_by_another_run(out)
+        && outputs
+            .iter()
+            .any(|n| out.join(n).symlink_metadata().is_ok())
+    {
         return Err(Error::usage(
             "out",
             format!(
@@ -44,6 +41,19 @@ pub fn check_output_folder(
             ),
         ));
     }
+    refuse_existing_outputs(out, outputs)
+}
+
+/// Fails (`Error::Usage` on `out`) when one of `outputs` exists in `out`, naming it, and
+/// pointing at `rmld resume` when the folder holds a checkpoint.
+pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {
+    let Some(existing) = outputs
+        .iter()
+        .map(|name| out.join(name))
+        .find(|path| path.symlink_metadata().is_ok())
+    else {
+        return Ok(());
+    };
     let resumable = outputs.contains(&CHECKPOINT) && out.join(CHECKPOINT).is_file();
     Err(Error::usage(
         "out",
@@ -136,16 +146,5 @@ pub fn lock_output(out: &Path) -> Result<File> {
             ),
         )),
         Err(std::fs::TryLockError::Error(source)) => Err(Error::Output { path, source }),
-    }
-}
-
-/// Removes `path` if it exists.
-pub fn remove_if_present(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
-            path: path.to_path_buf(),
-            source: e,
-        }),
-        _ => Ok(()),
     }
 }

@@ -17,6 +17,9 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::{Error, Result};
 
+/// The most bytes of a shard manifest read (one lists a handful of files).
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
 /// The manifest's file name in a shard's output folder.
 pub const MANIFEST: &str = "manifest.json";
 
@@ -332,15 +335,16 @@ impl ShardFiles {
 /// and hash the manifest recorded (a truncated or changed file is an error naming the shard).
 fn read_shard(dir: &Path) -> Result<ShardFiles> {
     let path = dir.join(MANIFEST);
-    let text = std::fs::read(&path).map_err(|e| {
-        Error::input(
+    if path.symlink_metadata().is_err() {
+        return Err(Error::input(
             &path,
             format!(
-                "cannot read the shard's manifest ({e}): is {} a shard's output folder?",
+                "cannot read the shard's manifest: is {} a shard's output folder?",
                 dir.display()
             ),
-        )
-    })?;
+        ));
+    }
+    let text = super::read_regular_file(&path, "shard manifest", MAX_MANIFEST_BYTES)?;
     let manifest: Manifest = serde_json::from_slice(&text)
         .map_err(|e| Error::input(&path, format!("not a valid shard manifest: {e}")))?;
     if manifest.format != MANIFEST_FORMAT {
@@ -367,12 +371,9 @@ fn read_shard(dir: &Path) -> Result<ShardFiles> {
             ));
         }
         let file = dir.join(name);
-        let bytes = std::fs::read(&file).map_err(|e| {
-            Error::input(
-                &file,
-                format!("shard {}: cannot read {name} ({e})", manifest.shard),
-            )
-        })?;
+        // No more than the manifest's size (one byte more shows a longer file).
+        let what = format!("shard {}'s {name}", manifest.shard);
+        let bytes = super::read_regular_file(&file, &what, entry.bytes)?;
         if bytes.len() as u64 != entry.bytes || hex_hash(&bytes) != entry.xxh3 {
             return Err(Error::input(
                 &file,

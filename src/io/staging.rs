@@ -10,7 +10,9 @@
 //! What a stop at any point leaves, and what the next run on OUT does with it ([`recover`], called
 //! under the run lock before anything else):
 //! - before the journal exists: the earlier output untouched and a staging folder, which is
-//!   removed (it is recognised by its name; no file of the user's is ever in it);
+//!   removed (it is recognised by its name; no file of the user's is ever in it), unless it
+//!   holds a sampling run's checkpoint: then it is listed as resumable, and `rmld resume`
+//!   continues from it (a new run into OUT removes it only when told to replace OUT's files);
 //! - after it: the journal names every file; the next run finishes the renames and removals
 //!   (roll forward), so the output is the new run's, complete.
 //!
@@ -56,13 +58,26 @@ pub struct Recovery {
     pub removed: Vec<PathBuf>,
     /// A publication stopped half-way and completed (the staging folder it came from).
     pub completed: Option<PathBuf>,
+    /// Staging folders of sampling runs that stopped before publishing and hold a checkpoint
+    /// (`rmld resume` continues from one): kept.
+    pub resumable: Vec<PathBuf>,
 }
 
 impl Recovery {
     /// True when nothing was found.
     pub fn is_empty(&self) -> bool {
-        self.removed.is_empty() && self.completed.is_none()
+        self.removed.is_empty() && self.completed.is_none() && self.resumable.is_empty()
     }
+}
+
+/// A fresh random id (128 bits as 32 hex digits): a run's, or a staging folder's.
+pub fn new_run_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// True when the staging folder `dir` holds a sampling run's checkpoint.
+pub fn holds_checkpoint(dir: &Path) -> bool {
+    dir.join(super::output_folder::CHECKPOINT).is_file()
 }
 
 fn output_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -101,6 +116,31 @@ impl Staging {
             dir,
             published: false,
         })
+    }
+
+    /// Takes over the staging folder `dir` inside `out` that a stopped run left (to continue
+    /// that run: `rmld resume`); it is published, or kept, as one this run began.
+    pub fn adopt(out: &Path, dir: &Path) -> Result<Staging> {
+        let name = file_name(dir);
+        let inside = dir.parent() == Some(out) && name.starts_with(STAGING_PREFIX);
+        if !inside || !dir.is_dir() {
+            return Err(Error::Internal(format!(
+                "{} is not a staging folder of {}",
+                dir.display(),
+                out.display()
+            )));
+        }
+        Ok(Staging {
+            out: out.to_path_buf(),
+            dir: dir.to_path_buf(),
+            published: false,
+        })
+    }
+
+    /// Leaves the staging folder in place when dropped (it holds what a later run continues).
+    pub fn keep(mut self) -> PathBuf {
+        self.published = true;
+        self.dir.clone()
     }
 
     /// The staging folder.
@@ -234,8 +274,9 @@ fn sync_dir(dir: &Path) {
 }
 
 /// Cleans up after a run on OUT that stopped (error, signal, kill -9, power loss): finishes a
-/// publication its journal records, and removes every staging folder no journal names. Call it
-/// holding OUT's run lock, before the run looks at OUT's files. A missing OUT is nothing to do.
+/// publication its journal records, and removes every staging folder no journal names but those
+/// holding a checkpoint (listed as resumable, oldest first). Call it holding OUT's run lock,
+/// before the run looks at OUT's files. A missing OUT is nothing to do.
 pub fn recover(out: &Path) -> Result<Recovery> {
     let mut recovery = Recovery::default();
     let journal_path = out.join(JOURNAL);
@@ -273,13 +314,23 @@ pub fn recover(out: &Path) -> Result<Recovery> {
         let name = entry.file_name();
         let is_staging = name.to_str().is_some_and(|n| n.starts_with(STAGING_PREFIX))
             && entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_staging {
-            let path = entry.path();
+        if !is_staging {
+            continue;
+        }
+        let path = entry.path();
+        if holds_checkpoint(&path) {
+            recovery.resumable.push(path);
+        } else {
             std::fs::remove_dir_all(&path).map_err(output_error(&path))?;
             recovery.removed.push(path);
         }
     }
     recovery.removed.sort();
+    let modified = |dir: &PathBuf| {
+        let checkpoint = dir.join(super::output_folder::CHECKPOINT);
+        checkpoint.metadata().and_then(|m| m.modified()).ok()
+    };
+    recovery.resumable.sort_by_key(modified);
     Ok(recovery)
 }
 
@@ -366,6 +417,25 @@ mod tests {
         assert_eq!(names(&out), ["codes.npy"]);
         assert_eq!(read(&out.join("codes.npy")), "old");
         assert!(recover(&out).unwrap().is_empty());
+    }
+
+    #[test]
+    fn recovery_keeps_a_killed_runs_checkpoint_and_a_run_can_adopt_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().to_path_buf();
+        let staging = Staging::begin(&out, "f6").unwrap();
+        write(&staging.path("checkpoint.rmld").unwrap(), "state");
+        write(&staging.path(".codes.npy.partial").unwrap(), "rows");
+        let dir = staging.keep();
+        let recovery = recover(&out).unwrap();
+        assert_eq!(recovery.resumable, std::slice::from_ref(&dir));
+        assert!(recovery.removed.is_empty());
+        let adopted = Staging::adopt(&out, &dir).unwrap();
+        write(&adopted.path("codes.npy").unwrap(), "all rows");
+        std::fs::remove_file(adopted.path(".codes.npy.partial").unwrap()).unwrap();
+        adopted.publish(&["codes.npy", "checkpoint.rmld"]).unwrap();
+        assert_eq!(names(&out), ["checkpoint.rmld", "codes.npy"]);
+        assert!(Staging::adopt(&out, tmp.path()).is_err());
     }
 
     #[test]

@@ -11,6 +11,9 @@ use crate::io;
 use crate::model::AtomFamily;
 use crate::{Error, Result};
 
+/// The most bytes of a dictionary checkpoint read (bounded: the path is the user's).
+const MAX_CHECKPOINT_BYTES: u64 = 1 << 30;
+
 /// The checkpoint file of an unfinished dictionary-learning run, in its output folder.
 pub const DICTIONARY_CHECKPOINT: &str = "dictionary-checkpoint.bin";
 
@@ -123,10 +126,8 @@ impl<'a> SignalLearning<'a> {
         let mut results: Vec<SignalResult> = Vec::new();
         let resumed = path.exists();
         if resumed {
-            let bytes = std::fs::read(&path).map_err(|source| Error::Output {
-                path: path.clone(),
-                source,
-            })?;
+            let bytes =
+                crate::io::read_regular_file(&path, "dictionary checkpoint", MAX_CHECKPOINT_BYTES)?;
             let checkpoint: Checkpoint = postcard::from_bytes(&bytes)
                 .map_err(|e| Error::input(&path, format!("not a dictionary checkpoint: {e}")))?;
             if checkpoint.fingerprint != print || checkpoint.results.len() > signals.len() {

@@ -1,7 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
+//! Layout (version 8, as version 5 with the run's identity, `RunIdentity`, after the header;
+//! version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
 //! warm-up adaptation state, version 2 the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
 //! structs encoded with `postcard` 1 (compact binary: varint lengths and integers). The
@@ -11,7 +12,8 @@
 //! before anything is decoded; postcard refuses truncated or trailing bytes, serde caps what a
 //! claimed sequence length preallocates, and every section's length is checked against the
 //! header's dimensions before its values are copied out. Version 1 files (JSON header, raw
-//! sections) are refused with a message saying so.
+//! sections) are refused with a message saying so. A file is read only when it is a regular file
+//! no longer than its header's dimensions allow.
 //!
 //! Speed (`benches/io_crates`, a 40 MB checkpoint of 1024 chains with a full trace, median of 21
 //! runs on a loaded 2-core VM): encoding takes 34 ms (version 1: 34 ms), decoding 38 ms
@@ -25,8 +27,9 @@ use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+use super::identity::RunIdentity;
 use super::{SampleRun, Timings, PROJECTIONS};
-use crate::io::write_atomic;
+use crate::io::{read_regular_file, write_atomic};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"RMLDCKPT";
@@ -38,6 +41,10 @@ const AUTO_BURN_IN_VERSION: u32 = 6;
 /// Version 7 is version 5 with the automatic burn-in's state (or none) and the per-class step
 /// sizes' state (`ClassSteps`) after the header; only a run that adapts per class writes it.
 const CLASS_STEPS_VERSION: u32 = 7;
+/// Version 8 is version 7 (the automatic burn-in's and the per-class step sizes' states, or
+/// none) with the run's identity after them: every sampling run writes it; a file without one
+/// (a shard's trace) is written in the versions before.
+const IDENTITY_VERSION: u32 = 8;
 /// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
 /// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
 const SAME_LAYOUT_VERSION: u32 = 4;
@@ -61,6 +68,8 @@ pub struct Checkpoint {
     pub positions: Vec<f32>,
     /// The run so far.
     pub run: SampleRun,
+    /// What makes the run this one (version 8; None in older files and in shards' traces).
+    pub identity: Option<RunIdentity>,
 }
 
 /// The run's scalars: dimensions, counters, hashes and the configuration (as JSON text).
@@ -212,6 +221,10 @@ impl Checkpoint {
         };
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
         let (version, header) = match (&run.burn_in, &run.class_steps) {
+            (burn_in, class_steps) if self.identity.is_some() => (
+                IDENTITY_VERSION,
+                postcard::to_allocvec(&(&header, burn_in, class_steps, &self.identity)),
+            ),
             (burn_in, Some(c)) => (
                 CLASS_STEPS_VERSION,
                 postcard::to_allocvec(&(&header, burn_in, c)),
@@ -237,10 +250,11 @@ impl Checkpoint {
         write_atomic(path, |w| w.write_all(&bytes))
     }
 
-    /// Reads and validates a checkpoint file.
+    /// Reads and validates a checkpoint file: a regular file, no longer than its header's
+    /// dimensions allow (read no further).
     pub fn read(path: &Path) -> Result<Checkpoint> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| Error::input(path, format!("cannot read the checkpoint: {e}")))?;
+        let bound = length_bound(path)?;
+        let bytes = read_regular_file(path, "checkpoint", bound)?;
         Self::from_bytes(&bytes).map_err(|message| Error::input(path, message))
     }
 
@@ -249,12 +263,15 @@ impl Checkpoint {
         let (version, header_len) = check_frame(bytes)?;
         let body = &bytes[..bytes.len() - 8];
         let (header, sections) = body[FIXED..].split_at(header_len);
-        let (header, burn_in, class_steps) = decode_header(version, header)?;
+        let (header, burn_in, class_steps, identity) = decode_header(version, header)?;
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
             .map_err(|e| format!("corrupt checkpoint header: the configuration: {e}"))?;
         check_sections(version, &header, &sections)?;
         check_header(&header)?;
+        if identity.as_ref().is_some_and(|i| i.chains != header.chains) {
+            return Err("checkpoint header: its identity's chains differ from its own".into());
+        }
         Ok(Checkpoint {
             config,
             data_hash: header.data_hash,
@@ -283,9 +300,81 @@ impl Checkpoint {
                 class_steps,
                 burn_in,
             },
+            identity,
         })
     }
 }
+
+/// The most bytes the checkpoint at `path` may have: its frame and header as they are, and
+/// sections as large as the header's dimensions allow. A head that does not decode allows
+/// itself and a checksum (reading it then says what is wrong).
+fn length_bound(path: &Path) -> Result<u64> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::input(path, format!("cannot read the checkpoint: {e}")))?;
+    if !meta.is_file() {
+        // Refused, with the kind of file named, without opening it.
+        return read_regular_file(path, "checkpoint", 0).map(|_| 0);
+    }
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| Error::input(path, format!("cannot open the checkpoint: {e}")))?;
+    let mut head = vec![0u8; FIXED];
+    let head_bound = (FIXED + 8) as u64;
+    if file.read_exact(&mut head).is_err() {
+        return Ok(meta.len().min(head_bound));
+    }
+    let version = u32::from_le_bytes(head[8..12].try_into().unwrap_or_default());
+    if &head[..8] != MAGIC || !KNOWN_VERSIONS.contains(&version) {
+        // Not a checkpoint, or one of another version: said from the head alone, whatever the
+        // file's length.
+        let mut probe = head;
+        probe.extend_from_slice(&[0; 8]);
+        let message = check_frame(&probe).err().unwrap_or_default();
+        return Err(Error::input(path, message));
+    }
+    let header_len = u32::from_le_bytes(head[12..16].try_into().unwrap_or_default()) as usize;
+    if header_len > MAX_HEADER_BYTES {
+        return Ok(head_bound);
+    }
+    let mut header = vec![0u8; header_len];
+    let fixed = (FIXED + header_len + 8) as u64;
+    if file.read_exact(&mut header).is_err() {
+        return Ok(fixed);
+    }
+    Ok(match decode_header(version, &header) {
+        Ok((h, ..)) => sections_bound(&h).map_or(u64::MAX, |s| s.saturating_add(fixed)),
+        Err(_) => fixed,
+    })
+}
+
+/// The most bytes the sections of a checkpoint with `header`'s dimensions take (each section
+/// at its largest, with postcard's length prefix); None on overflow.
+fn sections_bound(header: &Header) -> Option<u64> {
+    let (c, d, p, t) = (
+        header.chains as u64,
+        header.d as u64,
+        header.p as u64,
+        header.traced_iterations as u64,
+    );
+    let per_chain = p
+        .checked_add(d.checked_mul(2)?)?
+        .checked_add(5)?
+        .checked_add(p.checked_mul(3)?.checked_add(2)?)?;
+    let per_traced = 2 + 1 + PROJECTIONS as u64 + 1;
+    let values = c
+        .checked_mul(per_chain)?
+        .checked_add(t.checked_mul(c)?.checked_mul(per_traced)?)?;
+    values.checked_mul(4)?.checked_add(12 * 10)
+}
+
+/// The versions this rmld reads.
+const KNOWN_VERSIONS: [u32; 5] = [
+    VERSION,
+    SAME_LAYOUT_VERSION,
+    AUTO_BURN_IN_VERSION,
+    CLASS_STEPS_VERSION,
+    IDENTITY_VERSION,
+];
 
 /// Bytes before the header: the magic, the version and the header's length.
 const FIXED: usize = MAGIC.len() + 8;
@@ -303,27 +392,21 @@ fn check_frame(bytes: &[u8]) -> std::result::Result<(u32, usize), String> {
         return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
-    let known = [
-        VERSION,
-        SAME_LAYOUT_VERSION,
-        AUTO_BURN_IN_VERSION,
-        CLASS_STEPS_VERSION,
-    ];
-    if !known.contains(&version) {
+    if !KNOWN_VERSIONS.contains(&version) {
         let hint = if version == 3 {
             " (written by an rmld before the learned noise precision and the step size's \
              warm-up adaptation were saved: start the run afresh)"
         } else if version == 2 {
             " (written by an rmld before the ssgl prior's state was saved: start the run \
              afresh)"
-        } else if version < CLASS_STEPS_VERSION {
+        } else if version < IDENTITY_VERSION {
             " (written by an older rmld: start the run afresh)"
         } else {
             " (written by a newer rmld)"
         };
         return Err(format!(
             "checkpoint version {version}, this rmld reads versions 4 to \
-             {CLASS_STEPS_VERSION}{hint}"
+             {IDENTITY_VERSION}{hint}"
         ));
     }
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
@@ -342,31 +425,39 @@ fn check_frame(bytes: &[u8]) -> std::result::Result<(u32, usize), String> {
     Ok((version, header_len))
 }
 
+/// A header with what may follow it: the automatic burn-in's state, the per-class step sizes'
+/// and the run's identity.
+type FullHeader = (
+    Header,
+    Option<super::BurnInMonitor>,
+    Option<super::ClassSteps>,
+    Option<RunIdentity>,
+);
+
 /// The header of a file of `version`, with the automatic burn-in's state (version 6, and
-/// optionally 7) and the per-class step sizes' (version 7) after it.
-#[allow(clippy::type_complexity)]
-fn decode_header(
-    version: u32,
-    header: &[u8],
-) -> std::result::Result<
-    (
-        Header,
-        Option<super::BurnInMonitor>,
-        Option<super::ClassSteps>,
-    ),
-    String,
-> {
+/// optionally 7 and 8), the per-class step sizes' (version 7, optionally 8) and the run's
+/// identity (version 8) after it.
+fn decode_header(version: u32, header: &[u8]) -> std::result::Result<FullHeader, String> {
     type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
     Ok(match version {
         AUTO_BURN_IN_VERSION => {
             let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
-            (header, Some(burn_in), None)
+            (header, Some(burn_in), None, None)
         }
         CLASS_STEPS_VERSION => {
             let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
-            (header, burn_in, Some(steps))
+            (header, burn_in, Some(steps), None)
         }
-        _ => (decode_exact::<Header>(header, "header")?, None, None),
+        IDENTITY_VERSION => {
+            let (header, burn_in, steps, identity): FullHeader = decode_exact(header, "header")?;
+            if identity.is_none() {
+                return Err(
+                    "corrupt checkpoint header: a version 8 file without its identity".into(),
+                );
+            }
+            (header, burn_in, steps, identity)
+        }
+        _ => (decode_exact::<Header>(header, "header")?, None, None, None),
     })
 }
 
@@ -530,6 +621,7 @@ mod tests {
                 burn_in: None,
                 class_steps: None,
             },
+            identity: None,
         }
     }
 

@@ -12,8 +12,12 @@ use crate::Result;
 
 /// A sampling run as its outputs describe it.
 pub struct SampleOutputs<'a> {
-    /// The output folder.
+    /// The folder the files are written into (the run's staging folder).
     pub out: &'a Path,
+    /// The output folder they are published into (named in the summary).
+    pub published: &'a Path,
+    /// The run's id (report.json's `run_id`).
+    pub run_id: &'a str,
     /// The data (its labels group the chains' starts for nested R-hat).
     pub dataset: &'a Dataset,
     /// The posterior the chains sampled, and its kind.
@@ -61,6 +65,7 @@ pub fn write_sample_outputs(
     let mut report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "run_id": o.run_id,
         "settings": settings,
         "lambda": target.lam,
         "pixel_max": o.pixel_max,
@@ -118,7 +123,7 @@ pub fn write_sample_outputs(
             o.info["device"].as_str().unwrap_or("?"),
             o.seconds,
             100.0 * acceptance,
-            o.out.display()
+            o.published.display()
         ),
         format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
     ];

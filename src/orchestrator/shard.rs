@@ -56,6 +56,7 @@ pub fn finish_shard(
         p: end.shape.1,
         positions,
         run: run.clone(),
+        identity: None,
     };
     trace.write(&out.join(TRACE))?;
     let mut files = names.to_vec();

@@ -1,10 +1,17 @@
-//! A sampling run's draws streamed to `codes.npy` and `images.npy` under its keep policy, and the streams reopened where a checkpoint left them.
+//! A sampling run's draws streamed to `codes.npy` and `images.npy` under its keep policy, with what each checkpoint records of them (rows and hashes).
 
-use std::path::Path;
+use std::cell::RefCell;
+use std::rc::Rc;
 
+use super::identity::StreamMark;
 use super::{KeepPolicy, SampleSink};
-use crate::io::{self, NpyStream};
-use crate::{Error, Result};
+use crate::io::NpyStream;
+use crate::Result;
+
+/// The draws files' names, as a checkpoint's identity names them.
+pub const CODES: &str = "codes.npy";
+/// See [`CODES`].
+pub const IMAGES: &str = "images.npy";
 
 /// Codes and images streamed to two NPY files under the keep policy.
 pub struct SampleStreams {
@@ -18,6 +25,39 @@ pub struct SampleStreams {
     pub burn_in: u32,
     /// Outer iterations after the burn-in.
     pub samples: u32,
+    /// The two files as the last sync left them (what the next checkpoint records).
+    pub marks: Rc<RefCell<Vec<StreamMark>>>,
+}
+
+impl SampleStreams {
+    /// The streams, marked as they are now.
+    pub fn new(
+        codes: NpyStream,
+        images: NpyStream,
+        keep: KeepPolicy,
+        burn_in: u32,
+        samples: u32,
+    ) -> Self {
+        let streams = SampleStreams {
+            codes,
+            images,
+            keep,
+            burn_in,
+            samples,
+            marks: Rc::default(),
+        };
+        streams.mark();
+        streams
+    }
+
+    fn mark(&self) {
+        let mark = |name: &str, stream: &NpyStream| StreamMark {
+            name: name.into(),
+            shape: stream.shape(),
+            xxh3: stream.digest(),
+        };
+        *self.marks.borrow_mut() = vec![mark(CODES, &self.codes), mark(IMAGES, &self.images)];
+    }
 }
 
 impl SampleSink for SampleStreams {
@@ -35,27 +75,8 @@ impl SampleSink for SampleStreams {
 
     fn sync(&mut self) -> Result<()> {
         self.codes.sync()?;
-        self.images.sync()
+        self.images.sync()?;
+        self.mark();
+        Ok(())
     }
-}
-
-/// Reopens a stream at the checkpoint's row count; an interrupted run had finished it under its
-/// final name, so that is moved back first.
-pub fn resume_stream(path: &Path, tail: &[usize], rows: usize) -> Result<NpyStream> {
-    let partial = io::partial_path(path);
-    if !partial.exists() && !path.exists() {
-        return Err(Error::input(
-            path,
-            "the interrupted run's output is missing (moved or deleted), so its samples before the \
-             interruption are gone and it cannot be resumed: run `rmld sample` again with the same \
-             settings (the same seed gives the same samples)",
-        ));
-    }
-    if !partial.exists() && path.exists() {
-        std::fs::rename(path, &partial).map_err(|source| Error::Output {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    }
-    NpyStream::resume(path, tail, rows)
 }

@@ -25,6 +25,9 @@ use super::observer::{Observer, Phase};
 use super::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
 
+/// The most bytes of the teacher's stamp or report read.
+const MAX_JSON_BYTES: u64 = 64 << 20;
+
 /// Seconds between two checkpoints of a training (one is also written at a stop).
 const CHECKPOINT_SECONDS: f64 = 60.0;
 /// Steps per class between two polls of the stop request.
@@ -159,7 +162,7 @@ fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Opt
     let stamp_path = teacher.problem.out.join(TEACHER_STAMP);
     let stamp = serde_json::to_value(teacher)
         .map_err(|e| Error::Internal(format!("teacher settings: {e}")))?;
-    let reused = std::fs::read(&stamp_path)
+    let reused = io::read_regular_file(&stamp_path, "teacher stamp", MAX_JSON_BYTES)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .is_some_and(|v| v == stamp);
@@ -195,10 +198,11 @@ fn read_teacher(tdir: &Path) -> Result<TeacherSamples> {
     let (shape, codes) = io::read_npy_matrix_f32(&codes_path)?;
     let labels = io::read_npy_labels(&tdir.join("generated-labels.npy"))?;
     let (dshape, dict) = io::read_npy_matrix_f32(&tdir.join("dictionary.npy"))?;
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(tdir.join("report.json"))
-            .map_err(|e| Error::input(tdir.join("report.json"), e.to_string()))?,
-    )
+    let report: serde_json::Value = serde_json::from_slice(&io::read_regular_file(
+        &tdir.join("report.json"),
+        "teacher's report",
+        MAX_JSON_BYTES,
+    )?)
     .map_err(|e| Error::input(tdir.join("report.json"), e.to_string()))?;
     let p = shape[1];
     if labels.len() != shape[0] || dshape[1] != p {

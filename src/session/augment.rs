@@ -1,9 +1,8 @@
 //! Class-conditional augmentation (`Augmenter`): chains per class in one run, their samples mixed with the originals and written as IDX, NPY and PNG.
 
-use std::path::Path;
 use std::time::Instant;
 
-use crate::io::{ShardFiles, Split};
+use crate::io::{Output, ShardFiles, Split};
 use crate::orchestrator::shard::{shard_settings, shard_trace};
 use crate::Result;
 
@@ -40,7 +39,7 @@ impl Augmenter {
     /// shards into this run's files).
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         let split = Split::of(self.settings.problem.shard);
-        super::pipeline::augment(&self.settings, observer, split)
+        super::pipeline::augment(&self.settings, observer, split, None)
     }
 }
 
@@ -48,13 +47,14 @@ impl Augmenter {
 /// configuration comes from the first shard's trace; the data, labels and dictionary are read
 /// again, the samples joined in the single run's order, and the rest (post-processing, the
 /// quality metrics, the picture, the report) made as the single run makes them.
-pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> {
+pub(crate) fn merge_shards(output: Output, parts: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
     let trace = shard_trace(&parts[0])?;
     let mut args: AugmentSettings = shard_settings(&parts[0], &trace)?;
     args.problem.shard = None;
-    args.problem.out = out.to_path_buf();
-    let mut outcome = super::pipeline::augment(&args, &Silent, Split::Merge(parts))?;
+    args.problem.out = output.dir.clone();
+    let merge = Split::Merge(parts);
+    let mut outcome = super::pipeline::augment(&args, &Silent, merge, Some(output))?;
     outcome.summary.insert(
         0,
         format!(

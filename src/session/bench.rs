@@ -339,7 +339,7 @@ fn backends_to_measure(
 
 fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> {
     args.validate()?;
-    super::outputs::check_output_folder(
+    let mut output = io::Output::check(
         &args.out,
         super::outputs::BENCH_OUTPUTS,
         &[args.data.as_deref()],
@@ -354,8 +354,7 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     }
     let mut measured = Measured::default();
     let (want_cpu, want_gpu) = backends_to_measure(args, observer, &mut measured.notes);
-    io::prepare_output_dir(&args.out)?;
-    let _lock = super::lock_output(&args.out)?;
+    output.open()?;
     let target = Arc::new(Target::new(
         Arc::new(Dictionary::gaussian(d, p, args.seed)),
         Arc::new(observations),
@@ -397,9 +396,13 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
     }
     let ratios = ratios(&measured.rows);
     let report = report_json(args, (d, p), &source, &measured, &ratios, interrupted);
-    io::write_json_atomic(&args.out.join("bench.json"), &report)?;
+    // Published together (the CLI draws bench.png from the rows afterwards).
+    output.write("bench.json", |path| io::write_json_atomic(path, &report))?;
     let csv = rows_csv(&measured.rows);
-    io::write_atomic(&args.out.join("bench.csv"), |w| w.write_all(csv.as_bytes()))?;
+    output.write("bench.csv", |path| {
+        io::write_atomic(path, |w| w.write_all(csv.as_bytes()))
+    })?;
+    output.publish()?;
     let Measured {
         rows,
         ceilings,

@@ -1,13 +1,13 @@
 //! Encoding runs (`Encoder`): LASSO codes of a dataset and their reconstructions A z (the paper's "Compression").
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::io;
 use crate::io::shards::{configuration, Shard, ShardFiles};
+use crate::io::{self, Output};
 use crate::methods::DynamicsSettings;
 use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, BatchBackends};
 use crate::orchestrator::encode::{join_encoded, write_encoded, Encoded};
@@ -17,7 +17,7 @@ use crate::Result;
 use super::observer::{Notice, Observer, Phase};
 use super::outputs;
 use super::problem::{dictionary_json, load_problem, make_backend, Problem};
-use super::sample::{hashes, lock_output};
+use super::sample::{hashes, tell_recovery};
 use super::settings::EncodeSettings;
 use super::Outcome;
 
@@ -42,8 +42,9 @@ impl Encoder {
         &self.settings
     }
 
-    /// Encodes and writes every output. Stopped by the observer (polled between batches of
-    /// rows), nothing is written, as encoding has no state to resume, and `interrupted` is set.
+    /// Encodes and writes every output, published together at the end. Stopped by the observer
+    /// (polled between batches of rows), nothing is written, as encoding has no state to
+    /// resume, and `interrupted` is set.
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         encode(&self.settings, observer)
     }
@@ -60,7 +61,10 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         Some(_) => SHARD_OUTPUTS,
         None => outputs::ENCODE_OUTPUTS,
     };
-    outputs::check_output_folder(&args.problem.out, names, &inputs, args.problem.force)?;
+    let mut output = Output::check(&args.problem.out, names, &inputs, args.problem.force)?;
+    // A manifest left by an earlier shard here must not vouch for this run's files.
+    output.also_replace(&[io::MANIFEST]);
+    tell_recovery(observer, &output, None);
     let problem = load_problem(&args.problem)?;
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());
@@ -74,8 +78,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         None => 0..n,
     };
     let out = &args.problem.out;
-    io::prepare_output_dir(out)?;
-    let _lock = lock_output(out)?;
+    output.open()?;
     // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
     // encodes its rows in the same batches (cut to its range), each computed as over its
     // single-run batch's rows (`run_chains`: the CPU's products take their path by the row
@@ -152,12 +155,19 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "backend": info,
     });
     if let Some(shard) = args.problem.shard {
-        return write_shard(args, &problem, &encoded, base, shard, range, n, started);
+        let part = (shard, range, n);
+        let outcome = write_shard(args, &problem, &encoded, base, part, &output, started)?;
+        output.publish()?;
+        return Ok(outcome);
     }
-    let (report, per_pixel, nonzero) =
-        write_encoded(out, &encoded, &target.dictionary.a, base, &|| {
-            started.elapsed().as_secs_f64()
-        })?;
+    let (report, per_pixel, nonzero) = write_encoded(
+        output.staged()?,
+        &encoded,
+        &target.dictionary.a,
+        base,
+        &|| started.elapsed().as_secs_f64(),
+    )?;
+    output.publish()?;
     let summary = vec![format!(
         "rmld encode: {n} observations → {p} atoms on {} in {:.1} s; mean squared error per pixel {per_pixel:.4} \
          (pixel-max {}), {nonzero:.1} non-zero atoms on average; wrote {}",
@@ -184,19 +194,18 @@ const SHARD_OUTPUTS: &[&str] = &[
     io::MANIFEST,
 ];
 
-/// Writes shard `shard`'s part (rows `range` of `total`) and its manifest.
-#[allow(clippy::too_many_arguments)]
+/// Writes shard `shard`'s part (rows `range` of `total`) and its manifest into the staging
+/// folder of `output`.
 fn write_shard(
     args: &EncodeSettings,
     problem: &Problem,
     encoded: &Encoded,
     base: Value,
-    shard: Shard,
-    range: Range<usize>,
-    total: usize,
+    (shard, range, total): (Shard, Range<usize>, usize),
+    output: &Output,
     started: Instant,
 ) -> Result<Outcome> {
-    let out = &args.problem.out;
+    let out = output.staged()?;
     let (rows, d, p) = (encoded.n, encoded.d, encoded.p);
     let target = &problem.target;
     io::write_npy_f32(&out.join("codes.npy"), &[rows, p], &encoded.codes)?;
@@ -243,7 +252,7 @@ fn write_shard(
         range.start,
         range.end,
         started.elapsed().as_secs_f64(),
-        out.display()
+        args.problem.out.display()
     )];
     Ok(Outcome {
         interrupted: false,
@@ -253,13 +262,16 @@ fn write_shard(
     })
 }
 
-/// Joins the shards of an encoding run (checked and in order) into the single run's files.
-pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome> {
+/// Joins the shards of an encoding run (checked and in order) into the single run's files,
+/// published together.
+pub(crate) fn merge_shards(output: &mut Output, shards: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
     let (encoded, dictionary, base, seconds) = join_encoded(shards)?;
-    io::prepare_output_dir(out)?;
-    let _lock = lock_output(out)?;
-    let (report, per_pixel, _) = write_encoded(out, &encoded, &dictionary, base, &|| seconds)?;
+    output.open()?;
+    let staged = output.staged()?;
+    let (report, per_pixel, _) = write_encoded(staged, &encoded, &dictionary, base, &|| seconds)?;
+    output.publish()?;
+    let out = &output.dir;
     let summary = vec![format!(
         "rmld merge: {} shards of encode, {} observations, mean squared error per pixel {per_pixel:.4}, \
          in {:.1} s; wrote {}",

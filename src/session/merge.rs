@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::io::shards::{self, MANIFEST};
+use crate::io::Output;
 use crate::session::Outcome;
 use crate::{Error, Result};
 
@@ -39,14 +40,28 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
         "augment" => outputs::AUGMENT_OUTPUTS,
         _ => &[],
     };
-    outputs::check_output_folder(out, outputs, &[], force)?;
-    match command {
-        "encode" => crate::session::encode::merge_shards(out, &shards),
-        "sample" => crate::session::sample::merge_shards(out, &shards),
-        "augment" => crate::session::augment::merge_shards(out, &shards),
+    let mut output = Output::check(out, outputs, &[], force)?;
+    // A manifest left by a shard run here must not vouch for the merged files.
+    output.also_replace(&[MANIFEST]);
+    let recovery = output.recovery();
+    let recovered = (recovery.completed.is_some() || !recovery.removed.is_empty()).then(|| {
+        let notice = crate::session::Notice::StoppedRunFound {
+            out: out.to_path_buf(),
+            completed: recovery.completed.clone(),
+            removed: recovery.removed.clone(),
+            resumed: None,
+        };
+        format!("rmld merge: {notice}")
+    });
+    let mut outcome = match command {
+        "encode" => crate::session::encode::merge_shards(&mut output, &shards),
+        "sample" => crate::session::sample::merge_shards(&mut output, &shards),
+        "augment" => crate::session::augment::merge_shards(output, &shards),
         other => Err(Error::input(
             shards[0].dir.join(MANIFEST),
             format!("shards of `{other}` cannot be merged by this rmld"),
         )),
-    }
+    }?;
+    outcome.summary.extend(recovered);
+    Ok(outcome)
 }

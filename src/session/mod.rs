@@ -32,6 +32,7 @@ mod outputs;
 mod pipeline;
 mod problem;
 pub(crate) mod quality;
+mod resume;
 mod sample;
 mod settings;
 

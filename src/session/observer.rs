@@ -51,12 +51,15 @@ pub enum Notice {
         out: PathBuf,
     },
     /// An augmentation stopped early. It cannot be resumed, so no output is kept: only
-    /// report.json, which says so (`"interrupted": true`, the phase, `"resumable": false`).
+    /// report.json, which says so (`"interrupted": true`, the phase, `"resumable": false`), or
+    /// nothing when the folder holds an earlier run's output, which is kept as it was.
     AugmentInterrupted {
         /// The phase it stopped in ("sampling", ...).
         phase: &'static str,
         /// The run's output folder.
         out: PathBuf,
+        /// True when the folder's earlier output was kept (and no report.json written).
+        kept_earlier: bool,
     },
     /// A run expected to take longer than a minute starts: how long, where, and how that was
     /// estimated.
@@ -70,6 +73,19 @@ pub enum Notice {
     },
     /// An encoding stopped early: nothing is written (it has nothing to resume).
     EncodeInterrupted,
+    /// An earlier run on the output folder stopped before it finished publishing its outputs
+    /// (killed, a power loss, a full disk): what this run found of it and did.
+    StoppedRunFound {
+        /// The output folder.
+        out: PathBuf,
+        /// A publication stopped half-way, completed now (the staging folder it came from).
+        completed: Option<PathBuf>,
+        /// Staging folders of runs stopped before publishing, removed (nothing of them had
+        /// been published).
+        removed: Vec<PathBuf>,
+        /// The staging folder whose checkpoint `rmld resume` continues.
+        resumed: Option<PathBuf>,
+    },
     /// A code cache entry could not be used (damaged, cut short, another shape) or written;
     /// the codes are encoded instead.
     CodeCacheIgnored {
@@ -155,11 +171,22 @@ impl std::fmt::Display for Notice {
                 "interrupted after outer iteration {completed} of {samples}: outputs and {} written",
                 checkpoint.display()
             ),
-            Notice::AugmentInterrupted { phase, out } => write!(
+            Notice::AugmentInterrupted {
+                phase,
+                out,
+                kept_earlier: false,
+            } => write!(
                 f,
                 "interrupted during {phase}; an augmentation cannot be resumed, so no output is \
                  kept in {} (report.json says where it stopped): run it again, with `force` to \
                  reuse the folder",
+                out.display()
+            ),
+            Notice::AugmentInterrupted { phase, out, .. } => write!(
+                f,
+                "interrupted during {phase}; an augmentation cannot be resumed, so this run \
+                 keeps no output, and the earlier output in {} is kept as it was: run it again, \
+                 with `force` to replace it",
                 out.display()
             ),
             Notice::Estimate {
@@ -175,6 +202,37 @@ impl std::fmt::Display for Notice {
                 f,
                 "encoding interrupted; nothing written (run it again to encode)"
             ),
+            Notice::StoppedRunFound {
+                out,
+                completed,
+                removed,
+                resumed,
+            } => {
+                let mut said = Vec::new();
+                if let Some(staging) = completed {
+                    said.push(format!(
+                        "completed the publication of the outputs that a stopped run began \
+                         (from {})",
+                        staging.display()
+                    ));
+                }
+                if !removed.is_empty() {
+                    let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+                    said.push(format!(
+                        "removed what runs that stopped before publishing their outputs \
+                         (killed, or failed) had written: {}",
+                        names.join(", ")
+                    ));
+                }
+                if let Some(staging) = resumed {
+                    said.push(format!(
+                        "continuing from the checkpoint a run that stopped before publishing \
+                         left in {}",
+                        staging.display()
+                    ));
+                }
+                write!(f, "{}: {}", out.display(), said.join("; "))
+            }
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
             Notice::CodeCacheIgnored { path, reason } => write!(
                 f,

@@ -8,12 +8,12 @@ use std::time::Instant;
 
 use crate::backend::Backend;
 use crate::io::shards::{configuration, ShardFiles};
-use crate::io::{self, NpyStream};
-use crate::orchestrator::resume::{check_resumable, restore};
+use crate::io::{self, NpyStream, Output};
+use crate::orchestrator::identity::{configuration_hash, RunIdentity};
 use crate::orchestrator::sample_report::{write_sample_outputs, SampleOutputs};
 use crate::orchestrator::shard::{check_inputs, finish_shard, join_sample_draws, joined_run};
 use crate::orchestrator::shard::{shard_settings, shard_trace, ShardEnd, TRACE};
-use crate::orchestrator::streams::{resume_stream, SampleStreams};
+use crate::orchestrator::streams::{SampleStreams, CODES, IMAGES};
 use crate::orchestrator::{self, Checkpoint, Hooks, SampleRun, SamplerSettings};
 use crate::{Error, Result};
 
@@ -21,13 +21,12 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
 use super::{outputs, DrawStats, Outcome};
-pub(crate) use crate::io::output_folder::remove_if_present;
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
 use crate::measure::memory;
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
-const SHARD_OUTPUTS: &[&str] = &[
+pub(super) const SHARD_OUTPUTS: &[&str] = &[
     "codes.npy",
     "images.npy",
     "dictionary.npy",
@@ -57,15 +56,25 @@ impl Sampler {
         &self.settings
     }
 
-    /// Runs from the start. A checkpoint an earlier run left in the folder is removed first.
+    /// Runs from the start. The outputs are published together when the run ends (or stops);
+    /// an earlier run's files in the folder, its checkpoint among them, are replaced then.
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         sample(&self.settings, observer)
     }
 
-    /// Continues the run stopped in `dir` from its checkpoint; the samples equal those of an
-    /// uninterrupted run on the same backend.
+    /// Continues the run stopped in `dir` from its checkpoint (the one an interrupted run
+    /// published, or the newer one a run that was killed or failed left in its staging folder);
+    /// the samples equal those of an uninterrupted run on the same backend.
     pub fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
-        resume(dir, observer)
+        super::resume::resume(dir, observer)
+    }
+}
+
+/// The names a sampling run writes (`shard`: a shard's).
+pub(super) fn output_names(args: &SampleSettings) -> &'static [&'static str] {
+    match args.problem.shard {
+        Some(_) => SHARD_OUTPUTS,
+        None => outputs::SAMPLE_OUTPUTS,
     }
 }
 
@@ -76,11 +85,11 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    let names = match args.problem.shard {
-        Some(_) => SHARD_OUTPUTS,
-        None => outputs::SAMPLE_OUTPUTS,
-    };
-    outputs::check_output_folder(&args.problem.out, names, &inputs, args.problem.force)?;
+    let out = &args.problem.out;
+    let mut output = Output::check(out, output_names(args), &inputs, args.problem.force)?;
+    // A manifest left by an earlier shard here must not vouch for this run's files.
+    output.also_replace(&[io::MANIFEST]);
+    tell_recovery(observer, &output, None);
     let problem = load_problem(&args.problem)?;
     let (d, p) = (problem.target.d(), problem.target.p());
     memory::check_fits(
@@ -90,141 +99,90 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     )?;
     let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
-    let out = &args.problem.out;
-    io::prepare_output_dir(out)?;
-    let _lock = lock_output(out)?;
-    // A manifest left by an earlier shard here must not vouch for this run's files.
-    remove_if_present(&out.join(io::MANIFEST))?;
-    // A checkpoint left by an earlier run in this folder must not be resumed over this one.
-    remove_if_present(&out.join(CHECKPOINT))?;
-    let mut backend = make_backend(
+    output.open()?;
+    let backend = make_backend(
         args.problem.backend,
         observer,
         &problem.target,
         &settings.dynamics,
         settings.chains,
     )?;
-    let state = orchestrator::start(backend.as_mut(), &problem.target, &settings)?;
-    let (c, d, p) = (settings.chains, problem.target.d(), problem.target.p());
-    let streams = SampleStreams {
-        codes: NpyStream::create(&out.join("codes.npy"), &[c, p])?,
-        images: NpyStream::create(&out.join("images.npy"), &[c, d])?,
-        keep: args.keep,
-        burn_in: args.burn_in_cap(),
-        samples: args.samples,
+    let mut run = Continued {
+        backend,
+        state: SampleRun::default(),
+        streams: None,
+        identity: RunIdentity {
+            run_id: io::staging::new_run_id(),
+            configuration: configuration_hash(&identity_config(args)?),
+            seed: args.problem.seed,
+            chains: settings.chains,
+            samples: settings.samples,
+            streams: Vec::new(),
+        },
+        output,
     };
+    run.state = orchestrator::start(run.backend.as_mut(), &problem.target, &settings)?;
+    let (c, d, p) = (settings.chains, problem.target.d(), problem.target.p());
+    let staged = run.output.staged()?;
+    run.streams = Some(SampleStreams::new(
+        NpyStream::create(&staged.join(CODES), &[c, p])?,
+        NpyStream::create(&staged.join(IMAGES), &[c, d])?,
+        args.keep,
+        args.burn_in_cap(),
+        args.samples,
+    ));
     let hashes = hashes(&problem.target);
-    drive(
-        args, &problem, &settings, backend, state, streams, hashes, started, observer,
-    )
+    drive(args, &problem, &settings, run, hashes, started, observer)
 }
 
-fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
-    let started = Instant::now();
-    let path = dir.join(CHECKPOINT);
-    if !path.exists() {
-        return Err(not_resumable(dir, &path));
+/// Tells the observer what the run found of a stopped earlier run in its folder and did about
+/// it (`resumed`: the staging folder a resume continues).
+pub(super) fn tell_recovery(observer: &dyn Observer, output: &Output, resumed: Option<&Path>) {
+    let recovery = output.recovery();
+    if recovery.removed.is_empty() && recovery.completed.is_none() && resumed.is_none() {
+        return;
     }
-    let checkpoint = Checkpoint::read(&path)?;
-    let mut sample_args: SampleSettings = serde_json::from_value(checkpoint.config.clone())
-        .map_err(|e| {
-            Error::input(
-                &path,
-                format!("the checkpoint's configuration is not one this rmld reads: {e}"),
-            )
-        })?;
-    sample_args.problem.out = dir.to_path_buf();
-    let settings = sample_args.sampler_settings()?;
-    let problem = shard_problem(&sample_args, load_problem(&sample_args.problem)?)?
-        .with_adapt_iterations(sample_args.burn_in_cap());
-    let target = &problem.target;
-    let (data_hash, dictionary_hash) = hashes(target);
-    let sources = (
-        problem.dataset.source.as_path(),
-        problem.dictionary_source.as_str(),
-    );
-    let run = (settings.chains, settings.samples);
-    check_resumable(&checkpoint, &path, (target, hashes(target)), run, sources)?;
-    let out = dir;
-    let _lock = lock_output(out)?;
-    let mut backend = make_backend(
-        sample_args.problem.backend,
-        observer,
-        target,
-        &settings.dynamics,
-        settings.chains,
-    )?;
-    restore(&checkpoint, backend.as_mut())?;
-    let (c, d, p) = (settings.chains, target.d(), target.p());
-    // An automatic burn-in's end so far (its cap while it still runs).
-    let burn_in = checkpoint
-        .run
-        .burn_in
-        .as_ref()
-        .map_or(sample_args.burn_in_cap(), |m| m.burn_in());
-    let kept = sample_args
-        .keep
-        .kept_up_to(checkpoint.run.completed, burn_in, sample_args.samples);
-    let streams = SampleStreams {
-        codes: resume_stream(&out.join("codes.npy"), &[c, p], kept)?,
-        images: resume_stream(&out.join("images.npy"), &[c, d], kept)?,
-        keep: sample_args.keep,
-        burn_in,
-        samples: sample_args.samples,
-    };
-    observer.notice(&Notice::Resuming {
-        out: out.to_path_buf(),
-        completed: checkpoint.run.completed,
-        samples: settings.samples,
+    observer.notice(&Notice::StoppedRunFound {
+        out: output.dir.clone(),
+        completed: recovery.completed.clone(),
+        removed: recovery.removed.clone(),
+        resumed: resumed.map(Path::to_path_buf),
     });
-    drive(
-        &sample_args,
-        &problem,
-        &settings,
-        backend,
-        checkpoint.run,
-        streams,
-        (data_hash, dictionary_hash),
-        started,
-        observer,
-    )
+}
+
+/// The settings a checkpoint stores: the data's and the dictionary's paths made absolute, so
+/// that `rmld resume` finds them from any working folder.
+pub(super) fn stored_config(args: &SampleSettings) -> SampleSettings {
+    let mut stored = args.clone();
+    let absolute = |path: &mut Option<std::path::PathBuf>| {
+        if let Some(p) = path.as_mut() {
+            if let Ok(a) = std::path::absolute(&*p) {
+                *p = a;
+            }
+        }
+    };
+    absolute(&mut stored.problem.data);
+    absolute(&mut stored.problem.dictionary);
+    stored
+}
+
+/// The stored settings less what may differ when the run is resumed (the output folder,
+/// `force`), as JSON: what a run's configuration hash is taken of.
+pub(super) fn identity_config(args: &SampleSettings) -> Result<serde_json::Value> {
+    let mut stored = stored_config(args);
+    stored.problem.out = Default::default();
+    stored.problem.force = false;
+    serde_json::to_value(&stored).map_err(|e| Error::Internal(format!("configuration: {e}")))
 }
 
 /// The problem with its target kind for every chain of the run, then cut to the shard's chains
 /// (all of them without a shard).
-fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<Problem> {
+pub(super) fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<Problem> {
     let problem = problem.with_target_kind(args.problem.target, args.chains, args.problem.seed)?;
     match args.problem.shard {
         Some(shard) => problem.with_chain_slice(args.chains, shard.range(args.chains)),
         None => Ok(problem),
     }
-}
-
-/// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
-fn not_resumable(dir: &Path, path: &Path) -> Error {
-    let report: Option<serde_json::Value> = std::fs::read(dir.join("report.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    let command = report
-        .as_ref()
-        .and_then(|r| r["command"].as_str().map(str::to_string));
-    let interrupted = report.as_ref().is_some_and(|r| r["interrupted"] == true);
-    let message = match command.as_deref() {
-        Some("sample") if !interrupted => {
-            "is missing: the run in this folder finished, there is nothing to continue".to_string()
-        }
-        Some(other @ ("augment" | "encode" | "bench")) => format!(
-            "is missing: this folder holds an `rmld {other}` run, which cannot be resumed \
-             (only `rmld sample` runs can); run `rmld {other}` again, with `force` to reuse the \
-             folder"
-        ),
-        _ => format!(
-            "is missing: {} holds no interrupted `rmld sample` run to continue (one writes its \
-             checkpoint when interrupted, or every `checkpoint_every` iterations)",
-            dir.display()
-        ),
-    };
-    Error::input(path, message)
 }
 
 /// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
@@ -240,26 +198,40 @@ pub(super) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Prob
     Ok(())
 }
 
-/// Runs the remaining iterations and writes every output; shared by `sample` and `resume`.
-#[allow(clippy::too_many_arguments)]
-fn drive(
+/// A run ready to go on: its backend with the chains where `state` left them, its draws
+/// streams, its identity and its output folder (staging folder open).
+pub(super) struct Continued {
+    pub backend: Box<dyn Backend>,
+    pub state: SampleRun,
+    pub streams: Option<SampleStreams>,
+    pub identity: RunIdentity,
+    pub output: Output,
+}
+
+/// Runs the remaining iterations, writes every output into the staging folder and publishes
+/// them; shared by `sample` and `resume`. On a failure OUT is left as it was; the staging
+/// folder is kept when it holds a checkpoint, and the error says so.
+pub(super) fn drive(
     args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
-    mut backend: Box<dyn Backend>,
-    state: SampleRun,
-    mut streams: SampleStreams,
+    mut run: Continued,
     (data_hash, dictionary_hash): (u64, u64),
     started: Instant,
     observer: &dyn Observer,
 ) -> Result<Outcome> {
     let target = &problem.target;
     let out = &args.problem.out;
-    let info = backend.info();
-    let checkpoint_path = out.join(CHECKPOINT);
-    let config =
-        serde_json::to_value(args).map_err(|e| Error::Internal(format!("configuration: {e}")))?;
-    let mut save = |run: &SampleRun, positions: &[f32]| {
+    let staged = run.output.staged()?.to_path_buf();
+    let checkpoint_path = staged.join(CHECKPOINT);
+    let config = serde_json::to_value(stored_config(args))
+        .map_err(|e| Error::Internal(format!("configuration: {e}")))?;
+    let Some(mut streams) = run.streams.take() else {
+        return Err(Error::Internal("a sampling run without its streams".into()));
+    };
+    let marks = streams.marks.clone();
+    let identity = &run.identity;
+    let mut save = |state: &SampleRun, positions: &[f32]| {
         let checkpoint = Checkpoint {
             config: config.clone(),
             data_hash,
@@ -267,7 +239,11 @@ fn drive(
             d: target.d(),
             p: target.p(),
             positions: positions.to_vec(),
-            run: run.clone(),
+            run: state.clone(),
+            identity: Some(RunIdentity {
+                streams: marks.borrow().clone(),
+                ..identity.clone()
+            }),
         };
         checkpoint.write(&checkpoint_path)
     };
@@ -276,7 +252,7 @@ fn drive(
         len: Some(settings.samples as u64),
         unit: "outer iterations",
     });
-    observer.phase_advance(state.completed as u64);
+    observer.phase_advance(run.state.completed as u64);
     let hooks = Hooks {
         sink: &mut streams,
         progress: &mut |k| observer.phase_advance(k as u64),
@@ -284,25 +260,56 @@ fn drive(
         checkpoint_every: args.checkpoint_every,
         checkpoint: &mut save,
     };
-    let result = orchestrator::continue_run(backend.as_mut(), target, settings, state, hooks);
+    let state = std::mem::take(&mut run.state);
+    let result = orchestrator::continue_run(run.backend.as_mut(), target, settings, state, hooks);
     observer.phase_finish();
-    let run = match result {
-        Ok(run) => run,
-        Err(e) => return Err(with_resume_hint(e, &checkpoint_path, out)),
-    };
+    let ended = result.and_then(|state| {
+        let completed = state.completed;
+        let ran = (&mut run, state, streams);
+        finish(args, problem, settings, ran, &config, started).map(|o| (o, completed))
+    });
+    match ended {
+        Ok((outcome, completed)) => {
+            if outcome.interrupted {
+                observer.notice(&Notice::SampleInterrupted {
+                    completed,
+                    samples: settings.samples,
+                    checkpoint: out.join(CHECKPOINT),
+                    out: out.to_path_buf(),
+                });
+            }
+            Ok(outcome)
+        }
+        Err(e) => Err(with_resume_hint(e, &checkpoint_path, out)),
+    }
+}
+
+/// Finishes the streams, writes the other outputs (and a shard's trace and manifest) into the
+/// staging folder, and publishes them.
+fn finish(
+    args: &SampleSettings,
+    problem: &Problem,
+    settings: &SamplerSettings,
+    (run, state, streams): (&mut Continued, SampleRun, SampleStreams),
+    config: &serde_json::Value,
+    started: Instant,
+) -> Result<Outcome> {
+    let target = &problem.target;
+    let staged = run.output.staged()?.to_path_buf();
     let kept = streams.codes.rows();
     streams.codes.finish()?;
     streams.images.finish()?;
-    let info =
-        serde_json::to_value(&info).map_err(|e| Error::Internal(format!("backend info: {e}")))?;
+    let info = serde_json::to_value(run.backend.info())
+        .map_err(|e| Error::Internal(format!("backend info: {e}")))?;
+    let written = (&state, kept, run.identity.run_id.as_str());
     let (report, mut summary) =
-        write_outputs(args, problem, settings, (&run, kept), &info, started)?;
-    if let (Some(shard), false) = (args.problem.shard, run.interrupted) {
+        write_outputs(args, problem, settings, written, &info, started, &staged)?;
+    if let (Some(shard), false) = (args.problem.shard, state.interrupted) {
         let mut hashed = args.clone();
         hashed.problem.out = Default::default();
         hashed.problem.shard = None;
         hashed.problem.force = false;
-        let hashes = (data_hash, dictionary_hash);
+        let hashes = hashes(target);
         let end = ShardEnd {
             command: "sample",
             config: config.clone(),
@@ -312,62 +319,77 @@ fn drive(
             seed: args.problem.seed,
         };
         let range = shard.range(args.chains);
-        let (chains, positions) = ((shard, range.clone(), args.chains), backend.positions()?);
+        let chains = (shard, range.clone(), args.chains);
+        let positions = run.backend.positions()?;
         let names = ["codes.npy", "images.npy", "report.json"];
-        finish_shard(out, end, chains, &run, positions, &names)?;
+        finish_shard(&staged, end, chains, &state, positions, &names)?;
         summary.push(format!(
             "shard {shard}: chains {}..{} of {}; join the shards with `rmld merge`",
             range.start, range.end, args.chains
         ));
     }
-    if run.interrupted {
-        observer.notice(&Notice::SampleInterrupted {
-            completed: run.completed,
-            samples: settings.samples,
-            checkpoint: checkpoint_path.clone(),
-            out: out.to_path_buf(),
-        });
-    }
+    run.output.publish()?;
     let draw_stats = DrawStats {
         chains: settings.chains,
-        stride: run.trace_stride,
-        log_alpha: run.log_alpha,
-        energy: run.energies,
+        stride: state.trace_stride,
+        log_alpha: state.log_alpha,
+        energy: state.energies,
     };
     Ok(Outcome {
-        interrupted: run.interrupted,
+        interrupted: state.interrupted,
         report,
         summary,
         draw_stats: Some(draw_stats),
     })
 }
 
-/// A failure during the run (a lost GPU, a full disk) names the checkpoint to resume from.
+/// A failure during or after the run (a lost GPU, a full disk) names the checkpoint kept in
+/// the staging folder to resume from; the error stays of its kind (its exit status).
 fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
-    match Checkpoint::read(checkpoint) {
-        Ok(c) => Error::Internal(format!(
-            "{e}; the last checkpoint ({}, after outer iteration {}) can be continued with `rmld resume {}`",
-            checkpoint.display(),
-            c.run.completed,
-            out.display()
-        )),
-        Err(_) => e,
+    let Ok(c) = Checkpoint::read(checkpoint) else {
+        return e;
+    };
+    let hint = format!(
+        "the run's last checkpoint (after outer iteration {}) is kept in {}: `rmld resume {}` \
+         continues from it",
+        c.run.completed,
+        checkpoint.parent().unwrap_or(out).display(),
+        out.display()
+    );
+    match e {
+        Error::Output { path, source } => Error::Output {
+            path,
+            source: std::io::Error::new(source.kind(), format!("{source}; {hint}")),
+        },
+        Error::Input { path, message } => Error::Input {
+            path,
+            message: format!("{message}; {hint}"),
+        },
+        Error::Usage { field, message } => Error::Usage {
+            field,
+            message: format!("{message}; {hint}"),
+        },
+        Error::Gpu(message) => Error::Gpu(format!("{message}; {hint}")),
+        Error::Internal(message) => Error::Internal(format!("{message}; {hint}")),
     }
 }
 
-/// Writes the dictionary, the picture, the per-draw statistics and report.json; returns the
-/// report and the summary lines.
+/// Writes the dictionary, the picture, the per-draw statistics and report.json into `dir`
+/// (the staging folder); returns the report and the summary lines.
 fn write_outputs(
     args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
-    (run, kept): (&SampleRun, usize),
+    (run, kept, run_id): (&SampleRun, usize, &str),
     info: &serde_json::Value,
     started: Instant,
+    dir: &Path,
 ) -> Result<(serde_json::Value, Vec<String>)> {
     let (d, p) = (problem.target.d(), problem.target.p());
     let outputs = SampleOutputs {
-        out: &args.problem.out,
+        out: dir,
+        published: &args.problem.out,
+        run_id,
         dataset: &problem.dataset,
         target: (&problem.target, args.problem.target),
         dictionary: dictionary_json(problem, d, p),
@@ -386,14 +408,15 @@ fn write_outputs(
 /// codes and images interleaved by chain in every draw, the traces joined chain by chain, and
 /// the picture and report made from them as the single run makes them. The data and the
 /// dictionary are read again (from the shards' configuration) and checked against the shards'
-/// hashes.
-pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> {
+/// hashes. Everything is written into `output`'s staging folder and published at once.
+pub(crate) fn merge_shards(output: &mut Output, parts: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
+    let out = output.dir.clone();
     let first = &parts[0];
     let traces = parts.iter().map(shard_trace).collect::<Result<Vec<_>>>()?;
     let mut args: SampleSettings = shard_settings(first, &traces[0])?;
     args.problem.shard = None;
-    args.problem.out = out.to_path_buf();
+    args.problem.out = out.clone();
     let settings = args.sampler_settings()?;
     let problem = shard_problem(&args, load_problem(&args.problem)?)?;
     let sources = (
@@ -408,14 +431,17 @@ pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> 
         return Err(Error::Internal("shards' chains".into()));
     }
     let info = first.json("report.json")?["backend"].clone();
-    io::prepare_output_dir(out)?;
-    let _lock = lock_output(out)?;
+    output.open()?;
+    let staged = output.staged()?.to_path_buf();
     // The draws, interleaved by chain.
     let shape = (problem.target.d(), problem.target.p());
-    let kept = join_sample_draws(parts, shape, out)?;
+    let kept = join_sample_draws(parts, shape, &staged)?;
     let c = settings.chains;
+    let run_id = io::staging::new_run_id();
+    let written = (&run, kept, run_id.as_str());
     let (report, mut summary) =
-        write_outputs(&args, &problem, &settings, (&run, kept), &info, started)?;
+        write_outputs(&args, &problem, &settings, written, &info, started, &staged)?;
+    output.publish()?;
     summary.insert(
         0,
         format!(

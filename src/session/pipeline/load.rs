@@ -179,11 +179,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         d,
         p,
     };
-    let stale: &[&str] = match pipe.split {
-        Split::Shard(_) => &[crate::io::MANIFEST],
-        _ => &[],
-    };
-    pipe.output.open(stale)?;
+    pipe.output.open()?;
     let device = device(pipe, &loaded)?;
     Ok((loaded, device))
 }

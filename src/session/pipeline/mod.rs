@@ -55,16 +55,19 @@ pub const AUGMENT_PHASES: [&str; 9] = [
     writing::PHASE,
 ];
 
-/// Runs the augmentation `args` split as `split` (a merge: `args` are the shards').
+/// Runs the augmentation `args` split as `split` (a merge: `args` are the shards', and
+/// `merged` is the output folder the merge checked). Every file is published when the run
+/// ends, or none.
 pub(crate) fn augment(
     args: &AugmentSettings,
     observer: &dyn Observer,
     split: Split,
+    merged: Option<Output>,
 ) -> Result<Outcome> {
     args.validate()?;
-    let output = match split {
-        Split::Merge(_) => Output::unchecked(&args.problem.out),
-        _ => {
+    let mut output = match merged {
+        Some(output) => output,
+        None => {
             let names = match split {
                 Split::Shard(_) => parts::SHARD_OUTPUTS,
                 _ => crate::session::outputs::AUGMENT_OUTPUTS,
@@ -77,9 +80,15 @@ pub(crate) fn augment(
             Output::check(&args.problem.out, names, &inputs, args.problem.force)?
         }
     };
+    // A manifest left by an earlier shard here must not vouch for this run's files.
+    output.also_replace(&[crate::io::MANIFEST]);
+    crate::session::sample::tell_recovery(observer, &output, None);
     let mut pipe = Pipeline::new(observer, split, output, &AUGMENT_PHASES);
     match run(&mut pipe, args) {
-        Ok(outcome) => Ok(outcome),
+        Ok(outcome) => {
+            pipe.output.publish()?;
+            Ok(outcome)
+        }
         Err(Halt::Stopped) => pipe.stopped(),
         Err(Halt::Failed(e)) => Err(e),
     }

@@ -87,8 +87,8 @@ pub(super) fn save(
         None => Vec::new(),
     };
     let chains = (shard, range.clone(), run.whole.chains);
-    let out = &pipe.output.dir;
-    finish_shard(out, end, chains, &generated.run, positions, &names)?;
+    let staged = pipe.output.staged()?;
+    finish_shard(staged, end, chains, &generated.run, positions, &names)?;
     Ok(Outcome {
         interrupted: false,
         report,

@@ -81,12 +81,12 @@ impl<'a> Pipeline<'a> {
         (self.clock.json(), self.started.elapsed().as_secs_f64())
     }
 
-    /// Ends a stopped run: takes back what it wrote, writes report.json saying where it
-    /// stopped and that it cannot be resumed, and tells the observer.
+    /// Ends a stopped run: takes back what it wrote, publishes report.json saying where it
+    /// stopped and that it cannot be resumed (unless the folder holds an earlier run's output,
+    /// which is kept as it was), and tells the observer.
     pub fn stopped(mut self) -> Result<Outcome> {
         let phase = self.clock.last;
         let (phases, seconds) = self.finish();
-        self.output.discard();
         let report = json!({
             "command": "augment",
             "rmld_version": env!("CARGO_PKG_VERSION"),
@@ -97,10 +97,11 @@ impl<'a> Pipeline<'a> {
             "phase_seconds": phases,
             "seconds": seconds,
         });
-        self.output.report(&report)?;
+        let published = self.output.publish_report_alone(&report)?;
         self.observer.notice(&Notice::AugmentInterrupted {
             phase,
             out: self.output.dir.clone(),
+            kept_earlier: !published,
         });
         Ok(Outcome {
             interrupted: true,

@@ -1,0 +1,331 @@
+//! `rmld resume`: the checkpoint that continues a run (the one an interrupted run published, or a newer one a killed or failed run left in its staging folder), checked against the outputs it continues, then the run driven on.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use crate::io::{self, read_regular_file, NpyStream, Output};
+use crate::orchestrator::identity::{configuration_hash, RunIdentity};
+use crate::orchestrator::resume::{check_resumable, restore};
+use crate::orchestrator::streams::{SampleStreams, CODES, IMAGES};
+use crate::orchestrator::Checkpoint;
+use crate::{Error, Result};
+
+use super::observer::{Notice, Observer};
+use super::problem::{load_problem, make_backend};
+use super::sample::{drive, identity_config, output_names, shard_problem, tell_recovery};
+use super::sample::{hashes, Continued, CHECKPOINT};
+use super::settings::SampleSettings;
+use super::Outcome;
+
+/// The most bytes of a report.json read to check whose outputs a folder holds.
+const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// Where a run continues from: a checkpoint and, when a stopped run left it in its staging
+/// folder, that folder (the run's draws so far are there); else the draws are the published
+/// ones beside the checkpoint.
+struct Source {
+    checkpoint: PathBuf,
+    staging: Option<PathBuf>,
+    /// The other staging folders with a checkpoint: superseded once the run publishes.
+    others: Vec<PathBuf>,
+}
+
+impl Source {
+    /// The newest checkpoint in `dir`: the published one, or one in a staging folder a stopped
+    /// run left (`resumable`, oldest first), whichever was written last.
+    fn newest(dir: &Path, resumable: &[PathBuf]) -> Option<Source> {
+        let published = dir.join(CHECKPOINT);
+        let modified = |path: &Path| {
+            path.symlink_metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        };
+        let staged = resumable.last();
+        let use_staged = match (published.symlink_metadata().is_ok(), staged) {
+            (_, None) => false,
+            (false, Some(_)) => true,
+            (true, Some(s)) => modified(&s.join(CHECKPOINT)) >= modified(&published),
+        };
+        if !use_staged && published.symlink_metadata().is_err() {
+            return None;
+        }
+        let staging = staged.filter(|_| use_staged).cloned();
+        let others = resumable
+            .iter()
+            .filter(|s| Some(*s) != staging.as_ref())
+            .cloned()
+            .collect();
+        Some(Source {
+            checkpoint: staging.as_ref().map_or(published, |s| s.join(CHECKPOINT)),
+            staging,
+            others,
+        })
+    }
+}
+
+/// Continues the run stopped in `dir`; see `Sampler::resume`.
+pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
+    let started = Instant::now();
+    if !dir.is_dir() {
+        return Err(Error::input(
+            dir,
+            "is not a folder: `rmld resume` continues the sampling run in an output folder",
+        ));
+    }
+    // What cannot be continued is refused before the lock is taken: the folder stays untouched.
+    match left_by_a_run(dir) {
+        Left::Nothing => return Err(not_resumable(dir, &dir.join(CHECKPOINT))),
+        Left::Checkpoint => drop(Checkpoint::read(&dir.join(CHECKPOINT))?),
+        Left::Staging => {}
+    }
+    let mut output = Output::unchecked(dir, &[]);
+    output.lock_and_recover()?;
+    let Some(source) = Source::newest(dir, &output.recovery().resumable) else {
+        return Err(not_resumable(dir, &dir.join(CHECKPOINT)));
+    };
+    let path = &source.checkpoint;
+    let checkpoint = Checkpoint::read(path)?;
+    let Some(identity) = checkpoint.identity.clone() else {
+        return Err(Error::input(
+            path,
+            "was written by an older rmld, without the identity of its run, so the outputs \
+             beside it cannot be checked to be that run's: start the run afresh with `rmld \
+             sample` (the same settings and seed give the same samples)",
+        ));
+    };
+    let mut args: SampleSettings =
+        serde_json::from_value(checkpoint.config.clone()).map_err(|e| {
+            Error::input(
+                path,
+                format!("the checkpoint's configuration is not one this rmld reads: {e}"),
+            )
+        })?;
+    args.problem.out = dir.to_path_buf();
+    let settings = args.sampler_settings()?;
+    check_identity(path, &identity, &args, settings.chains)?;
+    if source.staging.is_none() {
+        check_report(dir, path, &identity)?;
+    }
+    output.also_replace(output_names(&args));
+    output.also_replace(&[io::MANIFEST]);
+    let problem = shard_problem(&args, load_problem(&args.problem)?)?
+        .with_adapt_iterations(args.burn_in_cap());
+    let target = &problem.target;
+    let sources = (
+        problem.dataset.source.as_path(),
+        problem.dictionary_source.as_str(),
+    );
+    let run = (settings.chains, settings.samples);
+    check_resumable(&checkpoint, path, (target, hashes(target)), run, sources)?;
+    let mut backend = make_backend(
+        args.problem.backend,
+        observer,
+        target,
+        &settings.dynamics,
+        settings.chains,
+    )?;
+    restore(&checkpoint, backend.as_mut())?;
+    // An automatic burn-in's end so far (its cap while it still runs).
+    let burn_in = checkpoint
+        .run
+        .burn_in
+        .as_ref()
+        .map_or(args.burn_in_cap(), |m| m.burn_in());
+    let kept = args
+        .keep
+        .kept_up_to(checkpoint.run.completed, burn_in, args.samples);
+    let (c, d, p) = (settings.chains, target.d(), target.p());
+    let marks = [(CODES, [kept, c, p]), (IMAGES, [kept, c, d])].map(|(name, shape)| match identity
+        .stream(name)
+    {
+        Some(mark) if mark.shape == shape => Ok(mark.xxh3),
+        _ => Err(Error::input(
+            path,
+            format!(
+                "its record of {name} does not say {shape:?} (what its run's state \
+                     implies): a damaged or hand-made checkpoint"
+            ),
+        )),
+    });
+    let [codes_mark, images_mark] = marks;
+    let (codes_mark, images_mark) = (codes_mark?, images_mark?);
+    let streams = match &source.staging {
+        Some(staging) => {
+            output.adopt(staging)?;
+            let staged = output.staged()?;
+            (
+                NpyStream::resume(&staged.join(CODES), &[c, p], kept, codes_mark)?,
+                NpyStream::resume(&staged.join(IMAGES), &[c, d], kept, images_mark)?,
+            )
+        }
+        None => {
+            output.open()?;
+            let staged = output.staged()?.to_path_buf();
+            let from = |name: &str| dir.join(name);
+            let copied = (
+                NpyStream::resume_from(
+                    &from(CODES),
+                    &staged.join(CODES),
+                    &[c, p],
+                    kept,
+                    codes_mark,
+                )?,
+                NpyStream::resume_from(
+                    &from(IMAGES),
+                    &staged.join(IMAGES),
+                    &[c, d],
+                    kept,
+                    images_mark,
+                )?,
+            );
+            // The published set keeps its checkpoint until a newer one replaces it, as an
+            // uninterrupted run's does.
+            checkpoint.write(&staged.join(CHECKPOINT))?;
+            copied
+        }
+    };
+    output.supersede(source.others.clone());
+    tell_recovery(observer, &output, source.staging.as_deref());
+    observer.notice(&Notice::Resuming {
+        out: dir.to_path_buf(),
+        completed: checkpoint.run.completed,
+        samples: settings.samples,
+    });
+    let streams = SampleStreams::new(streams.0, streams.1, args.keep, burn_in, args.samples);
+    let continued = Continued {
+        backend,
+        state: checkpoint.run,
+        streams: Some(streams),
+        identity,
+        output,
+    };
+    let hashes = (checkpoint.data_hash, checkpoint.dictionary_hash);
+    drive(
+        &args, &problem, &settings, continued, hashes, started, observer,
+    )
+}
+
+/// What a stopped run left in a folder for `resume` to continue.
+enum Left {
+    Nothing,
+    /// A published checkpoint only.
+    Checkpoint,
+    /// A staging folder or a publication journal (recovery looks at them under the lock).
+    Staging,
+}
+
+fn left_by_a_run(dir: &Path) -> Left {
+    let staging =
+        |name: &str| name.starts_with(io::staging::STAGING_PREFIX) || name == io::staging::JOURNAL;
+    let staged = std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_str().is_some_and(staging))
+    });
+    match (staged, dir.join(CHECKPOINT).symlink_metadata().is_ok()) {
+        (true, _) => Left::Staging,
+        (false, true) => Left::Checkpoint,
+        (false, false) => Left::Nothing,
+    }
+}
+
+/// Checks that the checkpoint's settings are those its identity was made from (a checkpoint
+/// edited and resealed, or made by hand, is refused).
+fn check_identity(
+    path: &Path,
+    identity: &RunIdentity,
+    args: &SampleSettings,
+    chains: usize,
+) -> Result<()> {
+    let differences = identity.differences((args.problem.seed, chains, args.samples));
+    if !differences.is_empty()
+        || configuration_hash(&identity_config(args)?) != identity.configuration
+    {
+        return Err(Error::input(
+            path,
+            format!(
+                "its settings are not those its run was started with ({}): a damaged or \
+                 hand-made checkpoint",
+                if differences.is_empty() {
+                    "their hash differs".to_string()
+                } else {
+                    differences.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the outputs published beside the checkpoint `path` in `dir` are its run's: the
+/// run id report.json gives (when it gives one) is the checkpoint's; else names what differs.
+fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<()> {
+    let report_path = dir.join("report.json");
+    let Some(report) = read_report(&report_path)? else {
+        return Ok(());
+    };
+    let Some(run_id) = report["run_id"].as_str() else {
+        return Ok(());
+    };
+    if run_id == identity.run_id {
+        return Ok(());
+    }
+    let settings = &report["settings"];
+    let theirs = (
+        settings["dynamics"]["seed"].as_u64().unwrap_or(u64::MAX),
+        settings["chains"].as_u64().unwrap_or(0) as usize,
+        settings["samples"].as_u64().unwrap_or(0) as u32,
+    );
+    let mut differences = identity.differences(theirs);
+    if differences.is_empty() {
+        differences.push("the same seed, chains and outer iterations, but another run".into());
+    }
+    Err(Error::input(
+        path,
+        format!(
+            "is the checkpoint of run {} (seed {}, {} chains, {} outer iterations), but the \
+             outputs beside it are run {run_id}'s, as {} says (differs: {}): it was copied from \
+             another run's folder; resume each run in its own folder",
+            identity.run_id,
+            identity.seed,
+            identity.chains,
+            identity.samples,
+            report_path.display(),
+            differences.join(", ")
+        ),
+    ))
+}
+
+/// The report.json at `path`, if there is one that parses (bounded, regular files only).
+fn read_report(path: &Path) -> Result<Option<serde_json::Value>> {
+    if path.symlink_metadata().is_err() {
+        return Ok(None);
+    }
+    let bytes = read_regular_file(path, "run report", MAX_REPORT_BYTES)?;
+    Ok(serde_json::from_slice(&bytes).ok())
+}
+
+/// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
+fn not_resumable(dir: &Path, path: &Path) -> Error {
+    let report = read_report(&dir.join("report.json")).ok().flatten();
+    let command = report
+        .as_ref()
+        .and_then(|r| r["command"].as_str().map(str::to_string));
+    let interrupted = report.as_ref().is_some_and(|r| r["interrupted"] == true);
+    let message = match command.as_deref() {
+        Some("sample") if !interrupted => {
+            "is missing: the run in this folder finished, there is nothing to continue".to_string()
+        }
+        Some(other @ ("augment" | "encode" | "bench")) => format!(
+            "is missing: this folder holds an `rmld {other}` run, which cannot be resumed \
+             (only `rmld sample` runs can); run `rmld {other}` again, with `force` to reuse the \
+             folder"
+        ),
+        _ => format!(
+            "is missing: {} holds no interrupted `rmld sample` run to continue (one writes its \
+             checkpoint when interrupted, or every `checkpoint_every` iterations)",
+            dir.display()
+        ),
+    };
+    Error::input(path, message)
+}

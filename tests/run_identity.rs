@@ -1,0 +1,278 @@
+//! `rmld resume` as a process: a checkpoint carries its run's identity, and a checkpoint copied
+//! from another run, cut short, with a flipped bit or reordered bytes, or draws files changed
+//! beside it, are refused (exit 2, naming the file and what differs) with the folder left as it
+//! was; a run stopped by a full disk resumes to the uninterrupted run's bytes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rmld() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rmld"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A small CPU run of `chains` chains and seed `seed` into `out`, with a checkpoint every two
+/// outer iterations (the last after iteration 4 of 5); `env` sets a variable for it.
+fn sample(out: &Path, seed: u64, chains: usize, env: Option<(&str, String)>) -> Output {
+    let mut command = rmld();
+    command.args([
+        "sample",
+        "--backend",
+        "cpu",
+        "--steps",
+        "1",
+        "--samples",
+        "5",
+    ]);
+    command.args(["--checkpoint-every", "2", "--seed", &seed.to_string()]);
+    command
+        .args(["--chains", &chains.to_string(), "--out"])
+        .arg(out);
+    if let Some((name, value)) = env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+fn sampled(out: &Path, seed: u64, chains: usize) {
+    let run = sample(out, seed, chains, None);
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+fn resume(out: &Path) -> Output {
+    rmld().arg("resume").arg(out).output().unwrap()
+}
+
+/// Every file under `dir` (relative path → bytes), the run lock left out.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, into: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, into);
+            } else if path.file_name().unwrap() != ".rmld.lock" {
+                let bytes = std::fs::read(&path).unwrap();
+                into.insert(path.strip_prefix(root).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(dir, dir, &mut files);
+    files
+}
+
+/// `rmld resume out` exits 2 with every word of `needles` in its message, and leaves `out` as
+/// it was.
+fn assert_refused(out: &Path, needles: &[&str], what: &str) {
+    let before = snapshot(out);
+    let run = resume(out);
+    let message = stderr(&run);
+    assert_eq!(run.status.code(), Some(2), "{what}: {message}");
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "{what}: no {needle:?} in: {message}"
+        );
+    }
+    assert!(!message.contains("panicked"), "{what}: {message}");
+    assert!(
+        snapshot(out) == before,
+        "{what}: the refused resume changed the folder"
+    );
+}
+
+#[test]
+fn a_checkpoint_copied_from_another_run_is_refused_naming_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed, chains| {
+        let out = dir.path().join(name);
+        sampled(&out, seed, chains);
+        out
+    };
+    let (a, seed_1, chains_2) = (run("a", 0, 4), run("b", 1, 4), run("c", 0, 2));
+    let target = a.join("checkpoint.rmld");
+    let own = std::fs::read(&target).unwrap();
+    let cases = [(&seed_1, "seed 1 vs 0"), (&chains_2, "2 vs 4 chains")];
+    for (other, differs) in cases {
+        std::fs::copy(other.join("checkpoint.rmld"), &target).unwrap();
+        assert_refused(&a, &["checkpoint.rmld", differs], differs);
+    }
+    // Without report.json to name the other run, the draws files beside the checkpoint are not
+    // those its run wrote: refused by the file.
+    std::fs::remove_file(a.join("report.json")).unwrap();
+    std::fs::copy(seed_1.join("checkpoint.rmld"), &target).unwrap();
+    assert_refused(&a, &["codes.npy", "another run"], "seed 1, no report");
+    std::fs::copy(chains_2.join("checkpoint.rmld"), &target).unwrap();
+    assert_refused(&a, &["codes.npy", "[4, 256]"], "2 chains, no report");
+    // Its own checkpoint is resumed, and gives the uninterrupted run's draws.
+    std::fs::write(&target, own).unwrap();
+    let resumed = resume(&a);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let fresh = run("fresh", 0, 4);
+    for name in ["codes.npy", "images.npy"] {
+        assert!(
+            std::fs::read(a.join(name)).unwrap() == std::fs::read(fresh.join(name)).unwrap(),
+            "{name} of the resumed run differs from the uninterrupted run's"
+        );
+    }
+}
+
+#[test]
+fn a_cut_flipped_or_reordered_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sampled(&out, 3, 4);
+    let path = out.join("checkpoint.rmld");
+    let good = std::fs::read(&path).unwrap();
+    let n = good.len();
+    let mut damaged: Vec<(String, Vec<u8>)> = Vec::new();
+    for keep in [0, 7, 16, 40, n / 2, n - 8, n - 1] {
+        damaged.push((format!("cut to {keep} bytes"), good[..keep].to_vec()));
+    }
+    for at in [9, 20, 60, n / 3, n / 2, n - 20, n - 3] {
+        let mut bytes = good.clone();
+        bytes[at] ^= 0x10;
+        damaged.push((format!("bit flipped at byte {at}"), bytes));
+    }
+    for (a, b) in [(16, 48), (n / 4, n / 2), (n - 80, n - 40)] {
+        let mut bytes = good.clone();
+        let (head, tail) = bytes.split_at_mut(b);
+        head[a..a + 32].swap_with_slice(&mut tail[..32]);
+        damaged.push((format!("32 bytes at {a} and {b} swapped"), bytes));
+    }
+    let mut longer = good.clone();
+    longer.extend_from_slice(&good[n - 64..]);
+    damaged.push(("64 bytes appended".into(), longer));
+    for (what, bytes) in damaged {
+        assert_ne!(bytes, good, "{what}");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_refused(&out, &["checkpoint.rmld"], &what);
+    }
+}
+
+/// A change to a draws file's bytes, given the bytes of one draw.
+type Change = fn(&mut Vec<u8>, usize);
+
+#[test]
+fn draws_changed_beside_the_checkpoint_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sampled(&out, 0, 4);
+    let original: BTreeMap<&str, Vec<u8>> = ["codes.npy", "images.npy"]
+        .map(|name| (name, std::fs::read(out.join(name)).unwrap()))
+        .into();
+    // One draw of 4 chains: 4 × 256 float32 codes, 4 × 64 float32 pixels; 128 header bytes.
+    let row = |name: &str| if name == "codes.npy" { 4096 } else { 1024 };
+    let changes: [(&str, &str, Change); 3] = [
+        ("codes.npy", "rows 0 and 1 swapped", |b, r| {
+            let (head, tail) = b.split_at_mut(128 + r);
+            head[128..].swap_with_slice(&mut tail[..r]);
+        }),
+        ("images.npy", "a bit flipped in row 2", |b, r| {
+            b[128 + 2 * r + 5] ^= 1
+        }),
+        ("codes.npy", "cut to 3 rows", |b, r| b.truncate(128 + 3 * r)),
+    ];
+    for (name, what, change) in changes {
+        let mut bytes = original[name].clone();
+        change(&mut bytes, row(name));
+        std::fs::write(out.join(name), &bytes).unwrap();
+        assert_refused(&out, &[name], what);
+        std::fs::write(out.join(name), &original[name]).unwrap();
+    }
+    let resumed = resume(&out);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+}
+
+#[test]
+fn a_run_stopped_by_a_full_disk_exits_2_and_resumes_to_the_uninterrupted_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    sampled(&whole, 0, 4);
+    // Budgets that stop the run at different writes: after the first checkpoint (iteration 2)
+    // and after the second (iteration 4), inside the streams and inside a checkpoint.
+    for budget in [21_000u32, 29_000, 41_000] {
+        let out = dir.path().join(format!("full-{budget}"));
+        let env = ("RMLD_TEST_FULL_DISK_AFTER", budget.to_string());
+        let stopped = sample(&out, 0, 4, Some(env));
+        let message = stderr(&stopped);
+        assert_eq!(stopped.status.code(), Some(2), "{budget}: {message}");
+        assert!(message.contains("no space left"), "{budget}: {message}");
+        assert!(message.contains("rmld resume"), "{budget}: {message}");
+        for name in ["codes.npy", "images.npy", "report.json", "checkpoint.rmld"] {
+            assert!(!out.join(name).exists(), "{budget}: {name} published");
+        }
+        // A new run into the folder is told of the stopped one rather than replacing it.
+        let again = sample(&out, 0, 4, None);
+        assert_eq!(again.status.code(), Some(2), "{budget}: {}", stderr(&again));
+        assert!(stderr(&again).contains("rmld resume"), "{}", stderr(&again));
+        let resumed = resume(&out);
+        assert!(resumed.status.success(), "{budget}: {}", stderr(&resumed));
+        for name in ["codes.npy", "images.npy"] {
+            assert!(
+                std::fs::read(out.join(name)).unwrap() == std::fs::read(whole.join(name)).unwrap(),
+                "{budget}: {name} differs from the uninterrupted run's"
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".rmld-staging") || n.ends_with(".partial"))
+            .collect();
+        assert!(left.is_empty(), "{budget}: left behind: {left:?}");
+    }
+}
+
+#[test]
+fn resume_from_another_working_folder_finds_relative_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.npy");
+    let pixels: Vec<u8> = (0..480).map(|i| (i * 7 % 256) as u8).collect();
+    rmld::io::write_npy_u8(&data, &[30, 16], &pixels).unwrap();
+    let run = rmld()
+        .current_dir(dir.path())
+        .args([
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "2",
+            "--samples",
+            "3",
+        ])
+        .args([
+            "--checkpoint-every",
+            "2",
+            "--data",
+            "data.npy",
+            "--out",
+            "run",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let resumed = rmld()
+        .current_dir(elsewhere.path())
+        .arg("resume")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+}
+
+#[test]
+fn an_out_that_is_a_file_is_refused_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("taken");
+    std::fs::write(&file, "mine").unwrap();
+    let run = sample(&file, 0, 2, None);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("taken"), "{}", stderr(&run));
+    assert!(stderr(&run).contains("not a folder"), "{}", stderr(&run));
+    assert_eq!(std::fs::read(&file).unwrap(), b"mine");
+}
