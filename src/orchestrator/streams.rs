@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::{KeepPolicy, SampleSink};
+use crate::diagnostics::degenerate::DrawWatch;
 use crate::io::{self, NpyStream};
 use crate::{Error, Result};
 
@@ -18,6 +19,8 @@ pub struct SampleStreams {
     pub burn_in: u32,
     /// Outer iterations after the burn-in.
     pub samples: u32,
+    /// The kept codes watched for signs of a degenerate run (since the run or its resumption).
+    pub watch: DrawWatch,
 }
 
 impl SampleSink for SampleStreams {
@@ -25,6 +28,7 @@ impl SampleSink for SampleStreams {
         if self.keep.keeps(outer, self.burn_in, self.samples) {
             self.codes.append(codes)?;
             self.images.append(images)?;
+            self.watch.observe(codes);
         }
         Ok(())
     }

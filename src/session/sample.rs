@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::backend::Backend;
+use crate::diagnostics::degenerate::{Degenerate, DrawWatch};
 use crate::io::shards::{configuration, ShardFiles};
 use crate::io::{self, NpyStream};
 use crate::orchestrator::resume::{check_resumable, restore};
@@ -23,7 +24,6 @@ use super::settings::SampleSettings;
 use super::{outputs, DrawStats, Outcome};
 pub(crate) use crate::io::output_folder::remove_if_present;
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
-use crate::measure::memory;
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
@@ -72,6 +72,7 @@ impl Sampler {
 fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     let settings = args.sampler_settings()?;
+    refuse_paths_not_utf8(args)?;
     let inputs = [
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
@@ -82,12 +83,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     };
     outputs::check_output_folder(&args.problem.out, names, &inputs, args.problem.force)?;
     let problem = load_problem(&args.problem)?;
-    let (d, p) = (problem.target.d(), problem.target.p());
-    memory::check_fits(
-        "chains",
-        &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
-        memory::sampler_bytes(settings.chains, d, p),
-    )?;
+    problem.check_sampler_fits(&args.problem, &settings)?;
     let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
     let out = &args.problem.out;
@@ -112,6 +108,8 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         keep: args.keep,
         burn_in: args.burn_in_cap(),
         samples: args.samples,
+
+        watch: DrawWatch::new(c, p),
     };
     let hashes = hashes(&problem.target);
     drive(
@@ -145,6 +143,7 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     );
     let run = (settings.chains, settings.samples);
     check_resumable(&checkpoint, &path, (target, hashes(target)), run, sources)?;
+    problem.check_sampler_fits(&sample_args.problem, &settings)?;
     let out = dir;
     let _lock = lock_output(out)?;
     let mut backend = make_backend(
@@ -171,6 +170,8 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         keep: sample_args.keep,
         burn_in,
         samples: sample_args.samples,
+
+        watch: DrawWatch::new(c, p),
     };
     observer.notice(&Notice::Resuming {
         out: out.to_path_buf(),
@@ -240,6 +241,29 @@ pub(super) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Prob
     Ok(())
 }
 
+/// A sampling run records its settings, paths included, in its checkpoint (JSON, to resume
+/// from), which cannot hold a path that is not UTF-8 (a Latin-1 name): refused up front, naming
+/// the path, rather than failing at the first checkpoint.
+fn refuse_paths_not_utf8(args: &SampleSettings) -> Result<()> {
+    let paths = [
+        ("out", Some(&args.problem.out)),
+        ("data", args.problem.data.as_ref()),
+        ("dictionary", args.problem.dictionary.as_ref()),
+    ];
+    for (setting, path) in paths {
+        if let Some(path) = path.filter(|p| p.to_str().is_none()) {
+            return Err(Error::usage(
+                setting,
+                format!(
+                    "{} is not valid UTF-8: a sampling run records its paths in its checkpoint                      (JSON) to resume from; give a UTF-8 name",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the remaining iterations and writes every output; shared by `sample` and `resume`.
 #[allow(clippy::too_many_arguments)]
 fn drive(
@@ -295,8 +319,19 @@ fn drive(
     streams.images.finish()?;
     let info =
         serde_json::to_value(&info).map_err(|e| Error::Internal(format!("backend info: {e}")))?;
-    let (report, mut summary) =
-        write_outputs(args, problem, settings, (&run, kept), &info, started)?;
+    let estimate = problem.sampler_footprint(&args.problem, settings).total();
+    let degenerate = run.degenerate(Some(&streams.watch));
+    let (report, mut summary) = write_outputs(
+        args,
+        problem,
+        settings,
+        (&run, kept),
+        (&info, Some(estimate), Some(&degenerate)),
+        started,
+    )?;
+    for warning in degenerate.warnings() {
+        observer.notice(&Notice::Degenerate { warning });
+    }
     if let (Some(shard), false) = (args.problem.shard, run.interrupted) {
         let mut hashed = args.clone();
         hashed.problem.out = Default::default();
@@ -362,7 +397,7 @@ fn write_outputs(
     problem: &Problem,
     settings: &SamplerSettings,
     (run, kept): (&SampleRun, usize),
-    info: &serde_json::Value,
+    (info, estimate, degenerate): (&serde_json::Value, Option<f64>, Option<&Degenerate>),
     started: Instant,
 ) -> Result<(serde_json::Value, Vec<String>)> {
     let (d, p) = (problem.target.d(), problem.target.p());
@@ -377,6 +412,8 @@ fn write_outputs(
         pixel_max: args.problem.pixel_max,
         per_draw_stats: args.problem.shard.is_none(),
         info,
+        peak_rss_estimate: estimate,
+        degenerate,
         seconds: started.elapsed().as_secs_f64(),
     };
     write_sample_outputs(&outputs, run, kept)
@@ -414,8 +451,14 @@ pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> 
     let shape = (problem.target.d(), problem.target.p());
     let kept = join_sample_draws(parts, shape, out)?;
     let c = settings.chains;
-    let (report, mut summary) =
-        write_outputs(&args, &problem, &settings, (&run, kept), &info, started)?;
+    let (report, mut summary) = write_outputs(
+        &args,
+        &problem,
+        &settings,
+        (&run, kept),
+        (&info, None, None),
+        started,
+    )?;
     summary.insert(
         0,
         format!(
