@@ -31,11 +31,11 @@ pub struct SampleOutputs<'a> {
     pub per_draw_stats: bool,
     /// The device (report.json's `backend`) and the run's seconds so far.
     pub info: &'a Value,
-    /// The run's estimated peak host memory (`measure::memory`; None for a merge), written
+    /// The run's estimated peak host memory (`measure::memory`), written
     /// beside the measured peak.
     pub peak_rss_estimate: Option<f64>,
-    /// The signs of a degenerate run seen (None for a merge, whose shards' draws were not
-    /// watched together), written as report.json's `degenerate`.
+    /// The signs of a degenerate run seen (`diagnostics::degenerate`), written as
+    /// report.json's `degenerate`.
     pub degenerate: Option<&'a Degenerate>,
     pub seconds: f64,
 }

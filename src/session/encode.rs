@@ -77,7 +77,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let sharded = args.problem.shard.is_some();
     let chains = ENCODE_BATCH.min(range.len()).max(1);
     let shape = (range.len(), chains, if sharded { 2 } else { 1 });
-    let estimate = problem.check_encoder_fits(&args.problem, shape, args.lasso_tolerance)?;
+    problem.check_encoder_fits(&args.problem, shape, args.lasso_tolerance)?;
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
@@ -160,7 +160,6 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "dataset": dataset_json(&problem.dataset),
         "dictionary": dictionary_json(&problem, d, p),
         "backend": info,
-        "peak_rss_estimate_bytes": estimate,
         "degenerate": degenerate,
     });
     if let Some(shard) = args.problem.shard {

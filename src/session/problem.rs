@@ -116,14 +116,13 @@ impl Problem {
     /// Refuses to LASSO-encode `rows` rows, `batch` at a time, on `args.backend` with
     /// `tolerance` (the CPU builds ADMM's factor with one where d ≤ 2,048) when it cannot fit,
     /// before the backend is made, naming `limit` (the rows) or the dictionary; `backends` is
-    /// how many backends hold the dictionary at once (a shard's: one per batch size). Returns
-    /// the estimate's total.
+    /// how many backends hold the dictionary at once (a shard's: one per batch size).
     pub fn check_encoder_fits(
         &self,
         args: &ProblemSettings,
         (rows, batch, backends): (usize, usize, usize),
         tolerance: f32,
-    ) -> Result<f64> {
+    ) -> Result<()> {
         let gpu = args.backend == BackendChoice::Gpu;
         let (d, p) = (self.target.d(), self.target.p());
         let admm = tolerance > 0.0 && d <= crate::backend::cpu::lasso_admm::MAX_ROWS;
@@ -140,9 +139,7 @@ impl Problem {
             Some(_) => "dictionary",
             None => "atoms",
         };
-        let footprint = footprint.and(outputs);
-        footprint.check(setting)?;
-        Ok(footprint.total())
+        footprint.and(outputs).check(setting)
     }
 
     /// The problem with an SSGL prior in `Adapt` mode adapting for `burn_in` outer iterations

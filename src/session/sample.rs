@@ -449,14 +449,16 @@ pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> 
     let _lock = lock_output(out)?;
     // The draws, interleaved by chain.
     let shape = (problem.target.d(), problem.target.p());
-    let kept = join_sample_draws(parts, shape, out)?;
+    let (kept, watch) = join_sample_draws(parts, shape, out)?;
+    let estimate = problem.sampler_footprint(&args.problem, &settings).total();
+    let degenerate = run.degenerate(Some(&watch));
     let c = settings.chains;
     let (report, mut summary) = write_outputs(
         &args,
         &problem,
         &settings,
         (&run, kept),
-        (&info, None, None),
+        (&info, Some(estimate), Some(&degenerate)),
         started,
     )?;
     summary.insert(
