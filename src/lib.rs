@@ -38,6 +38,8 @@
 
 mod error;
 
+pub(crate) mod alloc;
+
 pub mod amortize;
 pub mod backend;
 pub mod diagnostics;

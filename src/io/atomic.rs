@@ -23,13 +23,30 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// A fresh hidden temporary file beside `path`: `.NAME.tmp-XXXXXX`, created exclusively.
-fn temp_file(path: &Path, dir: &Path) -> std::io::Result<NamedTempFile> {
-    let name = path
+/// The longest file name (bytes) most file systems take (Linux's NAME_MAX).
+const NAME_MAX: usize = 255;
+
+/// Bytes a temporary name adds to the target's: the leading dot, `.tmp-` and six random letters.
+const TEMP_NAME_EXTRA: usize = 1 + 5 + 6;
+
+/// The target's file name as the temporary name shows it, cut (at a character) so that the
+/// temporary name stays within [`NAME_MAX`] however long the target's (a 255-byte name is legal).
+fn temp_stem(path: &Path) -> String {
+    let mut name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let prefix = format!(".{name}.tmp-");
+    let room = NAME_MAX - TEMP_NAME_EXTRA;
+    if name.len() > room {
+        let cut = (0..=room).rev().find(|&i| name.is_char_boundary(i));
+        name.truncate(cut.unwrap_or(0));
+    }
+    name
+}
+
+/// A fresh hidden temporary file beside `path`: `.NAME.tmp-XXXXXX`, created exclusively.
+fn temp_file(path: &Path, dir: &Path) -> std::io::Result<NamedTempFile> {
+    let prefix = format!(".{}.tmp-", temp_stem(path));
     let mut builder = Builder::new();
     builder.prefix(&prefix);
     #[cfg(unix)]
@@ -154,6 +171,21 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"").unwrap();
         assert!(prepare_output_dir(&file).is_err());
+    }
+
+    #[test]
+    fn a_name_of_255_bytes_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "q".repeat(250) + ".json";
+        let path = dir.path().join(&long);
+        write_json_atomic(&path, &[1, 2]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<u8>>(&text).unwrap(), [1, 2]);
+        // Cut at a character: 3-byte characters across the limit.
+        let wide = "é".repeat(100) + "€".repeat(18).as_str();
+        assert!(wide.len() <= NAME_MAX);
+        let stem = temp_stem(Path::new(&wide));
+        assert!(stem.len() + TEMP_NAME_EXTRA <= NAME_MAX && wide.starts_with(&stem));
     }
 
     #[test]

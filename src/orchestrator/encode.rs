@@ -300,6 +300,17 @@ pub fn join_encoded(shards: &[ShardFiles]) -> Result<(Encoded, Vec<f32>, Value, 
     if let Some(lasso) = merged_lasso_json(&lasso) {
         base.insert("lasso".into(), lasso);
     }
+    // The single run's signs of a degenerate run, from the whole set's codes and LASSO counts.
+    let counts = |k: &str| {
+        base.get("lasso")
+            .and_then(|l| l[k].as_u64())
+            .map(|v| v as usize)
+    };
+    let capped = counts("rows").zip(counts("rows_at_cap"));
+    let mut degenerate = crate::diagnostics::degenerate::assess(0, 0, None, capped);
+    degenerate.codes_all_zero =
+        !encoded.codes.is_empty() && encoded.codes.iter().all(|&v| v == 0.0);
+    base.insert("degenerate".into(), serde_json::json!(degenerate));
     Ok((encoded, dictionary, Value::Object(base), seconds))
 }
 

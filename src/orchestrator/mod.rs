@@ -36,6 +36,7 @@ pub use settings::{Init, KeepPolicy, SamplerSettings};
 pub use warm_up::warm_up;
 
 use crate::backend::Backend;
+use crate::diagnostics::degenerate::{self, Degenerate, DrawWatch};
 use crate::methods::MhRule;
 use crate::model::likelihood::start_rows_from;
 use crate::model::{code_l1_norms, gibbs_precision, residual_norms, NoiseModel, Target};
@@ -730,6 +731,14 @@ impl SampleRun {
             .collect();
         self.log_alpha = kept;
         self.trace_stride *= 2;
+    }
+
+    /// The signs of a degenerate run seen in its proposals (every one divergent) and, where
+    /// watched, its kept draws (`diagnostics::degenerate`).
+    pub fn degenerate(&self, draws: Option<&DrawWatch>) -> Degenerate {
+        let proposals = self.completed as u64 * self.divergent.len() as u64;
+        let divergences = self.divergent.iter().map(|&n| n as u64).sum();
+        degenerate::assess(proposals, divergences, draws, None)
     }
 
     /// Accepted proposals over all proposals.

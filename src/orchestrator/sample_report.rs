@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::report::{self, chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
 use super::{draw_stats, KeepPolicy, SampleRun, SamplerSettings};
+use crate::diagnostics::degenerate::Degenerate;
 use crate::io::{self, Dataset};
 use crate::model::{Target, TargetKind};
 use crate::Result;
@@ -34,6 +35,12 @@ pub struct SampleOutputs<'a> {
     pub per_draw_stats: bool,
     /// The device (report.json's `backend`) and the run's seconds so far.
     pub info: &'a Value,
+    /// The run's estimated peak host memory (`measure::memory`), written
+    /// beside the measured peak.
+    pub peak_rss_estimate: Option<f64>,
+    /// The signs of a degenerate run seen (`diagnostics::degenerate`), written as
+    /// report.json's `degenerate`.
+    pub degenerate: Option<&'a Degenerate>,
     pub seconds: f64,
 }
 
@@ -79,6 +86,7 @@ pub fn write_sample_outputs(
         "kept_samples": kept,
         "timings": { "total_seconds": o.seconds, "phases": run.timings },
         "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_estimate_bytes": o.peak_rss_estimate,
         "acceptance": {
             "overall": acceptance,
             "per_chain": per_chain,
@@ -114,6 +122,9 @@ pub fn write_sample_outputs(
     }
     if let Some(noise) = report::noise_json(&target.noise, run, burn_in) {
         report["noise"] = noise;
+    }
+    if let Some(degenerate) = o.degenerate {
+        report["degenerate"] = json!(degenerate);
     }
     io::write_json_atomic(&o.out.join("report.json"), &report)?;
     let mut summary = vec![

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::augment::{AugmentPlan, AugmentSink};
 use super::{Checkpoint, SampleRun, SampleSink, PROJECTIONS};
+use crate::diagnostics::degenerate::DrawWatch;
 use crate::io::shards::{write_manifest, Part, Shard, ShardFiles, Split, MANIFEST};
 use crate::{Error, Result};
 
@@ -212,7 +213,7 @@ pub fn join_sample_draws(
     shards: &[ShardFiles],
     (d, p): (usize, usize),
     out: &Path,
-) -> Result<usize> {
+) -> Result<(usize, DrawWatch)> {
     let mut codes = Vec::with_capacity(shards.len());
     let mut images = Vec::with_capacity(shards.len());
     let mut kept = None;
@@ -235,12 +236,19 @@ pub fn join_sample_draws(
     }
     let kept = kept.unwrap_or(0);
     let c = codes.iter().map(|(_, c)| c).sum::<usize>();
+    // The joined codes watched as the single run's were (`SampleStreams`).
+    let mut watch = DrawWatch::new(c, p);
     for (name, parts, width) in [("codes.npy", &codes, p), ("images.npy", &images, d)] {
         let mut stream = crate::io::NpyStream::create(&out.join(name), &[c, width])?;
-        join_draws(parts, (kept, width), &mut |draw| stream.append(draw))?;
+        join_draws(parts, (kept, width), &mut |draw| {
+            if name == "codes.npy" {
+                watch.observe(draw);
+            }
+            stream.append(draw)
+        })?;
         stream.finish()?;
     }
-    Ok(kept)
+    Ok((kept, watch))
 }
 
 /// A shard's `codes.npy` or `images.npy`: (kept draws, its chains, width) and the values.

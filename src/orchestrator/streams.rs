@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use super::identity::StreamMark;
 use super::{KeepPolicy, SampleSink};
+use crate::diagnostics::degenerate::DrawWatch;
 use crate::io::NpyStream;
 use crate::Result;
 
@@ -27,6 +28,8 @@ pub struct SampleStreams {
     pub samples: u32,
     /// The two files as the last sync left them (what the next checkpoint records).
     pub marks: Rc<RefCell<Vec<StreamMark>>>,
+    /// The kept codes watched for signs of a degenerate run (since the run or its resumption).
+    pub watch: DrawWatch,
 }
 
 impl SampleStreams {
@@ -38,7 +41,11 @@ impl SampleStreams {
         burn_in: u32,
         samples: u32,
     ) -> Self {
+        // The codes' rows are (C, p): the watch compares each chain's draws with its last.
+        let shape = codes.shape();
+        let (chains, width) = (shape[1], shape[2]);
         let streams = SampleStreams {
+            watch: DrawWatch::new(chains, width),
             codes,
             images,
             keep,
@@ -65,6 +72,7 @@ impl SampleSink for SampleStreams {
         if self.keep.keeps(outer, self.burn_in, self.samples) {
             self.codes.append(codes)?;
             self.images.append(images)?;
+            self.watch.observe(codes);
         }
         Ok(())
     }

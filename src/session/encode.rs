@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use crate::diagnostics::degenerate;
 use crate::io::shards::{configuration, Shard, ShardFiles};
 use crate::io::{self, Output};
 use crate::methods::DynamicsSettings;
@@ -77,14 +78,16 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         Some(shard) => shard.range(n),
         None => 0..n,
     };
+    let sharded = args.problem.shard.is_some();
+    let chains = ENCODE_BATCH.min(range.len()).max(1);
+    let shape = (range.len(), chains, if sharded { 2 } else { 1 });
+    problem.check_encoder_fits(&args.problem, shape, args.lasso_tolerance)?;
     let out = &args.problem.out;
     output.open()?;
     // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
     // encodes its rows in the same batches (cut to its range), each computed as over its
     // single-run batch's rows (`run_chains`: the CPU's products take their path by the row
     // count).
-    let sharded = args.problem.shard.is_some();
-    let chains = ENCODE_BATCH.min(range.len()).max(1);
     let make = |like: usize| {
         let dynamics = DynamicsSettings {
             eta: 1.0,
@@ -134,6 +137,13 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         .iter()
         .flat_map(|&i| target.observations.row(i))
         .collect();
+    // A code of all zeros, or every row at the cap, is a result, not an error: said, not refused.
+    let stats = backends.stats();
+    let mut degenerate = degenerate::assess(0, 0, None, stats.map(|s| (s.rows, s.capped)));
+    degenerate.codes_all_zero = !codes.is_empty() && codes.iter().all(|&v| v == 0.0);
+    for warning in degenerate.warnings() {
+        observer.notice(&Notice::Degenerate { warning });
+    }
     let reconstructions = reconstruct(&target.dictionary.a, (d, p), &codes);
     let encoded = Encoded {
         n: rows.len(),
@@ -148,11 +158,12 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
-        "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, backends.stats()),
+        "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, stats),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
         "dictionary": dictionary_json(&problem, d, p),
         "backend": info,
+        "degenerate": degenerate,
     });
     if let Some(shard) = args.problem.shard {
         let part = (shard, range, n);

@@ -107,6 +107,12 @@ pub enum Notice {
         /// What is wrong with it ("has no labels", ...).
         problem: String,
     },
+    /// The run finished with a sign of a degenerate result (`diagnostics::degenerate`): its
+    /// outputs are written, and report.json's `degenerate` says which sign.
+    Degenerate {
+        /// The warning, what it means and what to look at.
+        warning: String,
+    },
     /// A benchmark starts: its problem and data.
     BenchStarted {
         /// Dimension d.
@@ -234,6 +240,7 @@ impl std::fmt::Display for Notice {
                 write!(f, "{}: {}", out.display(), said.join("; "))
             }
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
+            Notice::Degenerate { warning } => write!(f, "{warning}"),
             Notice::CodeCacheIgnored { path, reason } => write!(
                 f,
                 "code cache entry {} not used ({reason}); encoding instead",

@@ -7,6 +7,7 @@ use crate::backend::kernel_hmc::cpu::KernelHmcCpu;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, DynamicsSettings};
 use crate::io::Dataset;
+use crate::measure::memory;
 use crate::model::{Dictionary, Observations, Target};
 use crate::{Error, Result};
 
@@ -48,10 +49,10 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
             if p == 0 {
                 return Err(Error::usage("atoms", "must be at least 1"));
             }
-            crate::measure::memory::check_fits(
+            memory::check_fits(
                 "atoms",
                 &format!("a dictionary of {d} × {p} floats"),
-                crate::measure::memory::dictionary_bytes(d, p),
+                memory::dictionary_bytes(d, p),
             )?;
             (
                 Dictionary::gaussian(d, p, args.seed),
@@ -77,6 +78,70 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
 }
 
 impl Problem {
+    /// The host memory of `settings`' chains on this problem: the program, the data, the
+    /// backend `args.backend` makes (the CPU's unless the GPU is asked for by name).
+    pub fn sampler_footprint(
+        &self,
+        args: &ProblemSettings,
+        settings: &crate::orchestrator::SamplerSettings,
+    ) -> memory::Footprint {
+        let gpu = args.backend == BackendChoice::Gpu;
+        let (chains, d, p) = (settings.chains, self.target.d(), self.target.p());
+        let lasso = settings.init == crate::orchestrator::Init::Lasso;
+        let hmc = settings.dynamics.method == crate::methods::Method::Hmc;
+        memory::program(gpu)
+            .and(memory::data(&self.dataset))
+            .and(memory::sampler((chains, d, p), gpu, lasso, hmc))
+    }
+
+    /// Refuses `settings`' chains on this problem when their [`Self::sampler_footprint`] cannot
+    /// fit, before the backend is made, naming what sizes the run most: `chains`, or the
+    /// dictionary (`atoms`, or `dictionary` for a file).
+    pub fn check_sampler_fits(
+        &self,
+        args: &ProblemSettings,
+        settings: &crate::orchestrator::SamplerSettings,
+    ) -> Result<()> {
+        let (chains, d, p) = (settings.chains, self.target.d(), self.target.p());
+        let per_chain = memory::chain_bytes(d, p) + memory::readback_bytes(d, p);
+        let chains_first = chains as f64 * per_chain >= 4.0 * memory::dictionary_bytes(d, p);
+        let setting = match args.dictionary {
+            _ if chains_first => "chains",
+            Some(_) => "dictionary",
+            None => "atoms",
+        };
+        self.sampler_footprint(args, settings).check(setting)
+    }
+
+    /// Refuses to LASSO-encode `rows` rows, `batch` at a time, on `args.backend` with
+    /// `tolerance` (the CPU builds ADMM's factor with one where d ≤ 2,048) when it cannot fit,
+    /// before the backend is made, naming `limit` (the rows) or the dictionary; `backends` is
+    /// how many backends hold the dictionary at once (a shard's: one per batch size).
+    pub fn check_encoder_fits(
+        &self,
+        args: &ProblemSettings,
+        (rows, batch, backends): (usize, usize, usize),
+        tolerance: f32,
+    ) -> Result<()> {
+        let gpu = args.backend == BackendChoice::Gpu;
+        let (d, p) = (self.target.d(), self.target.p());
+        let admm = tolerance > 0.0 && d <= crate::backend::cpu::lasso_admm::MAX_ROWS;
+        let mut footprint = memory::program(gpu)
+            .and(memory::data(&self.dataset))
+            .held("the dictionary A", memory::dictionary_bytes(d, p));
+        for _ in 0..backends.max(1) {
+            footprint = footprint.and(memory::encoding_backend(batch, (d, p), gpu, admm));
+        }
+        let outputs = memory::encoded_rows(rows, (d, p));
+        let rows_first = outputs.to_allocate() >= 4.0 * memory::dictionary_bytes(d, p);
+        let setting = match args.dictionary {
+            _ if rows_first => "limit",
+            Some(_) => "dictionary",
+            None => "atoms",
+        };
+        footprint.and(outputs).check(setting)
+    }
+
     /// The problem with an SSGL prior in `Adapt` mode adapting for `burn_in` outer iterations
     /// (the run's burn-in); other priors unchanged.
     pub fn with_adapt_iterations(mut self, burn_in: u32) -> Self {

@@ -117,6 +117,7 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     );
     let run = (settings.chains, settings.samples);
     check_resumable(&checkpoint, path, (target, hashes(target)), run, sources)?;
+    problem.check_sampler_fits(&args.problem, &settings)?;
     let mut backend = make_backend(
         args.problem.backend,
         observer,

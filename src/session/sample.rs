@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::backend::Backend;
+use crate::diagnostics::degenerate::Degenerate;
 use crate::io::shards::{configuration, ShardFiles};
 use crate::io::{self, NpyStream, Output};
 use crate::orchestrator::identity::{configuration_hash, RunIdentity};
@@ -22,7 +23,6 @@ use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
 use super::{outputs, DrawStats, Outcome};
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
-use crate::measure::memory;
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
@@ -81,6 +81,7 @@ pub(super) fn output_names(args: &SampleSettings) -> &'static [&'static str] {
 fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     let settings = args.sampler_settings()?;
+    refuse_paths_not_utf8(args)?;
     let inputs = [
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
@@ -91,12 +92,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     output.also_replace(&[io::MANIFEST]);
     tell_recovery(observer, &output, None);
     let problem = load_problem(&args.problem)?;
-    let (d, p) = (problem.target.d(), problem.target.p());
-    memory::check_fits(
-        "chains",
-        &format!("{} chains of {p} atoms over {d} pixels", settings.chains),
-        memory::sampler_bytes(settings.chains, d, p),
-    )?;
+    problem.check_sampler_fits(&args.problem, &settings)?;
     let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
     output.open()?;
@@ -198,6 +194,30 @@ pub(super) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Prob
     Ok(())
 }
 
+/// A sampling run records its settings, paths included, in its checkpoint (JSON, to resume
+/// from), which cannot hold a path that is not UTF-8 (a Latin-1 name): refused up front, naming
+/// the path, rather than failing at the first checkpoint.
+fn refuse_paths_not_utf8(args: &SampleSettings) -> Result<()> {
+    let paths = [
+        ("out", Some(&args.problem.out)),
+        ("data", args.problem.data.as_ref()),
+        ("dictionary", args.problem.dictionary.as_ref()),
+    ];
+    for (setting, path) in paths {
+        if let Some(path) = path.filter(|p| p.to_str().is_none()) {
+            return Err(Error::usage(
+                setting,
+                format!(
+                    "{} is not valid UTF-8: a sampling run records its paths in its checkpoint \
+                     (JSON) to resume from; give a UTF-8 name",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A run ready to go on: its backend with the chains where `state` left them, its draws
 /// streams, its identity and its output folder (staging folder open).
 pub(super) struct Continued {
@@ -266,7 +286,7 @@ pub(super) fn drive(
     let ended = result.and_then(|state| {
         let completed = state.completed;
         let ran = (&mut run, state, streams);
-        finish(args, problem, settings, ran, &config, started).map(|o| (o, completed))
+        finish(args, problem, settings, ran, (&config, started), observer).map(|o| (o, completed))
     });
     match ended {
         Ok((outcome, completed)) => {
@@ -291,8 +311,8 @@ fn finish(
     problem: &Problem,
     settings: &SamplerSettings,
     (run, state, streams): (&mut Continued, SampleRun, SampleStreams),
-    config: &serde_json::Value,
-    started: Instant,
+    (config, started): (&serde_json::Value, Instant),
+    observer: &dyn Observer,
 ) -> Result<Outcome> {
     let target = &problem.target;
     let staged = run.output.staged()?.to_path_buf();
@@ -302,8 +322,14 @@ fn finish(
     let info = serde_json::to_value(run.backend.info())
         .map_err(|e| Error::Internal(format!("backend info: {e}")))?;
     let written = (&state, kept, run.identity.run_id.as_str());
+    let estimate = problem.sampler_footprint(&args.problem, settings).total();
+    let degenerate = state.degenerate(Some(&streams.watch));
+    for warning in degenerate.warnings() {
+        observer.notice(&Notice::Degenerate { warning });
+    }
+    let judged = (&info, Some(estimate), Some(&degenerate));
     let (report, mut summary) =
-        write_outputs(args, problem, settings, written, &info, started, &staged)?;
+        write_outputs(args, problem, settings, written, judged, started, &staged)?;
     if let (Some(shard), false) = (args.problem.shard, state.interrupted) {
         let mut hashed = args.clone();
         hashed.problem.out = Default::default();
@@ -381,7 +407,7 @@ fn write_outputs(
     problem: &Problem,
     settings: &SamplerSettings,
     (run, kept, run_id): (&SampleRun, usize, &str),
-    info: &serde_json::Value,
+    (info, estimate, degenerate): (&serde_json::Value, Option<f64>, Option<&Degenerate>),
     started: Instant,
     dir: &Path,
 ) -> Result<(serde_json::Value, Vec<String>)> {
@@ -399,6 +425,8 @@ fn write_outputs(
         pixel_max: args.problem.pixel_max,
         per_draw_stats: args.problem.shard.is_none(),
         info,
+        peak_rss_estimate: estimate,
+        degenerate,
         seconds: started.elapsed().as_secs_f64(),
     };
     write_sample_outputs(&outputs, run, kept)
@@ -435,12 +463,16 @@ pub(crate) fn merge_shards(output: &mut Output, parts: &[ShardFiles]) -> Result<
     let staged = output.staged()?.to_path_buf();
     // The draws, interleaved by chain.
     let shape = (problem.target.d(), problem.target.p());
-    let kept = join_sample_draws(parts, shape, &staged)?;
+    let (kept, watch) = join_sample_draws(parts, shape, &staged)?;
+    let estimate = problem.sampler_footprint(&args.problem, &settings).total();
+    let degenerate = run.degenerate(Some(&watch));
     let c = settings.chains;
     let run_id = io::staging::new_run_id();
     let written = (&run, kept, run_id.as_str());
-    let (report, mut summary) =
-        write_outputs(&args, &problem, &settings, written, &info, started, &staged)?;
+    let judged = (&info, Some(estimate), Some(&degenerate));
+    let (report, mut summary) = write_outputs(
+        &args, &problem, &settings, written, judged, started, &staged,
+    )?;
     output.publish()?;
     summary.insert(
         0,

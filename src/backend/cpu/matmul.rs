@@ -150,7 +150,12 @@ pub fn residual_product_columns(
 
 /// A (d × p, row-major) column by column: `columns[k·d + n]` = A\[n\]\[k\] (Aᵀ row-major).
 pub fn columns_of(a: &[f32], d: usize, p: usize) -> Vec<f32> {
-    let mut columns = vec![0f32; d * p];
+    try_columns_of(a, d, p).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`columns_of`], with a refused allocation an error on `atoms` (`crate::alloc`).
+pub fn try_columns_of(a: &[f32], d: usize, p: usize) -> crate::Result<Vec<f32>> {
+    let mut columns = crate::alloc::try_zeroed(d * p, "atoms", "the dictionary's columns")?;
     columns
         .par_chunks_mut(d)
         .enumerate()
@@ -159,7 +164,7 @@ pub fn columns_of(a: &[f32], d: usize, p: usize) -> Vec<f32> {
                 *value = a[n * p + k];
             }
         });
-    columns
+    Ok(columns)
 }
 
 /// out (C × p) = R (C × d) · A, i.e. per chain Aᵀ r.

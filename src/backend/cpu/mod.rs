@@ -135,35 +135,42 @@ impl CpuBackend {
         let prior_state = target.initial_prior_state(&likelihood, chains)?;
         // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
         // a gathered minibatch mean, or the offset itself.
-        let xbar_rows = likelihood.offsets().to_vec();
+        // The chains' state, sized by the user's settings: a refused allocation is an error
+        // naming `chains`, never an abort (`crate::alloc`).
+        let zeros = |len: usize, what: &str| crate::alloc::try_zeroed::<f32>(len, "chains", what);
+        let xbar_rows =
+            crate::alloc::try_copy(likelihood.offsets(), "chains", "the chains' offsets")?;
         let ybar = if likelihood.gathers() {
-            vec![0.0; chains * d]
+            zeros(chains * d, "the chains' minibatch means")?
         } else {
-            xbar_rows.clone()
+            crate::alloc::try_copy(&xbar_rows, "chains", "the chains' step residuals")?
         };
-        let cached = likelihood.caches_energy().then(|| Cached {
-            x_energy: vec![0.0; chains],
-            z_energy: vec![0.0; chains],
-            x_scaled: vec![0.0; chains * d],
-            z_scaled: vec![0.0; chains * d],
-        });
+        let cached = match likelihood.caches_energy() {
+            true => Some(Cached {
+                x_energy: zeros(chains, "the chains' energies")?,
+                z_energy: zeros(chains, "the chains' energies")?,
+                x_scaled: zeros(chains * d, "the chains' scaled residuals")?,
+                z_scaled: zeros(chains * d, "the chains' scaled residuals")?,
+            }),
+            false => None,
+        };
         Ok(CpuBackend {
             settings,
             chains,
             chain_rows,
             xbar_rows,
-            x: vec![0.0; chains * p],
-            x_residual: vec![0.0; chains * d],
-            x_gradient: vec![0.0; chains * p],
-            z: vec![0.0; chains * p],
-            z_residual: vec![0.0; chains * d],
-            z_gradient: vec![0.0; chains * p],
-            momentum: vec![0.0; chains * p],
+            x: zeros(chains * p, "the chains' positions")?,
+            x_residual: zeros(chains * d, "the chains' residuals")?,
+            x_gradient: zeros(chains * p, "the chains' gradients")?,
+            z: zeros(chains * p, "the chains' proposals")?,
+            z_residual: zeros(chains * d, "the chains' residuals")?,
+            z_gradient: zeros(chains * p, "the chains' gradients")?,
+            momentum: zeros(chains * p, "the chains' momenta")?,
             ybar,
-            step_residual: vec![0.0; chains * d],
+            step_residual: zeros(chains * d, "the chains' step residuals")?,
             lipschitz: None,
-            a_columns: matmul::columns_of(&target.dictionary.a, d, p),
-            a_packed: packed::PackedMatrix::both(&target.dictionary.a, d, p),
+            a_columns: matmul::try_columns_of(&target.dictionary.a, d, p)?,
+            a_packed: packed::PackedMatrix::try_both(&target.dictionary.a, d, p)?,
             cpu_path,
             lasso_tolerance: 0.0,
             encode_stats: fista::EncodeStats::default(),

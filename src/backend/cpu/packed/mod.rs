@@ -17,6 +17,8 @@ mod tile;
 
 use rayon::prelude::*;
 
+use crate::Result;
+
 pub use path::{CpuPath, CPU_PATH_VARIABLE};
 use tile::{OutPtr, Tile, KERNEL_ROWS, PANEL};
 
@@ -36,12 +38,22 @@ pub struct PackedOperand {
 impl PackedOperand {
     /// M (k × n, row-major) packed.
     pub fn from_rows(m: &[f32], k: usize, n: usize) -> Self {
+        Self::try_from_rows(m, k, n).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::from_rows`], with a refused allocation an error (`crate::alloc`).
+    pub fn try_from_rows(m: &[f32], k: usize, n: usize) -> Result<Self> {
         assert_eq!(m.len(), k * n, "packed operand: values do not match k × n");
         Self::pack(k, n, |kk, col| m[kk * n + col])
     }
 
     /// M = Aᵀ for A (rows × cols, row-major) packed (k = cols, n = rows).
     pub fn from_transpose(a: &[f32], rows: usize, cols: usize) -> Self {
+        Self::try_from_transpose(a, rows, cols).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::from_transpose`], with a refused allocation an error (`crate::alloc`).
+    pub fn try_from_transpose(a: &[f32], rows: usize, cols: usize) -> Result<Self> {
         assert_eq!(
             a.len(),
             rows * cols,
@@ -50,9 +62,12 @@ impl PackedOperand {
         Self::pack(cols, rows, |kk, col| a[col * cols + kk])
     }
 
-    /// Packs M given element by element (`at(kk, col)`).
-    fn pack(k: usize, n: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Self {
-        let mut values = vec![0f32; n.div_ceil(PANEL) * k * PANEL];
+    /// Packs M given element by element (`at(kk, col)`); a refused allocation is an error on
+    /// `atoms` (the packed matrix is a dictionary or a product of one).
+    fn pack(k: usize, n: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Result<Self> {
+        let len = n.div_ceil(PANEL) * k * PANEL;
+        let mut values =
+            crate::alloc::try_zeroed(len, "atoms", "a matrix packed for the CPU's products")?;
         if k > 0 {
             values
                 .par_chunks_mut(k * PANEL)
@@ -66,7 +81,7 @@ impl PackedOperand {
                     }
                 });
         }
-        Self { k, n, values }
+        Ok(Self { k, n, values })
     }
 
     /// out (m × n) = X (m × k) · M, minus Y (m × n) where given; all row-major; on this
@@ -145,10 +160,15 @@ pub struct PackedMatrix {
 impl PackedMatrix {
     /// A packed both ways.
     pub fn both(a: &[f32], rows: usize, cols: usize) -> Self {
-        Self {
-            times: PackedOperand::from_rows(a, rows, cols),
-            times_transpose: Some(PackedOperand::from_transpose(a, rows, cols)),
-        }
+        Self::try_both(a, rows, cols).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::both`], with a refused allocation an error (`crate::alloc`).
+    pub fn try_both(a: &[f32], rows: usize, cols: usize) -> Result<Self> {
+        Ok(Self {
+            times: PackedOperand::try_from_rows(a, rows, cols)?,
+            times_transpose: Some(PackedOperand::try_from_transpose(a, rows, cols)?),
+        })
     }
 
     /// A packed for R · A only.

@@ -1,0 +1,94 @@
+//! Large buffers allocated fallibly: an allocation the machine refuses is an error naming the setting that sized it, never an abort.
+//!
+//! `vec![0; n]` aborts the process when the allocator says no (an address-space limit, a
+//! container's memory limit, a size beyond any machine). The CPU backend's buffers whose size a
+//! user's setting decides (the dictionary's copies, the chains' state) go through these helpers
+//! instead, so such a run exits with a usage error naming the setting to lower. `measure::memory` estimates the same buffers beforehand and refuses a run
+//! that cannot fit before anything is allocated; this is the net under that estimate.
+
+use crate::{Error, Result};
+
+/// An empty vector with room for exactly `len` values, or [`refused`] when the allocation fails
+/// (or `len` values overflow the address space).
+pub fn try_with_capacity<T>(len: usize, setting: &'static str, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| refused(setting, what, len as f64 * std::mem::size_of::<T>() as f64))?;
+    Ok(v)
+}
+
+/// `len` zeros (`T::default()`), or [`refused`] when the allocation fails.
+pub fn try_zeroed<T: Clone + Default>(
+    len: usize,
+    setting: &'static str,
+    what: &str,
+) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(len, setting, what)?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+/// A copy of `values`, or [`refused`] when the allocation fails.
+pub fn try_copy<T: Clone>(values: &[T], setting: &'static str, what: &str) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(values.len(), setting, what)?;
+    v.extend_from_slice(values);
+    Ok(v)
+}
+
+/// The usage error of an allocation of `bytes` for `what` that the machine refused.
+pub fn refused(setting: &'static str, what: &str, bytes: f64) -> Error {
+    Error::usage(
+        setting,
+        format!(
+            "cannot allocate {} for {what}: the machine (or a memory limit on this process) \
+             refused it; lower `{setting}`",
+            human(bytes)
+        ),
+    )
+}
+
+/// `bytes` in the largest unit that keeps a number ≥ 1 (KiB … EiB).
+pub fn human(bytes: f64) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{value:.0} {}", units[0])
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human(512.0), "512 bytes");
+        assert_eq!(human(1536.0), "1.5 KiB");
+        assert_eq!(human(6.4e12), "5.8 TiB");
+    }
+
+    #[test]
+    fn a_size_no_machine_has_is_an_error_naming_the_setting() {
+        let e = try_zeroed::<f32>(usize::MAX / 8, "chains", "the chains' positions")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("chains") && e.contains("positions"), "{e}");
+        let e = try_with_capacity::<u64>(usize::MAX / 2, "atoms", "A").unwrap_err();
+        assert!(e.is_user_error(), "{e}");
+    }
+
+    #[test]
+    fn what_fits_is_allocated_as_asked() {
+        assert_eq!(try_zeroed::<f32>(3, "chains", "x").unwrap(), vec![0.0; 3]);
+        assert_eq!(try_copy(&[1u8, 2], "chains", "x").unwrap(), vec![1, 2]);
+        let v = try_with_capacity::<f32>(10, "chains", "x").unwrap();
+        assert!(v.is_empty() && v.capacity() >= 10);
+    }
+}
