@@ -34,9 +34,12 @@ mod problem;
 pub(crate) mod quality;
 mod sample;
 mod settings;
+mod warm_up;
 
 pub use crate::io::default_code_cache;
-pub use crate::io::shards::{FileEntry, Manifest, Part, Shard, MANIFEST};
+pub use crate::io::shards::{
+    FileEntry, Manifest, Part, Shard, WarmUpManifest, MANIFEST, WARM_UP_MANIFEST,
+};
 pub use crate::learn::{
     group_names, synthetic_eda, DictionaryHyper, Learned, SignalResult, DICTIONARY_CHECKPOINT,
     PAPER_SYNTHETIC,

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
-use super::{outputs, DrawStats, Outcome};
+use super::{outputs, warm_up, DrawStats, Outcome};
 pub(crate) use crate::io::output_folder::remove_if_present;
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
 use crate::measure::memory;
@@ -76,11 +76,13 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
-    let names = match args.problem.shard {
-        Some(_) => SHARD_OUTPUTS,
-        None => outputs::SAMPLE_OUTPUTS,
+    let names = match (args.problem.shard, args.problem.warm_up_only) {
+        (_, true) => warm_up::WARM_UP_OUTPUTS,
+        (Some(_), false) => SHARD_OUTPUTS,
+        (None, false) => outputs::SAMPLE_OUTPUTS,
     };
     outputs::check_output_folder(&args.problem.out, names, &inputs, args.problem.force)?;
+    let warm = warm_up::read_for_shard(&args.problem, "sample", || warm_up::sample_hash(args))?;
     let problem = load_problem(&args.problem)?;
     let (d, p) = (problem.target.d(), problem.target.p());
     memory::check_fits(
@@ -97,6 +99,8 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     remove_if_present(&out.join(io::MANIFEST))?;
     // A checkpoint left by an earlier run in this folder must not be resumed over this one.
     remove_if_present(&out.join(CHECKPOINT))?;
+    // Nor an earlier warm-up's description vouch for this run's state.
+    remove_if_present(&out.join(io::WARM_UP_MANIFEST))?;
     let mut backend = make_backend(
         args.problem.backend,
         observer,
@@ -104,16 +108,31 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         &settings.dynamics,
         settings.chains,
     )?;
-    let state = orchestrator::start(backend.as_mut(), &problem.target, &settings)?;
+    let hashes = hashes(&problem.target);
+    let state = match (&warm, args.problem.shard) {
+        (Some(warm), Some(shard)) => {
+            let range = shard.range(args.chains);
+            warm_up::start_shard(warm, backend.as_mut(), hashes, range, None)?
+                .state
+                .run
+        }
+        _ => orchestrator::start(backend.as_mut(), &problem.target, &settings)?,
+    };
+    if args.problem.warm_up_only {
+        return warm_up_only(args, &problem, &settings, backend, state, started, observer);
+    }
     let (c, d, p) = (settings.chains, problem.target.d(), problem.target.p());
     let streams = SampleStreams {
         codes: NpyStream::create(&out.join("codes.npy"), &[c, p])?,
         images: NpyStream::create(&out.join("images.npy"), &[c, d])?,
         keep: args.keep,
-        burn_in: args.burn_in_cap(),
+        // A shard's warm-up may have ended its automatic burn-in already.
+        burn_in: state
+            .burn_in
+            .as_ref()
+            .map_or(args.burn_in_cap(), |m| m.burn_in()),
         samples: args.samples,
     };
-    let hashes = hashes(&problem.target);
     drive(
         args, &problem, &settings, backend, state, streams, hashes, started, observer,
     )
@@ -188,6 +207,61 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         started,
         observer,
     )
+}
+
+/// Runs the whole run's warm-up from `state` (every chain started) and saves it for the shards
+/// (`warm_up_only`): nothing is kept; a stopped warm-up writes nothing.
+fn warm_up_only(
+    args: &SampleSettings,
+    problem: &Problem,
+    settings: &SamplerSettings,
+    mut backend: Box<dyn Backend>,
+    state: SampleRun,
+    started: Instant,
+    observer: &dyn Observer,
+) -> Result<Outcome> {
+    let cap = args.burn_in_cap();
+    observer.phase_start(&Phase {
+        name: "warm-up",
+        len: Some(cap as u64),
+        unit: "outer iterations",
+    });
+    let target = &problem.target;
+    let run = match cap {
+        0 => state,
+        _ => orchestrator::warm_up(
+            backend.as_mut(),
+            target,
+            settings,
+            state,
+            cap,
+            &mut |k| observer.phase_advance(k as u64),
+            &|| observer.stop_requested(),
+        )?,
+    };
+    observer.phase_finish();
+    if run.interrupted {
+        return Ok(Outcome {
+            interrupted: true,
+            report: serde_json::json!({ "command": "sample", "warm_up_only": true, "interrupted": true }),
+            summary: vec![
+                "rmld sample warm-up: stopped before its end, nothing written; run it again".into(),
+            ],
+            draw_stats: None,
+        });
+    }
+    let finished = warm_up::Finished {
+        command: "sample",
+        config: serde_json::to_value(args)
+            .map_err(|e| Error::Internal(format!("configuration: {e}")))?,
+        settings: warm_up::sample_hash(args),
+        hashes: hashes(target),
+        shape: (target.d(), target.p()),
+        seed: args.problem.seed,
+        out: &args.problem.out,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    warm_up::finish(finished, backend.as_mut(), &run)
 }
 
 /// The problem with its target kind for every chain of the run, then cut to the shard's chains
@@ -299,9 +373,7 @@ fn drive(
         write_outputs(args, problem, settings, (&run, kept), &info, started)?;
     if let (Some(shard), false) = (args.problem.shard, run.interrupted) {
         let mut hashed = args.clone();
-        hashed.problem.out = Default::default();
-        hashed.problem.shard = None;
-        hashed.problem.force = false;
+        hashed.problem.clear_placement();
         let hashes = (data_hash, dictionary_hash);
         let end = ShardEnd {
             command: "sample",
@@ -393,6 +465,7 @@ pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> 
     let traces = parts.iter().map(shard_trace).collect::<Result<Vec<_>>>()?;
     let mut args: SampleSettings = shard_settings(first, &traces[0])?;
     args.problem.shard = None;
+    args.problem.warm_up = None;
     args.problem.out = out.to_path_buf();
     let settings = args.sampler_settings()?;
     let problem = shard_problem(&args, load_problem(&args.problem)?)?;

@@ -181,6 +181,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     };
     let stale: &[&str] = match pipe.split {
         Split::Shard(_) => &[crate::io::MANIFEST],
+        Split::WarmUp => &[crate::io::WARM_UP_MANIFEST],
         _ => &[],
     };
     pipe.output.open(stale)?;
