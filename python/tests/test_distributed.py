@@ -186,6 +186,27 @@ def test_sample_shards_on_the_cluster_equal_the_single_run(cluster, tmp_path):
     assert not (tmp_path / "merged" / "shards").exists()
 
 
+@pytest.mark.parametrize("method", ["mala", "hmc"])
+def test_adaptive_sample_shards_start_from_the_warm_up_and_equal_the_single_run(
+    cluster, tmp_path, method
+):
+    # The method's defaults: an automatic burn-in with the step size adapted across all chains.
+    kw = dict(method=method, chains=6, samples=10, steps=4, seed=5, backend="cpu")
+    single = rmld.sample(out=tmp_path / "single", **kw)
+    assert single.report["adaptation"] is not None
+    result = rmld.distributed.sample(
+        shards=3, out=tmp_path / "merged", address=cluster, keep_shards=True, **kw
+    )
+    assert (tmp_path / "merged" / "shards" / "warm-up" / "warm-up.json").exists()
+    for name in ["codes.npy", "images.npy", "dictionary.npy", "samples.png"]:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{method}: {name} differs from the single run's"
+    np.testing.assert_array_equal(result.codes, single.codes)
+    for key in ["burn_in", "kept_samples", "adaptation", "burn_in_auto"]:
+        assert result.report.get(key) == single.report.get(key), key
+
+
 def test_merge_refuses_a_missing_shard(tmp_path):
     images, _ = rmld.load_digits()
     dirs = []
@@ -259,6 +280,22 @@ def test_four_augment_shards_survive_a_killed_worker_and_equal_the_single_run(cl
     generated = np.load(tmp_path / "single" / "generated-labels.npy")
     np.testing.assert_array_equal(result.labels, generated)
     assert result.images.shape[0] == len(generated)
+
+
+def test_adaptive_augment_shards_start_from_the_warm_up_and_equal_the_single_run(
+    cluster, tmp_path
+):
+    kw = dict(preset="paper", method="mala", adapt=True, burn_in="auto", limit=150, ratio=5.0,
+              samples=6, lasso_iterations=30, seed=4, backend="cpu")
+    rmld.augment(out=tmp_path / "single", **kw)
+    result = rmld.distributed.augment(shards=3, out=tmp_path / "merged", address=cluster, **kw)
+    for name in AUGMENT_FILES:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{name} differs from the single run's"
+    single_report = json.loads((tmp_path / "single" / "report.json").read_text())
+    assert "adaptation" in single_report
+    assert _without_timings(result.report) == _without_timings(single_report)
 
 
 def test_augment_refuses_arrays_before_any_task(tmp_path):

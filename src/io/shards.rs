@@ -41,6 +41,20 @@ impl Shard {
         Ok(shard)
     }
 
+    /// Why this shard of a run whose warm-up couples its chains (`why`: what the run does)
+    /// cannot run without the whole run's warm-up: its own chains would make another warm-up
+    /// than the single run's. `otherwise`: the settings that make the run's chains independent.
+    pub fn needs_warm_up(self, why: &str, otherwise: &str) -> Error {
+        Error::usage(
+            "warm_up",
+            format!(
+                "shard {self}: this run {why}, which a shard cannot do on its own chains: run \
+                 the whole run's warm-up once with `warm_up_only` (the same settings, no shard) \
+                 and start every shard from its folder with `warm_up`; or {otherwise}"
+            ),
+        )
+    }
+
     /// Checks `count ≥ 1` and `index < count` (an error naming `shard`).
     pub fn check(&self) -> Result<()> {
         if self.count == 0 {
@@ -276,6 +290,41 @@ impl Split<'_> {
             _ => Ok(range),
         }
     }
+}
+
+/// Checks where a warm-up goes: `warm_up_only` makes the whole run's (no `shard`), `warm_up`
+/// (a folder) starts a shard from one.
+pub fn check_warm_up_settings(
+    shard: Option<Shard>,
+    warm_up_only: bool,
+    warm_up: Option<&Path>,
+) -> Result<()> {
+    if let (true, Some(shard)) = (warm_up_only, shard) {
+        return Err(Error::usage(
+            "warm_up_only",
+            format!(
+                "runs the whole run's warm-up, on every chain, for all its shards: give no \
+                 `shard` (got {shard}), then start each shard from it with `warm_up`"
+            ),
+        ));
+    }
+    if let (true, Some(_)) = (warm_up_only, warm_up) {
+        return Err(Error::usage(
+            "warm_up",
+            "starts a shard from a warm-up, and `warm_up_only` makes one: give one of them",
+        ));
+    }
+    if let (None, Some(dir)) = (shard, warm_up) {
+        return Err(Error::usage(
+            "warm_up",
+            format!(
+                "{} is where the shards of a run start from: give `shard` too (0/1 for one \
+                 shard of all the chains)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The description of a warm-up's state file, written beside it by a run with `warm_up_only`.

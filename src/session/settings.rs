@@ -162,7 +162,11 @@ impl ProblemSettings {
         if let Some(shard) = &self.shard {
             shard.check()?;
         }
-        self.check_warm_up()?;
+        crate::io::shards::check_warm_up_settings(
+            self.shard,
+            self.warm_up_only,
+            self.warm_up.as_deref(),
+        )?;
         if !(self.pixel_max.is_finite() && self.pixel_max > 0.0) {
             return Err(Error::usage(
                 "pixel_max",
@@ -211,36 +215,6 @@ impl ProblemSettings {
         // The other targets ignore both settings.
         if self.target == TargetKind::Tangent {
             self.tangent().check()?;
-        }
-        Ok(())
-    }
-
-    /// A warm-up is the whole run's (no shard), and is given to shards.
-    fn check_warm_up(&self) -> Result<()> {
-        if let (true, Some(shard)) = (self.warm_up_only, self.shard) {
-            return Err(Error::usage(
-                "warm_up_only",
-                format!(
-                    "runs the whole run's warm-up, on every chain, for all its shards: give no \
-                     `shard` (got {shard}), then start each shard from it with `warm_up`"
-                ),
-            ));
-        }
-        if let (true, Some(_)) = (self.warm_up_only, &self.warm_up) {
-            return Err(Error::usage(
-                "warm_up",
-                "starts a shard from a warm-up, and `warm_up_only` makes one: give one of them",
-            ));
-        }
-        if let (None, Some(dir)) = (self.shard, &self.warm_up) {
-            return Err(Error::usage(
-                "warm_up",
-                format!(
-                    "{} is where the shards of a run start from: give `shard` too (0/1 for one \
-                     shard of all the chains)",
-                    dir.display()
-                ),
-            ));
         }
         Ok(())
     }
@@ -487,7 +461,7 @@ impl SampleSettings {
             );
             let otherwise = "pass `no_adapt` with `shard`, with the single run's step size as \
                              `eta` and a fixed burn-in";
-            return Err(shard_needs_warm_up(shard, &why, otherwise));
+            return Err(shard.needs_warm_up(&why, otherwise));
         }
         if let Some(shard) = self.problem.shard {
             shard.check()?;
@@ -508,20 +482,6 @@ impl SampleSettings {
         }
         Ok(settings)
     }
-}
-
-/// Why shard `shard` of a run whose warm-up couples its chains (`why`: what the run does)
-/// cannot run without the whole run's warm-up: its own chains would make another warm-up than
-/// the single run's. `otherwise`: the settings that make the run's chains independent.
-pub(crate) fn shard_needs_warm_up(shard: Shard, why: &str, otherwise: &str) -> Error {
-    Error::usage(
-        "warm_up",
-        format!(
-            "shard {shard}: this run {why}, which a shard cannot do on its own chains: run the \
-             whole run's warm-up once with `warm_up_only` (the same settings, no shard) and \
-             start every shard from its folder with `warm_up`; or {otherwise}"
-        ),
-    )
 }
 
 /// Where `augment`'s new samples come from: the MCMC chains (the default) or a learned sampler

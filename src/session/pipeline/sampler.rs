@@ -2,9 +2,7 @@
 
 use crate::methods::Method;
 use crate::orchestrator::{self, Adaptation, AugmentPlan, Init, SamplerSettings};
-use crate::session::settings::{
-    shard_needs_warm_up, AugmentMethod, AugmentSettings, SamplerChoice,
-};
+use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
 use crate::{Error, Result};
 
 /// The sampler settings of `args` for `plan`'s chains (the whole run's).
@@ -93,7 +91,7 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
     }
     if let (Some(shard), None) = (args.problem.shard, &args.problem.warm_up) {
         let why = args.coupled_warm_up().unwrap_or_default();
-        return Err(shard_needs_warm_up(shard, why, "leave `adapt` off"));
+        return Err(shard.needs_warm_up(why, "leave `adapt` off"));
     }
     Ok(
         Adaptation::for_method(method, args.burn_in_cap()).map(|a| Adaptation {
@@ -117,7 +115,7 @@ fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::Auto
     }
     if let (Some(shard), None) = (args.problem.shard, &args.problem.warm_up) {
         let why = args.coupled_warm_up().unwrap_or_default();
-        return Err(shard_needs_warm_up(shard, why, "give a fixed burn-in"));
+        return Err(shard.needs_warm_up(why, "give a fixed burn-in"));
     }
     Ok(Some(orchestrator::AutoBurnIn {
         cap: args.burn_in_cap(),
