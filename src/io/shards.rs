@@ -343,10 +343,10 @@ pub struct WarmUpManifest {
     pub command: String,
     /// The rmld version that wrote it.
     pub rmld_version: String,
-    /// xxh3-64 (hex) of the settings ([`settings_hash`]): every setting but the output folder,
+    /// xxh3-64 (hex) of the settings (`settings_hash`): every setting but the output folder,
     /// `force`, the shard and the warm-up's own.
     pub settings: String,
-    /// The device that ran it ([`device_key`]): a shard on another kind of device would not
+    /// The device that ran it (`device_key`): a shard on another kind of device would not
     /// continue its chains as the single run does.
     pub device: String,
     /// The seed.
@@ -454,7 +454,7 @@ impl WarmUpManifest {
         Ok(manifest)
     }
 
-    /// Checks that the shard's device (`device`, [`device_key`]) is the warm-up's.
+    /// Checks that the shard's device (`device`, `device_key`) is the warm-up's.
     pub fn check_device(&self, dir: &Path, device: &str) -> Result<()> {
         if self.device == device {
             return Ok(());
