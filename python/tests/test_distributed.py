@@ -98,11 +98,12 @@ def _shard_workers():
 
 
 def _kill_a_running_shard(killed, log):
-    """SIGKILLs the first worker seen running a shard (within 90 s), recording its pid. The
+    """SIGKILLs the first worker seen running a shard (within 240 s: sample and augment run
+    their warm-up task first, on a loaded machine for minutes), recording its pid. The
     worker must have logged its attempt in ``log`` first: Ray titles a worker ray::_shard_task
     when the task is assigned, and one killed before its first line (likely on a loaded machine)
     would leave no attempt to retry in the log."""
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         pids = _shard_workers()
         # Whole lines only: a worker may be writing its line as it is read.
