@@ -269,12 +269,13 @@ fn an_automatic_burn_in_says_where_it_ended() {
     assert_refused(&["--samples", "10", "--burn-in", "auto:10"], &["--burn-in"]);
     assert_refused(
         &["--samples", "10", "--burn-in", "auto", "--shard", "0/2"],
-        &["--burn-in", "shard"],
+        &["automatic burn-in", "shard 0/2", "--warm-up-only"],
     );
 }
 
 /// Without `--burn-in`, MALA and HMC warm up automatically (at most half the samples) and RMLD,
-/// `--no-adapt` and a shard keep every iteration, as `SampleSettings::with_default_warm_up`.
+/// `--no-adapt` keep every iteration, as `SampleSettings::with_default_warm_up` (a shard gets
+/// the single run's default and starts from its warm-up: tests/shard_warm_up.rs).
 #[test]
 fn mala_and_hmc_warm_up_by_default() {
     let dir = tempfile::tempdir().unwrap();
@@ -315,7 +316,6 @@ fn mala_and_hmc_warm_up_by_default() {
     for (name, extra) in [
         ("rmld", &["--method", "rmld"][..]),
         ("no-adapt", &["--method", "mala", "--no-adapt"][..]),
-        ("shard", &["--method", "mala", "--shard", "0/2"][..]),
     ] {
         let r = report(name, extra);
         assert_eq!(r["burn_in"], 0, "{name}");

@@ -392,7 +392,7 @@ fn merged_sample_shards_equal_the_single_run_on_the_cpu() {
     // MALA from noise on the local target: per-chain anchors, MALA noise and noise starts.
     // And the tangent target's per-chain bases (every proposal accepted, so the dynamics'
     // draws reach the samples), and kernel HMC on the mixture target. MALA and HMC keep their
-    // step size (`--no-adapt`): a shard cannot adapt across the single run's chains.
+    // step size (`--no-adapt`): no warm-up needed (adapting runs: tests/shard_warm_up.rs).
     let cases: [&[&str]; 3] = [
         &[
             "--method",

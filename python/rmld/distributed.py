@@ -19,7 +19,13 @@ bytes. ``progress(phase, done, total)`` is called in the driver as shards report
 [C·i/N, C·(i+1)/N), drawing the numbers those chains draw in the single run) and ``augment``
 (the augmentation's chains split, classes in order, with each shard's part of the originals'
 and test split's codes; the merge makes the post-processed set, the quality metrics, the
-picture and the report as the single run does) run as shards. Each attempt of a shard appends
+picture and the report as the single run does) run as shards. ``sample`` and ``augment``
+first run the whole run's warm-up as one task (``warm_up_only``, into ``OUT/shards/warm-up``:
+every chain up to the end of the burn-in, where the step size adapts across the chains and an
+automatic burn-in ends), then start every shard from it (``warm_up``), so adaptive settings
+(MALA's and HMC's defaults, ``adapt``, ``burn_in="auto"``) merge into the single run's files
+too (docs/scale-out.md); augment's ``method="compression"`` and the amortized sampler run no
+chains and go without one. Each attempt of a shard appends
 ``index pid`` to ``OUT/shards/attempts.log`` and starts from an empty shard folder, so a retry
 after a killed attempt never meets that attempt's partial files.
 
@@ -57,6 +63,35 @@ from . import (
 __all__ = ["augment", "encode", "run", "sample"]
 
 
+def _warm_up_task(
+    command: str,
+    settings_json: str,
+    preset: Optional[str],
+    data: Optional[np.ndarray],
+    labels: Optional[np.ndarray],
+    warm_up_dir: str,
+) -> str:
+    """Runs the whole run's warm-up into ``warm_up_dir`` (inside a Ray worker)."""
+    shutil.rmtree(warm_up_dir, ignore_errors=True)
+    settings = json.loads(settings_json)
+    settings["warm_up_only"] = True
+    settings["out"] = warm_up_dir
+    settings.pop("force", None)
+    raw = _rmld.run(command, json.dumps(settings), preset, data, labels, None)
+    if raw["interrupted"]:
+        raise RuntimeError(f"rmld {command}'s warm-up was interrupted")
+    return warm_up_dir
+
+
+def _needs_warm_up(command: str, settings: Dict[str, Any]) -> bool:
+    """Whether the shards of ``command`` start from a shared warm-up: those that run chains."""
+    if command == "sample":
+        return True
+    if command == "augment":
+        return settings.get("method") != "compression" and settings.get("sampler") != "amortized"
+    return False
+
+
 def _shard_task(
     command: str,
     settings_json: str,
@@ -67,8 +102,10 @@ def _shard_task(
     count: int,
     shard_dir: str,
     reporter: Any,
+    warm_up_dir: Optional[str] = None,
 ) -> int:
-    """Runs shard ``index``/``count`` into ``shard_dir`` (inside a Ray worker)."""
+    """Runs shard ``index``/``count`` into ``shard_dir`` (inside a Ray worker), from the
+    warm-up in ``warm_up_dir`` when given."""
     # A retried shard starts afresh: what a killed attempt left is removed.
     shutil.rmtree(shard_dir, ignore_errors=True)
     with open(Path(shard_dir).parent / "attempts.log", "a") as log:
@@ -76,6 +113,8 @@ def _shard_task(
     settings = json.loads(settings_json)
     settings["shard"] = f"{index}/{count}"
     settings["out"] = shard_dir
+    if warm_up_dir is not None:
+        settings["warm_up"] = warm_up_dir
     callback = None
     if reporter is not None:
         last = [0.0]
@@ -141,9 +180,38 @@ def run(
     labels_ref = ray.put(labels) if labels is not None else None
     settings_json = _settings_json(settings)
     dirs = [os.fspath(shard_root / f"shard-{i}") for i in range(shards)]
+    warm_up_dir = None
+    if _needs_warm_up(command, settings):
+        # The warm-up couples the chains: one task runs it on all of them, before the shards.
+        warm_up = ray.remote(
+            num_cpus=1, num_gpus=gpus, max_retries=max_retries, retry_exceptions=True
+        )(_warm_up_task)
+        if progress is not None:
+            progress("warm-up", 0, 1)
+        warm_up_dir = ray.get(
+            warm_up.remote(
+                command,
+                settings_json,
+                preset,
+                data_ref,
+                labels_ref,
+                os.fspath(shard_root / "warm-up"),
+            )
+        )
+        if progress is not None:
+            progress("warm-up", 1, 1)
     pending = [
         task.remote(
-            command, settings_json, preset, data_ref, labels_ref, i, shards, dirs[i], reporter
+            command,
+            settings_json,
+            preset,
+            data_ref,
+            labels_ref,
+            i,
+            shards,
+            dirs[i],
+            reporter,
+            warm_up_dir,
         )
         for i in range(shards)
     ]

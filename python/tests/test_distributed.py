@@ -98,11 +98,12 @@ def _shard_workers():
 
 
 def _kill_a_running_shard(killed, log):
-    """SIGKILLs the first worker seen running a shard (within 90 s), recording its pid. The
+    """SIGKILLs the first worker seen running a shard (within 240 s: sample and augment run
+    their warm-up task first, on a loaded machine for minutes), recording its pid. The
     worker must have logged its attempt in ``log`` first: Ray titles a worker ray::_shard_task
     when the task is assigned, and one killed before its first line (likely on a loaded machine)
     would leave no attempt to retry in the log."""
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         pids = _shard_workers()
         # Whole lines only: a worker may be writing its line as it is read.
@@ -186,6 +187,27 @@ def test_sample_shards_on_the_cluster_equal_the_single_run(cluster, tmp_path):
     assert not (tmp_path / "merged" / "shards").exists()
 
 
+@pytest.mark.parametrize("method", ["mala", "hmc"])
+def test_adaptive_sample_shards_start_from_the_warm_up_and_equal_the_single_run(
+    cluster, tmp_path, method
+):
+    # The method's defaults: an automatic burn-in with the step size adapted across all chains.
+    kw = dict(method=method, chains=6, samples=10, steps=4, seed=5, backend="cpu")
+    single = rmld.sample(out=tmp_path / "single", **kw)
+    assert single.report["adaptation"] is not None
+    result = rmld.distributed.sample(
+        shards=3, out=tmp_path / "merged", address=cluster, keep_shards=True, **kw
+    )
+    assert (tmp_path / "merged" / "shards" / "warm-up" / "warm-up.json").exists()
+    for name in ["codes.npy", "images.npy", "dictionary.npy", "samples.png"]:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{method}: {name} differs from the single run's"
+    np.testing.assert_array_equal(result.codes, single.codes)
+    for key in ["burn_in", "kept_samples", "adaptation", "burn_in_auto"]:
+        assert result.report.get(key) == single.report.get(key), key
+
+
 def test_merge_refuses_a_missing_shard(tmp_path):
     images, _ = rmld.load_digits()
     dirs = []
@@ -259,6 +281,22 @@ def test_four_augment_shards_survive_a_killed_worker_and_equal_the_single_run(cl
     generated = np.load(tmp_path / "single" / "generated-labels.npy")
     np.testing.assert_array_equal(result.labels, generated)
     assert result.images.shape[0] == len(generated)
+
+
+def test_adaptive_augment_shards_start_from_the_warm_up_and_equal_the_single_run(
+    cluster, tmp_path
+):
+    kw = dict(preset="paper", method="mala", adapt=True, burn_in="auto", limit=150, ratio=5.0,
+              samples=6, lasso_iterations=30, seed=4, backend="cpu")
+    rmld.augment(out=tmp_path / "single", **kw)
+    result = rmld.distributed.augment(shards=3, out=tmp_path / "merged", address=cluster, **kw)
+    for name in AUGMENT_FILES:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{name} differs from the single run's"
+    single_report = json.loads((tmp_path / "single" / "report.json").read_text())
+    assert "adaptation" in single_report
+    assert _without_timings(result.report) == _without_timings(single_report)
 
 
 def test_augment_refuses_arrays_before_any_task(tmp_path):

@@ -402,6 +402,19 @@ pub struct ProblemArgs {
     /// augment the chains (class by class) and the originals' and test split's codes.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
+
+    /// Run only the whole run's warm-up (every chain up to the end of its burn-in, where the
+    /// step size adapts across the chains and an automatic burn-in ends) and save it into --out
+    /// (warm-up.rmld, warm-up.json, report.json) for the shards to start from (--warm-up).
+    /// sample and augment (docs/scale-out.md).
+    #[arg(long)]
+    pub warm_up_only: bool,
+
+    /// Start this shard (--shard) from the whole run's warm-up in DIR, made by --warm-up-only
+    /// with the same settings: the shards of a run that adapts its step size or ends its burn-in
+    /// automatically need it to make the single run's draws.
+    #[arg(long, value_name = "DIR")]
+    pub warm_up: Option<PathBuf>,
 }
 
 fn parse_shard(text: &str) -> Result<Shard, String> {
@@ -510,8 +523,8 @@ pub struct SampleArgs {
     /// and the chains' traced statistics settle, checked every ⌈CAP/20⌉ (at least 10)
     /// iterations, at most after CAP (default: half the samples); the report and summary say
     /// where it ended and whether it settled (docs/adaptation.md). Default: `auto` for
-    /// `--method mala` and `hmc` (their step size adapts during it), 0 for rmld, with
-    /// `--no-adapt`, `--shard` or an adapting `--prior ssgl`.
+    /// `--method mala` and `hmc` (their step size adapts during it; a shard starts from the
+    /// run's --warm-up), 0 for rmld, with `--no-adapt` or an adapting `--prior ssgl`.
     #[arg(long, value_name = "B|auto[:CAP]", value_parser = parse_burn_in)]
     pub burn_in: Option<BurnInArg>,
 
@@ -975,6 +988,8 @@ impl ProblemArgs {
             dataset: None,
             force: self.force,
             shard: self.shard,
+            warm_up_only: self.warm_up_only,
+            warm_up: self.warm_up.clone(),
             precision: self.precision,
         }
     }

@@ -40,7 +40,9 @@ pub use output::Output;
 pub use png::{write_png_grid, write_png_grid_captioned};
 pub use postprocess::Rescale;
 pub use regular::read_regular_file;
-pub use shards::{FileEntry, Manifest, Part, Shard, ShardFiles, Split, MANIFEST};
+pub use shards::{
+    FileEntry, Manifest, Part, Shard, ShardFiles, Split, WarmUpManifest, MANIFEST, WARM_UP_MANIFEST,
+};
 pub use staging::{new_run_id, recover, Recovery, Staging, JOURNAL, STAGING_PREFIX};
 
 /// Raw pixel values as stored by the source: 8-bit data stays 8-bit (it is uploaded as such).

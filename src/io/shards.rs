@@ -44,6 +44,20 @@ impl Shard {
         Ok(shard)
     }
 
+    /// Why this shard of a run whose warm-up couples its chains (`why`: what the run does)
+    /// cannot run without the whole run's warm-up: its own chains would make another warm-up
+    /// than the single run's. `otherwise`: the settings that make the run's chains independent.
+    pub fn needs_warm_up(self, why: &str, otherwise: &str) -> Error {
+        Error::usage(
+            "warm_up",
+            format!(
+                "shard {self}: this run {why}, which a shard cannot do on its own chains: run \
+                 the whole run's warm-up once with `warm_up_only` (the same settings, no shard) \
+                 and start every shard from its folder with `warm_up`; or {otherwise}"
+            ),
+        )
+    }
+
     /// Checks `count ≥ 1` and `index < count` (an error naming `shard`).
     pub fn check(&self) -> Result<()> {
         if self.count == 0 {
@@ -241,12 +255,19 @@ pub enum Split<'a> {
     /// The merge of these shards (checked, in order): their parts joined, nothing computed
     /// that a shard computed.
     Merge(&'a [ShardFiles]),
+    /// The whole run's warm-up alone: every chain up to the end of its burn-in, saved for the
+    /// shards to start from ([`WarmUpManifest`]).
+    WarmUp,
 }
 
 impl Split<'_> {
-    /// The split a run's `shard` setting asks for.
-    pub fn of(shard: Option<Shard>) -> Split<'static> {
-        shard.map_or(Split::Whole, Split::Shard)
+    /// The split a run's `shard` and `warm_up_only` settings ask for.
+    pub fn of(shard: Option<Shard>, warm_up_only: bool) -> Split<'static> {
+        match (shard, warm_up_only) {
+            (_, true) => Split::WarmUp,
+            (Some(shard), false) => Split::Shard(shard),
+            (None, false) => Split::Whole,
+        }
     }
 
     /// This run's part of `total` units: all of them but in a shard.
@@ -271,6 +292,213 @@ impl Split<'_> {
             )),
             _ => Ok(range),
         }
+    }
+}
+
+/// Checks where a warm-up goes: `warm_up_only` makes the whole run's (no `shard`), `warm_up`
+/// (a folder) starts a shard from one.
+pub fn check_warm_up_settings(
+    shard: Option<Shard>,
+    warm_up_only: bool,
+    warm_up: Option<&Path>,
+) -> Result<()> {
+    if let (true, Some(shard)) = (warm_up_only, shard) {
+        return Err(Error::usage(
+            "warm_up_only",
+            format!(
+                "runs the whole run's warm-up, on every chain, for all its shards: give no \
+                 `shard` (got {shard}), then start each shard from it with `warm_up`"
+            ),
+        ));
+    }
+    if let (true, Some(_)) = (warm_up_only, warm_up) {
+        return Err(Error::usage(
+            "warm_up",
+            "starts a shard from a warm-up, and `warm_up_only` makes one: give one of them",
+        ));
+    }
+    if let (None, Some(dir)) = (shard, warm_up) {
+        return Err(Error::usage(
+            "warm_up",
+            format!(
+                "{} is where the shards of a run start from: give `shard` too (0/1 for one \
+                 shard of all the chains)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The description of a warm-up's state file, written beside it by a run with `warm_up_only`.
+pub const WARM_UP_MANIFEST: &str = "warm-up.json";
+
+/// The warm-up description's format written by this version.
+const WARM_UP_FORMAT: u32 = 1;
+
+/// What a warm-up (the whole run's chains up to the end of their burn-in) wrote beside its
+/// state (`warm-up.json`): what made it, for a shard to check before it starts from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WarmUpManifest {
+    /// The format (1).
+    pub format: u32,
+    /// The command (`sample`, `augment`).
+    pub command: String,
+    /// The rmld version that wrote it.
+    pub rmld_version: String,
+    /// xxh3-64 (hex) of the settings (`settings_hash`): every setting but the output folder,
+    /// `force`, the shard and the warm-up's own.
+    pub settings: String,
+    /// The device that ran it (`device_key`): a shard on another kind of device would not
+    /// continue its chains as the single run does.
+    pub device: String,
+    /// The seed.
+    pub seed: u64,
+    /// The chains of the whole run.
+    pub chains: usize,
+    /// The outer iteration the warm-up ended after (the burn-in).
+    pub burn_in: u32,
+    /// The state file's name.
+    pub state_file: String,
+    /// Its size and hash.
+    pub state: FileEntry,
+}
+
+/// The hash a warm-up and its shards compare: `settings` serialised (their output folder,
+/// shard and warm-up settings cleared by the caller).
+pub fn settings_hash(settings: &impl Serialize) -> String {
+    hex_hash(
+        serde_json::to_string(settings)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
+impl WarmUpManifest {
+    /// The description of the warm-up whose state `state` (a file in `out`) was just written;
+    /// written into `out` as [`WARM_UP_MANIFEST`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn write(
+        out: &Path,
+        command: &str,
+        (settings, device): (String, String),
+        seed: u64,
+        chains: usize,
+        burn_in: u32,
+        state: &str,
+    ) -> Result<WarmUpManifest> {
+        let path = out.join(state);
+        let bytes = std::fs::read(&path).map_err(|e| Error::Output {
+            path: path.clone(),
+            source: e,
+        })?;
+        let entry = FileEntry {
+            bytes: bytes.len() as u64,
+            xxh3: hex_hash(&bytes),
+        };
+        let manifest = WarmUpManifest {
+            format: WARM_UP_FORMAT,
+            command: command.into(),
+            rmld_version: env!("CARGO_PKG_VERSION").into(),
+            settings,
+            device,
+            seed,
+            chains,
+            burn_in,
+            state_file: state.into(),
+            state: entry,
+        };
+        super::write_json_atomic(&out.join(WARM_UP_MANIFEST), &manifest)?;
+        Ok(manifest)
+    }
+
+    /// Reads the warm-up description in `dir` and checks that it is a warm-up of `command`
+    /// made with the settings hashed as `settings` (errors naming the folder and what differs).
+    pub fn read(dir: &Path, command: &str, settings: &str) -> Result<WarmUpManifest> {
+        let path = dir.join(WARM_UP_MANIFEST);
+        let text = std::fs::read(&path).map_err(|e| {
+            Error::input(
+                &path,
+                format!(
+                    "cannot read the warm-up's description ({e}): is {} the folder of a run \
+                     with `warm_up_only`?",
+                    dir.display()
+                ),
+            )
+        })?;
+        let manifest: WarmUpManifest = serde_json::from_slice(&text)
+            .map_err(|e| Error::input(&path, format!("not a valid warm-up description: {e}")))?;
+        if manifest.format != WARM_UP_FORMAT {
+            return Err(Error::input(
+                &path,
+                format!(
+                    "warm-up format {} (this rmld reads format {WARM_UP_FORMAT})",
+                    manifest.format
+                ),
+            ));
+        }
+        if manifest.command != command {
+            return Err(Error::input(
+                &path,
+                format!(
+                    "is the warm-up of an `rmld {}` run, this is `rmld {command}`",
+                    manifest.command
+                ),
+            ));
+        }
+        if manifest.settings != settings {
+            return Err(Error::input(
+                &path,
+                "was made with other settings than this shard's (their hashes differ): a shard \
+                 starts from the warm-up of its own run, made with the same settings (seed, \
+                 chains, method, step size, burn-in, data, …) and no shard",
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// Checks that the shard's device (`device`, `device_key`) is the warm-up's.
+    pub fn check_device(&self, dir: &Path, device: &str) -> Result<()> {
+        if self.device == device {
+            return Ok(());
+        }
+        Err(Error::input(
+            dir.join(WARM_UP_MANIFEST),
+            format!(
+                "the warm-up ran on {}, this shard runs on {device}: run the shards on the \
+                 warm-up's kind of device (`backend`), or run the warm-up again on theirs",
+                self.device
+            ),
+        ))
+    }
+
+    /// The warm-up's state file in `dir`, checked against this description.
+    pub fn state_bytes(&self, dir: &Path) -> Result<Vec<u8>> {
+        let (name, entry) = (&self.state_file, &self.state);
+        if name.contains('/') || name.contains('\\') || name == ".." {
+            return Err(Error::input(
+                dir.join(WARM_UP_MANIFEST),
+                format!("file name {name:?} in the warm-up's description"),
+            ));
+        }
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path)
+            .map_err(|e| Error::input(&path, format!("cannot read the warm-up's state ({e})")))?;
+        if bytes.len() as u64 != entry.bytes || hex_hash(&bytes) != entry.xxh3 {
+            return Err(Error::input(
+                &path,
+                format!(
+                    "has {} bytes and hash {}, the warm-up's description says {} bytes and \
+                     hash {} (truncated or changed since the warm-up wrote it: run the warm-up \
+                     again)",
+                    bytes.len(),
+                    hex_hash(&bytes),
+                    entry.bytes,
+                    entry.xxh3
+                ),
+            ));
+        }
+        Ok(bytes)
     }
 }
 

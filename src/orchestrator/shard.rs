@@ -1,4 +1,4 @@
-//! A run's shards: the trace and manifest a shard ends with, and the whole run joined from the shards' parts (their runs chain by chain, their draws, their augmentation samples in the single run's order).
+//! A run's shards: a shard's part of the run's warm-up, the trace and manifest a shard ends with, and the whole run joined from the shards' parts (their runs chain by chain, their draws, their augmentation samples in the single run's order).
 
 use std::ops::Range;
 use std::path::Path;
@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::augment::{AugmentPlan, AugmentSink};
-use super::{Checkpoint, SampleRun, SampleSink, PROJECTIONS};
+use super::{Checkpoint, ClassSteps, SampleRun, SampleSink, PROJECTIONS};
 use crate::diagnostics::degenerate::DrawWatch;
 use crate::io::shards::{write_manifest, Part, Shard, ShardFiles, Split, MANIFEST};
 use crate::{Error, Result};
@@ -89,6 +89,123 @@ pub fn shard_settings<T: DeserializeOwned>(first: &ShardFiles, trace: &Checkpoin
     })
 }
 
+/// The part of `state` (a checkpoint of all its run's chains) that the chains `range` hold:
+/// their positions and per-chain figures, their columns of every traced iteration, and the
+/// run's own state (iterations, step-size adaptation, automatic burn-in) as it is. With
+/// per-class step sizes, `classes` (the whole run's class of each chain in `range`) renumbers
+/// the classes as the part's chains meet them, as `class_of_chain` numbers a shard's.
+pub fn chain_slice(
+    state: &Checkpoint,
+    range: Range<usize>,
+    classes: Option<&[u32]>,
+) -> Result<Checkpoint> {
+    let run = &state.run;
+    let part = PartOf {
+        range: range.clone(),
+        total: run.accepted.len(),
+    };
+    if range.is_empty() || range.end > part.total {
+        return Err(part.bad("chain count"));
+    }
+    let class_steps = match (&run.class_steps, classes) {
+        (None, _) => None,
+        (Some(steps), Some(classes)) if classes.len() == range.len() => {
+            Some(classes_met(steps, classes).ok_or_else(|| part.bad("per-class steps"))?)
+        }
+        (Some(_), _) => return Err(part.bad("class list")),
+    };
+    let sliced = SampleRun {
+        completed: run.completed,
+        interrupted: run.interrupted,
+        trace_stride: run.trace_stride,
+        final_images: part.chains(&run.final_images, "final images")?,
+        projections: part.traced(&run.projections, PROJECTIONS, "projections")?,
+        start_images: part.chains(&run.start_images, "start images")?,
+        start_indices: match &run.start_indices {
+            Some(rows) => Some(part.chains(rows, "start rows")?),
+            None => None,
+        },
+        log_alpha: part.traced(&run.log_alpha, 1, "log α")?,
+        energies: part.traced(&run.energies, 1, "energies")?,
+        accepted: part.chains(&run.accepted, "acceptances")?,
+        divergent: part.chains(&run.divergent, "divergences")?,
+        prior_nonfinite: part.chains(&run.prior_nonfinite, "prior updates")?,
+        prior_state: part.chains(&run.prior_state, "prior state")?,
+        noise_precision: part.chains(&run.noise_precision, "noise precision")?,
+        noise_trace: part.traced(&run.noise_trace, 1, "noise trace")?,
+        timings: run.timings.clone(),
+        adaptation: run.adaptation,
+        class_steps,
+        burn_in: run.burn_in.clone(),
+    };
+    Ok(Checkpoint {
+        config: state.config.clone(),
+        data_hash: state.data_hash,
+        dictionary_hash: state.dictionary_hash,
+        d: state.d,
+        p: state.p,
+        positions: part.chains(&state.positions, "positions")?,
+        run: sliced,
+        // A warm-up is no resumable run: the shard checks it by its settings' hash.
+        identity: None,
+    })
+}
+
+/// The classes' steps in the order `classes` (each chain's class in the whole run) meets them.
+fn classes_met(steps: &ClassSteps, classes: &[u32]) -> Option<ClassSteps> {
+    let mut met: Vec<u32> = Vec::new();
+    for &k in classes {
+        if !met.contains(&k) {
+            met.push(k);
+        }
+    }
+    let classes = met
+        .iter()
+        .map(|&k| steps.classes.get(k as usize).copied())
+        .collect::<Option<Vec<_>>>()?;
+    Some(ClassSteps { classes })
+}
+
+/// Chains `range` of a run of `total`: their part of per-chain values and of traced iterations.
+struct PartOf {
+    range: Range<usize>,
+    total: usize,
+}
+
+impl PartOf {
+    /// The error for run values (`what`) that do not hold the chains.
+    fn bad(&self, what: &str) -> Error {
+        Error::Internal(format!(
+            "the chains {}..{} of a run of {}: its {what} does not hold them",
+            self.range.start, self.range.end, self.total
+        ))
+    }
+
+    /// The range's part of per-chain `values` (the same number per chain; none when empty).
+    fn chains<T: Copy>(&self, values: &[T], what: &str) -> Result<Vec<T>> {
+        if self.total == 0 || !values.len().is_multiple_of(self.total) {
+            return Err(self.bad(what));
+        }
+        let w = values.len() / self.total;
+        Ok(values[self.range.start * w..self.range.end * w].to_vec())
+    }
+
+    /// The range's part of every traced iteration of `values`: per iteration, `width` values
+    /// per chain.
+    fn traced<T: Copy>(&self, values: &[T], width: usize, what: &str) -> Result<Vec<T>> {
+        let row = self.total * width;
+        if row == 0 || !values.len().is_multiple_of(row) {
+            return Err(self.bad(what));
+        }
+        let (start, end) = (self.range.start * width, self.range.end * width);
+        Ok(values
+            .chunks(row)
+            .flat_map(|r| &r[start..end])
+            .copied()
+            .collect())
+    }
+}
+
 /// Checks that a merge reads the data and dictionary the shards sampled (`trace`, the first
 /// shard's): `hashes` of those `sources` now.
 pub fn check_inputs(
@@ -132,8 +249,9 @@ pub fn joined_run(shards: &[ShardFiles], runs: &[SampleRun]) -> Result<SampleRun
 
 /// The whole run joined from its shards' runs (`runs[k]` of `chains[k]` chains, in chain order):
 /// per-chain figures end to end, per-iteration traces chain by chain within each traced
-/// iteration, the longest shard's timings. Each run must hold its chains and the same
-/// iterations; `misfit(k)` is the error for a run `k` that does not.
+/// iteration, the longest shard's timings, and the warm-up's adapted steps and automatic
+/// burn-in, which every shard started from. Each run must hold its chains, the same iterations
+/// and the same warm-up; `misfit(k)` is the error for a run `k` that does not.
 pub fn join_runs(
     runs: &[SampleRun],
     chains: &[usize],
@@ -147,6 +265,9 @@ pub fn join_runs(
         interrupted: false,
         trace_stride: r0.trace_stride,
         start_indices: r0.start_indices.as_ref().map(|_| Vec::new()),
+        adaptation: r0.adaptation,
+        class_steps: r0.class_steps.clone(),
+        burn_in: r0.burn_in.clone(),
         ..SampleRun::default()
     };
     let traced = r0.energies.len() / c0.max(1);
@@ -158,7 +279,8 @@ pub fn join_runs(
             && r.energies.len() == traced * c
             && r.log_alpha.len() == traced * c
             && r.projections.len() == traced * c * PROJECTIONS
-            && r.start_indices.is_some() == run.start_indices.is_some();
+            && r.start_indices.is_some() == run.start_indices.is_some()
+            && warm_up_of(r) == warm_up_of(&run);
         if !consistent {
             return Err(misfit(k));
         }
@@ -175,6 +297,7 @@ pub fn join_runs(
         timings.init_seconds = timings.init_seconds.max(r.timings.init_seconds);
         timings.sampling_seconds = timings.sampling_seconds.max(r.timings.sampling_seconds);
         timings.host_mh_seconds = timings.host_mh_seconds.max(r.timings.host_mh_seconds);
+        timings.adaptation_seconds = timings.adaptation_seconds.max(r.timings.adaptation_seconds);
     }
     for i in 0..traced {
         for (r, &c) in runs.iter().zip(chains) {
@@ -185,6 +308,12 @@ pub fn join_runs(
         }
     }
     Ok(run)
+}
+
+/// What a run's warm-up left it, to compare between shards: its adapted steps and automatic
+/// burn-in as text (a NaN measurement of the burn-in's last check equals itself there).
+fn warm_up_of(run: &SampleRun) -> String {
+    format!("{:?}", (&run.adaptation, &run.class_steps, &run.burn_in))
 }
 
 /// The draws of the shards' chains joined: each part holds (draw, its chains, `width`) values
@@ -360,14 +489,16 @@ fn join_sinks(
 }
 
 /// The whole run's samples and run joined from the shards' (checked, in order): every class's
-/// samples in the single run's (iteration, chain) order, the chains' traces end to end.
+/// samples in the single run's (iteration, chain) order, the chains' traces end to end. `cap`:
+/// the fixed burn-in, or an automatic one's cap (the shards' traces say where it ended).
 pub fn join_augment(
     shards: &[ShardFiles],
     plan: &AugmentPlan,
-    burn_in: u32,
+    cap: u32,
     (kernel, d, p): (bool, usize, usize),
 ) -> Result<(AugmentSink, SampleRun)> {
     let chains = plan.chains();
+    let mut burn_in = cap;
     let mut runs = Vec::with_capacity(shards.len());
     let mut parts = Vec::with_capacity(shards.len());
     for s in shards {
@@ -388,7 +519,9 @@ pub fn join_augment(
                 range.len()
             )));
         }
-        // Which samples the shard's chains kept: its sink, replayed without draws.
+        // Which samples the shard's chains kept: its sink, replayed without draws, after the
+        // burn-in its warm-up made (all shards started from one: `joined_run` checks it).
+        burn_in = trace.run.burn_in.as_ref().map_or(cap, |m| m.burn_in());
         let counts = replay_sink(plan, range, burn_in, trace.run.completed)?;
         let rows = counts.total();
         let (shape, images) = s.npy_f32(AUGMENT_IMAGES)?;

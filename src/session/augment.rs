@@ -38,7 +38,8 @@ impl Augmenter {
     /// the chains and of the encodings (see [`merge`](crate::session::merge), which joins the
     /// shards into this run's files).
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
-        let split = Split::of(self.settings.problem.shard);
+        let problem = &self.settings.problem;
+        let split = Split::of(problem.shard, problem.warm_up_only);
         super::pipeline::augment(&self.settings, observer, split, None)
     }
 }
@@ -52,6 +53,7 @@ pub(crate) fn merge_shards(output: Output, parts: &[ShardFiles]) -> Result<Outco
     let trace = shard_trace(&parts[0])?;
     let mut args: AugmentSettings = shard_settings(&parts[0], &trace)?;
     args.problem.shard = None;
+    args.problem.warm_up = None;
     args.problem.out = output.dir.clone();
     let merge = Split::Merge(parts);
     let mut outcome = super::pipeline::augment(&args, &Silent, merge, Some(output))?;

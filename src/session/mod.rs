@@ -35,9 +35,12 @@ pub(crate) mod quality;
 mod resume;
 mod sample;
 mod settings;
+mod warm_up;
 
 pub use crate::io::default_code_cache;
-pub use crate::io::shards::{FileEntry, Manifest, Part, Shard, MANIFEST};
+pub use crate::io::shards::{
+    FileEntry, Manifest, Part, Shard, WarmUpManifest, MANIFEST, WARM_UP_MANIFEST,
+};
 pub use crate::learn::{
     group_names, synthetic_eda, DictionaryHyper, Learned, SignalResult, DICTIONARY_CHECKPOINT,
     PAPER_SYNTHETIC,

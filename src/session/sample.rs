@@ -21,7 +21,7 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer, Phase};
 use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
-use super::{outputs, DrawStats, Outcome};
+use super::{outputs, warm_up, DrawStats, Outcome};
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 
@@ -86,27 +86,61 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
     ];
+    let names = match (args.problem.shard, args.problem.warm_up_only) {
+        (_, true) => warm_up::WARM_UP_OUTPUTS,
+        (Some(_), false) => SHARD_OUTPUTS,
+        (None, false) => outputs::SAMPLE_OUTPUTS,
+    };
     let out = &args.problem.out;
-    let mut output = Output::check(out, output_names(args), &inputs, args.problem.force)?;
-    // A manifest left by an earlier shard here must not vouch for this run's files.
-    output.also_replace(&[io::MANIFEST]);
+    let mut output = Output::check(out, names, &inputs, args.problem.force)?;
+    // A manifest left by an earlier shard or warm-up here must not vouch for this run's files.
+    output.also_replace(&[io::MANIFEST, io::WARM_UP_MANIFEST]);
     tell_recovery(observer, &output, None);
+    let warm = warm_up::read_for_shard(&args.problem, "sample", || warm_up::sample_hash(args))?;
     let problem = load_problem(&args.problem)?;
     problem.check_sampler_fits(&args.problem, &settings)?;
     let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
     output.open()?;
-    let backend = make_backend(
+    let mut backend = make_backend(
         args.problem.backend,
         observer,
         &problem.target,
         &settings.dynamics,
         settings.chains,
     )?;
-    let mut run = Continued {
+    let hashes = hashes(&problem.target);
+    let state = match (&warm, args.problem.shard) {
+        (Some(warm), Some(shard)) => {
+            let range = shard.range(args.chains);
+            warm_up::start_shard(warm, backend.as_mut(), hashes, range, None)?
+                .state
+                .run
+        }
+        _ => orchestrator::start(backend.as_mut(), &problem.target, &settings)?,
+    };
+    if args.problem.warm_up_only {
+        let ran = (backend, state);
+        return warm_up_only(args, &problem, &settings, ran, output, (started, observer));
+    }
+    // A shard's warm-up may have ended its automatic burn-in already.
+    let burn_in = state
+        .burn_in
+        .as_ref()
+        .map_or(args.burn_in_cap(), |m| m.burn_in());
+    let (c, d, p) = (settings.chains, problem.target.d(), problem.target.p());
+    let staged = output.staged()?;
+    let streams = SampleStreams::new(
+        NpyStream::create(&staged.join(CODES), &[c, p])?,
+        NpyStream::create(&staged.join(IMAGES), &[c, d])?,
+        args.keep,
+        burn_in,
+        args.samples,
+    );
+    let run = Continued {
         backend,
-        state: SampleRun::default(),
-        streams: None,
+        state,
+        streams: Some(streams),
         identity: RunIdentity {
             run_id: io::staging::new_run_id(),
             configuration: configuration_hash(&identity_config(args)?),
@@ -117,17 +151,6 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         },
         output,
     };
-    run.state = orchestrator::start(run.backend.as_mut(), &problem.target, &settings)?;
-    let (c, d, p) = (settings.chains, problem.target.d(), problem.target.p());
-    let staged = run.output.staged()?;
-    run.streams = Some(SampleStreams::new(
-        NpyStream::create(&staged.join(CODES), &[c, p])?,
-        NpyStream::create(&staged.join(IMAGES), &[c, d])?,
-        args.keep,
-        args.burn_in_cap(),
-        args.samples,
-    ));
-    let hashes = hashes(&problem.target);
     drive(args, &problem, &settings, run, hashes, started, observer)
 }
 
@@ -169,6 +192,64 @@ pub(super) fn identity_config(args: &SampleSettings) -> Result<serde_json::Value
     stored.problem.out = Default::default();
     stored.problem.force = false;
     serde_json::to_value(&stored).map_err(|e| Error::Internal(format!("configuration: {e}")))
+}
+
+/// Runs the whole run's warm-up from `state` (every chain started) and saves it for the shards
+/// (`warm_up_only`) through `output`: nothing is kept; a stopped warm-up publishes nothing.
+fn warm_up_only(
+    args: &SampleSettings,
+    problem: &Problem,
+    settings: &SamplerSettings,
+    (mut backend, state): (Box<dyn Backend>, SampleRun),
+    mut output: Output,
+    (started, observer): (Instant, &dyn Observer),
+) -> Result<Outcome> {
+    let cap = args.burn_in_cap();
+    observer.phase_start(&Phase {
+        name: "warm-up",
+        len: Some(cap as u64),
+        unit: "outer iterations",
+    });
+    let target = &problem.target;
+    let run = match cap {
+        0 => state,
+        _ => orchestrator::warm_up(
+            backend.as_mut(),
+            target,
+            settings,
+            state,
+            cap,
+            &mut |k| observer.phase_advance(k as u64),
+            &|| observer.stop_requested(),
+        )?,
+    };
+    observer.phase_finish();
+    if run.interrupted {
+        output.discard();
+        return Ok(Outcome {
+            interrupted: true,
+            report: serde_json::json!({ "command": "sample", "warm_up_only": true, "interrupted": true }),
+            summary: vec![
+                "rmld sample warm-up: stopped before its end, nothing written; run it again".into(),
+            ],
+            draw_stats: None,
+        });
+    }
+    let finished = warm_up::Finished {
+        command: "sample",
+        config: serde_json::to_value(args)
+            .map_err(|e| Error::Internal(format!("configuration: {e}")))?,
+        settings: warm_up::sample_hash(args),
+        hashes: hashes(target),
+        shape: (target.d(), target.p()),
+        seed: args.problem.seed,
+        out: &args.problem.out,
+        dir: output.staged()?,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let outcome = warm_up::finish(finished, backend.as_mut(), &run)?;
+    output.publish()?;
+    Ok(outcome)
 }
 
 /// The problem with its target kind for every chain of the run, then cut to the shard's chains
@@ -332,9 +413,7 @@ fn finish(
         write_outputs(args, problem, settings, written, judged, started, &staged)?;
     if let (Some(shard), false) = (args.problem.shard, state.interrupted) {
         let mut hashed = args.clone();
-        hashed.problem.out = Default::default();
-        hashed.problem.shard = None;
-        hashed.problem.force = false;
+        hashed.problem.clear_placement();
         let hashes = hashes(target);
         let end = ShardEnd {
             command: "sample",
@@ -444,6 +523,7 @@ pub(crate) fn merge_shards(output: &mut Output, parts: &[ShardFiles]) -> Result<
     let traces = parts.iter().map(shard_trace).collect::<Result<Vec<_>>>()?;
     let mut args: SampleSettings = shard_settings(first, &traces[0])?;
     args.problem.shard = None;
+    args.problem.warm_up = None;
     args.problem.out = out.clone();
     let settings = args.sampler_settings()?;
     let problem = shard_problem(&args, load_problem(&args.problem)?)?;

@@ -84,6 +84,17 @@ pub struct ProblemSettings {
     /// its part and a manifest; `merge` joins the shards into the single run's files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// Run only the whole run's warm-up (every chain, up to the end of its burn-in) and save
+    /// its state into `out` (`warm-up.rmld` and `warm-up.json`) for the shards to start from
+    /// (`warm_up`); nothing else is written.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub warm_up_only: bool,
+    /// The folder of the whole run's warm-up (written with `warm_up_only` and the same
+    /// settings) that this shard starts from: its chains' state at the end of the burn-in, with
+    /// the step sizes adapted across all chains. Needed by the shards of a run whose chains
+    /// depend on each other during the burn-in (an adapted step size, an automatic burn-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up: Option<PathBuf>,
     /// How A is stored for the products (`Target::with_precision`): f32, or f16 (half the bytes
     /// on a device; its entries rounded, products still in f32) on every backend alike.
     #[serde(default, skip_serializing_if = "is_f32")]
@@ -92,6 +103,10 @@ pub struct ProblemSettings {
 
 fn is_f32(precision: &Precision) -> bool {
     *precision == Precision::F32
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// `tangent_k`'s default, for settings written before the setting existed.
@@ -124,6 +139,8 @@ impl Default for ProblemSettings {
             force: false,
             dataset: None,
             shard: None,
+            warm_up_only: false,
+            warm_up: None,
             precision: Precision::F32,
         }
     }
@@ -145,6 +162,11 @@ impl ProblemSettings {
         if let Some(shard) = &self.shard {
             shard.check()?;
         }
+        crate::io::shards::check_warm_up_settings(
+            self.shard,
+            self.warm_up_only,
+            self.warm_up.as_deref(),
+        )?;
         if !(self.pixel_max.is_finite() && self.pixel_max > 0.0) {
             return Err(Error::usage(
                 "pixel_max",
@@ -195,6 +217,17 @@ impl ProblemSettings {
             self.tangent().check()?;
         }
         Ok(())
+    }
+
+    /// Clears what differs between a run, its shards and its warm-up (the output folder,
+    /// `force`, the shard and the warm-up's settings): what is left is the configuration they
+    /// share, which a shard's manifest and a warm-up hash.
+    pub(crate) fn clear_placement(&mut self) {
+        self.out = PathBuf::new();
+        self.force = false;
+        self.shard = None;
+        self.warm_up_only = false;
+        self.warm_up = None;
     }
 
     /// The tangent target's settings.
@@ -351,16 +384,26 @@ impl SampleSettings {
     /// `self` with the warm-up a run gets when none is given: for MALA and HMC, which adapt
     /// their step size (and HMC its trajectory length) during the burn-in, an automatic burn-in
     /// capped at half the samples (Stan's default warm-up share); none (`burn_in` 0) for RMLD,
-    /// with `no_adapt`, for a shard (its warm-up would see its own chains only) and for an SSGL
-    /// prior in adapt mode (it adapts over a burn-in fixed in advance). The CLI and the Python
-    /// package apply it when `burn_in` is not given.
+    /// with `no_adapt` and for an SSGL prior in adapt mode (it adapts over a burn-in fixed in
+    /// advance). A shard gets the single run's default, so it starts from the single run's
+    /// warm-up (`warm_up`). The CLI and the Python package apply it when `burn_in` is not given.
     pub fn with_default_warm_up(mut self) -> Self {
         let adapts = matches!(self.method, Method::Mala | Method::Hmc) && !self.no_adapt;
         let ssgl_adapts = self.problem.prior.adapts_over_burn_in();
         self.burn_in = 0;
-        self.auto_burn_in =
-            adapts && self.problem.shard.is_none() && !ssgl_adapts && self.samples >= 2;
+        self.auto_burn_in = adapts && !ssgl_adapts && self.samples >= 2;
         self
+    }
+
+    /// What couples the chains during the burn-in (None: nothing, each chain runs on its own):
+    /// a step size adapted across all chains, an automatic burn-in's settle check on all
+    /// chains. The shards of such a run start from its warm-up (`warm_up`).
+    pub fn coupled_warm_up(&self) -> Option<&'static str> {
+        match (self.auto_burn_in().is_some(), self.adaptation().is_some()) {
+            (true, _) => Some("ends its automatic burn-in on a check of all the chains"),
+            (false, true) => Some("adapts its step size across all the chains during the burn-in"),
+            (false, false) => None,
+        }
     }
 
     /// The fixed burn-in, or an automatic one's cap (`burn_in`, or half the samples when 0).
@@ -407,24 +450,18 @@ impl SampleSettings {
         }
         settings.adapt = self.adaptation();
         settings.auto_burn_in = self.auto_burn_in();
-        if let (Some(shard), Some(_)) = (self.problem.shard, settings.auto_burn_in) {
-            return Err(Error::usage(
-                "burn_in",
-                format!(
-                    "shard {shard} would end its automatic burn-in on its own chains only, so the \
-                     shards would not make the single run's draws: give a fixed burn-in"
-                ),
-            ));
-        }
-        if let (Some(shard), Some(_)) = (self.problem.shard, settings.adapt) {
-            return Err(Error::usage(
-                "no_adapt",
-                format!(
-                    "shard {shard} would adapt its step size over its own chains only, so the \
-                     shards would not make the single run's draws: pass `no_adapt` with `shard` \
-                     (and the single run's step size as `eta`), or no burn-in"
-                ),
-            ));
+        if let (Some(shard), None, Some(why)) = (
+            self.problem.shard,
+            &self.problem.warm_up,
+            self.coupled_warm_up(),
+        ) {
+            let why = format!(
+                "(method {}) {why}",
+                format!("{:?}", self.method).to_lowercase()
+            );
+            let otherwise = "pass `no_adapt` with `shard`, with the single run's step size as \
+                             `eta` and a fixed burn-in";
+            return Err(shard.needs_warm_up(&why, otherwise));
         }
         if let Some(shard) = self.problem.shard {
             shard.check()?;
@@ -807,6 +844,17 @@ impl AugmentSettings {
         }
     }
 
+    /// What couples the chains during the burn-in (None: nothing, each chain runs on its own):
+    /// per-class step sizes adapted on each class's chains (`adapt`), an automatic burn-in's
+    /// settle check on all chains. The shards of such a run start from its warm-up (`warm_up`).
+    pub fn coupled_warm_up(&self) -> Option<&'static str> {
+        match (self.auto_burn_in, self.adapt) {
+            (true, _) => Some("ends its automatic burn-in on a check of all the chains"),
+            (false, true) => Some("adapts each class's step size on its chains during the burn-in"),
+            (false, false) => None,
+        }
+    }
+
     /// Checks the settings that do not need the data (the rest is checked once it is loaded).
     pub fn validate(&self) -> Result<()> {
         self.postprocess().validate()?;
@@ -881,6 +929,17 @@ impl EncodeSettings {
         self.problem.validate()?;
         if self.limit == Some(0) {
             return Err(Error::usage("limit", "must be at least 1"));
+        }
+        let field = match (self.problem.warm_up_only, &self.problem.warm_up) {
+            (true, _) => Some("warm_up_only"),
+            (false, Some(_)) => Some("warm_up"),
+            (false, None) => None,
+        };
+        if let Some(field) = field {
+            return Err(Error::usage(
+                field,
+                "encode runs no chains to warm up: its shards run without a warm-up",
+            ));
         }
         if self.lasso_iterations == 0 {
             return Err(Error::usage("lasso_iterations", "must be at least 1"));

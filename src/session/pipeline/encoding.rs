@@ -80,7 +80,8 @@ impl Encoder<'_> {
                 }
                 Ok(Codes::Stream(stream))
             }
-            Split::Whole => {
+            // A warm-up ends before the encodings.
+            Split::Whole | Split::WarmUp => {
                 let mut stream = output.stream(file, &[p])?;
                 let mut append = |c: &[f32]| stream.append(c);
                 match self.encode("encoding", Rows::All(n), &image, &mut append, cache)? {

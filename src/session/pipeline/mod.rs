@@ -31,9 +31,11 @@ use serde_json::Value;
 
 use crate::io::{Output, Split};
 use crate::orchestrator::shard::join_augment;
+use crate::orchestrator::warm_up::WarmUp;
 use crate::orchestrator::{AugmentSink, SampleRun};
 use crate::session::observer::Observer;
 use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::warm_up;
 use crate::session::Outcome;
 use crate::{Error, Result};
 use encoding::Encoder;
@@ -70,6 +72,7 @@ pub(crate) fn augment(
         None => {
             let names = match split {
                 Split::Shard(_) => parts::SHARD_OUTPUTS,
+                Split::WarmUp => warm_up::WARM_UP_OUTPUTS,
                 _ => crate::session::outputs::AUGMENT_OUTPUTS,
             };
             let inputs = [
@@ -80,11 +83,18 @@ pub(crate) fn augment(
             Output::check(&args.problem.out, names, &inputs, args.problem.force)?
         }
     };
-    // A manifest left by an earlier shard here must not vouch for this run's files.
-    output.also_replace(&[crate::io::MANIFEST]);
+    // A manifest left by an earlier shard or warm-up here must not vouch for this run's files.
+    output.also_replace(&[crate::io::MANIFEST, crate::io::WARM_UP_MANIFEST]);
     crate::session::sample::tell_recovery(observer, &output, None);
+    // A shard's warm-up, checked against its settings before any work.
+    let warm = match split {
+        Split::Shard(_) => {
+            warm_up::read_for_shard(&args.problem, "augment", || warm_up::augment_hash(args))?
+        }
+        _ => None,
+    };
     let mut pipe = Pipeline::new(observer, split, output, &AUGMENT_PHASES);
-    match run(&mut pipe, args) {
+    match run(&mut pipe, args, warm.as_ref()) {
         Ok(outcome) => {
             pipe.output.publish()?;
             Ok(outcome)
@@ -94,10 +104,13 @@ pub(crate) fn augment(
     }
 }
 
-/// The stages, in order.
-fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
+/// The stages, in order (a shard starting from the whole run's warm-up `warm`).
+fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> Step<Outcome> {
     let (run, mut device) = pipe.stage(load::PHASE, None, |pipe| Ok(load::load(pipe, args)?))?;
-    let generated = generate(pipe, &run, &mut device)?;
+    if let Split::WarmUp = pipe.split {
+        return burn_in::warm_up_only(pipe, &run, &mut device);
+    }
+    let generated = generate(pipe, &run, &mut device, warm)?;
     let args = &run.args;
     let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
     let full = args.problem_settings().pixel_max;
@@ -218,9 +231,14 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
     )?)
 }
 
-/// The samples: the chains' (their starts, burn-in and sampling), the amortized sampler's, or
-/// a merge's joined from its shards'.
-fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Generated> {
+/// The samples: the chains' (their starts, burn-in and sampling; a shard's from the whole
+/// run's warm-up `warm`), the amortized sampler's, or a merge's joined from its shards'.
+fn generate(
+    pipe: &mut Pipeline,
+    run: &Loaded,
+    device: &mut Device,
+    warm: Option<&WarmUp>,
+) -> Step<Generated> {
     let args = &run.args;
     let compression = args.method == AugmentMethod::Compression;
     let cap = if compression { 0 } else { args.burn_in_cap() };
@@ -238,7 +256,7 @@ fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Gene
             (sink, state, Some(info))
         }
         (_, Some(backend)) => {
-            let (sink, state) = chains(pipe, run, backend, cap)?;
+            let (sink, state) = chains(pipe, run, backend, (cap, warm))?;
             (sink, state, None)
         }
         (_, None) => return Err(Error::Internal("augment without a backend".into()).into()),
@@ -257,35 +275,63 @@ fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Gene
     })
 }
 
-/// The chains' stages: their starts, their burn-in, their kept iterations.
+/// The chains' stages: their starts, their burn-in (`cap`), their kept iterations; a shard
+/// with the whole run's warm-up `warm` starts its chains from it instead.
 fn chains(
     pipe: &mut Pipeline,
     run: &Loaded,
     backend: &mut dyn crate::backend::Backend,
-    cap: u32,
+    (cap, warm): (u32, Option<&WarmUp>),
 ) -> Step<(AugmentSink, SampleRun)> {
     let (target, settings) = (run.target.as_ref(), &run.settings);
     let range = run.chains.clone();
-    let state = pipe.stage(starts::PHASE, None, |_| {
-        Ok(starts::starts(backend, target, settings)?)
-    })?;
     if run.args.method == AugmentMethod::Compression {
+        let state = pipe.stage(starts::PHASE, None, |_| {
+            Ok(starts::starts(backend, target, settings)?)
+        })?;
         let mut sink = AugmentSink::for_chains(&run.plan, range, 0, !run.kernel);
         let state = starts::starts_as_samples(backend, state, &mut sink)?;
         return Ok((sink, state));
     }
-    let state = match cap {
-        0 => state,
-        _ => pipe.stage(burn_in::PHASE, Some(cap as u64), |pipe| {
-            burn_in::burn_in(pipe, backend, target, settings, state, cap)
-        })?,
+    let (state, class_steps) = match warm {
+        Some(warm) => {
+            let start = pipe.stage(burn_in::PHASE, None, |_| {
+                Ok(burn_in::shard_start(run, backend, warm)?)
+            })?;
+            (start.state.run, start.class_steps)
+        }
+        None => (warmed_up(pipe, run, backend, cap)?, None),
     };
     let burn_in = state.burn_in.as_ref().map_or(cap, |m| m.burn_in());
     let mut sink = AugmentSink::for_chains(&run.plan, range, burn_in, !run.kernel);
     let kept = (settings.samples - cap) as u64;
-    let state = pipe.stage(sampling::PHASE, Some(kept), |pipe| {
+    let mut state = pipe.stage(sampling::PHASE, Some(kept), |pipe| {
         let problem = (target, settings);
         sampling::sampling(pipe, backend, problem, state, burn_in, &mut sink)
     })?;
+    // The shard's trace holds the warm-up's per-class steps as the whole run numbers them.
+    if class_steps.is_some() {
+        state.class_steps = class_steps;
+    }
     Ok((sink, state))
+}
+
+/// The chains started and warmed up: the stages "LASSO starts" and "burn-in" (`cap` outer
+/// iterations at most; none when 0).
+fn warmed_up(
+    pipe: &mut Pipeline,
+    run: &Loaded,
+    backend: &mut dyn crate::backend::Backend,
+    cap: u32,
+) -> Step<SampleRun> {
+    let (target, settings) = (run.target.as_ref(), &run.settings);
+    let state = pipe.stage(starts::PHASE, None, |_| {
+        Ok(starts::starts(backend, target, settings)?)
+    })?;
+    match cap {
+        0 => Ok(state),
+        _ => pipe.stage(burn_in::PHASE, Some(cap as u64), |pipe| {
+            burn_in::burn_in(pipe, backend, target, settings, state, cap)
+        }),
+    }
 }

@@ -42,6 +42,7 @@ pub(crate) fn sampler_settings(
             ),
         ));
     }
+    refuse_warm_up_without_chains(args)?;
     let settings = SamplerSettings {
         chains: plan.chains(),
         samples,
@@ -88,12 +89,9 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
              off with sampler amortized",
         ));
     }
-    if args.problem.shard.is_some() {
-        return Err(Error::usage(
-            "adapt",
-            "a shard sees only its own chains, so its adapted steps would not be the single \
-             run's: leave adapt off for a sharded run",
-        ));
+    if let (Some(shard), None) = (args.problem.shard, &args.problem.warm_up) {
+        let why = args.coupled_warm_up().unwrap_or_default();
+        return Err(shard.needs_warm_up(why, "leave `adapt` off"));
     }
     Ok(
         Adaptation::for_method(method, args.burn_in_cap()).map(|a| Adaptation {
@@ -115,16 +113,30 @@ fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::Auto
             "method compression runs no chains to warm up: give a count, not auto",
         ));
     }
-    if let Some(shard) = args.problem.shard {
-        return Err(Error::usage(
-            "burn_in",
-            format!(
-                "shard {shard} would end its automatic burn-in on its own chains only, so the \
-                 shards would not make the single run's samples: give a fixed burn-in"
-            ),
-        ));
+    if let (Some(shard), None) = (args.problem.shard, &args.problem.warm_up) {
+        let why = args.coupled_warm_up().unwrap_or_default();
+        return Err(shard.needs_warm_up(why, "give a fixed burn-in"));
     }
     Ok(Some(orchestrator::AutoBurnIn {
         cap: args.burn_in_cap(),
     }))
+}
+
+/// A warm-up (`warm_up_only`, `warm_up`) is the chains' burn-in: Compression and the amortized
+/// sampler run no chains.
+fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
+    let field = match (args.problem.warm_up_only, &args.problem.warm_up) {
+        (true, _) => "warm_up_only",
+        (false, Some(_)) => "warm_up",
+        (false, None) => return Ok(()),
+    };
+    let what = match (args.method, args.sampler) {
+        (AugmentMethod::Compression, _) => "method compression",
+        (_, SamplerChoice::Amortized) => "the amortized sampler",
+        _ => return Ok(()),
+    };
+    Err(Error::usage(
+        field,
+        format!("{what} runs no chains to warm up: its shards run without a warm-up"),
+    ))
 }

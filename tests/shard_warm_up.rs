@@ -1,0 +1,280 @@
+//! Shards of runs whose chains depend on each other during the burn-in (an adapted step size,
+//! an automatic burn-in): the whole run's warm-up once (`--warm-up-only`), the shards from it
+//! (`--warm-up`), then `rmld merge` write the single run's files byte for byte (`sample` with
+//! RMLD, MALA and HMC at their defaults; `augment` at its default and with `--adapt`; on the
+//! CPU and on lavapipe). A shard that cannot reproduce its run refuses it by name.
+
+mod cli_common;
+mod gpu_common;
+
+use std::path::{Path, PathBuf};
+
+use cli_common::{json, rmld, stderr};
+
+/// `rmld sample` of 7 chains × 10 outer iterations (no `--burn-in`: the method's default).
+const SAMPLE: &[&str] = &[
+    "sample",
+    "--chains",
+    "7",
+    "--samples",
+    "10",
+    "--steps",
+    "4",
+    "--seed",
+    "3",
+];
+
+/// `rmld augment` at its defaults (the quality preset: HMC, a fixed burn-in of 20) on the first
+/// 150 embedded digits, 5 originals per new sample (10 chains over 10 classes), seed 4; the
+/// cases give `--samples`.
+const AUGMENT: &[&str] = &[
+    "augment",
+    "--limit",
+    "150",
+    "--ratio",
+    "5:1",
+    "--lasso-iterations",
+    "30",
+    "--seed",
+    "4",
+];
+
+/// `base` + `extra` on `backend` into `out`; the run must succeed.
+fn run(base: &[&str], backend: &str, out: &Path, extra: &[&str]) {
+    let mut args = base.to_vec();
+    args.extend_from_slice(extra);
+    args.extend(["--backend", backend, "--out", out.to_str().unwrap()]);
+    let done = rmld(&args);
+    assert!(done.status.success(), "{args:?}: {}", stderr(&done));
+}
+
+/// The files under `dir` but its report and checkpoints, as paths relative to it (sorted).
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if !path.ends_with("report.json") && !path.ends_with("checkpoint.rmld") {
+                found.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A report without the keys that hold timings, the host's memory or how this process encoded
+/// (at any depth).
+fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
+    const TIMINGS: &[&str] = &[
+        "code_cache",
+        "lasso",
+        "seconds",
+        "phase_seconds",
+        "timings",
+        "generation_seconds",
+        "samples_per_second",
+        "peak_rss_bytes",
+        "min_ess_bulk_per_second",
+        "ess_bulk_per_second",
+        // Random per run (a checkpoint's identity), never equal between two runs.
+        "run_id",
+    ];
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(object) => {
+                object.retain(|k, _| !TIMINGS.contains(&k.as_str()));
+                object.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut report);
+    report
+}
+
+/// The single run of `base` + `extra`, its warm-up, its 3 shards from the warm-up (in reverse
+/// order) and their merge, in `dir`: the merge's files equal the single run's byte for byte,
+/// its report but for timings.
+fn shards_from_warm_up_match(dir: &Path, backend: &str, base: &[&str], extra: &[&str]) {
+    let what = format!("{} {extra:?} on {backend}", base[0]);
+    let single = dir.join("single");
+    run(base, backend, &single, extra);
+    let warm = dir.join("warm-up");
+    let mut warm_extra = extra.to_vec();
+    warm_extra.push("--warm-up-only");
+    run(base, backend, &warm, &warm_extra);
+    let mut dirs = Vec::new();
+    for i in (0..3).rev() {
+        let out = dir.join(format!("shard-{i}"));
+        let shard = format!("{i}/3");
+        let mut all = extra.to_vec();
+        all.extend(["--shard", &shard, "--warm-up", warm.to_str().unwrap()]);
+        run(base, backend, &out, &all);
+        dirs.push(out);
+    }
+    dirs.reverse();
+    let merged = dir.join("merged");
+    let mut args = vec!["merge", merged.to_str().unwrap()];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+    let done = rmld(&args);
+    assert!(done.status.success(), "{what}: merge: {}", stderr(&done));
+    let names = files(&single);
+    assert!(names.len() >= 5, "{what}: the single run wrote {names:?}");
+    assert_eq!(names, files(&merged), "{what}: the merge wrote other files");
+    for name in &names {
+        let a = std::fs::read(single.join(name)).unwrap();
+        let b = std::fs::read(merged.join(name)).unwrap();
+        assert!(
+            a == b,
+            "{what}: {} differs from the single run's",
+            name.display()
+        );
+    }
+    assert_eq!(
+        without_timings(json(&single, "report.json")),
+        without_timings(json(&merged, "report.json")),
+        "{what}: report.json differs beyond timings"
+    );
+}
+
+#[test]
+fn sample_shards_from_a_warm_up_equal_the_single_run_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    for (k, method) in ["rmld", "mala", "hmc"].iter().enumerate() {
+        let case = dir.path().join(format!("case-{k}"));
+        shards_from_warm_up_match(&case, "cpu", SAMPLE, &["--method", method]);
+    }
+    // An automatic burn-in that settles before its cap (ended by its check of all the chains).
+    let long = ["sample", "--chains", "5", "--samples", "40", "--seed", "2"];
+    let case = dir.path().join("settled");
+    shards_from_warm_up_match(&case, "cpu", &long, &["--method", "mala"]);
+    let report = json(&case.join("single"), "report.json");
+    let settled = &report["burn_in_auto"]["settled"];
+    assert!(settled.is_boolean(), "no automatic burn-in in {report}");
+}
+
+#[test]
+fn augment_shards_from_a_warm_up_equal_the_single_run_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 3] = [
+        &["--samples", "22"],
+        &["--adapt", "--samples", "22"],
+        &["--adapt", "--burn-in", "auto", "--samples", "12"],
+    ];
+    for (k, extra) in cases.iter().enumerate() {
+        let case = dir.path().join(format!("case-{k}"));
+        shards_from_warm_up_match(&case, "cpu", AUGMENT, extra);
+    }
+}
+
+#[test]
+fn shards_from_a_warm_up_equal_the_single_run_on_lavapipe() {
+    if gpu_common::context("shards from a warm-up on the GPU").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let case = dir.path().join("sample-hmc");
+    shards_from_warm_up_match(&case, "gpu", SAMPLE, &["--method", "hmc"]);
+    // The paper's preset: the quality preset's tangent target is slow on lavapipe.
+    let case = dir.path().join("augment-adapt");
+    let extra = [
+        "--preset",
+        "paper",
+        "--method",
+        "mala",
+        "--adapt",
+        "--burn-in",
+        "auto",
+        "--samples",
+        "4",
+    ];
+    shards_from_warm_up_match(&case, "gpu", AUGMENT, &extra);
+}
+
+/// `base` + `extra` on the CPU into `dir/refused` fails with exit status 2, a message holding
+/// every one of `expect`, and writes nothing.
+fn assert_refused(dir: &Path, base: &[&str], extra: &[&str], expect: &[&str]) {
+    let out = dir.join("refused");
+    let mut args = base.to_vec();
+    args.extend_from_slice(extra);
+    args.extend(["--backend", "cpu", "--out", out.to_str().unwrap()]);
+    let done = rmld(&args);
+    let message = stderr(&done);
+    assert_eq!(done.status.code(), Some(2), "{args:?}: {message}");
+    for text in expect {
+        assert!(message.contains(text), "{args:?}: no {text:?} in {message}");
+    }
+    assert!(!out.exists(), "{args:?} wrote {}", out.display());
+}
+
+#[test]
+fn shards_that_cannot_reproduce_their_run_refuse_it_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Without the warm-up: the run's adaptation or automatic burn-in, named.
+    let needs = ["shard 1/3", "--warm-up-only", "--warm-up"];
+    for (method, why) in [("mala", "automatic burn-in"), ("hmc", "automatic burn-in")] {
+        let extra = ["--method", method, "--shard", "1/3"];
+        assert_refused(d, SAMPLE, &extra, &[&needs[..], &[why, method]].concat());
+    }
+    let extra = ["--method", "mala", "--burn-in", "2", "--shard", "1/3"];
+    let why = "adapts its step size across all the chains";
+    assert_refused(d, SAMPLE, &extra, &[&needs[..], &[why]].concat());
+    let why = "adapts each class's step size";
+    assert_refused(
+        d,
+        AUGMENT,
+        &["--adapt", "--samples", "22", "--shard", "1/3"],
+        &[&needs[..], &[why, "--adapt"]].concat(),
+    );
+    let extra = ["--burn-in", "auto", "--samples", "22", "--shard", "1/3"];
+    assert_refused(
+        d,
+        AUGMENT,
+        &extra,
+        &[&needs[..], &["automatic burn-in"]].concat(),
+    );
+    // A warm-up with a shard, a warm-up folder without one, one from other settings.
+    let extra = ["--method", "hmc", "--warm-up-only", "--shard", "0/3"];
+    assert_refused(d, SAMPLE, &extra, &["--warm-up-only", "0/3"]);
+    let warm = d.join("warm-up");
+    let warm_dir = warm.to_str().unwrap();
+    assert_refused(
+        d,
+        SAMPLE,
+        &["--warm-up", warm_dir],
+        &["--warm-up", "--shard"],
+    );
+    run(SAMPLE, "cpu", &warm, &["--method", "hmc", "--warm-up-only"]);
+    let extra = ["--method", "mala", "--shard", "0/3", "--warm-up", warm_dir];
+    assert_refused(d, SAMPLE, &extra, &["warm-up.json", "other settings"]);
+    let extra = ["--samples", "22", "--warm-up", warm_dir, "--shard", "0/3"];
+    assert_refused(d, AUGMENT, &extra, &["warm-up.json", "sample"]);
+    // Method compression runs no chains to warm up.
+    let extra = [
+        "--method",
+        "compression",
+        "--samples",
+        "2",
+        "--warm-up-only",
+    ];
+    assert_refused(d, AUGMENT, &extra, &["--warm-up-only", "compression"]);
+    // A warm-up's state changed since it was written.
+    let state = warm.join("warm-up.rmld");
+    let mut bytes = std::fs::read(&state).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&state, bytes).unwrap();
+    let extra = ["--method", "hmc", "--shard", "0/3", "--warm-up", warm_dir];
+    assert_refused(
+        d,
+        SAMPLE,
+        &extra,
+        &["warm-up.rmld", "run the warm-up again"],
+    );
+}
