@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::io;
 use crate::io::shards::{configuration, Shard, ShardFiles};
 use crate::methods::DynamicsSettings;
-use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, BatchBackends};
+use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, EncodeBackend};
 use crate::orchestrator::encode::{join_encoded, write_encoded, Encoded};
 use crate::orchestrator::report::{dataset_json, lasso_json};
 use crate::Result;
@@ -77,38 +77,30 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
     // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
-    // encodes its rows in the same batches (cut to its range), each computed as over its
-    // single-run batch's rows (`run_chains`: the CPU's products take their path by the row
-    // count).
-    let sharded = args.problem.shard.is_some();
+    // encodes its rows in the same batches (cut to its range).
     let chains = ENCODE_BATCH.min(range.len()).max(1);
-    let make = |like: usize| {
+    let mut backend = EncodeBackend::new(|_| {
         let dynamics = DynamicsSettings {
             eta: 1.0,
             steps: 1,
             batch: 1,
             seed: args.problem.seed,
-            run_chains: if sharded { like as u32 } else { 0 },
             ..Default::default()
         };
         let mut backend = make_backend(args.problem.backend, observer, target, &dynamics, chains)?;
         backend.set_lasso_tolerance(args.lasso_tolerance);
         Ok(backend)
-    };
-    let mut backends = match sharded {
-        true => BatchBackends::per_batch_size(make),
-        false => BatchBackends::one(make),
-    };
+    });
     let rows: Vec<usize> = range.clone().collect();
     let first = batches(&rows, n, ENCODE_BATCH).first().map_or(1, |b| b.0);
-    let info = backends.get(first)?.info();
+    let info = backend.get(first)?.info();
     observer.phase_start(&Phase {
         name: "encoding",
         len: Some(rows.len() as u64),
         unit: "",
     });
     let codes = encode_like_whole(
-        &mut backends,
+        &mut backend,
         &rows,
         n,
         ENCODE_BATCH,
@@ -145,7 +137,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
-        "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, backends.stats()),
+        "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, backend.stats()),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
         "dictionary": dictionary_json(&problem, d, p),

@@ -61,8 +61,13 @@ pub struct ProblemSettings {
     pub lambda: f32,
     /// The prior over the codes with its hyper-parameters: its name alone (`"laplace"`,
     /// `"ssgl"`: the defaults) or an object tagged by `kind`. The Laplace prior's rate is
-    /// `lambda`; SSGL's `adapt_iterations` is set from the run's burn-in by the sessions.
-    #[serde(default, deserialize_with = "crate::model::prior::from_setting")]
+    /// `lambda` (its object is written without one); SSGL's `adapt_iterations` is set from the
+    /// run's burn-in by the sessions.
+    #[serde(
+        default,
+        deserialize_with = "crate::model::prior::from_setting",
+        serialize_with = "crate::model::prior::to_setting"
+    )]
     pub prior: Prior,
     /// Seed of every random draw.
     pub seed: u64,
@@ -254,7 +259,6 @@ impl DynamicsOptions {
             sghmc_noise: self.sghmc_noise,
             seed,
             chain_offset: 0,
-            run_chains: 0,
         }
     }
 
@@ -441,7 +445,6 @@ impl SampleSettings {
             }
             settings.chains = range.len();
             settings.dynamics.chain_offset = range.start as u32;
-            settings.dynamics.run_chains = self.chains as u32;
         }
         Ok(settings)
     }

@@ -140,15 +140,13 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     let target = base
         .with_classes(plan.chain_classes(&means, d)?)
         .with_kind(args.problem.target, whole.chains, whole.dynamics.seed)?;
-    // A shard runs its range of the chains, keyed by their global index, with its products
-    // computed as over the whole run's chains.
+    // A shard runs its range of the chains, keyed by their global index.
     let chains = pipe.split.chains(whole.chains)?;
     let mut settings = whole.clone();
     let target = match pipe.split {
         Split::Shard(_) => {
             settings.chains = chains.len();
             settings.dynamics.chain_offset = chains.start as u32;
-            settings.dynamics.run_chains = whole.chains as u32;
             target.chain_slice(whole.chains, chains.clone())?
         }
         _ => target,
