@@ -612,7 +612,7 @@ pub struct AugmentArgs {
     pub adapt: bool,
 
     /// What generates the samples.
-    #[arg(long, value_enum, default_value_t = AugmentMethod::Rmld)]
+    #[arg(long, value_enum, default_value_t = AugmentMethod::default())]
     pub method: AugmentMethod,
 
     #[command(flatten)]

@@ -26,7 +26,7 @@ pub use adapt::{
     halton, mean_acceptance, Adaptation, ClassSteps, StepAdaptation, TrajectoryAdaptation,
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
-pub use augment::{parse_ratio, AugmentMethod, AugmentPlan, AugmentSink};
+pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use balance::Balance;
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;

@@ -8,10 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::io::postprocess::{PostProcess, Rescale};
 use crate::io::Dataset;
 use crate::io::Shard;
-use crate::methods::DynamicsSettings;
-use crate::methods::Method;
+pub use crate::methods::{AugmentMethod, SamplerChoice};
+use crate::methods::{DynamicsSettings, Method};
 use crate::model::{NoiseModel, Precision, Prior, TangentSettings, TargetKind};
-pub use crate::orchestrator::AugmentMethod;
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::{Error, Result};
 
@@ -196,7 +195,7 @@ impl ProblemSettings {
             }
         }
         // The other targets ignore both settings.
-        if self.target == TargetKind::Tangent {
+        if self.target.has_tangent_span() {
             self.tangent().check()?;
         }
         Ok(())
@@ -359,7 +358,7 @@ impl SampleSettings {
     /// prior in adapt mode (it adapts over a burn-in fixed in advance). The CLI and the Python
     /// package apply it when `burn_in` is not given.
     pub fn with_default_warm_up(mut self) -> Self {
-        let adapts = matches!(self.method, Method::Mala | Method::Hmc) && !self.no_adapt;
+        let adapts = self.method.target_acceptance().is_some() && !self.no_adapt;
         let ssgl_adapts = self.problem.prior.adapts_over_burn_in();
         self.burn_in = 0;
         self.auto_burn_in =
@@ -448,19 +447,6 @@ impl SampleSettings {
         }
         Ok(settings)
     }
-}
-
-/// Where `augment`'s new samples come from: the MCMC chains (the default) or a learned sampler
-/// trained by `rmld amortize train` (experimental; docs/amortized.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum SamplerChoice {
-    /// The chains of `method` (the default).
-    #[default]
-    Mcmc,
-    /// One pass of a trained class-conditional code sampler per sample (`model`).
-    Amortized,
 }
 
 /// Named sets of augmentation settings (`AugmentSettings::preset`).
@@ -698,7 +684,7 @@ impl AugmentSettings {
             samples: 4,
             burn_in: 0,
             auto_burn_in: false,
-            method: AugmentMethod::Rmld,
+            method: AugmentMethod::Chains(Method::Rmld),
             dynamics: DynamicsOptions::default(),
             smooth: 0.5,
             soft_threshold: 0.0,
@@ -727,7 +713,7 @@ impl AugmentSettings {
     pub fn quality() -> Self {
         let mut s = AugmentSettings::paper();
         s.preset = Some(Preset::Quality);
-        s.method = AugmentMethod::Hmc;
+        s.method = AugmentMethod::Chains(Method::Hmc);
         s.problem.target = TargetKind::Tangent;
         s.problem.pixel_max = 1.0;
         s.problem.lambda = 0.05;
@@ -795,7 +781,7 @@ impl AugmentSettings {
     /// its step size means the same for every dataset.
     pub fn problem_settings(&self) -> ProblemSettings {
         let mut problem = self.problem.clone();
-        if self.method == AugmentMethod::KernelHmc {
+        if self.method.samples_images() {
             problem.pixel_max = 1.0;
         }
         problem

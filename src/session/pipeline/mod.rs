@@ -33,7 +33,7 @@ use crate::io::{Output, Split};
 use crate::orchestrator::shard::join_augment;
 use crate::orchestrator::{AugmentSink, SampleRun};
 use crate::session::observer::Observer;
-use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::settings::AugmentSettings;
 use crate::session::Outcome;
 use crate::{Error, Result};
 use encoding::Encoder;
@@ -213,15 +213,18 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
 /// a merge's joined from its shards'.
 fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Generated> {
     let args = &run.args;
-    let compression = args.method == AugmentMethod::Compression;
-    let cap = if compression { 0 } else { args.burn_in_cap() };
+    let cap = if args.method.moves() {
+        args.burn_in_cap()
+    } else {
+        0
+    };
     let (sink, state, amortized) = match (pipe.split, device.backend.as_deref_mut()) {
         (Split::Merge(shards), _) => {
             let shape = (run.kernel, run.d, run.p);
             let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
             (sink, state, None)
         }
-        (_, Some(_)) if args.sampler == SamplerChoice::Amortized => {
+        (_, Some(_)) if args.sampler.is_amortized() => {
             let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
             let (sink, state, info) = pipe.stage(sampling::PHASE, None, |_| {
                 Ok(sampling::amortized(args, &run.plan, &run.target, (h, w))?)
@@ -260,7 +263,7 @@ fn chains(
     let state = pipe.stage(starts::PHASE, None, |_| {
         Ok(starts::starts(backend, target, settings)?)
     })?;
-    if run.args.method == AugmentMethod::Compression {
+    if !run.args.method.moves() {
         let mut sink = AugmentSink::for_chains(&run.plan, range, 0, !run.kernel);
         let state = starts::starts_as_samples(backend, state, &mut sink)?;
         return Ok((sink, state));
