@@ -156,6 +156,17 @@ impl std::str::FromStr for KeepPolicy {
     }
 }
 
+/// As `from_str` reads it: `all`, `last`, `every:N`.
+impl std::fmt::Display for KeepPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepPolicy::All => write!(f, "all"),
+            KeepPolicy::Last => write!(f, "last"),
+            KeepPolicy::Every(n) => write!(f, "every:{n}"),
+        }
+    }
+}
+
 impl KeepPolicy {
     /// Whether outer iteration `outer` (1-based) of a run of `samples` is kept.
     pub fn keeps(self, outer: u32, burn_in: u32, samples: u32) -> bool {

@@ -23,6 +23,7 @@ use crate::{Error, Result};
 
 /// Which atom family to learn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum FamilyKind {
     /// EDA tonic (fixed) and phasic (learned) atoms for 1-D signals of d samples.
