@@ -98,6 +98,16 @@ impl Method {
         }
     }
 
+    /// The gradient steps one proposal takes (the draws' `n_steps`): RMLD's T momentum steps,
+    /// MALA's one Langevin step, HMC's L leapfrog steps.
+    pub fn gradient_steps(self, settings: &DynamicsSettings) -> u32 {
+        match self {
+            Method::Rmld => settings.steps,
+            Method::Mala => 1,
+            Method::Hmc => settings.leapfrog_steps,
+        }
+    }
+
     /// The gradient products per chain and proposal (each A z and Aᵀ r, 4·d·p flops) that the
     /// estimate of a run's time counts.
     pub fn products_per_proposal(self, settings: &DynamicsSettings) -> f64 {
