@@ -60,13 +60,8 @@ pub struct ProblemSettings {
     pub lambda: f32,
     /// The prior over the codes with its hyper-parameters: its name alone (`"laplace"`,
     /// `"ssgl"`: the defaults) or an object tagged by `kind`. The Laplace prior's rate is
-    /// `lambda` (its object is written without one); SSGL's `adapt_iterations` is set from the
-    /// run's burn-in by the sessions.
-    #[serde(
-        default,
-        deserialize_with = "crate::model::prior::from_setting",
-        serialize_with = "crate::model::prior::to_setting"
-    )]
+    /// `lambda`; SSGL's `adapt_iterations` is set from the run's burn-in by the sessions.
+    #[serde(default, deserialize_with = "crate::model::prior::from_setting")]
     pub prior: Prior,
     /// Seed of every random draw.
     pub seed: u64,

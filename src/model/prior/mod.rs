@@ -10,7 +10,7 @@
 pub(crate) mod laplace;
 pub(crate) mod ssgl;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::model::wgsl::{WgslBytes, WgslModel};
 use crate::{Error, Result};
@@ -400,24 +400,6 @@ pub fn from_setting<'de, D: Deserializer<'de>>(
     }
 }
 
-/// Writes a prior setting as an object tagged by `kind` with its hyper-parameters, the Laplace
-/// prior's without its rate: in settings that is `lambda` (`Prior::with_lasso_rate`), written
-/// once. [`from_setting`] reads it back, and the rate that older settings wrote beside it.
-pub fn to_setting<S: Serializer>(
-    prior: &Prior,
-    serializer: S,
-) -> std::result::Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    match prior {
-        Prior::Laplace(_) => {
-            let mut map = serializer.serialize_map(Some(1))?;
-            map.serialize_entry("kind", prior.name())?;
-            map.end()
-        }
-        Prior::Ssgl(_) => prior.serialize(serializer),
-    }
-}
-
 #[cfg(feature = "cli")]
 impl clap::ValueEnum for Prior {
     fn value_variants<'a>() -> &'a [Self] {
@@ -433,9 +415,9 @@ impl clap::ValueEnum for Prior {
 mod tests {
     use super::*;
 
-    #[derive(Debug, Deserialize, Serialize)]
+    #[derive(Debug, Deserialize)]
     struct Setting {
-        #[serde(deserialize_with = "from_setting", serialize_with = "to_setting")]
+        #[serde(deserialize_with = "from_setting")]
         prior: Prior,
     }
 
@@ -469,33 +451,6 @@ mod tests {
         assert_eq!(
             read(&format!(r#"{{"prior": {written}}}"#)),
             Ok(Prior::Ssgl(Ssgl::DEFAULT))
-        );
-    }
-
-    /// A Laplace prior's setting holds no rate (the settings' `lambda` is its one source), and
-    /// reads back; the rate older settings wrote is still read (and then replaced by `lambda`).
-    #[test]
-    fn a_laplace_setting_is_written_without_its_rate() {
-        let laplace = Setting {
-            prior: Prior::Laplace(Laplace { lam: 5.0 }),
-        };
-        let written = serde_json::to_string(&laplace).unwrap();
-        assert_eq!(written, r#"{"prior":{"kind":"laplace"}}"#);
-        let back = read(&written).map(|p| p.with_lasso_rate(0.05));
-        assert_eq!(back, Ok(Prior::Laplace(Laplace { lam: 0.05 })));
-        let old =
-            read(r#"{"prior": {"kind": "laplace", "lam": 5.0}}"#).map(|p| p.with_lasso_rate(0.05));
-        assert_eq!(old, Ok(Prior::Laplace(Laplace { lam: 0.05 })));
-        let ssgl = Setting {
-            prior: Prior::Ssgl(Ssgl::DEFAULT),
-        };
-        let written = serde_json::to_string(&ssgl).unwrap();
-        assert_eq!(
-            written,
-            format!(
-                r#"{{"prior":{}}}"#,
-                serde_json::to_string(&ssgl.prior).unwrap()
-            )
         );
     }
 }
