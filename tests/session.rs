@@ -12,7 +12,7 @@ use rmld::session::{
     AugmentMethod, AugmentSettings, Augmenter, BackendChoice, EncodeSettings, Encoder, Notice,
     Observer, Phase, Preset, SampleSettings, Sampler, Silent, CHECKPOINT,
 };
-use rmld::Error;
+use rmld::{Error, Method};
 
 fn small_sample(out: &std::path::Path) -> SampleSettings {
     let mut s = SampleSettings::default();
@@ -206,7 +206,7 @@ fn settings_errors_name_the_setting_and_write_nothing() {
 fn presets_hold_the_documented_values() {
     let quality = AugmentSettings::quality();
     assert_eq!(quality.preset, Some(Preset::Quality));
-    assert_eq!(quality.method, AugmentMethod::Hmc);
+    assert_eq!(quality.method, AugmentMethod::Chains(Method::Hmc));
     assert_eq!(quality.problem.target, TargetKind::Tangent);
     assert_eq!(
         (
@@ -227,7 +227,7 @@ fn presets_hold_the_documented_values() {
     assert_eq!((quality.burn_in, quality.reencode), (20, true));
     assert_eq!(AugmentSettings::default(), quality);
     let paper = AugmentSettings::paper();
-    assert_eq!(paper.method, AugmentMethod::Rmld);
+    assert_eq!(paper.method, AugmentMethod::Chains(Method::Rmld));
     assert_eq!(paper.problem, rmld::session::ProblemSettings::default());
     assert_eq!((paper.ratio, paper.samples, paper.burn_in), (6.0, 4, 0));
     // Serialised sample settings are a checkpoint's configuration: they read back unchanged.

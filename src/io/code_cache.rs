@@ -1,7 +1,7 @@
 //! A disk cache of LASSO codes keyed by the encoded rows, the dictionary, λ and the stop rule, so a repeated augmentation skips its encodings.
 //!
 //! One file per encoding, `codes-<key>.bin` in the cache folder, where the key
-//! (`orchestrator::CodeKey`) is the 128-bit xxh3 of the encoded rows' f32 bytes (so the dataset,
+//! ([`CodeKey`]) is the 128-bit xxh3 of the encoded rows' f32 bytes (so the dataset,
 //! its `limit`, the classes and the pixel scale), the dictionary's, λ, the iteration cap, the
 //! duality-gap tolerance, the device and rmld's version (not the CPU's path: its products sum in
 //! one order on all). Layout: the magic
@@ -32,6 +32,48 @@ pub fn default_code_cache() -> Option<PathBuf> {
     var("RMLD_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("rmld").join("codes")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("rmld").join("codes")))
+}
+
+/// What identifies one encoding's codes: the rows, the dictionary, λ, the stop rule and the
+/// device (not the CPU's product path: its products sum in one order on all).
+pub(crate) struct CodeKey<'a> {
+    /// The dictionary A (d × p).
+    pub dictionary: &'a [f32],
+    /// Rows' dimension d.
+    pub d: usize,
+    /// Atoms p.
+    pub p: usize,
+    /// λ.
+    pub lam: f32,
+    /// The iteration cap.
+    pub iterations: u32,
+    /// The duality-gap tolerance.
+    pub tolerance: f32,
+    /// The device that encodes.
+    pub device: &'a str,
+}
+
+impl CodeKey<'_> {
+    /// The key of encoding `rows` (each d values, model units) as these settings do.
+    pub fn hash<R: AsRef<[f32]>>(&self, rows: impl Iterator<Item = R>) -> [u8; 16] {
+        let mut h = Xxh3::new();
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(&VERSION.to_le_bytes());
+        h.update(self.device.as_bytes());
+        for v in [self.d as u64, self.p as u64, self.iterations as u64] {
+            h.update(&v.to_le_bytes());
+        }
+        h.update(&self.lam.to_le_bytes());
+        h.update(&self.tolerance.to_le_bytes());
+        h.update(bytemuck::cast_slice(self.dictionary));
+        let mut count = 0u64;
+        for row in rows {
+            h.update(bytemuck::cast_slice(row.as_ref()));
+            count += 1;
+        }
+        h.update(&count.to_le_bytes());
+        h.digest128().to_le_bytes()
+    }
 }
 
 /// The cache file of `key` in `dir`.
@@ -133,7 +175,7 @@ mod tests {
     #[test]
     fn stores_loads_and_refuses_a_damaged_entry() {
         let dir = tempfile::tempdir().unwrap();
-        // A key as `orchestrator::CodeKey` makes them (its own test checks what it depends on).
+        // A key as `CodeKey` makes them (its own test checks what it depends on).
         let key: [u8; 16] = std::array::from_fn(|i| (7 * i + 3) as u8);
         assert_eq!(load(dir.path(), &key, 2, 3), Ok(None));
         let codes = [0.0f32, 1.5, -2.0, 0.25, 0.0, 7.0];
@@ -148,5 +190,27 @@ mod tests {
         assert!(err.contains("checksum"), "{err}");
         std::fs::write(&path, &bytes[..20]).unwrap();
         assert!(load(dir.path(), &key, 2, 3).unwrap_err().contains("bytes"));
+    }
+
+    fn key_of(lam: f32, rows: &[Vec<f32>]) -> [u8; 16] {
+        let a = [0.5f32; 6];
+        CodeKey {
+            dictionary: &a,
+            d: 2,
+            p: 3,
+            lam,
+            iterations: 10,
+            tolerance: 1e-3,
+            device: "cpu",
+        }
+        .hash(rows.iter())
+    }
+
+    #[test]
+    fn the_key_holds_lambda_and_the_rows() {
+        let rows = vec![vec![1.0f32, 2.0], vec![3.0, 4.0]];
+        let key = key_of(0.1, &rows);
+        assert_ne!(key, key_of(0.2, &rows), "λ is part of the key");
+        assert_ne!(key, key_of(0.1, &rows[..1]), "the rows are part of the key");
     }
 }

@@ -14,12 +14,14 @@ mod hyper;
 mod kmeans;
 mod linalg;
 pub(crate) mod omp;
+pub(crate) mod settings;
 mod signal_chain;
 mod signals;
 mod slot_indices;
 
 pub use eda::{synthetic_eda, PAPER_SYNTHETIC};
 pub use hyper::DictionaryHyper;
+pub use settings::{family_for, DictionarySettings, EdaExperimentSettings, FamilyKind};
 pub use signal_chain::{group_names, SignalResult, GROUPS};
 pub use signals::{
     check_family, summarize, ChainSettings, Learned, SignalLearning, DICTIONARY_CHECKPOINT,

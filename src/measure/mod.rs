@@ -4,6 +4,8 @@
 //! counts, the report); here is how each is made. Measurements run the chain operations through
 //! the `Backend` trait exactly as the orchestrator does, so they time the code `sample` runs.
 
+pub(crate) mod bench_rows;
+mod bench_settings;
 pub(crate) mod cpu;
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
@@ -11,6 +13,7 @@ pub(crate) mod memory;
 pub(crate) mod peer;
 pub(crate) mod throughput;
 
+pub use bench_settings::{BenchBackends, BenchSettings, BenchTile};
 pub use cpu::{Phases, Roofline};
 pub use peer::PeerRow;
 pub use throughput::{Ceiling, Row};

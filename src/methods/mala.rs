@@ -3,6 +3,11 @@
 
 use super::{ChainOp, DynamicsSettings, MhTerms};
 
+/// The asymptotically optimal acceptance rate of MALA, 0.574 (Roberts & Rosenthal 1998,
+/// "Optimal scaling of discrete approximations to Langevin diffusions"; BlackJAX's MALA docs),
+/// which its step size adapts toward.
+pub const TARGET_ACCEPTANCE: f64 = 0.574;
+
 /// Z from X and its cached gradient, Z's full state, the MH terms.
 pub fn program(_settings: &DynamicsSettings) -> Vec<ChainOp> {
     vec![
@@ -21,4 +26,9 @@ pub fn log_ratio(terms: &MhTerms, delta: f64) -> f64 {
 /// Δ = h = eta.
 pub fn delta(settings: &DynamicsSettings) -> f32 {
     settings.eta
+}
+
+/// The gradient products per proposal that a run's estimate counts: 2.
+pub fn products(_settings: &DynamicsSettings) -> f64 {
+    2.0
 }

@@ -20,3 +20,9 @@ pub fn log_ratio(terms: &MhTerms, delta: f64) -> f64 {
 pub fn delta(settings: &DynamicsSettings) -> f32 {
     settings.eta * settings.steps as f32
 }
+
+/// The gradient products per proposal that a run's estimate counts: T + 1 (the T minibatch
+/// steps and Z's full state).
+pub fn products(settings: &DynamicsSettings) -> f64 {
+    settings.steps as f64 + 1.0
+}

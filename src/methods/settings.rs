@@ -27,10 +27,6 @@ pub struct DynamicsSettings {
     /// Not serialised: it is the shard's, not the configuration's.
     #[serde(skip)]
     pub chain_offset: u32,
-    /// The chains of the whole run a shard is part of (0: the backend's own). The CPU computes
-    /// its products as over that many rows, so a shard's numbers are the single run's.
-    #[serde(skip)]
-    pub run_chains: u32,
 }
 
 impl DynamicsSettings {
@@ -59,7 +55,6 @@ impl Default for DynamicsSettings {
             seed: 0,
             leapfrog_steps: 10,
             chain_offset: 0,
-            run_chains: 0,
         }
     }
 }

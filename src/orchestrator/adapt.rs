@@ -31,13 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::methods::Method;
 
-/// Stan's default target acceptance for HMC/NUTS (`delta = 0.8`, Stan Reference Manual,
-/// "HMC algorithm parameters"; BlackJAX's `window_adaptation` uses the same 0.8).
-pub const HMC_TARGET_ACCEPTANCE: f64 = 0.8;
-
-/// The asymptotically optimal acceptance rate of MALA, 0.574 (Roberts & Rosenthal 1998,
-/// "Optimal scaling of discrete approximations to Langevin diffusions"; BlackJAX's MALA docs).
-pub const MALA_TARGET_ACCEPTANCE: f64 = 0.574;
+pub use crate::methods::{HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE};
 
 /// Dual averaging's γ (Stan's `gamma`).
 const GAMMA: f64 = 0.05;
@@ -79,20 +73,15 @@ impl Adaptation {
         Some(Adaptation {
             iterations,
             target: Self::target_for(method)?,
-            chees: method == Method::Hmc,
+            chees: method.runs_trajectory(),
             per_class: false,
         })
     }
 
-    /// The documented target acceptance of `method`, or None for a method whose acceptance is
-    /// not a tuning criterion (RMLD: its η is also the friction of the dynamics and its MH test
-    /// is a discounted linearised correction, so the target is not an acceptance rate).
+    /// The documented target acceptance of `method` (`Method::target_acceptance`), or None for
+    /// a method whose acceptance is not a tuning criterion (RMLD).
     pub fn target_for(method: Method) -> Option<f64> {
-        match method {
-            Method::Mala => Some(MALA_TARGET_ACCEPTANCE),
-            Method::Hmc => Some(HMC_TARGET_ACCEPTANCE),
-            Method::Rmld => None,
-        }
+        method.target_acceptance()
     }
 }
 

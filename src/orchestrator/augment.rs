@@ -1,44 +1,11 @@
 //! Planning a class-conditional augmentation run: which rows each class owns, how many samples and chains it gets.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::SampleSink;
 use crate::diagnostics::per_class::{Anchoring, ClassLayout};
 use crate::model::{ChainClasses, TargetKind};
 use crate::{Error, Result};
-
-/// What generates the new samples of an augmentation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum AugmentMethod {
-    /// RMLD (Algorithms 1 and 3; with --no-mh the paper's "RMLD w/o MH").
-    #[default]
-    Rmld,
-    /// MALA with the class's full-data gradient (exact for the class posterior).
-    Mala,
-    /// HMC with the class's full-data gradient (exact for the class posterior).
-    Hmc,
-    /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
-    Compression,
-    /// The paper's "Kernel HMC": chains over images (0..1 pixel scale, whatever --pixel-max)
-    /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
-    /// same momentum dynamics and MH; no codes.
-    KernelHmc,
-}
-
-impl AugmentMethod {
-    /// The name a user types (`--method`) and reads in summaries.
-    pub fn name(self) -> &'static str {
-        match self {
-            AugmentMethod::Rmld => "rmld",
-            AugmentMethod::Mala => "mala",
-            AugmentMethod::Hmc => "hmc",
-            AugmentMethod::Compression => "compression",
-            AugmentMethod::KernelHmc => "kernel-hmc",
-        }
-    }
-}
 
 /// One class of the plan.
 #[derive(Clone, Debug, Serialize)]

@@ -22,7 +22,6 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::io;
-use crate::methods::Method;
 use crate::orchestrator::{KeepPolicy, SampleRun, SamplerSettings};
 use crate::Result;
 
@@ -59,11 +58,8 @@ pub(crate) struct PerDraw {
 
 /// The gradient steps one proposal of `settings`' method takes.
 pub(crate) fn steps_per_proposal(settings: &SamplerSettings) -> i64 {
-    match settings.dynamics.method {
-        Method::Hmc => settings.dynamics.leapfrog_steps as i64,
-        Method::Rmld => settings.dynamics.steps as i64,
-        Method::Mala => 1,
-    }
+    let dynamics = &settings.dynamics;
+    dynamics.method.gradient_steps(dynamics) as i64
 }
 
 /// The statistics of the draws `keep` kept among the run's completed iterations, or `None`

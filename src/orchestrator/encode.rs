@@ -1,7 +1,5 @@
 //! Batched LASSO encoding: rows encoded a batch at a time with progress and stops between batches, a shard's rows computed as in the whole run's batches, and the reconstructions A z.
 
-use std::collections::BTreeMap;
-
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -12,9 +10,8 @@ use crate::io::{self, ShardFiles};
 use crate::{Error, Result};
 
 /// The batches in which a whole run encodes `total` rows, `batch` at a time, cut to `rows`
-/// (increasing): per batch that holds some of them, the rows the whole run's batch has (`like`:
-/// the CPU's products take their path by the row count, see `matmul::rows_like`) and the given
-/// rows in it.
+/// (increasing): per batch that holds some of them, the rows the whole run's batch has (`like`)
+/// and the given rows in it.
 pub fn batches(rows: &[usize], total: usize, batch: usize) -> Vec<(usize, &[usize])> {
     rows.chunk_by(|a, b| a / batch == b / batch)
         .map(|group| {
@@ -24,64 +21,53 @@ pub fn batches(rows: &[usize], total: usize, batch: usize) -> Vec<(usize, &[usiz
         .collect()
 }
 
-/// Backends for encoding rows as in the whole run's batches: one per batch size (`like`), or
-/// one for every batch, made by `make` on first use, whose encodings' counts add up.
-pub struct BatchBackends<'a> {
+/// The backend of an encoding, made by `make` on first use, told the first batch's size (the
+/// most rows any batch holds: only the whole run's last batch is shorter). One backend serves
+/// every batch: the CPU's products sum in one order whatever the row count, so a part's rows
+/// come out as in the whole run.
+pub struct EncodeBackend<'a> {
     make: Box<dyn FnMut(usize) -> Result<Box<dyn Backend>> + 'a>,
-    per_batch_size: bool,
-    backends: BTreeMap<usize, Box<dyn Backend>>,
+    backend: Option<Box<dyn Backend>>,
 }
 
-impl<'a> BatchBackends<'a> {
-    /// A backend per batch size, made by `make(like)` (computing as over `like` rows): a
-    /// part's rows computed as in the whole run.
-    pub fn per_batch_size(make: impl FnMut(usize) -> Result<Box<dyn Backend>> + 'a) -> Self {
-        BatchBackends {
+impl<'a> EncodeBackend<'a> {
+    /// The backend `make(rows)` will make, for batches of at most `rows` rows.
+    pub fn new(make: impl FnMut(usize) -> Result<Box<dyn Backend>> + 'a) -> Self {
+        EncodeBackend {
             make: Box::new(make),
-            per_batch_size: true,
-            backends: BTreeMap::new(),
+            backend: None,
         }
     }
 
-    /// One backend for every batch, made by `make` (told the first batch's size): the whole run.
-    pub fn one(make: impl FnMut(usize) -> Result<Box<dyn Backend>> + 'a) -> Self {
-        BatchBackends {
-            per_batch_size: false,
-            ..Self::per_batch_size(make)
-        }
-    }
-
-    /// The backend for batches of `like` rows.
-    pub fn get(&mut self, like: usize) -> Result<&mut dyn Backend> {
-        let key = if self.per_batch_size { like } else { 0 };
-        if !self.backends.contains_key(&key) {
-            let backend = (self.make)(like)?;
-            self.backends.insert(key, backend);
+    /// The backend, made for batches of `rows` rows on first use.
+    pub fn get(&mut self, rows: usize) -> Result<&mut dyn Backend> {
+        if self.backend.is_none() {
+            self.backend = Some((self.make)(rows)?);
         }
         Ok(self
-            .backends
-            .get_mut(&key)
+            .backend
+            .as_mut()
             .map(|b| b.as_mut())
-            .expect("inserted above"))
+            .expect("made above"))
     }
 
-    /// The encodings' counts summed over every backend made (None when one does not count).
+    /// The encodings' counts (None when the backend does not count them; all zero before it
+    /// is made).
     pub fn stats(&self) -> Option<EncodeStats> {
-        let mut sum = EncodeStats::default();
-        for backend in self.backends.values() {
-            sum.add(&backend.encode_stats()?);
+        match &self.backend {
+            Some(backend) => backend.encode_stats(),
+            None => Some(EncodeStats::default()),
         }
-        Some(sum)
     }
 }
 
 /// LASSO codes of the rows `rows` (increasing) of the `total` a whole run encodes `batch` at a
-/// time, each computed as in the whole run's batch (on `backends.get(like)`); `image(i)` is
-/// row i (model units). `progress` is told the rows done after each batch; `None` when `stop`
+/// time, in the whole run's batches (cut to `rows`) on `backend`; `image(i)` is row i (model
+/// units). `progress` is told the rows done after each batch; `None` when `stop`
 /// said so before a batch.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_like_whole(
-    backends: &mut BatchBackends,
+    backend: &mut EncodeBackend,
     rows: &[usize],
     total: usize,
     batch: usize,
@@ -97,7 +83,7 @@ pub fn encode_like_whole(
             return Ok(None);
         }
         let images: Vec<f32> = group.iter().flat_map(|&i| image(i)).collect();
-        codes.extend(backends.get(like)?.encode(&images, lam, iterations)?);
+        codes.extend(backend.get(like)?.encode(&images, lam, iterations)?);
         done += group.len();
         progress(done);
     }

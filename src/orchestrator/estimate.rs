@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::backend::BackendInfo;
 
-use super::augment::AugmentMethod;
+use crate::methods::{AugmentMethod, DynamicsSettings};
 
 /// A run is announced with its estimate when it is expected to take longer than this.
 pub const ANNOUNCE_SECONDS: f64 = 60.0;
@@ -102,18 +102,23 @@ pub fn estimate_augment(work: &AugmentWork, backend: &BackendInfo) -> Estimate {
     let chains = work.chains as f64;
     let outer = work.outer as f64;
     let per_outer = match work.method {
-        AugmentMethod::Rmld => (work.steps as f64 + 1.0) * product,
-        AugmentMethod::Mala => 2.0 * product,
-        AugmentMethod::Hmc => (work.leapfrog_steps as f64 + 1.0) * product,
+        AugmentMethod::Chains(method) => {
+            let dynamics = DynamicsSettings {
+                steps: work.steps,
+                leapfrog_steps: work.leapfrog_steps,
+                ..DynamicsSettings::default()
+            };
+            method.products_per_proposal(&dynamics) * product
+        }
         AugmentMethod::Compression => 0.0,
         AugmentMethod::KernelHmc => {
             4.0 * d * (work.steps as f64 * work.batch as f64 + work.class_images as f64)
         }
     };
-    let starts = if work.method == AugmentMethod::KernelHmc {
-        0.0
-    } else {
-        lasso(work.chains)
+    // Kernel HMC starts at the class's images; the others at LASSO codes.
+    let starts = match work.method.samples_images() {
+        true => 0.0,
+        false => lasso(work.chains),
     };
     let flops = [
         ("LASSO starts", starts),
@@ -165,7 +170,7 @@ mod tests {
         // `rmld augment --data mnist` with the quality preset: 60,000 originals, 10,000
         // generated in 2,500 chains of 24 HMC outer iterations of 60 leapfrog steps.
         let mnist = AugmentWork {
-            method: AugmentMethod::Hmc,
+            method: AugmentMethod::Chains(crate::methods::Method::Hmc),
             d: 784,
             p: 3136,
             chains: 2500,
@@ -187,7 +192,7 @@ mod tests {
         assert!(e.how.contains("GFLOP/s"), "{}", e.how);
         // The embedded digits' small run: well under a minute.
         let small = AugmentWork {
-            method: AugmentMethod::Rmld,
+            method: AugmentMethod::Chains(crate::methods::Method::Rmld),
             d: 64,
             p: 256,
             chains: 80,

@@ -6,7 +6,6 @@ pub(crate) mod augment;
 pub(crate) mod balance;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
-pub(crate) mod code_key;
 pub(crate) mod draw_stats;
 pub(crate) mod encode;
 pub(crate) mod estimate;
@@ -27,11 +26,10 @@ pub use adapt::{
     halton, mean_acceptance, Adaptation, ClassSteps, StepAdaptation, TrajectoryAdaptation,
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
-pub use augment::{parse_ratio, AugmentMethod, AugmentPlan, AugmentSink};
+pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
 pub use balance::Balance;
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
-pub(crate) use code_key::CodeKey;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
 pub use warm_up::warm_up;
 

@@ -8,7 +8,7 @@ use crate::io::Dataset;
 /// without it), or None: at the paper's pixel scale the linearised ratio of Algorithm 3 is
 /// positive for every RMLD move, which goes downhill toward the (class) mean image.
 pub fn mh_note(mh: bool, method: crate::methods::Method, acceptance: f64) -> Option<String> {
-    (mh && acceptance >= 1.0 && method == crate::methods::Method::Rmld).then(|| {
+    (mh && acceptance >= 1.0 && !method.is_exact()).then(|| {
         "every proposal was accepted, so the Metropolis-Hastings correction changed nothing here \
          (the run equals one without it, `no_mh`): at this pixel scale each RMLD move goes \
          downhill toward the class mean image and Algorithm 3's linearised ratio is positive; \

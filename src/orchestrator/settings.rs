@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::methods::DynamicsSettings;
-use crate::methods::Method;
 use crate::{Error, Result};
 
 /// How chains start (equation 10 of the paper, or white noise).
@@ -67,7 +66,7 @@ impl SamplerSettings {
         positive("chains", self.chains as f64)?;
         positive("samples", self.samples as f64)?;
         positive("discount", self.discount as f64)?;
-        if self.dynamics.method == Method::Hmc {
+        if self.dynamics.method.runs_trajectory() {
             positive("leapfrog_steps", self.dynamics.leapfrog_steps as f64)?;
         }
         if self.chains > u32::MAX as usize {
@@ -153,6 +152,17 @@ impl std::str::FromStr for KeepPolicy {
                 n.map(KeepPolicy::Every)
                     .ok_or_else(|| format!("expected all, last or every:N (N ≥ 1), got {text:?}"))
             }
+        }
+    }
+}
+
+/// As `from_str` reads it: `all`, `last`, `every:N`.
+impl std::fmt::Display for KeepPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepPolicy::All => write!(f, "all"),
+            KeepPolicy::Last => write!(f, "last"),
+            KeepPolicy::Every(n) => write!(f, "every:{n}"),
         }
     }
 }

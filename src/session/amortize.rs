@@ -22,7 +22,7 @@ use crate::{Error, Result};
 
 use super::amortized::{device_name, generation_device, GenerationDevice};
 use super::observer::{Observer, Phase};
-use super::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
 
 /// The most bytes of the teacher's stamp or report read.
@@ -119,14 +119,14 @@ const TEACHER_STAMP: &str = "teacher.json";
 /// sampler, a model path that is a folder or exists (without `force`).
 fn check(args: &AmortizeSettings) -> Result<()> {
     args.train.validate()?;
-    if args.teacher.method == AugmentMethod::KernelHmc {
+    if args.teacher.method.samples_images() {
         return Err(Error::usage(
             "method",
             "kernel-hmc samples images and has no codes to learn from; use rmld, hmc or another \
              code sampler as the teacher",
         ));
     }
-    if args.teacher.sampler != SamplerChoice::Mcmc || args.teacher.model.is_some() {
+    if args.teacher.sampler.is_amortized() || args.teacher.model.is_some() {
         return Err(Error::usage(
             "sampler",
             "the teacher of a training is the MCMC sampler; leave out sampler and model",

@@ -1,83 +1,21 @@
-//! The synthetic EDA experiment of Chaspari et al. (2016), Section VII-A/B (`rmld dictionary eda-experiment`): settings, the run, its report.
+//! The synthetic EDA experiment of Chaspari et al. (2016), Section VII-A/B (`rmld dictionary eda-experiment`): the run of `learn`'s settings, its report.
 //!
 //! The chains run once on all the synthetic signals (`learn::synthetic_eda`); then each fold's
 //! held-out signals judge the dictionary combined from the others (`learn::eda`): Fig. 3's error
 //! curves, Tables IV-VI beside the paper's values.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-use super::dictionary::{interrupted_outcome, learn_signals, DictionarySettings};
+use super::dictionary::{interrupted_outcome, learn_signals};
 use super::{Observer, Outcome};
 use crate::io;
 use crate::learn::combine::write_atoms_png;
 use crate::learn::eda::FoldEvaluation;
 use crate::learn::omp::coherence;
+pub use crate::learn::EdaExperimentSettings;
 use crate::learn::{summarize, synthetic_eda, PAPER_SYNTHETIC};
 use crate::model::AtomFamily;
-use crate::{Error, Result};
-
-/// Settings of the synthetic experiment (`rmld dictionary eda-experiment`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct EdaExperimentSettings {
-    /// The output folder (report.json, fig3.csv, atoms.png; the checkpoint while running).
-    pub out: PathBuf,
-    /// Synthetic signals N (paper: 1000).
-    pub signals: usize,
-    /// Samples per signal (paper: 160, 5 s at 32 Hz).
-    pub len: usize,
-    /// Cross-validation folds (paper: 10).
-    pub folds: usize,
-    /// OMP iterations of the error curves (1..=this).
-    pub omp_iterations: usize,
-    /// The learning settings (iterations, burn-in, centres N_b, seed, hyperparameters).
-    pub learn: DictionarySettings,
-}
-
-impl Default for EdaExperimentSettings {
-    fn default() -> Self {
-        EdaExperimentSettings {
-            out: PathBuf::from("rmld-eda-experiment"),
-            signals: 1000,
-            len: 160,
-            folds: 10,
-            omp_iterations: 10,
-            learn: DictionarySettings::default(),
-        }
-    }
-}
-
-impl EdaExperimentSettings {
-    /// Checks the settings; errors name the setting and its range.
-    pub fn validate(&self) -> Result<()> {
-        self.learn.validate()?;
-        if self.signals < 2 || self.folds < 2 || self.folds > self.signals {
-            return Err(Error::usage(
-                "folds",
-                format!(
-                    "need 2 ≤ folds ≤ signals, got {} folds for {} signals",
-                    self.folds, self.signals
-                ),
-            ));
-        }
-        if !(1..=50).contains(&self.omp_iterations) {
-            return Err(Error::usage(
-                "omp_iterations",
-                format!("must be in 1..=50, got {}", self.omp_iterations),
-            ));
-        }
-        if self.len < 20 {
-            return Err(Error::usage(
-                "len",
-                format!("must be at least 20 samples, got {}", self.len),
-            ));
-        }
-        Ok(())
-    }
-}
+use crate::Result;
 
 /// Runs the experiment; report.json holds the error curves, coherences, Geweke pass rates and
 /// MH acceptance beside the paper's values.

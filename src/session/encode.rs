@@ -10,7 +10,7 @@ use crate::diagnostics::degenerate;
 use crate::io::shards::{configuration, Shard, ShardFiles};
 use crate::io::{self, Output};
 use crate::methods::DynamicsSettings;
-use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, BatchBackends};
+use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, EncodeBackend};
 use crate::orchestrator::encode::{join_encoded, write_encoded, Encoded};
 use crate::orchestrator::report::{dataset_json, lasso_json};
 use crate::Result;
@@ -85,36 +85,29 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let out = &args.problem.out;
     output.open()?;
     // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
-    // encodes its rows in the same batches (cut to its range), each computed as over its
-    // single-run batch's rows (`run_chains`: the CPU's products take their path by the row
-    // count).
-    let make = |like: usize| {
+    // encodes its rows in the same batches (cut to its range).
+    let mut backend = EncodeBackend::new(|_| {
         let dynamics = DynamicsSettings {
             eta: 1.0,
             steps: 1,
             batch: 1,
             seed: args.problem.seed,
-            run_chains: if sharded { like as u32 } else { 0 },
             ..Default::default()
         };
         let mut backend = make_backend(args.problem.backend, observer, target, &dynamics, chains)?;
         backend.set_lasso_tolerance(args.lasso_tolerance);
         Ok(backend)
-    };
-    let mut backends = match sharded {
-        true => BatchBackends::per_batch_size(make),
-        false => BatchBackends::one(make),
-    };
+    });
     let rows: Vec<usize> = range.clone().collect();
     let first = batches(&rows, n, ENCODE_BATCH).first().map_or(1, |b| b.0);
-    let info = backends.get(first)?.info();
+    let info = backend.get(first)?.info();
     observer.phase_start(&Phase {
         name: "encoding",
         len: Some(rows.len() as u64),
         unit: "",
     });
     let codes = encode_like_whole(
-        &mut backends,
+        &mut backend,
         &rows,
         n,
         ENCODE_BATCH,
@@ -138,7 +131,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         .flat_map(|&i| target.observations.row(i))
         .collect();
     // A code of all zeros, or every row at the cap, is a result, not an error: said, not refused.
-    let stats = backends.stats();
+    let stats = backend.stats();
     let mut degenerate = degenerate::assess(0, 0, None, stats.map(|s| (s.rows, s.capped)));
     degenerate.codes_all_zero = !codes.is_empty() && codes.iter().all(|&v| v == 0.0);
     for warning in degenerate.warnings() {

@@ -8,10 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::io::postprocess::{PostProcess, Rescale};
 use crate::io::Dataset;
 use crate::io::Shard;
-use crate::methods::DynamicsSettings;
-use crate::methods::Method;
+pub use crate::methods::{AugmentMethod, SamplerChoice};
+use crate::methods::{DynamicsSettings, Method};
 use crate::model::{NoiseModel, Precision, Prior, TangentSettings, TargetKind};
-pub use crate::orchestrator::AugmentMethod;
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::{Error, Result};
 
@@ -213,7 +212,7 @@ impl ProblemSettings {
             }
         }
         // The other targets ignore both settings.
-        if self.target == TargetKind::Tangent {
+        if self.target.has_tangent_span() {
             self.tangent().check()?;
         }
         Ok(())
@@ -287,7 +286,6 @@ impl DynamicsOptions {
             sghmc_noise: self.sghmc_noise,
             seed,
             chain_offset: 0,
-            run_chains: 0,
         }
     }
 
@@ -388,7 +386,7 @@ impl SampleSettings {
     /// advance). A shard gets the single run's default, so it starts from the single run's
     /// warm-up (`warm_up`). The CLI and the Python package apply it when `burn_in` is not given.
     pub fn with_default_warm_up(mut self) -> Self {
-        let adapts = matches!(self.method, Method::Mala | Method::Hmc) && !self.no_adapt;
+        let adapts = self.method.target_acceptance().is_some() && !self.no_adapt;
         let ssgl_adapts = self.problem.prior.adapts_over_burn_in();
         self.burn_in = 0;
         self.auto_burn_in = adapts && !ssgl_adapts && self.samples >= 2;
@@ -478,23 +476,9 @@ impl SampleSettings {
             }
             settings.chains = range.len();
             settings.dynamics.chain_offset = range.start as u32;
-            settings.dynamics.run_chains = self.chains as u32;
         }
         Ok(settings)
     }
-}
-
-/// Where `augment`'s new samples come from: the MCMC chains (the default) or a learned sampler
-/// trained by `rmld amortize train` (experimental; docs/amortized.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum SamplerChoice {
-    /// The chains of `method` (the default).
-    #[default]
-    Mcmc,
-    /// One pass of a trained class-conditional code sampler per sample (`model`).
-    Amortized,
 }
 
 /// Named sets of augmentation settings (`AugmentSettings::preset`).
@@ -732,7 +716,7 @@ impl AugmentSettings {
             samples: 4,
             burn_in: 0,
             auto_burn_in: false,
-            method: AugmentMethod::Rmld,
+            method: AugmentMethod::Chains(Method::Rmld),
             dynamics: DynamicsOptions::default(),
             smooth: 0.5,
             soft_threshold: 0.0,
@@ -761,7 +745,7 @@ impl AugmentSettings {
     pub fn quality() -> Self {
         let mut s = AugmentSettings::paper();
         s.preset = Some(Preset::Quality);
-        s.method = AugmentMethod::Hmc;
+        s.method = AugmentMethod::Chains(Method::Hmc);
         s.problem.target = TargetKind::Tangent;
         s.problem.pixel_max = 1.0;
         s.problem.lambda = 0.05;
@@ -829,7 +813,7 @@ impl AugmentSettings {
     /// its step size means the same for every dataset.
     pub fn problem_settings(&self) -> ProblemSettings {
         let mut problem = self.problem.clone();
-        if self.method == AugmentMethod::KernelHmc {
+        if self.method.samples_images() {
             problem.pixel_max = 1.0;
         }
         problem

@@ -15,7 +15,6 @@ use rayon::prelude::*;
 
 use super::gradient_step::chain_value as chain_step;
 use super::{packed, CpuBackend};
-use crate::methods::Method;
 use crate::model::Prior;
 
 /// Coordinates whose sign changes the drift looks for at once.
@@ -66,7 +65,7 @@ impl CpuBackend {
         (self.leapfrog_carry
             && own_products
             && mixture_ok
-            && self.settings.method == Method::Hmc
+            && self.settings.method.runs_trajectory()
             && self.prior_state.is_none()
             && self.precision.is_none()
             && saves_products(d, p, self.settings.leapfrog_steps))
@@ -75,7 +74,7 @@ impl CpuBackend {
 
     /// Whether the current (or last) HMC trajectory carried its residual (`leapfrog_carry`).
     pub fn carries_trajectory(&self) -> bool {
-        self.settings.method == Method::Hmc
+        self.settings.method.runs_trajectory()
             && self.carry.as_ref().is_some_and(|c| c.prior.is_some())
     }
 

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::{ChainInfo, KernelTarget};
 use crate::backend::cpu::gradient_step::draw_momentum;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::methods::{ChainOp, Method};
+use crate::methods::ChainOp;
 use crate::model::likelihood::mixture::{kernel_energy, minibatch_mean, StepScratch};
 use crate::model::likelihood::StepDraw;
 use crate::model::Observations;
@@ -140,12 +140,12 @@ pub fn kernel_select(
 /// Rejects what the kernel-HMC backends do not run: anything but RMLD dynamics, an empty batch,
 /// a step size that is not finite.
 pub(crate) fn check_settings(settings: &DynamicsSettings) -> Result<()> {
-    if settings.method != Method::Rmld {
+    if settings.method.is_exact() {
         return Err(Error::usage(
             "method",
             format!(
-                "kernel-hmc runs only the rmld dynamics, not {:?}",
-                settings.method
+                "kernel-hmc runs only the rmld dynamics, not {}",
+                settings.method.name()
             ),
         ));
     }

@@ -58,6 +58,15 @@ impl TargetKind {
         }
     }
 
+    /// Whether it spans each chain's k nearest same-class images (tangent): `tangent_k` and
+    /// `tangent_scale` apply to it alone.
+    pub fn has_tangent_span(&self) -> bool {
+        match self {
+            TargetKind::Tangent => true,
+            TargetKind::Paper | TargetKind::Mixture | TargetKind::Local => false,
+        }
+    }
+
     /// Every target, for the tests that run each on every backend.
     pub const ALL: [TargetKind; 4] = [
         TargetKind::Paper,

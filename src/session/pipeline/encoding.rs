@@ -5,12 +5,12 @@ use std::sync::Arc;
 use super::stage::{Halt, Step};
 use crate::backend::Backend;
 use crate::io::code_cache;
+use crate::io::code_cache::CodeKey;
 use crate::io::{Dataset, NpyStream};
 use crate::io::{Output, Split};
 use crate::methods::DynamicsSettings;
 use crate::model::{Observations, Target};
-use crate::orchestrator::encode::{encode_batches, encode_like_whole, BatchBackends};
-use crate::orchestrator::CodeKey;
+use crate::orchestrator::encode::{encode_batches, encode_like_whole, EncodeBackend};
 use crate::session::observer::{Notice, Observer, Phase};
 use crate::session::problem::make_backend;
 use crate::session::settings::AugmentSettings;
@@ -190,8 +190,7 @@ impl Encoder<'_> {
         Ok(finished)
     }
 
-    /// A shard's rows of `total`, each computed as in the whole run's batch, on backends of
-    /// their own.
+    /// A shard's rows of `total`, in the whole run's batches, on a backend of their own.
     fn part(
         &self,
         rows: &[usize],
@@ -200,13 +199,12 @@ impl Encoder<'_> {
         sink: &mut dyn FnMut(&[f32]) -> Result<()>,
     ) -> Result<bool> {
         let (args, observer) = (self.args, self.observer);
-        let mut backends = BatchBackends::per_batch_size(|like| {
+        let mut backend = EncodeBackend::new(|like| {
             let dynamics = DynamicsSettings {
                 eta: 1.0,
                 steps: 1,
                 batch: 1,
                 seed: args.problem.seed,
-                run_chains: like as u32,
                 ..Default::default()
             };
             let mut backend =
@@ -215,7 +213,7 @@ impl Encoder<'_> {
             Ok(backend)
         });
         let codes = encode_like_whole(
-            &mut backends,
+            &mut backend,
             rows,
             total,
             ENCODE_BATCH,

@@ -6,8 +6,7 @@ use serde_json::{json, Value};
 
 use crate::io::Dataset;
 use crate::model::data_scale::{self, DataScale};
-use crate::model::TargetKind;
-use crate::session::settings::{AugmentMethod, AugmentSettings, PIXELS_PER_TANGENT_DIRECTION};
+use crate::session::settings::{AugmentSettings, PIXELS_PER_TANGENT_DIRECTION};
 
 /// What fitting changed: each setting's (asked, used).
 #[derive(Default)]
@@ -39,7 +38,7 @@ pub(crate) fn fit(
         _ => None,
     };
     let asked = args.problem.tangent_k;
-    let tangent = args.fit_tangent_k_to_classes && args.problem.target == TargetKind::Tangent;
+    let tangent = args.fit_tangent_k_to_classes && args.problem.target.has_tangent_span();
     let tangent_k = match smallest {
         Some(n) if tangent && n >= 2 && n as u64 <= asked as u64 => {
             fitted.problem.tangent_k = (n - 1) as u32;
@@ -181,10 +180,7 @@ fn fit_scale(
 ) -> (AugmentSettings, Option<ScaleFitted>) {
     let mut fitted = args.clone();
     let fit = args.fit_scale_to_data;
-    let chains = !matches!(
-        args.method,
-        AugmentMethod::Compression | AugmentMethod::KernelHmc
-    );
+    let chains = args.method.method().is_some();
     if !fit.any() || !chains {
         return (fitted, None);
     }
@@ -217,7 +213,7 @@ fn fit_scale(
         fitted.smooth = used;
         changed.smooth = Some((args.smooth, used));
     }
-    if fit.tangent_scale && args.problem.target == TargetKind::Tangent {
+    if fit.tangent_scale && args.problem.target.has_tangent_span() {
         // Never below 1: the neighbours' own spread (the tangent target's unscaled span).
         let asked = args.problem.tangent_scale;
         let used = ((asked as f64 * scale.tangent_ratio()) as f32).max(asked.min(1.0));
@@ -226,7 +222,7 @@ fn fit_scale(
             changed.tangent_scale = Some((asked, used));
         }
     }
-    if fit.tangent_k && args.problem.target == TargetKind::Tangent {
+    if fit.tangent_k && args.problem.target.has_tangent_span() {
         let pixels = dataset.height * dataset.width;
         let most = (pixels / PIXELS_PER_TANGENT_DIRECTION).max(1) as u32;
         let asked = fitted.problem.tangent_k;

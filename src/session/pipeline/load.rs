@@ -19,7 +19,7 @@ use crate::orchestrator::shard::{check_inputs, shard_trace};
 use crate::orchestrator::{AugmentPlan, SamplerSettings};
 use crate::session::observer::Notice;
 use crate::session::problem::{build_problem, make_grouped_backend, make_kernel_backend, Problem};
-use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::settings::AugmentSettings;
 use crate::{Error, Result};
 
 /// The phase's name.
@@ -85,9 +85,9 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     };
     let labels = dataset.labels.clone().unwrap_or_default();
     let (args, fitted) = fit(asked, &dataset, &labels);
-    let samples_per_chain = match args.method {
-        AugmentMethod::Compression => 1,
-        _ => args.samples,
+    let samples_per_chain = match args.method.moves() {
+        false => 1,
+        true => args.samples,
     };
     let plan = AugmentPlan::new(
         &labels,
@@ -100,7 +100,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     original_rows.sort_unstable();
     let originals = dataset.try_subset(&original_rows)?;
     let sorted = dataset.try_subset(&plan.order)?;
-    let kernel = args.method == AugmentMethod::KernelHmc;
+    let kernel = args.method.samples_images();
     refuse_kernel_hmc_without_codes(&args)?;
     let problem = build_problem(&args.problem_settings(), Arc::new(sorted))?
         .with_adapt_iterations(args.burn_in_cap());
@@ -131,7 +131,8 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
             + 4.0 * (whole.chains * d) as f64
             + plan.generated() as f64 * 4.0 * (p + d) as f64,
     )?;
-    if kernel && args.problem.target != TargetKind::Paper {
+    // Any target but the default is one kernel-hmc would not sample.
+    if kernel && args.problem.target != TargetKind::default() {
         return Err(Error::usage(
             "target",
             "kernel-hmc has its own target (a kernel density of the class's images)",
@@ -140,15 +141,13 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     let target = base
         .with_classes(plan.chain_classes(&means, d)?)
         .with_kind(args.problem.target, whole.chains, whole.dynamics.seed)?;
-    // A shard runs its range of the chains, keyed by their global index, with its products
-    // computed as over the whole run's chains.
+    // A shard runs its range of the chains, keyed by their global index.
     let chains = pipe.split.chains(whole.chains)?;
     let mut settings = whole.clone();
     let target = match pipe.split {
         Split::Shard(_) => {
             settings.chains = chains.len();
             settings.dynamics.chain_offset = chains.start as u32;
-            settings.dynamics.run_chains = whole.chains as u32;
             target.chain_slice(whole.chains, chains.clone())?
         }
         _ => target,
@@ -186,11 +185,11 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
 
 /// Kernel HMC samples images: it has no codes to generate, replace or encode the test split for.
 fn refuse_kernel_hmc_without_codes(args: &AugmentSettings) -> Result<()> {
-    if args.method != AugmentMethod::KernelHmc {
+    if !args.method.samples_images() {
         return Ok(());
     }
     let refuse = |setting, why| Err(Error::usage(setting, why));
-    if args.sampler == SamplerChoice::Amortized {
+    if args.sampler.is_amortized() {
         return refuse(
             "sampler",
             "the amortized sampler generates codes; kernel-hmc has none",
@@ -242,7 +241,7 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
     backend.set_lasso_tolerance(args.lasso_tolerance);
     let info = backend.info();
     let estimate = estimate_augment(&work(run), &info);
-    let amortized = args.sampler == SamplerChoice::Amortized;
+    let amortized = args.sampler.is_amortized();
     if estimate.worth_announcing() && matches!(pipe.split, Split::Whole) && !amortized {
         observer.notice(&Notice::Estimate {
             seconds: estimate.seconds,
@@ -270,13 +269,16 @@ fn merged_device(shards: &[ShardFiles]) -> Result<Device> {
 /// The whole run's work, for its estimate.
 fn work(run: &Loaded) -> AugmentWork {
     let args = &run.args;
-    let compression = args.method == AugmentMethod::Compression;
     AugmentWork {
         method: args.method,
         d: run.d,
         p: run.p,
         chains: run.whole.chains,
-        outer: if compression { 0 } else { run.whole.samples },
+        outer: if args.method.moves() {
+            run.whole.samples
+        } else {
+            0
+        },
         steps: args.dynamics.steps,
         batch: args.dynamics.batch,
         leapfrog_steps: args.dynamics.leapfrog_steps,

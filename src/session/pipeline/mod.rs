@@ -34,7 +34,7 @@ use crate::orchestrator::shard::join_augment;
 use crate::orchestrator::warm_up::WarmUp;
 use crate::orchestrator::{AugmentSink, SampleRun};
 use crate::session::observer::Observer;
-use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::settings::AugmentSettings;
 use crate::session::warm_up;
 use crate::session::Outcome;
 use crate::{Error, Result};
@@ -240,15 +240,18 @@ fn generate(
     warm: Option<&WarmUp>,
 ) -> Step<Generated> {
     let args = &run.args;
-    let compression = args.method == AugmentMethod::Compression;
-    let cap = if compression { 0 } else { args.burn_in_cap() };
+    let cap = if args.method.moves() {
+        args.burn_in_cap()
+    } else {
+        0
+    };
     let (sink, state, amortized) = match (pipe.split, device.backend.as_deref_mut()) {
         (Split::Merge(shards), _) => {
             let shape = (run.kernel, run.d, run.p);
             let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
             (sink, state, None)
         }
-        (_, Some(_)) if args.sampler == SamplerChoice::Amortized => {
+        (_, Some(_)) if args.sampler.is_amortized() => {
             let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
             let (sink, state, info) = pipe.stage(sampling::PHASE, None, |_| {
                 Ok(sampling::amortized(args, &run.plan, &run.target, (h, w))?)
@@ -285,7 +288,7 @@ fn chains(
 ) -> Step<(AugmentSink, SampleRun)> {
     let (target, settings) = (run.target.as_ref(), &run.settings);
     let range = run.chains.clone();
-    if run.args.method == AugmentMethod::Compression {
+    if !run.args.method.moves() {
         let state = pipe.stage(starts::PHASE, None, |_| {
             Ok(starts::starts(backend, target, settings)?)
         })?;

@@ -9,7 +9,7 @@ use crate::diagnostics::per_class as cd;
 use crate::io::Output;
 use crate::orchestrator::report as parts;
 use crate::session::problem::dictionary_json;
-use crate::session::settings::{AugmentMethod, Preset};
+use crate::session::settings::Preset;
 use crate::session::Outcome;
 use crate::Result;
 
@@ -66,7 +66,7 @@ pub(super) fn report(
         "classes": parts::class_report(&run.plan, &generated.sink, chains),
         "acceptance_rate": chains.acceptance_rate(),
         "mh_note": parts::mh_note(
-            settings.mh && args.method == AugmentMethod::Rmld,
+            settings.mh && args.method.method().is_some(),
             settings.dynamics.method,
             chains.acceptance_rate()
         ),
@@ -86,7 +86,7 @@ pub(super) fn report(
     }
     // Convergence per class on the post-burn-in draws (compression runs no chains).
     let mut verdict = None;
-    if args.method != AugmentMethod::Compression && !chains.log_alpha.is_empty() {
+    if args.method.moves() && !chains.log_alpha.is_empty() {
         let target_kind = args.problem.target;
         let seconds = chains.timings.sampling_seconds;
         let classes = cd::per_class(&run.plan, chains, target_kind, *burn_in, seconds);

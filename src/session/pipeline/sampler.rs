@@ -2,7 +2,7 @@
 
 use crate::methods::Method;
 use crate::orchestrator::{self, Adaptation, AugmentPlan, Init, SamplerSettings};
-use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::settings::{AugmentSettings, SamplerChoice};
 use crate::{Error, Result};
 
 /// The sampler settings of `args` for `plan`'s chains (the whole run's).
@@ -10,14 +10,10 @@ pub(crate) fn sampler_settings(
     args: &AugmentSettings,
     plan: &AugmentPlan,
 ) -> Result<SamplerSettings> {
-    let method = match args.method {
-        AugmentMethod::Mala => Method::Mala,
-        AugmentMethod::Hmc => Method::Hmc,
-        AugmentMethod::Rmld | AugmentMethod::Compression | AugmentMethod::KernelHmc => Method::Rmld,
-    };
-    let samples = match args.method {
-        AugmentMethod::Compression => 1,
-        _ => args
+    let method = args.method.dynamics();
+    let samples = match args.method.moves() {
+        false => 1,
+        true => args
             .burn_in_cap()
             .checked_add(args.samples)
             .ok_or_else(|| {
@@ -49,7 +45,7 @@ pub(crate) fn sampler_settings(
         dynamics: args.dynamics.settings(method, args.problem.seed),
         mh: !args.dynamics.no_mh,
         discount: args.dynamics.discount,
-        init: if args.method == AugmentMethod::KernelHmc {
+        init: if args.method.samples_images() {
             Init::Data
         } else {
             Init::Lasso
@@ -68,8 +64,8 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
     if !args.adapt {
         return Ok(None);
     }
-    let exact = matches!(args.method, AugmentMethod::Mala | AugmentMethod::Hmc);
-    if !exact || args.dynamics.no_mh {
+    let adapts = args.method.method().and_then(Method::target_acceptance);
+    if adapts.is_none() || args.dynamics.no_mh {
         return Err(Error::usage(
             "adapt",
             "adapts the step size of method mala or hmc with their MH test on; this run has none \
@@ -82,7 +78,7 @@ fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Ada
             "adapts during the burn-in, and burn_in is 0: give a burn-in (e.g. 50, or auto)",
         ));
     }
-    if args.sampler == SamplerChoice::Amortized {
+    if args.sampler.is_amortized() {
         return Err(Error::usage(
             "adapt",
             "tunes the MCMC chains' step sizes, and the amortized sampler runs none: leave adapt \
@@ -107,7 +103,7 @@ fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::Auto
     if !args.auto_burn_in {
         return Ok(None);
     }
-    if args.method == AugmentMethod::Compression {
+    if !args.method.moves() {
         return Err(Error::usage(
             "burn_in",
             "method compression runs no chains to warm up: give a count, not auto",
@@ -130,10 +126,10 @@ fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
         (false, Some(_)) => "warm_up",
         (false, None) => return Ok(()),
     };
-    let what = match (args.method, args.sampler) {
-        (AugmentMethod::Compression, _) => "method compression",
-        (_, SamplerChoice::Amortized) => "the amortized sampler",
-        _ => return Ok(()),
+    let what = match (args.method.moves(), args.sampler) {
+        (false, _) => "method compression",
+        (true, SamplerChoice::Amortized) => "the amortized sampler",
+        (true, SamplerChoice::Mcmc) => return Ok(()),
     };
     Err(Error::usage(
         field,
