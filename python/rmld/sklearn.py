@@ -1,41 +1,86 @@
-"""scikit-learn / imbalanced-learn integration: ``RMLDAugmenter.fit_resample(X, y)``."""
+"""scikit-learn / imbalanced-learn integration: ``RMLDAugmenter(...).fit_resample(X, y)``."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import numbers
+from collections import Counter, OrderedDict
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 try:
-    from sklearn.base import BaseEstimator
-except ImportError:  # pragma: no cover - the class still works without scikit-learn
-    BaseEstimator = object  # type: ignore[misc,assignment]
+    from imblearn.over_sampling.base import BaseOverSampler as _Base
+
+    _IMBLEARN = True
+except ImportError:  # pragma: no cover - exercised by test_sklearn_fallback.py
+    _IMBLEARN = False
+    try:
+        from sklearn.base import BaseEstimator as _Base
+    except ImportError:
+        _Base = object  # type: ignore[misc,assignment]
 
 from . import augment
 
-__all__ = ["RMLDAugmenter"]
+__all__ = ["RMLDAugmenter", "generate_per_class", "resolve_sampling_strategy"]
+
+SamplingStrategy = Union[str, float, Mapping[Any, int], Callable[[np.ndarray], Mapping[Any, int]]]
+_STRATEGIES = ("auto", "minority", "not minority", "not majority", "all")
 
 
-class RMLDAugmenter(BaseEstimator):
-    """Adds RMLD samples to a labelled image set, as an imbalanced-learn sampler does.
+class RMLDAugmenter(_Base):
+    """An oversampler whose new images are rmld's samples, imbalanced-learn's way.
 
-    ``fit_resample(X, y)`` returns the originals followed by the generated samples (one per
-    ``ratio`` originals of each class), so it drops into ``imblearn.pipeline.Pipeline`` before
-    any classifier. ``X`` is (N, d) or (N, h, w), uint8 or float; the generated rows come back
-    in ``X``'s layout: (N, d) rows for (N, d) input, float32 in [0, 1] for float input within
-    [0, 1]. ``image_shape`` gives (h, w) for (N, d) rows that are not square images.
-    Other keyword settings go to :func:`rmld.augment` (``method``, ``samples``, ``seed``, ...).
+    ``fit_resample(X, y)`` returns ``(X_resampled, y_resampled)``: the originals first, then
+    the generated images, ``sampling_strategy_[c]`` of each class c. ``X`` is (N, d) rows or
+    (N, h, w) images, uint8 or float; the generated rows come back in ``X``'s layout and dtype
+    (float input within [0, 1] gets floats in [0, 1]). ``image_shape`` gives (h, w) for (N, d)
+    rows that are not square images.
+
+    Parameters (stored as given, checked in ``fit_resample``, so ``get_params``, ``set_params``,
+    ``clone`` and ``GridSearchCV`` work):
+
+    - ``sampling_strategy``: imbalanced-learn's meanings: ``"auto"`` (= ``"not majority"``),
+      ``"minority"``, ``"not minority"``, ``"not majority"``, ``"all"`` (each targeted class
+      raised to the majority's count), a float (binary only: minority / majority after
+      resampling), a dict {class: count after resampling}, or a callable ``y -> dict``.
+    - ``ratio``: when given, ignore ``sampling_strategy`` and generate round(n_c / ratio) new
+      images for every class c (``rmld augment --ratio``: originals per generated image).
+    - ``random_state``: None, an int or a ``numpy.random.RandomState`` (the sampler's seed is
+      drawn from it); ``seed`` is the older name, used when ``random_state`` is None.
+    - ``preset``, ``backend``, ``settings``: passed to :func:`rmld.augment` (``settings`` a dict
+      of its keyword settings: ``method``, ``samples``, ``tangent_scale``, ...).
+
+    Bad input raises ``ValueError`` naming the class (a targeted class with fewer than two
+    images, a count below the images a class has, a class not in ``y``) before anything runs.
+    Subclasses imbalanced-learn's ``BaseOverSampler`` when it is installed (the ``sklearn``
+    extra); without it the same strategies are resolved here.
     """
+
+    _sampling_type = "over-sampling"
+    if _IMBLEARN:
+        _parameter_constraints: dict = {
+            **_Base._parameter_constraints,
+            "ratio": [numbers.Real, None],
+            "preset": [str, None],
+            "backend": [str],
+            "seed": [numbers.Integral],
+            "image_shape": [tuple, list, None],
+            "settings": [dict, None],
+        }
 
     def __init__(
         self,
-        ratio: float = 1.0,
+        sampling_strategy: SamplingStrategy = "auto",
+        random_state: Any = None,
+        ratio: Optional[float] = None,
         preset: Optional[str] = None,
         backend: str = "auto",
         seed: int = 0,
-        image_shape: Optional[tuple] = None,
+        image_shape: Optional[Tuple[int, int]] = None,
         settings: Optional[Dict[str, Any]] = None,
     ):
+        self.sampling_strategy = sampling_strategy
+        self.random_state = random_state
         self.ratio = ratio
         self.preset = preset
         self.backend = backend
@@ -43,42 +88,187 @@ class RMLDAugmenter(BaseEstimator):
         self.image_shape = image_shape
         self.settings = settings
 
-    def fit(self, X, y):
-        """Nothing to learn ahead: the sampler runs on the data given to ``fit_resample``."""
-        self.fit_resample(X, y)
+    # --- the imbalanced-learn entry points -------------------------------------------------
+
+    def fit(self, X, y, **params):
+        """Checks ``X``, ``y`` and resolves ``sampling_strategy_``; generates nothing."""
+        rows, y = self._rows_and_labels(X, y)
+        if _IMBLEARN:
+            return super().fit(rows, y, **params)
+        self.sampling_strategy_ = self._counts(y)
         return self
 
-    def fit_resample(self, X, y):
+    def fit_resample(self, X, y, **params):
         """(X_resampled, y_resampled): the originals, then the generated samples."""
+        rows, y = self._rows_and_labels(X, y)
+        if _IMBLEARN:
+            X_res, y_res = super().fit_resample(rows, y, **params)
+        else:
+            self.sampling_strategy_ = self._counts(y)
+            X_res, y_res = self._fit_resample(rows, y)
+        shape = np.shape(X)
+        return np.asarray(X_res).reshape((-1,) + tuple(shape[1:])), y_res
+
+    def _fit_resample(self, X, y, **params):
+        counts = dict(self.sampling_strategy_) if self.ratio is None else self._counts(y)
+        images = X.reshape((len(X),) + self._image_shape_)
+        top = 1.0
+        floats = not np.issubdtype(images.dtype, np.integer)
+        if floats and images.size:
+            top = max(1.0, float(np.nanmax(images)))
+        generated, labels, report = generate_per_class(
+            images, y, counts, seed=self._seed(), preset=self.preset, backend=self.backend,
+            settings=self.settings, with_report=True,
+        )
+        generated = generated.reshape(len(generated), -1)
+        if floats:
+            generated = (generated.astype(np.float64) * (top / 255.0)).astype(X.dtype)
+        else:
+            generated = generated.astype(X.dtype)
+        self.report_ = report
+        self.classes_ = np.unique(y)
+        return np.concatenate([X, generated]), np.concatenate([y, labels.astype(y.dtype)])
+
+    # --- checks -------------------------------------------------------------------------
+
+    def _rows_and_labels(self, X, y):
+        """X as (N, d) rows (``_image_shape_`` remembers the images' shape) and y, after the
+        checks that name a class: done before imbalanced-learn's own checks."""
         X = np.asarray(X)
         y = np.asarray(y)
         if X.ndim not in (2, 3):
-            raise ValueError(f"X must be (N, d) or (N, h, w), got shape {X.shape}")
-        classes, codes = np.unique(y, return_inverse=True)
-        images = X
-        if X.ndim == 2 and self.image_shape is not None:
-            images = X.reshape(len(X), *self.image_shape)
-        floats = not np.issubdtype(X.dtype, np.integer)
-        scale = 1.0
-        if floats:
-            top = float(np.nanmax(X)) if X.size else 1.0
-            scale = 1.0 if top <= 1.0 else top
-        result = augment(
-            images,
-            codes,
-            preset=self.preset,
-            ratio=self.ratio,
-            backend=self.backend,
-            seed=self.seed,
-            **(self.settings or {}),
-        )
-        generated = result.images.reshape(len(result.images), *X.shape[1:])
-        if floats:
-            generated = generated.astype(X.dtype) / 255.0 * scale
+            raise ValueError(f"X must be (N, d) rows or (N, h, w) images, got shape {X.shape}")
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(f"y must be one label per row of X: shape ({len(X)},), got {y.shape}")
+        if X.ndim == 3:
+            self._image_shape_ = tuple(X.shape[1:])
+        elif self.image_shape is not None:
+            shape = tuple(int(s) for s in self.image_shape)
+            if len(shape) != 2 or shape[0] * shape[1] != X.shape[1]:
+                raise ValueError(f"image_shape {self.image_shape} does not hold {X.shape[1]} pixels")
+            self._image_shape_ = shape
         else:
-            generated = generated.astype(X.dtype)
-        self.report_ = result.report
-        self.classes_ = classes
-        X_res = np.concatenate([X, generated])
-        y_res = np.concatenate([y, classes[result.labels]])
-        return X_res, y_res
+            side = int(round(X.shape[1] ** 0.5))
+            self._image_shape_ = (side, side) if side * side == X.shape[1] else (1, X.shape[1])
+        if self.ratio is not None and not (isinstance(self.ratio, numbers.Real) and self.ratio > 0):
+            raise ValueError(f"ratio must be a positive number (originals per generated image), got {self.ratio!r}")
+        self._counts(y)  # the class-naming checks, before anything else runs
+        return X.reshape(len(X), -1), y
+
+    def _counts(self, y) -> "OrderedDict[Any, int]":
+        """{class: images to generate}, with the checks that name the class."""
+        present = Counter(y.tolist())
+        if self.ratio is not None:
+            counts = OrderedDict((c, int(round(present[c] / self.ratio))) for c in sorted(present))
+        else:
+            counts = resolve_sampling_strategy(self.sampling_strategy, y)
+        for c, n in counts.items():
+            if n > 0 and present[c] < 2:
+                raise ValueError(
+                    f"class {c!r} has {present[c]} image: rmld's sampler needs at least 2 images "
+                    f"of a class to generate {n} more (its neighbour span); drop the class from "
+                    "sampling_strategy or give more images")
+        return counts
+
+    def _seed(self) -> int:
+        if self.random_state is None:
+            return int(self.seed)
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        if isinstance(self.random_state, np.random.RandomState):
+            return int(self.random_state.randint(np.iinfo(np.int32).max))
+        raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {self.random_state!r}")
+
+
+def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any, int]":
+    """{class: number of images to generate} for an oversampler, as imbalanced-learn's
+    ``check_sampling_strategy(strategy, y, "over-sampling")`` gives it, but every error names
+    the class. Classes not targeted are absent (a dict strategy) or 0 (a string)."""
+    y = np.asarray(y)
+    present = Counter(y.tolist())
+    if len(present) < 2:
+        raise ValueError(f"y needs at least 2 classes to resample, got {len(present)}")
+    majority = max(present.values())
+    minority = min(present.values())
+    if isinstance(strategy, str):
+        if strategy not in _STRATEGIES:
+            raise ValueError(f"sampling_strategy {strategy!r} is not one of {', '.join(_STRATEGIES)}")
+        wanted = {
+            "auto": lambda n: n < majority,
+            "not majority": lambda n: n < majority,
+            "all": lambda n: True,
+            "minority": lambda n: n == minority,
+            "not minority": lambda n: n != minority,
+        }[strategy]
+        if strategy == "minority":
+            chosen = min(present, key=lambda c: (present[c], _order(c)))
+            return OrderedDict((c, majority - present[c] if c == chosen else 0) for c in sorted(present))
+        return OrderedDict((c, majority - present[c] if wanted(present[c]) else 0) for c in sorted(present))
+    if isinstance(strategy, numbers.Real) and not isinstance(strategy, bool):
+        if len(present) != 2:
+            raise ValueError("sampling_strategy as a float is for two classes only; "
+                             f"y has {len(present)}: give a dict of counts per class")
+        if not 0 < strategy <= 1:
+            raise ValueError(f"sampling_strategy as a float must be in (0, 1], got {strategy}")
+        target = int(strategy * majority)
+        c = min(present, key=lambda k: (present[k], _order(k)))
+        if target < present[c]:
+            raise ValueError(f"sampling_strategy {strategy} asks class {c!r} for {target} images, "
+                             f"fewer than the {present[c]} it has")
+        return OrderedDict((k, target - present[k] if k == c else 0) for k in sorted(present))
+    if callable(strategy) and not isinstance(strategy, Mapping):
+        strategy = strategy(y)
+    if isinstance(strategy, Mapping):
+        unknown = [c for c in strategy if c not in present]
+        if unknown:
+            raise ValueError(f"sampling_strategy names class {unknown[0]!r}, which is not in y "
+                             f"(classes: {sorted(present, key=_order)})")
+        out = OrderedDict()
+        for c in sorted(strategy, key=_order):
+            n = strategy[c]
+            if not isinstance(n, numbers.Integral) or n < 0:
+                raise ValueError(f"sampling_strategy asks class {c!r} for {n!r} images: give a count >= 0")
+            if n < present[c]:
+                raise ValueError(f"sampling_strategy asks class {c!r} for {n} images, fewer than the "
+                                 f"{present[c]} it has (an oversampler only adds images)")
+            out[c] = int(n) - present[c]
+        return out
+    raise ValueError(f"sampling_strategy must be a string, a float, a dict or a callable, got {strategy!r}")
+
+
+def _order(c):
+    return (str(type(c)), c)
+
+
+def generate_per_class(images, labels, counts, *, seed=0, preset=None, backend="auto",
+                       settings=None, with_report=False):
+    """``counts[c]`` new images of every class c, from ``images`` (N, h, w) and ``labels``:
+    (images uint8 (G, h, w), labels (G,)) and, with ``with_report``, the runs' reports.
+
+    The library has no per-class counts yet, so classes are generated by ``rmld.augment`` runs
+    restricted to them (``classes``) with ``ratio`` = n_c / counts[c]; classes that need the
+    same ratio share one run. The one place to switch to a per-class ``counts`` setting.
+    """
+    labels = np.asarray(labels)
+    present = Counter(labels.tolist())
+    by_ratio: Dict[float, list] = {}
+    for c, n in counts.items():
+        if n > 0:
+            by_ratio.setdefault(present[c] / n, []).append(c)
+    runs = dict(no_quality=True, no_original_codes=True)
+    runs.update(settings or {})
+    codes, numbers_of = np.unique(labels, return_inverse=True)
+    out_images, out_labels, reports = [], [], []
+    for ratio, classes in sorted(by_ratio.items()):
+        chosen = [int(np.flatnonzero(codes == c)[0]) for c in classes]
+        result = augment(images, numbers_of, preset=preset, backend=backend, seed=seed,
+                         ratio=ratio, classes=chosen, **runs)
+        out_images.append(result.images)
+        out_labels.append(codes[result.labels])
+        reports.append(result.report)
+    if not out_images:
+        shape = (0,) + tuple(np.shape(images)[1:])
+        empty = (np.zeros(shape, np.uint8), labels[:0])
+        return (*empty, reports) if with_report else empty
+    generated, generated_labels = np.concatenate(out_images), np.concatenate(out_labels)
+    return (generated, generated_labels, reports) if with_report else (generated, generated_labels)
