@@ -188,22 +188,22 @@ def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any
     present = Counter(y.tolist())
     if len(present) < 2:
         raise ValueError(f"y needs at least 2 classes to resample, got {len(present)}")
-    majority = max(present.values())
-    minority = min(present.values())
+    # One majority and one minority class, the first in sorted order on a tie (as imbalanced-learn).
+    classes = sorted(present, key=_order)
+    majority_class = max(classes, key=lambda c: present[c])
+    minority_class = min(classes, key=lambda c: present[c])
+    majority = present[majority_class]
     if isinstance(strategy, str):
         if strategy not in _STRATEGIES:
             raise ValueError(f"sampling_strategy {strategy!r} is not one of {', '.join(_STRATEGIES)}")
-        wanted = {
-            "auto": lambda n: n < majority,
-            "not majority": lambda n: n < majority,
-            "all": lambda n: True,
-            "minority": lambda n: n == minority,
-            "not minority": lambda n: n != minority,
+        targeted = {
+            "auto": lambda c: c != majority_class,
+            "not majority": lambda c: c != majority_class,
+            "all": lambda c: True,
+            "minority": lambda c: c == minority_class,
+            "not minority": lambda c: c != minority_class,
         }[strategy]
-        if strategy == "minority":
-            chosen = min(present, key=lambda c: (present[c], _order(c)))
-            return OrderedDict((c, majority - present[c] if c == chosen else 0) for c in sorted(present))
-        return OrderedDict((c, majority - present[c] if wanted(present[c]) else 0) for c in sorted(present))
+        return OrderedDict((c, majority - present[c] if targeted(c) else 0) for c in classes)
     if isinstance(strategy, numbers.Real) and not isinstance(strategy, bool):
         if len(present) != 2:
             raise ValueError("sampling_strategy as a float is for two classes only; "
@@ -211,11 +211,11 @@ def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any
         if not 0 < strategy <= 1:
             raise ValueError(f"sampling_strategy as a float must be in (0, 1], got {strategy}")
         target = int(strategy * majority)
-        c = min(present, key=lambda k: (present[k], _order(k)))
+        c = minority_class
         if target < present[c]:
             raise ValueError(f"sampling_strategy {strategy} asks class {c!r} for {target} images, "
                              f"fewer than the {present[c]} it has")
-        return OrderedDict((k, target - present[k] if k == c else 0) for k in sorted(present))
+        return OrderedDict((k, target - present[k] if k == c else 0) for k in classes)
     if callable(strategy) and not isinstance(strategy, Mapping):
         strategy = strategy(y)
     if isinstance(strategy, Mapping):

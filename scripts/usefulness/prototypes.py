@@ -1,3 +1,187 @@
-"""Prototypes of changes to rmld's sampler, in numpy (filled in as directions are tried)."""
+"""numpy prototypes of changes to rmld's sampler, measured in the benchmark before any Rust.
 
-PROTOTYPES = {}
+The quality preset's target is, in image space, a Gaussian around each chain's start image a
+(src/model/likelihood/tangent.rs): covariance (s²/k)·B Bᵀ + σ²·I with B = [n_j − a] the k
+nearest images of a's class. The prototypes draw from that Gaussian exactly (no chain, no
+sparse code), post-process as `rmld augment` does (Gaussian smoothing, clip) and vary one thing
+at a time:
+
+- the span: neighbour directions (today), transformation tangents of a (Simard's tangent
+  distance: x/y shift, rotation, scale, two hyperbolic shears, thickness), or both;
+- how far: the scale s of the neighbour span, the standard deviations τ of the tangents;
+- the noise σ off the span;
+- a label filter: a draw is kept only if a classifier of the real training images gives its
+  class at least a probability p (else it is drawn again, at most `tries` times);
+- warps: the start image moved by a random small affine map before the Gaussian draw.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import numpy as np
+from scipy import ndimage
+
+# Standard deviations of the transformation tangents' coefficients, in natural units: pixels
+# (shifts, thickness, at 28 px: scaled with the side) and relative (rotation in radians, scale,
+# shears).
+DEFORM = dict(shift=1.0, rotation=0.15, scale=0.12, shear=0.12, thickness=0.4)
+
+
+def transformation_tangents(image: np.ndarray, smooth_px: float) -> Dict[str, np.ndarray]:
+    """Simard's tangent vectors of `image` (h, w): the derivative of the image under each
+    transformation at the identity, computed on the image smoothed by `smooth_px` (so that the
+    derivative exists). Units: per pixel (shifts, thickness) or per unit parameter."""
+    g = ndimage.gaussian_filter(image.astype(np.float64), smooth_px)
+    gy, gx = np.gradient(g)
+    h, w = image.shape
+    rows, cols = np.meshgrid(np.arange(h) - (h - 1) / 2, np.arange(w) - (w - 1) / 2, indexing="ij")
+    return {
+        "shift_x": -gx,
+        "shift_y": -gy,
+        "rotation": rows * gx - cols * gy,
+        "scale": -(cols * gx + rows * gy),
+        "shear_parallel": cols * gx - rows * gy,
+        "shear_diagonal": rows * gx + cols * gy,
+        "thickness": np.hypot(gx, gy),
+    }
+
+
+def _tangent_stds(side: int, deform: Dict[str, float]) -> Dict[str, float]:
+    """Each tangent's coefficient std: the pixel ones scaled to the image side."""
+    pixels = side / 28.0
+    out = {}
+    for name in ("shift_x", "shift_y"):
+        if deform.get("shift"):
+            out[name] = deform["shift"] * pixels
+    for name, key in (("rotation", "rotation"), ("scale", "scale"),
+                      ("shear_parallel", "shear"), ("shear_diagonal", "shear")):
+        if deform.get(key):
+            out[name] = deform[key]
+    if deform.get("thickness"):
+        out["thickness"] = deform["thickness"] * pixels
+    return out
+
+
+def _warp(image: np.ndarray, rng, deform: Dict[str, float]) -> np.ndarray:
+    """The image under a random affine map with the same stds as the tangents (exact, not
+    linearised)."""
+    h, w = image.shape
+    pixels = w / 28.0
+    angle = rng.normal(0, deform.get("rotation", 0))
+    zoom = np.exp(rng.normal(0, deform.get("scale", 0)))
+    s1, s2 = rng.normal(0, deform.get("shear", 0), 2)
+    rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    matrix = rot @ np.array([[1 + s1, s2], [s2, 1 - s1]]) / zoom
+    shift = rng.normal(0, deform.get("shift", 0) * pixels, 2)
+    centre = np.array([(h - 1) / 2, (w - 1) / 2])
+    offset = centre - matrix @ centre - shift
+    return ndimage.affine_transform(image, matrix, offset=offset, order=1)
+
+
+class LabelFilter:
+    """Keeps a draw when a multinomial logistic regression of the real training images gives
+    its class a probability of at least `p`."""
+
+    def __init__(self, x, y, p: float):
+        from sklearn.linear_model import LogisticRegression
+
+        self.model = LogisticRegression(C=0.05, max_iter=2000).fit(x.reshape(len(x), -1), y)
+        self.column = {c: i for i, c in enumerate(self.model.classes_)}
+        self.p = p
+
+    def keep(self, draws: np.ndarray, c) -> np.ndarray:
+        probs = self.model.predict_proba(draws.reshape(len(draws), -1))[:, self.column[c]]
+        return probs >= self.p
+
+
+def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
+                      noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
+                      warp: bool = False, tries: int = 10):
+    """An augmenter drawing from the image-space tangent target (options in the module doc).
+    `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
+    post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do."""
+
+    def augment(x, y, counts, seed):
+        rng = np.random.default_rng(seed)
+        side = x.shape[-1]
+        pixels = side / 28.0
+        label_filter = LabelFilter(x, y, filter_p) if filter_p else None
+        out_x, out_y = [], []
+        for c, n in sorted(counts.items()):
+            if n <= 0:
+                continue
+            images = x[y == c].astype(np.float64)
+            flat = images.reshape(len(images), -1)
+            kk = min(k, len(images) - 1)
+            squared = (flat ** 2).sum(1)
+            dist = squared[:, None] + squared[None, :] - 2 * flat @ flat.T
+            np.fill_diagonal(dist, np.inf)
+            neighbours = np.argsort(dist, axis=1)[:, :kk]
+            starts = np.concatenate([rng.permutation(len(images))
+                                     for _ in range(int(np.ceil(n / len(images))))])[:n]
+            kept = []
+            for start in starts:
+                for attempt in range(tries):
+                    draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
+                                 smooth * pixels, warp, rng)
+                    if label_filter is None or label_filter.keep(draw[None], c)[0] or attempt == tries - 1:
+                        break
+                kept.append(draw)
+            out_x += kept
+            out_y += [c] * n
+        if not out_x:
+            return np.zeros((0,) + x.shape[1:], np.float32), np.zeros(0, np.int64)
+        return np.stack(out_x).astype(np.float32), np.array(out_y, np.int64)
+
+    return augment
+
+
+def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng):
+    anchor = images[start]
+    side = anchor.shape[-1]
+    if warp and deform:
+        anchor = _warp(anchor, rng, deform)
+    x = anchor.reshape(-1).copy()
+    if scale > 0 and k > 0:
+        span = flat[neighbours[start]] - flat[start]
+        x += (scale / np.sqrt(k)) * rng.standard_normal(k) @ span
+    if deform and not warp:
+        tangents = transformation_tangents(images[start], max(0.5, 0.9 * side / 28.0))
+        for name, std in _tangent_stds(side, deform).items():
+            x += rng.normal(0, std) * tangents[name].reshape(-1)
+    if noise > 0:
+        x += noise * rng.standard_normal(x.shape)
+    image = x.reshape(anchor.shape)
+    if smooth > 0:
+        image = ndimage.gaussian_filter(image, smooth)
+    return np.clip(image, 0.0, 1.0)
+
+
+def _scaled(factor: float, drop=()) -> Dict[str, float]:
+    return {k: v * factor for k, v in DEFORM.items() if k not in drop}
+
+
+PROTOTYPES = {
+    # The quality preset's target, drawn exactly: neighbour span s = 3, k = 16, σ = 0.1.
+    "p-tangent": tangent_augmenter(),
+    "p-tangent-s1": tangent_augmenter(scale=1.0),
+    "p-tangent-nonoise": tangent_augmenter(noise=0.0),
+    # Transformation tangents only (Simard), linearised, no neighbour span.
+    "p-deform": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0),
+    "p-deform-shift": tangent_augmenter(scale=0.0, deform=dict(shift=1.0), noise=0.0),
+    "p-deform-x0.5": tangent_augmenter(scale=0.0, deform=_scaled(0.5), noise=0.0),
+    "p-deform-x1.5": tangent_augmenter(scale=0.0, deform=_scaled(1.5), noise=0.0),
+    "p-deform-x2": tangent_augmenter(scale=0.0, deform=_scaled(2.0), noise=0.0),
+    "p-deform-noshift": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)), noise=0.0),
+    "p-deform-nothick": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("thickness",)), noise=0.0),
+    "p-deform-noise": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.1),
+    # Both spans.
+    "p-tangent-deform": tangent_augmenter(scale=1.0, deform=DEFORM, noise=0.0),
+    "p-tangent3-deform": tangent_augmenter(scale=3.0, deform=DEFORM, noise=0.1),
+    # Exact warps instead of linear tangents.
+    "p-warp": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, warp=True),
+    "p-warp-tangent": tangent_augmenter(scale=1.0, deform=DEFORM, noise=0.0, warp=True),
+    # The preset's target with a label filter.
+    "p-tangent-filter": tangent_augmenter(filter_p=0.5),
+}
