@@ -152,3 +152,57 @@ BASELINES: Dict[str, Augmenter] = {
     "rotations": rotations,
     "elastic": elastic,
 }
+
+
+def rmld_deform(eps: float = 0.05, deform_scale: float = 1.0, drop=(), **settings) -> Augmenter:
+    """rmld's sampler today (the quality preset's tangent target, HMC) with the neighbour span
+    replaced by transformation tangents, built from the outside: every image a of a class comes
+    with the points a ± eps·τ_t·T_t(a) (prototypes.transformation_tangents), so its k = 2·t
+    nearest rows are those and its span is the tangents'; tangent_scale √(k/2)/eps gives each
+    tangent coefficient the standard deviation τ_t. The data scaling is read from a probe run
+    on the real images (η, σ², smoothing) and switched off for the run on the padded set."""
+
+    def augment(x, y, counts, seed) -> Generated:
+        import sys
+
+        import prototypes
+
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        import rmld
+
+        backend = os.environ.get("RMLD_BACKEND", "cpu")
+        wanted = [c for c, n in sorted(counts.items()) if n > 0]
+        if not wanted:
+            return _empty(x)
+        codes, numbered = np.unique(y, return_inverse=True)
+        probe = rmld.augment(x, numbered, backend=backend, seed=seed, ratio=float(len(x)),
+                             no_quality=True, no_original_codes=True)
+        eta = probe.report["settings"]["dynamics"]["eta"]
+        sigma2 = probe.report["sigma2"]
+        smooth = probe.report["postprocess"]["smooth"]
+        side = x.shape[-1]
+        stds = prototypes._tangent_stds(side, {k: v * deform_scale for k, v in prototypes.DEFORM.items()
+                                                if k not in drop})
+        out_x, out_y = [], []
+        for c in wanted:
+            images = x[y == c]
+            rows = [images]
+            for image in images:
+                fields = prototypes.transformation_tangents(image, max(0.5, 0.9 * side / 28.0))
+                for name, std in stds.items():
+                    step = eps * std * fields[name]
+                    rows.append(np.stack([image + step, image - step]))
+            padded = np.concatenate(rows).astype(np.float32)
+            k = 2 * len(stds)
+            result = rmld.augment(
+                padded, np.zeros(len(padded), np.int64), backend=backend, seed=seed,
+                ratio=len(padded) / counts[c], no_quality=True, no_original_codes=True,
+                tangent_k=k, tangent_scale=float(np.sqrt(k / 2) / eps), eta=eta, sigma2=sigma2,
+                smooth=smooth, fit_scale_to_data=dict(eta=False, sigma2=False, smooth=False,
+                                                      tangent_scale=False, tangent_k=False),
+                **settings)
+            out_x.append(result.images.astype(np.float32) / 255.0)
+            out_y.append(np.full(len(result.images), c, np.int64))
+        return np.concatenate(out_x), np.concatenate(out_y)
+
+    return augment

@@ -59,11 +59,14 @@ def _load_raw(name: str, root: Path):
 
 def load_pools(name: str, root: Path, test_per_class: int) -> Pools:
     """The dataset's pools with a balanced test set of `test_per_class` images per class (from the
-    official test split where there is one, else held out of the one split)."""
+    official test split where there is one, else held out of the one split, then at most half of
+    its smallest class)."""
     train_x, train_y, test_x, test_y = _load_raw(name, root)
     rng = np.random.default_rng(TEST_SEED)
     if test_x is None:
-        picked = balanced_pick(train_y, {c: test_per_class for c in np.unique(train_y)}, rng)
+        # At most half of the smallest class (the 8x8 digits have about 180 per class).
+        per_class = min(test_per_class, int(np.bincount(train_y).min()) // 2)
+        picked = balanced_pick(train_y, {c: per_class for c in np.unique(train_y)}, rng)
         keep = np.ones(len(train_y), bool)
         keep[picked] = False
         test_x, test_y = train_x[picked], train_y[picked]

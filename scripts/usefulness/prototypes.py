@@ -44,6 +44,13 @@ def transformation_tangents(image: np.ndarray, smooth_px: float) -> Dict[str, np
         "shear_parallel": cols * gx - rows * gy,
         "shear_diagonal": rows * gx + cols * gy,
         "thickness": np.hypot(gx, gy),
+        # Smooth non-affine displacement fields u = (u_x, u_y), quadratic in the coordinates
+        # normalised to [-1, 1]: the image changes by -(g_x u_x + g_y u_y), per pixel of
+        # displacement at the corners.
+        **{f"bend_{axis}_{name}": -(gx if axis == "x" else gy) * field
+           for axis in ("x", "y")
+           for name, field in (("xx", (cols / (w / 2)) ** 2), ("xy", cols * rows / (w * h / 4)),
+                               ("yy", (rows / (h / 2)) ** 2))},
     }
 
 
@@ -60,6 +67,10 @@ def _tangent_stds(side: int, deform: Dict[str, float]) -> Dict[str, float]:
             out[name] = deform[key]
     if deform.get("thickness"):
         out["thickness"] = deform["thickness"] * pixels
+    if deform.get("bend"):
+        for axis in ("x", "y"):
+            for name in ("xx", "xy", "yy"):
+                out[f"bend_{axis}_{name}"] = deform["bend"] * pixels
     return out
 
 
@@ -97,10 +108,13 @@ class LabelFilter:
 
 def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
-                      warp: bool = False, tries: int = 10):
+                      warp: bool = False, tries: int = 10, per_anchor: int = 0):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
-    post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do."""
+    post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
+    Anchors: every image in turn (a permutation, repeated), or with `per_anchor` = K as
+    `rmld augment` picks chain starts today: ceil(n / K) chains, each start drawn uniformly
+    with replacement from the class, K draws per chain."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed)
@@ -118,13 +132,22 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
             dist = squared[:, None] + squared[None, :] - 2 * flat @ flat.T
             np.fill_diagonal(dist, np.inf)
             neighbours = np.argsort(dist, axis=1)[:, :kk]
-            starts = np.concatenate([rng.permutation(len(images))
-                                     for _ in range(int(np.ceil(n / len(images))))])[:n]
+            if per_anchor:
+                chains = rng.integers(0, len(images), int(np.ceil(n / per_anchor)))
+                starts = np.repeat(chains, per_anchor)[:n]
+            else:
+                starts = np.concatenate([rng.permutation(len(images))
+                                         for _ in range(int(np.ceil(n / len(images))))])[:n]
             kept = []
+            tangents = {}
             for start in starts:
+                if deform and not warp and start not in tangents:
+                    fields = transformation_tangents(images[start], max(0.5, 0.9 * pixels))
+                    tangents[start] = [(std, fields[name].reshape(-1))
+                                       for name, std in _tangent_stds(side, deform).items()]
                 for attempt in range(tries):
                     draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
-                                 smooth * pixels, warp, rng)
+                                 smooth * pixels, warp, rng, tangents.get(start, ()))
                     if label_filter is None or label_filter.keep(draw[None], c)[0] or attempt == tries - 1:
                         break
                 kept.append(draw)
@@ -137,19 +160,16 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     return augment
 
 
-def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng):
+def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents):
     anchor = images[start]
-    side = anchor.shape[-1]
     if warp and deform:
         anchor = _warp(anchor, rng, deform)
     x = anchor.reshape(-1).copy()
     if scale > 0 and k > 0:
         span = flat[neighbours[start]] - flat[start]
         x += (scale / np.sqrt(k)) * rng.standard_normal(k) @ span
-    if deform and not warp:
-        tangents = transformation_tangents(images[start], max(0.5, 0.9 * side / 28.0))
-        for name, std in _tangent_stds(side, deform).items():
-            x += rng.normal(0, std) * tangents[name].reshape(-1)
+    for std, tangent in tangents:
+        x += rng.normal(0, std) * tangent
     if noise > 0:
         x += noise * rng.standard_normal(x.shape)
     image = x.reshape(anchor.shape)
@@ -182,6 +202,12 @@ PROTOTYPES = {
     # Exact warps instead of linear tangents.
     "p-warp": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, warp=True),
     "p-warp-tangent": tangent_augmenter(scale=1.0, deform=DEFORM, noise=0.0, warp=True),
+    # Non-affine (quadratic) displacement fields beside the affine ones and thickness.
+    "p-deform-bend": tangent_augmenter(scale=0.0, deform=dict(DEFORM, bend=1.0), noise=0.0),
+    "p-deform-bend2": tangent_augmenter(scale=0.0, deform=dict(DEFORM, bend=2.0), noise=0.0),
+    # Chain starts as rmld picks them today: uniform with replacement, 4 draws per chain.
+    "p-deform-rand4": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, per_anchor=4),
+    "p-tangent-rand4": tangent_augmenter(per_anchor=4),
     # The preset's target with a label filter.
     "p-tangent-filter": tangent_augmenter(filter_p=0.5),
 }

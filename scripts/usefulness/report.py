@@ -27,8 +27,8 @@ def tables(rows, mode) -> str:
     """One table per (dataset, regime, setting): a row per augmentation, per classifier the
     accuracy / balanced accuracy ± std / macro F1 (%), then the augmentation's seconds."""
     keep = [r for r in rows if "error" not in r and r["dataset"] in mode["datasets"]
-            and r["augmenter"] in mode["augmenters"] and r["classifier"] in mode["classifiers"]
-            and r["seed"] < mode["seeds"]]
+            and r["augmenter"] in mode["augmenters"]
+            and r["classifier"] in mode["classifiers"] + ["proxies"] and r["seed"] < mode["seeds"]]
     groups = OrderedDict()
     for r in keep:
         groups.setdefault((r["dataset"], r["regime"], r["setting"]), []).append(r)
@@ -39,12 +39,16 @@ def tables(rows, mode) -> str:
     out = []
     for (dataset, regime, setting), group in groups.items():
         classifiers = [c for c in mode["classifiers"] if any(r["classifier"] == c for r in group)]
+        if not classifiers:
+            continue
         seeds = sorted({r["seed"] for r in group})
         test = group[0]["test"]
         title = "few labels" if regime == "few" else "imbalanced"
         out.append(f"\n### {dataset}, {title}: {setting} ({len(seeds)} seeds, {test} test images)\n")
+        with_proxies = any(r["classifier"] == "proxies" for r in group)
         header = ["augmentation", "new images"] + \
-                 [f"{NAMES[c]}: acc / bacc ± sd / F1" for c in classifiers] + ["augment s"]
+                 [f"{NAMES[c]}: acc / bacc ± sd / F1" for c in classifiers] + ["augment s"] + \
+                 (["label pres. (real) / novelty / diversity"] if with_proxies else [])
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "---|" * len(header))
         best = {c: max((np.mean([r["bacc"] for r in group if r["augmenter"] == a and r["classifier"] == c])
@@ -53,12 +57,13 @@ def tables(rows, mode) -> str:
                 for c in classifiers}
         for name in mode["augmenters"]:
             mine = [r for r in group if r["augmenter"] == name]
-            if not mine:
+            if not any(r["classifier"] != "proxies" for r in mine):
                 failed = errors.get((dataset, regime, setting, name))
                 if failed:
                     out.append(f"| {name} | failed: {sorted(failed)[0][:80]} |")
                 continue
-            cells = [name, f"{int(np.mean([r['n_generated'] for r in mine]))}"]
+            fitted = [r for r in mine if r["classifier"] != "proxies"]
+            cells = [name, f"{int(np.mean([r['n_generated'] for r in fitted]))}"]
             for c in classifiers:
                 these = [r for r in mine if r["classifier"] == c]
                 if not these:
@@ -68,7 +73,13 @@ def tables(rows, mode) -> str:
                 mark = "**" if np.mean(bacc) >= best[c] - 1e-9 else ""
                 cells.append(f"{_cell([r['acc'] for r in these])} / {mark}{np.mean(bacc):.1f}{mark} "
                              f"± {np.std(bacc):.1f} / {_cell([r['f1'] for r in these])}")
-            per_seed = {r["seed"]: r["gen_s"] for r in mine}
+            per_seed = {r["seed"]: r["gen_s"] for r in mine if "gen_s" in r}
             cells.append(f"{np.mean(list(per_seed.values())):.1f}")
+            if with_proxies:
+                judged = [r for r in mine if r["classifier"] == "proxies"]
+                cells.append("–" if not judged else
+                             f"{_cell([r['preservation'] for r in judged])} ({_cell([r['real'] for r in judged])}) / "
+                             f"{np.mean([r['novelty'] for r in judged]):.2f} / "
+                             f"{np.mean([r['diversity'] for r in judged]):.2f}")
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
