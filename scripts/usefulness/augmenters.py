@@ -154,13 +154,16 @@ BASELINES: Dict[str, Augmenter] = {
 }
 
 
-def rmld_deform(eps: float = 0.05, deform_scale: float = 1.0, drop=(), **settings) -> Augmenter:
+def rmld_deform(eps: float = 0.05, deform_scale: float = 1.0, drop=(), anchor_shift=False,
+                **settings) -> Augmenter:
     """rmld's sampler today (the quality preset's tangent target, HMC) with the neighbour span
     replaced by transformation tangents, built from the outside: every image a of a class comes
     with the points a ± eps·τ_t·T_t(a) (prototypes.transformation_tangents), so its k = 2·t
     nearest rows are those and its span is the tangents'; tangent_scale √(k/2)/eps gives each
     tangent coefficient the standard deviation τ_t. The data scaling is read from a probe run
-    on the real images (η, σ², smoothing) and switched off for the run on the padded set."""
+    on the real images (η, σ², smoothing) and switched off for the run on the padded set.
+    `anchor_shift`: the rows are each image's four one-pixel shifts (side/28 px), each with its
+    own tangent points, instead of the image (the prototypes' `anchor_shift`)."""
 
     def augment(x, y, counts, seed) -> Generated:
         import sys
@@ -186,6 +189,9 @@ def rmld_deform(eps: float = 0.05, deform_scale: float = 1.0, drop=(), **setting
         out_x, out_y = [], []
         for c in wanted:
             images = x[y == c]
+            if anchor_shift:
+                images = np.stack([prototypes.shift_image(image, move)
+                                   for image in images for move in SHIFTS])
             rows = [images]
             for image in images:
                 fields = prototypes.transformation_tangents(image, max(0.5, 0.9 * side / 28.0))

@@ -108,13 +108,16 @@ class LabelFilter:
 
 def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
-                      warp: bool = False, tries: int = 10, per_anchor: int = 0):
+                      warp: bool = False, tries: int = 10, per_anchor: int = 0,
+                      anchor_shift: bool = False):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
     Anchors: every image in turn (a permutation, repeated), or with `per_anchor` = K as
     `rmld augment` picks chain starts today: ceil(n / K) chains, each start drawn uniformly
-    with replacement from the class, K draws per chain."""
+    with replacement from the class, K draws per chain. `anchor_shift`: the draw is centred on
+    the anchor moved by one pixel (right, left, down or up, each image's four in turn) instead
+    of the anchor itself."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed)
@@ -140,14 +143,22 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                                          for _ in range(int(np.ceil(n / len(images))))])[:n]
             kept = []
             tangents = {}
+            turns = np.zeros(len(images), int)
             for start in starts:
-                if deform and not warp and start not in tangents:
-                    fields = transformation_tangents(images[start], max(0.5, 0.9 * pixels))
-                    tangents[start] = [(std, fields[name].reshape(-1))
-                                       for name, std in _tangent_stds(side, deform).items()]
+                move = None
+                if anchor_shift:
+                    from augmenters import SHIFTS
+
+                    move = SHIFTS[(turns[start] + start) % 4]
+                    turns[start] += 1
+                if deform and not warp and (start, move) not in tangents:
+                    base = images[start] if move is None else shift_image(images[start], move)
+                    fields = transformation_tangents(base, max(0.5, 0.9 * pixels))
+                    tangents[(start, move)] = [(std, fields[name].reshape(-1))
+                                               for name, std in _tangent_stds(side, deform).items()]
                 for attempt in range(tries):
                     draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
-                                 smooth * pixels, warp, rng, tangents.get(start, ()))
+                                 smooth * pixels, warp, rng, tangents.get((start, move), ()), move)
                     if label_filter is None or label_filter.keep(draw[None], c)[0] or attempt == tries - 1:
                         break
                 kept.append(draw)
@@ -160,8 +171,20 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     return augment
 
 
-def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents):
-    anchor = images[start]
+def shift_image(image, move):
+    """The image moved by `move` (rows, columns) times side/28 pixels: one pixel at 28 px, a
+    linearly interpolated fraction of one on smaller images."""
+    from augmenters import shift
+
+    step = image.shape[-1] / 28.0
+    if step >= 1.0:
+        return shift(image, *move)
+    return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
+
+
+def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents,
+          move=None):
+    anchor = images[start] if move is None else shift_image(images[start], move)
     if warp and deform:
         anchor = _warp(anchor, rng, deform)
     x = anchor.reshape(-1).copy()
@@ -193,6 +216,7 @@ PROTOTYPES = {
     "p-deform-x0.5": tangent_augmenter(scale=0.0, deform=_scaled(0.5), noise=0.0),
     "p-deform-x1.5": tangent_augmenter(scale=0.0, deform=_scaled(1.5), noise=0.0),
     "p-deform-x2": tangent_augmenter(scale=0.0, deform=_scaled(2.0), noise=0.0),
+    "p-deform-shift1.5": tangent_augmenter(scale=0.0, deform=dict(DEFORM, shift=1.5), noise=0.0),
     "p-deform-noshift": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)), noise=0.0),
     "p-deform-nothick": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("thickness",)), noise=0.0),
     "p-deform-noise": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.1),
@@ -205,9 +229,52 @@ PROTOTYPES = {
     # Non-affine (quadratic) displacement fields beside the affine ones and thickness.
     "p-deform-bend": tangent_augmenter(scale=0.0, deform=dict(DEFORM, bend=1.0), noise=0.0),
     "p-deform-bend2": tangent_augmenter(scale=0.0, deform=dict(DEFORM, bend=2.0), noise=0.0),
+    # The anchor moved by one pixel (each image's four shifts in turn), then the tangents.
+    "p-shift-deform": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, anchor_shift=True),
+    "p-shift-deform-noshift": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)),
+                                                noise=0.0, anchor_shift=True),
+    "p-shift-deform-x1.5": tangent_augmenter(scale=0.0, deform=_scaled(1.5), noise=0.0,
+                                             anchor_shift=True),
+    "p-shift-deform-noshift-x0.5": tangent_augmenter(scale=0.0, deform=_scaled(0.5, ("shift",)),
+                                                     noise=0.0, anchor_shift=True),
+    "p-shift-deform-noshift-x0.75": tangent_augmenter(scale=0.0, deform=_scaled(0.75, ("shift",)),
+                                                      noise=0.0, anchor_shift=True),
+    # ... with the target's off-span noise σ (0.1 = the preset's σ² 0.01) kept in the draw.
+    "p-shift-deform-noshift-noise": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)),
+                                                      noise=0.1, anchor_shift=True),
+    "p-shift-deform-noshift-noise2": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)),
+                                                       noise=0.2, anchor_shift=True),
     # Chain starts as rmld picks them today: uniform with replacement, 4 draws per chain.
     "p-deform-rand4": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, per_anchor=4),
     "p-tangent-rand4": tangent_augmenter(per_anchor=4),
     # The preset's target with a label filter.
     "p-tangent-filter": tangent_augmenter(filter_p=0.5),
 }
+
+
+def through_dictionary(inner, lam: float = 0.05):
+    """`inner`'s draws replaced by their LASSO reconstructions A z under rmld's random Gaussian
+    dictionary (`rmld.encode`, pixel-max 1, λ as the quality preset), then smoothed and clipped
+    as `rmld augment` post-processes: what the sparse-code representation does to a sample."""
+
+    def augment(x, y, counts, seed):
+        import os
+        import sys
+
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        import rmld
+
+        gx, gy = inner(x, y, counts, seed)
+        if not len(gx):
+            return gx, gy
+        encoded = rmld.encode(gx, lam=lam, pixel_max=1.0, seed=seed,
+                              backend=os.environ.get("RMLD_BACKEND", "cpu"))
+        side = x.shape[-1]
+        images = encoded.reconstructions.reshape(gx.shape)
+        images = np.stack([ndimage.gaussian_filter(i, 0.5 * side / 28.0) for i in images])
+        return np.clip(images, 0, 1).astype(np.float32), gy
+
+    return augment
+
+
+PROTOTYPES["p-deform-lasso"] = through_dictionary(PROTOTYPES["p-deform"])

@@ -82,12 +82,12 @@ def augmenter(name: str):
         return aug.rmld_rust()
     if name == "rmld-deform":
         return aug.rmld_deform()
+    if name == "rmld-shift-deform":
+        return aug.rmld_deform(anchor_shift=True, drop=("shift",))
+    if name.startswith("rmld-shift-deform:"):  # ... with rmld.augment settings
+        return aug.rmld_deform(anchor_shift=True, drop=("shift",), **_settings(name.split(":", 1)[1]))
     if name.startswith("rmld:"):  # rmld:key=value,key=value: rmld.augment settings
-        settings = {}
-        for pair in name[5:].split(","):
-            key, value = pair.split("=")
-            settings[key] = json.loads(value) if value[:1] in "0123456789-[{tf" else value
-        return aug.rmld_rust(**settings)
+        return aug.rmld_rust(**_settings(name[5:]))
     import prototypes
 
     if name in prototypes.PROTOTYPES:
@@ -109,6 +109,15 @@ def proxies(x, y, gx, gy, pools) -> dict:
     return dict(preservation=100 * result["label_preservation"],
                 real=100 * result["classifier_test_accuracy"],
                 novelty=result["novelty_mean"], diversity=float(np.mean(per_class)))
+
+
+def _settings(text: str) -> dict:
+    """`key=value,key=value` as rmld.augment keyword settings (numbers and JSON parsed)."""
+    settings = {}
+    for pair in text.split(","):
+        key, value = pair.split("=")
+        settings[key] = json.loads(value) if value[:1] in "0123456789-[{tf" else value
+    return settings
 
 
 def cuts(mode: dict, regimes, pools):
@@ -154,7 +163,8 @@ def run_cut(pools, counts, new, seed, names, classifiers, done, write, meta, wit
                 stored = keep / (label.replace("/", "per").replace(" ", "_").replace(":", "_") + ".npz")
             if stored is not None and stored.exists():
                 saved = np.load(stored)
-                generated[key] = (saved["x"], saved["y"], float(saved["seconds"]))
+                generated[key] = (saved["x"].astype(np.float32) / 255, saved["y"],
+                                  float(saved["seconds"]))
                 return generated[key]
             started = time.perf_counter()
             if part == "none":
