@@ -255,7 +255,9 @@ def generate_per_class(images, labels, counts, *, seed=0, preset=None, backend="
     for c, n in counts.items():
         if n > 0:
             by_ratio.setdefault(present[c] / n, []).append(c)
-    runs = dict(no_quality=True, no_original_codes=True)
+    # Only the images come back: no quality metrics, no codes of the originals, and no LASSO
+    # re-encoding of the generated images (`reencode` changes the codes, not the images).
+    runs = dict(no_quality=True, no_original_codes=True, reencode=False)
     runs.update(settings or {})
     codes, numbers_of = np.unique(labels, return_inverse=True)
     out_images, out_labels, reports = [], [], []
