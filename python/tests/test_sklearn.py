@@ -151,3 +151,14 @@ def test_is_an_imbalanced_learn_sampler():
     assert isinstance(RMLDAugmenter(), BaseOverSampler)
     fitted = RMLDAugmenter(sampling_strategy="not majority").fit(*imbalanced_digits())
     assert dict(fitted.sampling_strategy_)[9] == 32
+
+
+def test_per_class_runs_give_rmld_augment_s_images():
+    """generate_per_class skips the re-encoding (codes only): its images are rmld.augment's with
+    the preset's re-encoding, byte for byte, for the classes and ratio it runs."""
+    X, y = imbalanced_digits()
+    images, labels = rmld_sklearn.generate_per_class(X, y, {5: 16, 6: 16}, seed=2, **FAST)
+    direct = rmld.augment(X, y, classes=[5, 6], ratio=0.5, seed=2, no_quality=True,
+                          no_original_codes=True, **FAST)
+    np.testing.assert_array_equal(images, direct.images)
+    np.testing.assert_array_equal(labels, direct.labels)

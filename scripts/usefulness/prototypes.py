@@ -182,6 +182,25 @@ def shift_image(image, move):
     return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
 
 
+def proposal(factor: float = 0.5):
+    """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
+    draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
+    scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
+    anchoring in turn; the translation comes from the anchor, moved by one whole pixel (each
+    image's four directions in turn) on images of 28 px or more, and from the shift tangents
+    (τ = DEFORM's 1 px · side/28) on smaller ones, where one whole pixel is too far (the 8×8
+    digits: 1-pixel shifts cost logistic regression 2.2 points)."""
+    large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
+                              anchor_shift=True)
+    small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
+                              noise=0.0)
+
+    def augment(x, y, counts, seed):
+        return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
+
+    return augment
+
+
 def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents,
           move=None):
     anchor = images[start] if move is None else shift_image(images[start], move)
@@ -278,3 +297,4 @@ def through_dictionary(inner, lam: float = 0.05):
 
 
 PROTOTYPES["p-deform-lasso"] = through_dictionary(PROTOTYPES["p-deform"])
+PROTOTYPES["proposal"] = proposal()

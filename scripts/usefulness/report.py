@@ -63,7 +63,9 @@ def tables(rows, mode) -> str:
                     out.append(f"| {name} | failed: {sorted(failed)[0][:80]} |")
                 continue
             fitted = [r for r in mine if r["classifier"] != "proxies"]
-            cells = [name, f"{int(np.mean([r['n_generated'] for r in fitted]))}"]
+            own = len({r["seed"] for r in fitted})
+            label = name if own == len(seeds) else f"{name} ({own} seed{'s' * (own > 1)})"
+            cells = [label, f"{int(np.mean([r['n_generated'] for r in fitted]))}"]
             for c in classifiers:
                 these = [r for r in mine if r["classifier"] == c]
                 if not these:

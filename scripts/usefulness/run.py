@@ -38,14 +38,17 @@ import data  # noqa: E402
 import report  # noqa: E402
 
 MODES = {
-    "quick": dict(datasets=["mnist"], few=[50], imbalanced=[(400, 20)], seeds=3,
+    # A few minutes on 2 CPU cores once rmld's generation is fast; today the rmld rows take
+    # most of it (about 15 images/s on this VM's 2 cores: docs/usefulness.md).
+    "quick": dict(datasets=["mnist"], few=[20], imbalanced=[(200, 10)], seeds=3,
                   classifiers=["lr", "svm"], test_per_class=200,
-                  augmenters=["none", "smote", "shifts", "rmld", "rmld+shifts"]),
+                  augmenters=["none", "smote", "shifts", "rmld", "rmld+shifts", "proposal"]),
     "full": dict(datasets=list(data.DATASETS), few=[20, 50, 200],
                  imbalanced=[(400, 20), (1000, 10), (1000, 50)], seeds=3,
                  classifiers=["lr", "svm", "mlp"], test_per_class=300,
                  augmenters=["none", "ros", "smote", "borderline-smote", "adasyn", "shifts",
-                             "rotations", "elastic", "rmld", "rmld+shifts"]),
+                             "rotations", "elastic", "rmld", "rmld+shifts", "proposal",
+                             "shifts+proposal"]),
 }
 FACTOR = 4.0  # new images per original in the few-labels regime (the originals' set times 5)
 
