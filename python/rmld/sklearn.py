@@ -110,7 +110,9 @@ class RMLDAugmenter(_Base):
         return np.asarray(X_res).reshape((-1,) + tuple(shape[1:])), y_res
 
     def _fit_resample(self, X, y, **params):
-        counts = dict(self.sampling_strategy_) if self.ratio is None else self._counts(y)
+        if self.ratio is not None:  # the counts `ratio` asks for, not the strategy's
+            self.sampling_strategy_ = self._counts(y)
+        counts = dict(self.sampling_strategy_)
         images = X.reshape((len(X),) + self._image_shape_)
         top = 1.0
         floats = not np.issubdtype(images.dtype, np.integer)
@@ -145,13 +147,15 @@ class RMLDAugmenter(_Base):
         elif self.image_shape is not None:
             shape = tuple(int(s) for s in self.image_shape)
             if len(shape) != 2 or shape[0] * shape[1] != X.shape[1]:
-                raise ValueError(f"image_shape {self.image_shape} does not hold {X.shape[1]} pixels")
+                raise ValueError(
+                    f"image_shape {self.image_shape} does not hold {X.shape[1]} pixels")
             self._image_shape_ = shape
         else:
             side = int(round(X.shape[1] ** 0.5))
             self._image_shape_ = (side, side) if side * side == X.shape[1] else (1, X.shape[1])
         if self.ratio is not None and not (isinstance(self.ratio, numbers.Real) and self.ratio > 0):
-            raise ValueError(f"ratio must be a positive number (originals per generated image), got {self.ratio!r}")
+            raise ValueError("ratio must be a positive number (originals per generated image), "
+                             f"got {self.ratio!r}")
         self._counts(y)  # the class-naming checks, before anything else runs
         return X.reshape(len(X), -1), y
 
@@ -166,8 +170,8 @@ class RMLDAugmenter(_Base):
             if n > 0 and present[c] < 2:
                 raise ValueError(
                     f"class {c!r} has {present[c]} image: rmld's sampler needs at least 2 images "
-                    f"of a class to generate {n} more (its neighbour span); drop the class from "
-                    "sampling_strategy or give more images")
+                    f"of a class to generate {n} more (the tangent target's neighbour span); "
+                    "drop the class from sampling_strategy or give more images")
         return counts
 
     def _seed(self) -> int:
@@ -177,7 +181,8 @@ class RMLDAugmenter(_Base):
             return int(self.random_state)
         if isinstance(self.random_state, np.random.RandomState):
             return int(self.random_state.randint(np.iinfo(np.int32).max))
-        raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {self.random_state!r}")
+        raise ValueError("random_state must be None, an int or a numpy RandomState, "
+                         f"got {self.random_state!r}")
 
 
 def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any, int]":
@@ -195,7 +200,8 @@ def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any
     majority = present[majority_class]
     if isinstance(strategy, str):
         if strategy not in _STRATEGIES:
-            raise ValueError(f"sampling_strategy {strategy!r} is not one of {', '.join(_STRATEGIES)}")
+            raise ValueError(
+                f"sampling_strategy {strategy!r} is not one of {', '.join(_STRATEGIES)}")
         targeted = {
             "auto": lambda c: c != majority_class,
             "not majority": lambda c: c != majority_class,
@@ -227,13 +233,16 @@ def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any
         for c in sorted(strategy, key=_order):
             n = strategy[c]
             if not isinstance(n, numbers.Integral) or n < 0:
-                raise ValueError(f"sampling_strategy asks class {c!r} for {n!r} images: give a count >= 0")
+                raise ValueError(
+                    f"sampling_strategy asks class {c!r} for {n!r} images: give a count >= 0")
             if n < present[c]:
-                raise ValueError(f"sampling_strategy asks class {c!r} for {n} images, fewer than the "
-                                 f"{present[c]} it has (an oversampler only adds images)")
+                raise ValueError(
+                    f"sampling_strategy asks class {c!r} for {n} images, fewer than the "
+                    f"{present[c]} it has (an oversampler only adds images)")
             out[c] = int(n) - present[c]
         return out
-    raise ValueError(f"sampling_strategy must be a string, a float, a dict or a callable, got {strategy!r}")
+    raise ValueError("sampling_strategy must be a string, a float, a dict or a callable, "
+                     f"got {strategy!r}")
 
 
 def _order(c):

@@ -35,8 +35,8 @@ def test_strategies_resolve_as_imbalanced_learn_does():
                   (1.0, binary)]
     for strategy, labels in strategies:
         ours = {c: n for c, n in resolve_sampling_strategy(strategy, labels).items() if n > 0}
-        theirs = {c: n for c, n in check_sampling_strategy(strategy, labels, "over-sampling").items()
-                  if n > 0}
+        resolved = check_sampling_strategy(strategy, labels, "over-sampling")
+        theirs = {c: n for c, n in resolved.items() if n > 0}
         assert ours == theirs, (strategy, ours, theirs)
 
 

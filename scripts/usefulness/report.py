@@ -44,7 +44,8 @@ def tables(rows, mode) -> str:
         seeds = sorted({r["seed"] for r in group})
         test = group[0]["test"]
         title = "few labels" if regime == "few" else "imbalanced"
-        out.append(f"\n### {dataset}, {title}: {setting} ({len(seeds)} seeds, {test} test images)\n")
+        plural = "s" * (len(seeds) > 1)
+        out.append(f"\n### {dataset}, {title}: {setting} ({len(seeds)} seed{plural}, {test} test images)\n")
         with_proxies = any(r["classifier"] == "proxies" for r in group)
         header = ["augmentation", "new images"] + \
                  [f"{NAMES[c]}: acc / bacc ± sd / F1" for c in classifiers] + ["augment s"] + \
