@@ -9,7 +9,7 @@ use rmld::backend::gpu::testing::{gather_params, upload_observations};
 use rmld::backend::gpu::testing::{storage, upload, SlotLayout};
 use rmld::backend::gpu::testing::{Kernel, Launch, MatmulParams};
 use rmld::backend::gpu::{GpuBackend, GpuContext, GpuOptions};
-use rmld::backend::{Backend, DynamicsSettings};
+use rmld::backend::{Backend, DynamicsSettings, Encode};
 use rmld::io::Pixels;
 use rmld::methods::MhRule;
 use rmld::model::{Dictionary, Observations, Target};
@@ -44,7 +44,8 @@ fn dispatch(context: &GpuContext, launch: &Launch, workgroups: [u32; 3]) {
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        context.kernels.dispatch(&mut pass, launch, 0, workgroups);
+        let kernels = context.kernels().expect("compiling the kernels");
+        kernels.dispatch(&mut pass, launch, 0, workgroups);
     }
     context.queue.submit([encoder.finish()]);
     context
@@ -89,7 +90,7 @@ fn kernels(c: &mut Criterion) {
         .set(product_slots, 0, params)
         .set(gather_slots, 0, gather)
         .finish(&context);
-    let k = &context.kernels;
+    let k = &*context.kernels().expect("compiling the kernels");
     let residual_group = k.bind(
         &context.device,
         Kernel::ResidualProduct,

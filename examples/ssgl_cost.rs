@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmld::backend::cpu::{CpuBackend, CpuPhase};
-use rmld::backend::{Backend, DynamicsSettings};
+use rmld::backend::{Backend, DynamicsSettings, ModelState};
 use rmld::io::Pixels;
 use rmld::model::{Dictionary, Observations, Prior, Ssgl, SsglMode, Target};
 

@@ -198,7 +198,7 @@ impl Default for LoopOptions {
 /// The paper's own loop, outside rmld's backends (`--paper-loop`): SGLD on minibatches of 50 of the
 /// 100 rows with the likelihood scaled by N/n = 2, learning rate ε_k = 0.001·k^(−1/3), β from 0,
 /// and σ tied: the likelihood's noise scale is the SSGL σ as it adapts (in `fixed` mode its initial
-/// value). The prior's terms and the SA update are rmld's (`ChainState`, `cpu::ssgl::sa_update`),
+/// value). The prior's terms and the SA update are rmld's (`ChainState`, `model::sa_update`),
 /// with I = (N/n)·Σ_S r_i² and R_a = N + p + ν, N = 100.
 fn paper_loop(
     data: &RegressionData,
@@ -208,8 +208,8 @@ fn paper_loop(
     seed: u64,
     options: LoopOptions,
 ) -> (f64, f64, f64) {
-    use rmld::backend::cpu::ssgl::{sa_update, UpdateScalars};
     use rmld::model::ChainState;
+    use rmld::model::{sa_update, UpdateScalars};
     use rmld::rng::{Purpose, Stream};
     let batch = options.batch;
     let (v0, sigma) = column;

@@ -14,7 +14,7 @@
 // gradient_step.wgsl reuses `product_nn` with fused epilogues.
 
 // Mirrored by `MatmulParams` in src/backend/gpu/kernels/matmul.rs: the products read the shape
-// and y_stride; gradient_step.wgsl (and the prior's file, shaders/prior/*.wgsl, through lam) the rest.
+// and y_stride; gradient_step.wgsl the rest (the prior's file, shaders/prior/*.wgsl, reads p).
 struct MatmulParams {
     stream: Stream,
     chains: u32,      // rows in this group of buffers
@@ -25,10 +25,10 @@ struct MatmulParams {
     noise: u32,       // 1: inject SGHMC noise in gradient_step
     eta: f32,
     noise_scale: f32, // sqrt(2 eta), rounded on the host like the CPU
-    inv_sigma2: f32,  // 1 / sigma^2, the likelihood's precision
-    lam: f32,         // the prior's scalar (`Prior::gpu_scalar`)
     preconditioned: u32, // 1: --noise gibbs (chain_precision holds sqrt(tau); gradient_step.wgsl)
+    _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: MatmulParams;

@@ -1,8 +1,10 @@
-// Twin of src/backend/cpu/mh_terms.rs (compiled with the prior's file, shaders/prior/*.wgsl): per chain U(X), U(Z) - U(X) as one reduction of
-// per-element differences, the forward and reverse proposal norms, and for HMC (kinetic 1)
-// 1/2 ||r_L||^2 - 1/2 ||r_0||^2 with r_0 drawn again from its stream. One 256-wide workgroup per
-// chain: strided partial sums, then a tree in workgroup memory (so sums round unlike the CPU's
-// sequential ones, within f32 rounding).
+// Twin of src/backend/cpu/mh_terms.rs (compiled with the prior's and the likelihood's WGSL,
+// shaders/prior/*.wgsl and shaders/likelihood/*.wgsl, and shaders/likelihood.wgsl, which declares
+// `params`): per chain U(X), U(Z) - U(X) (the likelihood's `likelihood_fit` and `likelihood_terms`
+// with the prior's terms, each one reduction of per-element differences), the forward and
+// reverse proposal norms, and for HMC (kinetic 1) 1/2 ||r_L||^2 - 1/2 ||r_0||^2 with r_0 drawn
+// again from its stream. One 256-wide workgroup per chain: strided partial sums, then a tree in
+// workgroup memory (so sums round unlike the CPU's sequential ones, within f32 rounding).
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> z: array<f32>;
@@ -12,29 +14,14 @@
 @group(0) @binding(6) var<storage, read> gradient_z: array<f32>;
 @group(0) @binding(7) var<storage, read_write> terms: array<f32>; // TERMS per chain
 @group(0) @binding(8) var<storage, read> momentum: array<f32>; // r_L (HMC)
-// mh_terms_mixture: the mixture target's data terms -log sum_i exp(-||A . - x_i||^2 / (2 sigma^2))
+// The cached energies' data terms at X and Z, for a likelihood that caches them.
 @group(0) @binding(9) var<storage, read> energy_x: array<f32>;
 @group(0) @binding(10) var<storage, read> energy_z: array<f32>;
-// mh_terms: the likelihood's precision per chain (1 / sigma^2 everywhere for a fixed sigma^2,
-// tau_c with --noise gibbs), in place of the uniform's inv_sigma2.
+// The likelihood's precision per chain (1 / sigma^2 everywhere for a fixed sigma^2, sqrt(tau_c)
+// with --noise gibbs; 1 where the likelihood's residuals arrive scaled).
 @group(0) @binding(13) var<storage, read> chain_precision: array<f32>;
 
 const TERMS: u32 = 5u;
-
-// Mirrored by `MhTermsParams` in src/backend/gpu/kernels/mh_terms.rs.
-struct MhTermsParams {
-    stream: Stream,
-    d: u32,
-    p: u32,
-    kinetic: u32,    // 1: add HMC's kinetic difference (the program's MhTerms op)
-    delta: f32,      // eta T (RMLD), h (MALA)
-    inv_sigma2: f32, // 1 / sigma^2, the likelihood's precision
-    lam: f32,        // the prior's scalar (`Prior::gpu_scalar`)
-    preconditioned: u32, // 1: --noise gibbs, chain_precision holds sqrt(tau): terms in noise units
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> params: MhTermsParams;
 
 var<workgroup> sums_a: array<vec4<f32>, 256>; // fit, fit difference, prior, prior difference
 var<workgroup> sums_b: array<vec4<f32>, 256>; // forward, reverse, kinetic difference, unused
@@ -43,43 +30,22 @@ var<workgroup> sums_b: array<vec4<f32>, 256>; // forward, reverse, kinetic diffe
 fn mh_terms(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let c = wg.x;
     let t = lid.x;
-    var a = vec4<f32>(0.0);
-    for (var j = t; j < params.d; j += 256u) {
-        let rx = residual_x[c * params.d + j];
-        let rz = residual_z[c * params.d + j];
-        a += vec4<f32>(rx * rx, (rz - rx) * (rz + rx), 0.0, 0.0);
-    }
-    let fit = proposal_terms(c, t, a, chain_precision[c], params.preconditioned != 0u);
+    let fit = likelihood_fit(c, t);
+    let a = vec4<f32>(fit.x, fit.y, 0.0, 0.0);
+    let sums = proposal_terms(c, t, a, chain_precision[c], params.preconditioned != 0u);
     if (t == 0u) {
-        let current = 0.5 * fit.x * chain_precision[c] + prior_weight() * fit.z;
-        let difference = 0.5 * fit.y * chain_precision[c] + prior_weight() * fit.w;
-        if (params.preconditioned != 0u) {
-            terms[c * TERMS] = chain_precision[c] * current;
-            terms[c * TERMS + 1u] = chain_precision[c] * difference;
-        } else {
-            terms[c * TERMS] = current;
-            terms[c * TERMS + 1u] = difference;
-        }
-    }
-}
-
-// The mixture target's terms: its cached data terms at X and Z in place of the residual norms
-// (a log-sum-exp has no per-element form), plus the prior's terms.
-@compute @workgroup_size(256)
-fn mh_terms_mixture(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let c = wg.x;
-    let t = lid.x;
-    let l1 = proposal_terms(c, t, vec4<f32>(0.0), 1.0, false);
-    if (t == 0u) {
-        terms[c * TERMS] = energy_x[c] + prior_weight() * l1.z;
-        terms[c * TERMS + 1u] = (energy_z[c] - energy_x[c]) + prior_weight() * l1.w;
+        let prior = vec2<f32>(prior_weight() * sums.z, prior_weight() * sums.w);
+        let energies = likelihood_terms(c, sums.xy, prior);
+        terms[c * TERMS] = energies.x;
+        terms[c * TERMS + 1u] = energies.y;
     }
 }
 
 // Adds the prior's sums to `a` (fit, fit difference, prior, prior difference), writes the forward,
 // reverse and kinetic terms of chain c, and returns the reduced `a` (to every invocation). With
-// `scaled` (--noise gibbs) the step z - x is taken in noise units, times `step_scale` (sqrt(tau)).
-fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>, step_scale: f32, scaled: bool) -> vec4<f32> {
+// `noise_units` (--noise gibbs) the step z - x is taken in noise units, times `step_scale`
+// (sqrt(tau)).
+fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>, step_scale: f32, noise_units: bool) -> vec4<f32> {
     var a = a_in;
     var b = vec4<f32>(0.0);
     for (var j = t; j < params.p; j += 256u) {
@@ -87,7 +53,7 @@ fn proposal_terms(c: u32, t: u32, a_in: vec4<f32>, step_scale: f32, scaled: bool
         let xj = x[idx];
         let zj = z[idx];
         var step = zj - xj;
-        if (scaled) {
+        if (noise_units) {
             step = step * step_scale;
         }
         let f = step + params.delta * gradient_x[idx];

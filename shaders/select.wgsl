@@ -1,4 +1,5 @@
-// Twin of src/backend/cpu/select.rs: X <- Z, with its gradient and residual, for accepted chains.
+// Twin of src/backend/cpu/select.rs: X <- Z, with its gradient and residual (and a likelihood's
+// cached energy and scaled residual), for accepted chains.
 
 // Mirrored by `SelectParams` in src/backend/gpu/kernels/select.rs.
 struct SelectParams {
@@ -31,5 +32,25 @@ fn select_accepted(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     if (j < params.d) {
         residual_x[c * params.d + j] = residual_z[c * params.d + j];
+    }
+}
+
+// The cached energies and scaled residuals of a likelihood that keeps them, for accepted chains
+// (X's residual is `select_accepted`'s).
+@group(0) @binding(8) var<storage, read> energy_z: array<f32>;
+@group(0) @binding(9) var<storage, read_write> energy_x: array<f32>;
+@group(0) @binding(10) var<storage, read> scaled_z: array<f32>;
+@group(0) @binding(11) var<storage, read_write> scaled_x: array<f32>;
+
+@compute @workgroup_size(64)
+fn select_cached(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let c = gid.y;
+    let j = gid.x;
+    if (accepted[c] == 0u || j >= params.d) {
+        return;
+    }
+    scaled_x[c * params.d + j] = scaled_z[c * params.d + j];
+    if (j == 0u) {
+        energy_x[c] = energy_z[c];
     }
 }

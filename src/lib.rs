@@ -30,6 +30,7 @@
 //! likelihood, target), [`methods`] (RMLD, MALA, HMC as programs of chain operations),
 //! [`backend`] (the CPU and GPU backends; [`backend::cpu`] also publishes the CPU kernels, the
 //! reference twins of the WGSL kernels), [`orchestrator`] (the sampling loop, checkpoints),
+//! [`learn`] (dictionary learning) and [`amortize`] (learned samplers),
 //! [`session`] (whole runs: sample, augment, encode, bench), and the leaves [`io`],
 //! [`diagnostics`] and [`rng`]. The items most runs need are re-exported here at the root.
 
@@ -43,6 +44,8 @@ pub mod diagnostics;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod io;
+pub mod learn;
+pub mod measure;
 pub mod methods;
 pub mod model;
 pub mod orchestrator;

@@ -3,9 +3,10 @@
 //!
 //! Each case's files are hashed (NPY: dtype, shape and data; other outputs: their bytes) and
 //! summed (f32 NPY: Σx and Σ|x|), and compared with `tests/data/fingerprint.json`. The hashes are
-//! exact for the machine class they were recorded on (the CPU's widest SIMD decides the `gemm`
-//! crate's summation order; the GPU's adapter and driver decide the lavapipe rounding); on
-//! another class the sums must agree to 1e-3 relative instead. A change that alters the draws on
+//! exact for the machine class they were recorded on (on the CPU any x86-64 with FMA: its
+//! products sum in one order on every path, `RMLD_CPU_PATH`, and glibc's math functions pick
+//! their FMA versions; the GPU's adapter and driver decide the lavapipe rounding); on another
+//! class the sums must agree to 1e-3 relative instead. A change that alters the draws on
 //! purpose re-records with `RMLD_FINGERPRINT_WRITE=1 cargo test --test fingerprint` and says why
 //! in its commit.
 
@@ -75,16 +76,13 @@ fn record_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fingerprint.json")
 }
 
-/// The widest SIMD the CPU offers, which picks the `gemm` crate's kernels.
+/// The CPU's class: x86-64 with FMA (every AVX2 and AVX-512 CPU, whose products sum in one
+/// order, `backend::cpu::packed`, and whose glibc runs the same FMA versions of exp and log),
+/// or the architecture's name.
 fn cpu_class() -> String {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return "x86_64-avx512f".into();
-        }
-        if std::arch::is_x86_feature_detected!("fma") {
-            return "x86_64-avx2-fma".into();
-        }
+    if std::arch::is_x86_feature_detected!("fma") {
+        return "x86_64-fma".into();
     }
     std::env::consts::ARCH.into()
 }

@@ -3,6 +3,7 @@
 mod common;
 
 use rmld::backend::cpu::fista;
+use rmld::backend::cpu::packed::PackedMatrix;
 use rmld::model::Dictionary;
 
 /// LASSO by cyclic coordinate descent in f64, run to convergence: the reference optimum.
@@ -119,8 +120,9 @@ fn gap_stop_is_within_its_tolerance_of_the_optimum() {
     let lipschitz = dict.spectral_norm_squared() as f32;
     let mut previous = 0;
     for tolerance in [1e-2f32, 1e-3, 1e-4] {
+        let a = PackedMatrix::both(&dict.a, d, p);
         let (codes, stats) =
-            fista::encode_until(&dict.a, d, p, lipschitz, &images, lam, 5000, tolerance, 0);
+            fista::encode_until(&a, d, p, lipschitz, &images, lam, 5000, tolerance);
         assert_eq!(stats.capped, 0, "tolerance {tolerance}: rows at the cap");
         assert!(
             stats.iterations > previous && stats.iterations < 5000 * rows as u64,
@@ -164,7 +166,8 @@ fn gap_stop_off_is_the_fixed_iteration_encoder() {
     let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
     let lipschitz = dict.spectral_norm_squared() as f32;
     let fixed = fista::encode(&dict.a, d, p, lipschitz, &images, lam, 50, None);
-    let (off, stats) = fista::encode_until(&dict.a, d, p, lipschitz, &images, lam, 50, 0.0, 0);
+    let a = PackedMatrix::both(&dict.a, d, p);
+    let (off, stats) = fista::encode_until(&a, d, p, lipschitz, &images, lam, 50, 0.0);
     for (i, (a, b)) in fixed.iter().zip(&off).enumerate() {
         assert_eq!(
             a.to_bits(),
@@ -176,7 +179,7 @@ fn gap_stop_off_is_the_fixed_iteration_encoder() {
 }
 
 /// A row's code does not depend on the other rows of its batch, though rows leave the batch as
-/// they converge (the products are taken as over `like` rows).
+/// they converge (every product sums each output in one order, whatever the rows).
 #[test]
 fn gap_stop_codes_do_not_depend_on_the_batch() {
     let (d, p, rows, lam) = (20, 60, 8, 0.05f32);
@@ -184,9 +187,10 @@ fn gap_stop_codes_do_not_depend_on_the_batch() {
     let dict = &target.dictionary;
     let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
     let lipschitz = dict.spectral_norm_squared() as f32;
+    let a = PackedMatrix::both(&dict.a, d, p);
     let encode = |from: usize, to: usize| {
         let x = &images[from * d..to * d];
-        fista::encode_until(&dict.a, d, p, lipschitz, x, lam, 400, 1e-3, rows).0
+        fista::encode_until(&a, d, p, lipschitz, x, lam, 400, 1e-3).0
     };
     let whole = encode(0, rows);
     let parts: Vec<f32> = [(0, 3), (3, 4), (4, 8)]
@@ -217,19 +221,16 @@ fn admm_encoder_is_within_its_tolerance_and_batch_free() {
         let images: Vec<f32> = (0..rows).flat_map(|i| target.observations.row(i)).collect();
         let lipschitz = dict.spectral_norm_squared() as f32;
         let factor = lasso_admm::Factor::new(&dict.a, d, p).expect("factor");
-        let columns = rmld::backend::cpu::matmul::columns_of(&dict.a, d, p);
-        let layouts = rmld::backend::cpu::matmul::Layouts::both(&dict.a, &columns);
+        let a = PackedMatrix::both(&dict.a, d, p);
         for tolerance in [1e-2f32, 1e-4] {
-            let encode = |x: &[f32]| {
-                lasso_admm::encode(layouts, &factor, d, p, x, lam, 5000, tolerance, rows)
-            };
+            let encode = |x: &[f32]| lasso_admm::encode(&a, &factor, d, p, x, lam, 5000, tolerance);
             let (codes, stats) = encode(&images);
             assert_eq!(
                 stats.capped, 0,
                 "{d}×{p}, tolerance {tolerance}: rows at the cap"
             );
             let (_, fista_stats) =
-                fista::encode_until(&dict.a, d, p, lipschitz, &images, lam, 5000, tolerance, 0);
+                fista::encode_until(&a, d, p, lipschitz, &images, lam, 5000, tolerance);
             assert!(
                 stats.iterations < fista_stats.iterations,
                 "{d}×{p}, tolerance {tolerance}: ADMM ran {} iterations, FISTA {}",

@@ -9,10 +9,10 @@ use gpu_common::{assert_none, context, fixed_rng, rng, uniform};
 use rand::Rng;
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::gpu::{GemmTile, GpuBackend, GpuOptions};
-use rmld::backend::{Backend, DynamicsSettings, MhTerms};
+use rmld::backend::{Backend, DynamicsSettings, Encode, MhTerms, Tuning};
 use rmld::io::Pixels;
 use rmld::methods::Method;
-use rmld::model::{ChainClasses, Dictionary, Observations, Precision, Target, TargetKind};
+use rmld::model::{ChainClasses, Dictionary, Observations, Precision, Prior, Target, TargetKind};
 use rmld::rng::{Purpose, Stream};
 
 const D: usize = 37;
@@ -201,36 +201,49 @@ fn outer_iteration_matches_from(
         conditioned = with_classes(conditioned);
     }
     let conditioned = conditioned.with_kind(kind, CHAINS, seed).unwrap();
-    let target = Arc::new(conditioned);
     let s = DynamicsSettings {
         method,
         leapfrog_steps: steps,
         ..settings(steps, noise, seed)
     };
-    let mut gpu = GpuBackend::with_context(
-        ctx,
-        target.clone(),
-        s.clone(),
-        CHAINS,
-        GpuOptions {
-            class_groups: class_steps.is_some(),
-            ..GpuOptions::default()
-        },
-    )
-    .unwrap();
-    let mut cpu = CpuBackend::new(target, s.clone(), CHAINS);
     // with_classes's chains are in classes 0, 1, 2, 0, 1.
     let chain_steps: Option<Vec<f32>> =
         class_steps.map(|k| [0, 1, 2, 0, 1].iter().map(|&c| k[c]).collect());
-    if let Some(steps) = &chain_steps {
+    if chain_steps.is_some() {
         assert!(classes, "per-class steps need with_classes");
+    }
+    let bad = backends_agree(
+        ctx,
+        Arc::new(conditioned),
+        &s,
+        &mut r,
+        chain_steps.as_deref(),
+    );
+    assert_none(bad);
+}
+
+/// Two outer iterations of `target` from the same random start on the GPU and on the CPU (with
+/// each chain's own step size when `chain_steps` is given): every mismatch of the MH terms, the
+/// decisions, the positions and the images.
+fn backends_agree(
+    ctx: Arc<rmld::backend::gpu::GpuContext>,
+    target: Arc<Target>,
+    s: &DynamicsSettings,
+    r: &mut rand::rngs::StdRng,
+    chain_steps: Option<&[f32]>,
+) -> Vec<String> {
+    let options = GpuOptions {
+        class_groups: chain_steps.is_some(),
+        ..GpuOptions::default()
+    };
+    let mut gpu =
+        GpuBackend::with_context(ctx, target.clone(), s.clone(), CHAINS, options).unwrap();
+    let mut cpu = CpuBackend::new(target, s.clone(), CHAINS);
+    if let Some(steps) = chain_steps {
         gpu.set_chain_step_sizes(steps).unwrap();
         cpu.set_chain_step_sizes(steps).unwrap();
     }
-    let start: Vec<f32> = uniform(&mut r, CHAINS * P)
-        .iter()
-        .map(|v| 0.3 * v)
-        .collect();
+    let start: Vec<f32> = uniform(r, CHAINS * P).iter().map(|v| 0.3 * v).collect();
     gpu.load_positions(&start).unwrap();
     cpu.load_positions(&start).unwrap();
     let mut bad = compare_rows(
@@ -244,10 +257,9 @@ fn outer_iteration_matches_from(
         let (tg, tc) = (gpu.propose(outer).unwrap(), cpu.propose(outer).unwrap());
         eprintln!("outer {outer}: gpu {:?}\n         cpu {:?}", tg[0], tc[0]);
         bad.extend(compare_terms(&tg, &tc, 1e-4));
-        let steps = chain_steps.as_deref();
         let (dg, dc) = (
-            decisions(&tg, &s, outer, steps),
-            decisions(&tc, &s, outer, steps),
+            decisions(&tg, s, outer, chain_steps),
+            decisions(&tc, s, outer, chain_steps),
         );
         if bad.is_empty() && dg != dc {
             bad.push(format!(
@@ -274,6 +286,52 @@ fn outer_iteration_matches_from(
             D,
             1e-4,
         ));
+    }
+    bad
+}
+
+/// Every prior with every likelihood it runs with (SSGL's update reads a Gaussian residual), on
+/// the GPU against the CPU: one RMLD step (the likelihood's step pass) and one MALA proposal
+/// (its energy pass and its MH terms) per pair, each pair's mismatches named by it. A new prior
+/// or likelihood is compared here as soon as `Prior::DEFAULTS` or `TargetKind::ALL` lists it.
+#[test]
+fn every_prior_and_likelihood_match_cpu() {
+    let label = "every_prior_and_likelihood_match_cpu";
+    let Some(ctx) = context(label) else {
+        return;
+    };
+    let mut r = fixed_rng(label, 0x42_0042);
+    let mut bad = Vec::new();
+    for prior in Prior::DEFAULTS {
+        for kind in TargetKind::ALL {
+            for method in [Method::Rmld, Method::Mala] {
+                let seed: u64 = r.random();
+                // The mixture's softmax and the tangent target's shrinkages want σ² near the
+                // data's spread; the others run the paper's σ².
+                let sigma2 = match kind {
+                    TargetKind::Mixture => 2.0,
+                    TargetKind::Tangent => 0.5,
+                    _ => 1.0,
+                };
+                let target = with_classes((*target(0.05, seed)).clone().with_sigma2(sigma2));
+                let prior = prior.with_lasso_rate(0.05);
+                let target = target
+                    .with_prior(prior)
+                    .with_kind(kind, CHAINS, seed)
+                    .unwrap();
+                let s = DynamicsSettings {
+                    method,
+                    ..settings(1, false, seed)
+                };
+                let target = Arc::new(target);
+                if CpuBackend::try_new(target.clone(), s.clone(), CHAINS).is_err() {
+                    continue;
+                }
+                let name = format!("{} prior, {kind:?} target, {method:?}", prior.name());
+                let found = backends_agree(ctx.clone(), target, &s, &mut r, None);
+                bad.extend(found.into_iter().map(|m| format!("{name}: {m}")));
+            }
+        }
     }
     assert_none(bad);
 }

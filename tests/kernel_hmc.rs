@@ -639,7 +639,8 @@ fn contract<B: KernelBackend>(backend: &mut B, chains: usize, d: usize, label: &
         chains,
         "{label}: MH terms"
     );
-    let err = backend.encode(&vec![0.0; d], 0.1, 10).unwrap_err();
+    let dynamic: &mut dyn Backend = backend;
+    let err = dynamic.encode(&vec![0.0; d], 0.1, 10).unwrap_err();
     assert!(matches!(err, Error::Usage { .. }), "{label}: {err}");
     assert!(err.to_string().contains("kernel-hmc"), "{label}: {err}");
     assert!(

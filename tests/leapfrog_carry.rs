@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rmld::backend::cpu::CpuBackend;
-use rmld::backend::{Backend, DynamicsSettings, MhTerms};
+use rmld::backend::{Backend, DynamicsSettings, MhTerms, Tuning};
 use rmld::io::Pixels;
 use rmld::methods::Method;
 use rmld::model::{ChainClasses, Dictionary, Observations, Target, TargetKind};

@@ -10,7 +10,7 @@ mod gpu_common;
 use std::sync::Arc;
 
 use rmld::backend::cpu::CpuBackend;
-use rmld::backend::{Backend, DynamicsSettings};
+use rmld::backend::{Backend, DynamicsSettings, ModelState};
 use rmld::diagnostics::reference::{ks_p_value, ks_statistic, tilted_root_gamma_cdf};
 use rmld::io::Pixels;
 use rmld::methods::Method;

@@ -568,9 +568,9 @@ fn merged_augment_shards_equal_the_single_run_on_the_cpu() {
         augment_shards_match(&single, &base, "cpu", n, &["--reencode"]);
     }
     // Kernel HMC (images, no codes) and Compression (LASSO starts only, one chain per sample);
-    // and 2 samples re-encoded per shard, where the CPU's products take another path than for
-    // the single run's 10 unless the shard pads them (with `run_chains` left 0 in the shard's
-    // encoding, codes.npy and generated-codes.npy differ here).
+    // and 2 samples re-encoded per shard against the single run's 10 (when gemm took the CPU's
+    // products, its path by the row count made these differ unless the shard padded them; the
+    // packed kernels sum in one order whatever the rows).
     let cases: [&[&str]; 3] = [
         &["--method", "kernel-hmc"],
         &["--method", "compression"],

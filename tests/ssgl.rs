@@ -9,14 +9,14 @@ mod gpu_common;
 
 use std::sync::Arc;
 
-use rmld::backend::cpu::ssgl::{sa_update, UpdateScalars};
 use rmld::backend::cpu::CpuBackend;
-use rmld::backend::{Backend, DynamicsSettings};
+use rmld::backend::{Backend, DynamicsSettings, ModelState};
 use rmld::diagnostics::reference::{ks_p_value, ks_statistic};
 use rmld::diagnostics::{ess_bulk, ess_tail, summarize};
 use rmld::io::Pixels;
 use rmld::methods::Method;
 use rmld::model::ssgl_state_stride as stride;
+use rmld::model::{sa_update, UpdateScalars};
 use rmld::model::{Dictionary, Observations, Prior, Ssgl, SsglMode, Target};
 use rmld::orchestrator::{self, Hooks, Init, MemorySink, SamplerSettings};
 
@@ -220,8 +220,17 @@ fn gpu_update_matches_cpu_element_by_element() {
         let s = UpdateScalars::new(&ssgl, k, d, p);
         let mut want = state.clone();
         let want_status = sa_update(&s, &mut want, &x, &r, d, p);
-        let (got, got_status) =
-            rmld::backend::gpu::testing::sa_update(&ctx, &s, &state, &x, &r, d, p).unwrap();
+        let (got, got_status) = rmld::backend::gpu::testing::prior_update(
+            &ctx,
+            &Prior::Ssgl(ssgl),
+            k,
+            &state,
+            &x,
+            &r,
+            d,
+            p,
+        )
+        .unwrap();
         assert_eq!(got_status, want_status, "status per chain (k = {k})");
         assert_eq!(want_status, vec![0, 0, 1, 0]);
         let want64: Vec<f64> = want.iter().map(|&v| v as f64).collect();

@@ -4,10 +4,11 @@ mod common;
 
 use std::sync::Arc;
 
-use rmld::backend::cpu::{tangent, CpuBackend};
+use rmld::backend::cpu::CpuBackend;
 use rmld::backend::{Backend, DynamicsSettings};
 use rmld::methods::Method;
 use rmld::model::{start_rows, ChainClasses, TangentSettings, Target, TargetKind};
+use rmld::model::{tangent_energy, tangent_step};
 use rmld::Error;
 
 const D: usize = 17;
@@ -177,7 +178,7 @@ fn inverse_covariance_matches_a_dense_solve() {
             let want = solve(&dense.covariance, &r);
             let r32: Vec<f32> = r.iter().map(|&v| v as f32).collect();
             let mut got = vec![0f32; D];
-            let energy = tangent::tangent_energy(
+            let energy = tangent_energy(
                 bases.chain_basis(c),
                 bases.chain_gamma(c),
                 inv_sigma2,
@@ -200,7 +201,7 @@ fn inverse_covariance_matches_a_dense_solve() {
                 ));
             }
             let mut stepped = r32.clone();
-            tangent::tangent_step(
+            tangent_step(
                 bases.chain_basis(c),
                 bases.chain_gamma(c),
                 inv_sigma2,
@@ -298,7 +299,7 @@ fn gradient_matches_central_differences_per_atom() {
     matmul::residual_product(&target.dictionary.a, D, P, &x, &anchors, &mut residual);
     let mut scaled = vec![0f32; CHAINS * D];
     for c in 0..CHAINS {
-        tangent::tangent_energy(
+        tangent_energy(
             bases.chain_basis(c),
             bases.chain_gamma(c),
             target.inv_sigma2(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares two capture.sh output trees: NPY arrays by dtype, shape and data bytes (the header's
-padding may differ), report.json with timing and host fields dropped, every other file by bytes.
-Prints each difference; exits 1 if any."""
+padding may differ), report.json with timing and host fields dropped and each tree's own folder
+written as OUT in its paths, every other file by bytes. Prints each difference; exits 1 if any."""
 import ast, json, os, sys
 
 def npy(path):
@@ -18,11 +18,18 @@ def npy(path):
 
 VOLATILE = ("folder", "seconds", "time", "wall", "rss", "host", "elapsed", "per_second", "version", "device", "adapter", "threads")
 
-def scrub(value):
+def volatile(key, value):
+    # The code cache's folder is per capture (a string where it is the setting, an object's
+    # "folder" where it is the report of its use).
+    return any(w in key.lower() for w in VOLATILE) or (key == "code_cache" and isinstance(value, str))
+
+def scrub(value, root):
     if isinstance(value, dict):
-        return {k: scrub(v) for k, v in value.items() if not any(w in k.lower() for w in VOLATILE)}
+        return {k: scrub(v, root) for k, v in value.items() if not volatile(k, v)}
     if isinstance(value, list):
-        return [scrub(v) for v in value]
+        return [scrub(v, root) for v in value]
+    if isinstance(value, str):
+        return value.replace(root, "OUT")
     return value
 
 def main(a, b):
@@ -41,7 +48,8 @@ def main(a, b):
                 if ha != hb or da != db:
                     print(f"differs: {rel} ({ha} vs {hb}, data equal: {da == db})"); bad += 1
             elif name.endswith(".json"):
-                ja, jb = scrub(json.load(open(pa))), scrub(json.load(open(pb)))
+                ja = scrub(json.load(open(pa)), os.path.abspath(a))
+                jb = scrub(json.load(open(pb)), os.path.abspath(b))
                 if ja != jb:
                     print(f"differs: {rel} (json after dropping timings)"); bad += 1
             else:

@@ -398,6 +398,23 @@ impl CodeModel {
         self.classes.first().map_or(0, |c| c.net.macs()) * self.settings.apply_steps as usize
     }
 
+    /// Reads and checks a model file (magic, version, length, checksum, sizes).
+    pub fn load(path: &std::path::Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| {
+            Error::input(
+                path,
+                format!("cannot read the amortised-sampler model: {e}"),
+            )
+        })?;
+        CodeModel::from_bytes(path, &bytes)
+    }
+
+    /// Writes the model to `path` atomically.
+    pub fn save(&self, path: &std::path::Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        crate::io::write_atomic(path, |w| w.write_all(&bytes))
+    }
+
     /// The model file's bytes: header, then the postcard payload.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let payload = postcard::to_allocvec(self)

@@ -37,7 +37,7 @@ use rand::{Rng, SeedableRng};
 use super::agsvgd::{self, AgSvgdSettings};
 use super::hmc2d::Hmc2d;
 use super::mixture::Mixture2d;
-use super::mlp::{Adam, Mlp};
+use super::mlp::{Adam, Grads, Mlp, Tape};
 use super::{normal, Target2d};
 use crate::{Error, Result};
 
@@ -392,6 +392,284 @@ fn adjust_step(
     Ok(())
 }
 
+/// G at the start of training: near the identity with σ ≈ 0.3 (the last layer shrunk, the s
+/// bias at softplus⁻¹(0.25)).
+fn initial_operator(settings: &SalSettings, rng: &mut StdRng) -> Operator {
+    let h = settings.hidden;
+    let mut g = Operator {
+        net: Mlp::new(&[2, h, h, 4], rng),
+        sigma_min: settings.sigma_min,
+        global: None,
+        global_share: settings.global_share,
+    };
+    {
+        let mut p = g.net.params_mut();
+        let n = p.len();
+        for w in p[n - 2].iter_mut() {
+            *w *= 0.1;
+        }
+        p[n - 1][2] = -1.2543;
+        p[n - 1][3] = -1.2543;
+    }
+    g
+}
+
+/// The particles x̃ as f32 pairs.
+fn flatten(points: &[[f64; 2]]) -> Vec<f32> {
+    points
+        .iter()
+        .flat_map(|p| [p[0] as f32, p[1] as f32])
+        .collect()
+}
+
+/// G's move of the particles x̃: x' = x̃ + μ(x̃) + σ(x̃)·ξ, with what its gradients need.
+struct Proposals {
+    /// x̃, flat.
+    flat: Vec<f32>,
+    /// ξ.
+    xi: Vec<f32>,
+    /// G's forward pass on x̃.
+    tape: Tape,
+    /// Its output (μ₁, μ₂, s₁, s₂ per particle).
+    out: Vec<f32>,
+    /// x', flat.
+    fake: Vec<f32>,
+}
+
+impl Proposals {
+    /// G(x̃, ξ) with its tape, ξ drawn from `rng`.
+    fn new(g: &Operator, particles: &[[f64; 2]], rng: &mut StdRng) -> Self {
+        let m = particles.len();
+        let flat = flatten(particles);
+        let xi: Vec<f32> = (0..2 * m).map(|_| normal(rng) as f32).collect();
+        let tape = g.net.forward(&flat, m);
+        let out = tape.output().to_vec();
+        let mut fake = vec![0.0f32; 2 * m];
+        for i in 0..m {
+            for c in 0..2 {
+                let sigma = g.sigma_min + softplus(out[4 * i + 2 + c]);
+                fake[2 * i + c] = flat[2 * i + c] + out[4 * i + c] + sigma * xi[2 * i + c];
+            }
+        }
+        Proposals {
+            flat,
+            xi,
+            tape,
+            out,
+            fake,
+        }
+    }
+}
+
+/// Step 2: `steps` discriminator steps on L_D, real against fake; the last step's loss (mean
+/// over both batches' samples).
+fn train_discriminator(
+    d: &mut Mlp,
+    opt: &mut Adam,
+    real: &[f32],
+    fake: &[f32],
+    steps: usize,
+) -> f64 {
+    let m = real.len() / 2;
+    let mut disc_loss = 0.0;
+    for _ in 0..steps {
+        let mut grads = d.zero_grads();
+        disc_loss = 0.0;
+        for (batch, label) in [(real, 1.0f32), (fake, 0.0f32)] {
+            let tape = d.forward(batch, m);
+            let logits = tape.output();
+            let grad: Vec<f32> = logits
+                .iter()
+                .map(|&l| {
+                    let p = sigmoid(l);
+                    disc_loss -= if label > 0.5 {
+                        (p.max(1e-7)).ln() as f64
+                    } else {
+                        ((1.0 - p).max(1e-7)).ln() as f64
+                    };
+                    (p - label) / m as f32
+                })
+                .collect();
+            d.backward(&tape, &grad, &mut grads);
+        }
+        opt.step(d, &grads);
+    }
+    disc_loss / m as f64
+}
+
+/// The generator's adversarial loss −mean log D(x') and its gradient in x'.
+fn adversarial_gradient(d: &Mlp, fake: &[f32]) -> (f64, Vec<f32>) {
+    let m = fake.len() / 2;
+    let tape = d.forward(fake, m);
+    let mut gen_loss = 0.0;
+    let dlogit: Vec<f32> = tape
+        .output()
+        .iter()
+        .map(|&l| {
+            let p = sigmoid(l);
+            gen_loss -= (p.max(1e-7)).ln() as f64;
+            (p - 1.0) / m as f32
+        })
+        .collect();
+    gen_loss /= m as f64;
+    let mut scratch = d.zero_grads();
+    let dfake = d.backward(&tape, &dlogit, &mut scratch);
+    (gen_loss, dfake)
+}
+
+/// Adds the gradient in x' of `weight` · (1/M) Σᵢⱼ pᵢⱼ cᵢⱼ, the entropic W₂² of the proposals
+/// to the particles (see the module docs).
+fn add_w2_gradient(weight: f32, fake: &[f32], flat: &[f32], dfake: &mut [f32]) {
+    let m = fake.len() / 2;
+    let mut c = vec![0.0f32; m * m];
+    for i in 0..m {
+        for j in 0..m {
+            let dx = fake[2 * i] - flat[2 * j];
+            let dy = fake[2 * i + 1] - flat[2 * j + 1];
+            c[i * m + j] = dx * dx + dy * dy;
+        }
+    }
+    let mut sorted = c.clone();
+    let mid = sorted.len() / 2;
+    let lambda = sorted
+        .select_nth_unstable_by(mid, f32::total_cmp)
+        .1
+        .max(1e-6);
+    // Row-normalised entropic plan pᵢⱼ = exp(−cᵢⱼ/λ) / Σₖ exp(−cᵢₖ/λ), held fixed in the
+    // gradient: d/dxᵢ (1/M) Σⱼ pᵢⱼ cᵢⱼ = (2/M) Σⱼ pᵢⱼ (xᵢ − x̃ⱼ).
+    let scale = weight / m as f32;
+    for i in 0..m {
+        let row = &c[i * m..(i + 1) * m];
+        let min = row.iter().copied().fold(f32::INFINITY, f32::min);
+        let weights: Vec<f32> = row
+            .iter()
+            .map(|&cij| (-(cij - min) / lambda).exp())
+            .collect();
+        let z: f32 = weights.iter().sum();
+        for (j, wij) in weights.iter().enumerate() {
+            let f = scale * 2.0 * wij / z;
+            dfake[2 * i] += f * (fake[2 * i] - flat[2 * j]);
+            dfake[2 * i + 1] += f * (fake[2 * i + 1] - flat[2 * j + 1]);
+        }
+    }
+}
+
+/// Adds the gradients of −`weight` · mean αᵢ Jᵢ, α = min(1, exp(log α)) of the exact MH step,
+/// J = ‖x' − x̃‖² (the expected squared jump of an MH-corrected step, as in L2HMC): in x' to
+/// `dfake`, through G's pass on x' to `grads`; returns its gradient in σ(x̃) (per coordinate).
+fn add_acceptance_gradient(
+    target: &impl Target2d,
+    g: &Operator,
+    weight: f32,
+    proposals: &Proposals,
+    dfake: &mut [f32],
+    grads: &mut Grads,
+) -> Vec<f32> {
+    let Proposals {
+        flat,
+        xi,
+        out,
+        fake,
+        ..
+    } = proposals;
+    let m = flat.len() / 2;
+    let mut dsigma1 = vec![0.0f32; 2 * m];
+    let tape2 = g.net.forward(fake, m);
+    let out2 = tape2.output().to_vec();
+    let mut dout2 = vec![0.0f32; 4 * m];
+    let w = weight / m as f32;
+    for i in 0..m {
+        let x = [flat[2 * i] as f64, flat[2 * i + 1] as f64];
+        let xp = [fake[2 * i] as f64, fake[2 * i + 1] as f64];
+        let (u0, _) = target.energy_grad(x);
+        let (u1, grad1) = target.energy_grad(xp);
+        let mut log_alpha = u0 - u1;
+        let mut z = [0.0f64; 2];
+        let mut sigma2 = [0.0f64; 2];
+        let mut sigma1 = [0.0f64; 2];
+        for c in 0..2 {
+            sigma2[c] = (g.sigma_min + softplus(out2[4 * i + 2 + c])) as f64;
+            sigma1[c] = (g.sigma_min + softplus(out[4 * i + 2 + c])) as f64;
+            z[c] = (x[c] - xp[c] - out2[4 * i + c] as f64) / sigma2[c];
+            let e = xi[2 * i + c] as f64;
+            log_alpha += -0.5 * z[c] * z[c] - sigma2[c].ln() + 0.5 * e * e + sigma1[c].ln();
+        }
+        if !log_alpha.is_finite() {
+            continue;
+        }
+        let alpha = log_alpha.min(0.0).exp();
+        let jump = (xp[0] - x[0]).powi(2) + (xp[1] - x[1]).powi(2);
+        let dlog = if log_alpha < 0.0 {
+            -(w as f64) * alpha * jump
+        } else {
+            0.0
+        };
+        for c in 0..2 {
+            let direct =
+                -(w as f64) * alpha * 2.0 * (xp[c] - x[c]) + dlog * (-grad1[c] + z[c] / sigma2[c]);
+            dfake[2 * i + c] += direct as f32;
+            dout2[4 * i + c] = (dlog * z[c] / sigma2[c]) as f32;
+            let dsig2 = dlog * (z[c] * z[c] - 1.0) / sigma2[c];
+            dout2[4 * i + 2 + c] = (dsig2 as f32) * sigmoid(out2[4 * i + 2 + c]);
+            dsigma1[2 * i + c] = (dlog / sigma1[c]) as f32;
+        }
+    }
+    let dinput = g.net.backward(&tape2, &dout2, grads);
+    for (d, v) in dfake.iter_mut().zip(&dinput) {
+        *d += v;
+    }
+    dsigma1
+}
+
+/// Step 3: one generator step on L_G and the regularisers the settings weigh; returns the
+/// adversarial loss.
+fn train_generator(
+    target: &impl Target2d,
+    g: &mut Operator,
+    opt: &mut Adam,
+    d: &Mlp,
+    proposals: &Proposals,
+    settings: &SalSettings,
+) -> f64 {
+    let Proposals {
+        flat,
+        xi,
+        out,
+        fake,
+        ..
+    } = proposals;
+    let m = flat.len() / 2;
+    let (gen_loss, mut dfake) = adversarial_gradient(d, fake);
+    if settings.w2_weight > 0.0 {
+        add_w2_gradient(settings.w2_weight, fake, flat, &mut dfake);
+    }
+    if settings.jump_weight > 0.0 {
+        for k in 0..2 * m {
+            dfake[k] -= 2.0 * settings.jump_weight * (fake[k] - flat[k]) / m as f32;
+        }
+    }
+    let mut ggrads = g.net.zero_grads();
+    // d loss / d log q(x'|x)'s σ(x̃) terms, from the acceptance objective.
+    let dsigma1 = if settings.accept_weight > 0.0 {
+        let weight = settings.accept_weight;
+        add_acceptance_gradient(target, g, weight, proposals, &mut dfake, &mut ggrads)
+    } else {
+        vec![0.0f32; 2 * m]
+    };
+    let mut dout = vec![0.0f32; 4 * m];
+    for i in 0..m {
+        for c in 0..2 {
+            let df = dfake[2 * i + c];
+            dout[4 * i + c] = df;
+            dout[4 * i + 2 + c] =
+                (df * xi[2 * i + c] + dsigma1[2 * i + c]) * sigmoid(out[4 * i + 2 + c]);
+        }
+    }
+    g.net.backward(&proposals.tape, &dout, &mut ggrads);
+    opt.step(&mut g.net, &ggrads);
+    gen_loss
+}
+
 /// Trains G on `target` by Algorithm 1 (see the module docs). `progress` is called after each
 /// iteration; returning false stops early (the operator so far is returned).
 pub fn train(
@@ -403,22 +681,7 @@ pub fn train(
     let start = std::time::Instant::now();
     let mut rng = StdRng::seed_from_u64(settings.seed);
     let h = settings.hidden;
-    let mut g = Operator {
-        net: Mlp::new(&[2, h, h, 4], &mut rng),
-        sigma_min: settings.sigma_min,
-        global: None,
-        global_share: settings.global_share,
-    };
-    // Start near the identity with σ ≈ 0.3: shrink the last layer, s bias at softplus⁻¹(0.25).
-    {
-        let mut p = g.net.params_mut();
-        let n = p.len();
-        for w in p[n - 2].iter_mut() {
-            *w *= 0.1;
-        }
-        p[n - 1][2] = -1.2543;
-        p[n - 1][3] = -1.2543;
-    }
+    let mut g = initial_operator(settings, &mut rng);
     let mut d = Mlp::new(&[2, h, h, 1], &mut rng);
     let mut opt_g = Adam::new(&g.net, settings.lr);
     let mut opt_d = Adam::new(&d, settings.lr);
@@ -453,167 +716,20 @@ pub fn train(
         for _ in 0..settings.svgd_steps {
             adjust_step(target, settings, &mut real, &mut rng)?;
         }
-        // G(x̃, ξ) with its tape.
-        let flat: Vec<f32> = particles
-            .iter()
-            .flat_map(|p| [p[0] as f32, p[1] as f32])
-            .collect();
-        let xi: Vec<f32> = (0..2 * m).map(|_| normal(&mut rng) as f32).collect();
-        let gtape = g.net.forward(&flat, m);
-        let gout = gtape.output().to_vec();
-        let mut fake = vec![0.0f32; 2 * m];
-        for i in 0..m {
-            for c in 0..2 {
-                let sigma = settings.sigma_min + softplus(gout[4 * i + 2 + c]);
-                fake[2 * i + c] = flat[2 * i + c] + gout[4 * i + c] + sigma * xi[2 * i + c];
-            }
-        }
-        let real_flat: Vec<f32> = real
-            .iter()
-            .flat_map(|p| [p[0] as f32, p[1] as f32])
-            .collect();
+        let proposals = Proposals::new(&g, &particles, &mut rng);
+        let real_flat = flatten(&real);
         // 2. Discriminator steps.
-        let mut disc_loss = 0.0;
-        for _ in 0..settings.disc_steps {
-            let mut grads = d.zero_grads();
-            disc_loss = 0.0;
-            for (batch, label) in [(&real_flat, 1.0f32), (&fake, 0.0f32)] {
-                let tape = d.forward(batch, m);
-                let logits = tape.output();
-                let grad: Vec<f32> = logits
-                    .iter()
-                    .map(|&l| {
-                        let p = sigmoid(l);
-                        disc_loss -= if label > 0.5 {
-                            (p.max(1e-7)).ln() as f64
-                        } else {
-                            ((1.0 - p).max(1e-7)).ln() as f64
-                        };
-                        (p - label) / m as f32
-                    })
-                    .collect();
-                d.backward(&tape, &grad, &mut grads);
-            }
-            opt_d.step(&mut d, &grads);
-        }
-        disc_loss /= m as f64;
-        // 3. Generator step: d L_G / d fake.
-        let tape = d.forward(&fake, m);
-        let mut gen_loss = 0.0;
-        let dlogit: Vec<f32> = tape
-            .output()
-            .iter()
-            .map(|&l| {
-                let p = sigmoid(l);
-                gen_loss -= (p.max(1e-7)).ln() as f64;
-                (p - 1.0) / m as f32
-            })
-            .collect();
-        gen_loss /= m as f64;
-        let mut scratch = d.zero_grads();
-        let mut dfake = d.backward(&tape, &dlogit, &mut scratch);
-        if settings.w2_weight > 0.0 {
-            let mut c = vec![0.0f32; m * m];
-            for i in 0..m {
-                for j in 0..m {
-                    let dx = fake[2 * i] - flat[2 * j];
-                    let dy = fake[2 * i + 1] - flat[2 * j + 1];
-                    c[i * m + j] = dx * dx + dy * dy;
-                }
-            }
-            let mut sorted = c.clone();
-            let mid = sorted.len() / 2;
-            let lambda = sorted
-                .select_nth_unstable_by(mid, f32::total_cmp)
-                .1
-                .max(1e-6);
-            // Row-normalised entropic plan pᵢⱼ = exp(−cᵢⱼ/λ) / Σₖ exp(−cᵢₖ/λ), held fixed in the
-            // gradient: d/dxᵢ (1/M) Σⱼ pᵢⱼ cᵢⱼ = (2/M) Σⱼ pᵢⱼ (xᵢ − x̃ⱼ).
-            let scale = settings.w2_weight / m as f32;
-            for i in 0..m {
-                let row = &c[i * m..(i + 1) * m];
-                let min = row.iter().copied().fold(f32::INFINITY, f32::min);
-                let weights: Vec<f32> = row
-                    .iter()
-                    .map(|&cij| (-(cij - min) / lambda).exp())
-                    .collect();
-                let z: f32 = weights.iter().sum();
-                for (j, wij) in weights.iter().enumerate() {
-                    let f = scale * 2.0 * wij / z;
-                    dfake[2 * i] += f * (fake[2 * i] - flat[2 * j]);
-                    dfake[2 * i + 1] += f * (fake[2 * i + 1] - flat[2 * j + 1]);
-                }
-            }
-        }
-        if settings.jump_weight > 0.0 {
-            for k in 0..2 * m {
-                dfake[k] -= 2.0 * settings.jump_weight * (fake[k] - flat[k]) / m as f32;
-            }
-        }
-        let mut ggrads = g.net.zero_grads();
-        // d loss / d log q(x'|x)'s σ(x̃) terms, from the acceptance objective.
-        let mut dsigma1 = vec![0.0f32; 2 * m];
-        if settings.accept_weight > 0.0 {
-            // Loss −w · mean αᵢ Jᵢ, α = min(1, exp(log α)) of the exact MH step, J = ‖x' − x̃‖²
-            // (the expected squared jump of an MH-corrected step, as in L2HMC).
-            let tape2 = g.net.forward(&fake, m);
-            let out2 = tape2.output().to_vec();
-            let mut dout2 = vec![0.0f32; 4 * m];
-            let w = settings.accept_weight / m as f32;
-            for i in 0..m {
-                let x = [flat[2 * i] as f64, flat[2 * i + 1] as f64];
-                let xp = [fake[2 * i] as f64, fake[2 * i + 1] as f64];
-                let (u0, _) = target.energy_grad(x);
-                let (u1, grad1) = target.energy_grad(xp);
-                let mut log_alpha = u0 - u1;
-                let mut z = [0.0f64; 2];
-                let mut sigma2 = [0.0f64; 2];
-                let mut sigma1 = [0.0f64; 2];
-                for c in 0..2 {
-                    sigma2[c] = (settings.sigma_min + softplus(out2[4 * i + 2 + c])) as f64;
-                    sigma1[c] = (settings.sigma_min + softplus(gout[4 * i + 2 + c])) as f64;
-                    z[c] = (x[c] - xp[c] - out2[4 * i + c] as f64) / sigma2[c];
-                    let e = xi[2 * i + c] as f64;
-                    log_alpha += -0.5 * z[c] * z[c] - sigma2[c].ln() + 0.5 * e * e + sigma1[c].ln();
-                }
-                if !log_alpha.is_finite() {
-                    continue;
-                }
-                let alpha = log_alpha.min(0.0).exp();
-                let jump = (xp[0] - x[0]).powi(2) + (xp[1] - x[1]).powi(2);
-                let dlog = if log_alpha < 0.0 {
-                    -(w as f64) * alpha * jump
-                } else {
-                    0.0
-                };
-                for c in 0..2 {
-                    let direct = -(w as f64) * alpha * 2.0 * (xp[c] - x[c])
-                        + dlog * (-grad1[c] + z[c] / sigma2[c]);
-                    dfake[2 * i + c] += direct as f32;
-                    dout2[4 * i + c] = (dlog * z[c] / sigma2[c]) as f32;
-                    let dsig2 = dlog * (z[c] * z[c] - 1.0) / sigma2[c];
-                    dout2[4 * i + 2 + c] = (dsig2 as f32) * sigmoid(out2[4 * i + 2 + c]);
-                    dsigma1[2 * i + c] = (dlog / sigma1[c]) as f32;
-                }
-            }
-            let dinput = g.net.backward(&tape2, &dout2, &mut ggrads);
-            for (d, v) in dfake.iter_mut().zip(&dinput) {
-                *d += v;
-            }
-        }
-        let mut dout = vec![0.0f32; 4 * m];
-        for i in 0..m {
-            for c in 0..2 {
-                let df = dfake[2 * i + c];
-                dout[4 * i + c] = df;
-                dout[4 * i + 2 + c] =
-                    (df * xi[2 * i + c] + dsigma1[2 * i + c]) * sigmoid(gout[4 * i + 2 + c]);
-            }
-        }
-        g.net.backward(&gtape, &dout, &mut ggrads);
-        opt_g.step(&mut g.net, &ggrads);
+        let disc_loss = train_discriminator(
+            &mut d,
+            &mut opt_d,
+            &real_flat,
+            &proposals.fake,
+            settings.disc_steps,
+        );
+        // 3. Generator step.
+        let gen_loss = train_generator(target, &mut g, &mut opt_g, &d, &proposals, settings);
         let (mut sigma_sum, mut mu_sum) = (0.0, 0.0);
-        for o in gout.chunks_exact(4) {
+        for o in proposals.out.chunks_exact(4) {
             mu_sum += (o[0] as f64).hypot(o[1] as f64);
             sigma_sum +=
                 2.0 * settings.sigma_min as f64 + softplus(o[2]) as f64 + softplus(o[3]) as f64;

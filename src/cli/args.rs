@@ -366,8 +366,8 @@ pub struct ProblemArgs {
     /// The prior over the codes: `laplace` (exp(−lam·||X||₁), the paper's) or `ssgl` (the
     /// adaptive spike-and-slab group lasso of Deng et al. 2019, --ssgl-* options; CPU backend;
     /// see docs/priors.md).
-    #[arg(long, value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
-    pub prior: rmld::session::PriorKind,
+    #[arg(long, value_enum, default_value_t = rmld::Prior::default())]
+    pub prior: rmld::Prior,
 
     #[command(flatten)]
     pub ssgl: SsglArgs,
@@ -861,8 +861,8 @@ pub struct BenchArgs {
     /// `ssgl`: also measure each backend with the SSGL prior adapting at every outer iteration
     /// (rows `cpu-ssgl`, `gpu-ssgl`, beside the Laplace rows of the same run; the SA update is
     /// timed with accept).
-    #[arg(long = "prior", value_enum, default_value_t = rmld::session::PriorKind::Laplace)]
-    pub bench_prior: rmld::session::PriorKind,
+    #[arg(long = "prior", value_enum, default_value_t = rmld::Prior::default())]
+    pub bench_prior: rmld::Prior,
 
     /// Also time the NumPy peer (benches/peers/numpy_step.py: the same step at the same sizes,
     /// its BLAS on as many threads) at every CPU chain count and print rmld over NumPy.
@@ -964,8 +964,11 @@ impl ProblemArgs {
             tangent_k: self.tangent_k,
             tangent_scale: self.tangent_scale,
             lambda: self.lambda,
-            prior: self.prior,
-            ssgl: self.ssgl.settings(),
+            // The --ssgl-* options are the SSGL prior's hyper-parameters.
+            prior: match self.prior {
+                rmld::Prior::Ssgl(_) => rmld::Prior::Ssgl(self.ssgl.settings()),
+                other => other,
+            },
             seed: self.seed,
             backend: self.backend,
             out: self.out.clone(),

@@ -27,7 +27,7 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
         seed: args.seed,
         out: args.out.clone(),
         force: args.force,
-        ssgl: args.bench_prior == rmld::session::PriorKind::Ssgl,
+        ssgl: args.bench_prior.has_state(),
         peer_python: peer_python(args),
         f16: args.f16,
         gemm_tiles: args.gemm_tile.clone(),
@@ -57,14 +57,14 @@ pub fn bench(args: &BenchArgs, terminal: &Terminal) -> Result<bool> {
             r.gemm_chain_steps_per_second,
             100.0 * r.fraction_of_gemm
         );
-        if let (Some(rate), Some(f)) = (r.packed_chain_steps_per_second, r.fraction_of_packed) {
-            println!(
-                "cpu roofline at C = {}: rmld's packed products alone {rate:.0} chain-steps/s \
-                 (rmld at {:.1}%)",
-                r.chains,
-                100.0 * f
-            );
-        }
+        println!(
+            "cpu roofline at C = {}: rmld's packed products alone ({} path) {:.0} chain-steps/s \
+             (rmld at {:.1}%)",
+            r.chains,
+            r.packed_path,
+            r.packed_chain_steps_per_second,
+            100.0 * r.fraction_of_packed
+        );
         if let (Some(rate), Some(f)) = (
             r.rmld_blas_products_chain_steps_per_second,
             r.fraction_of_blas_with_blas_products,

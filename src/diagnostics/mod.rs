@@ -1,10 +1,13 @@
 //! Run diagnostics: acceptance, divergences, split-R̂, bulk and tail ESS, ESS per second, Geweke.
 //!
 //! Computed from the run's trace (per iteration and chain: the energy U and the fixed random
-//! projections of X), never from the stored samples. [`quality`] judges the generated images
-//! themselves (label preservation, novelty, diversity) against real ones.
+//! projections of X), never from the stored samples; [`per_class`] diagnoses each class's chains
+//! of an augmentation on their own. [`quality`] judges the generated images themselves (label
+//! preservation, novelty, diversity) against real ones.
 
 pub(crate) mod convergence;
+pub mod degenerate;
+pub mod per_class;
 pub mod quality;
 pub mod reference;
 
@@ -184,6 +187,10 @@ pub trait ChainTrace {
     /// empty when the noise is fixed.
     fn noise_trace(&self) -> &[f32] {
         &[]
+    }
+    /// Per chain, the data row its start was encoded from (LASSO starts), or `None`.
+    fn start_indices(&self) -> Option<&[usize]> {
+        None
     }
 }
 

@@ -1,22 +1,30 @@
-//! Data I/O: dataset readers (IDX, NPY, CSV), atomic writers, NPY/IDX/PNG/JSON outputs.
+//! Data I/O: dataset readers (IDX, NPY, CSV), atomic writers, NPY/IDX/PNG/JSON outputs, the LASSO code cache.
 
 use std::path::PathBuf;
 
 pub(crate) mod atomic;
 pub(crate) mod caption;
+pub(crate) mod code_cache;
 pub(crate) mod csv;
 pub(crate) mod dataset;
 pub(crate) mod discover;
 pub(crate) mod idx;
 pub(crate) mod input;
+pub(crate) mod labelled;
 pub(crate) mod npy;
 pub(crate) mod npy_header;
 pub(crate) mod npy_stream;
 pub(crate) mod npy_write;
+pub(crate) mod output;
+pub(crate) mod output_folder;
 pub(crate) mod png;
 pub(crate) mod postprocess;
+pub(crate) mod regular;
+pub(crate) mod shards;
+pub(crate) mod staging;
 
 pub use atomic::{prepare_output_dir, write_atomic, write_json_atomic};
+pub use code_cache::default_code_cache;
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
 pub use dataset::{geometry, shared_datasets_dir, EMBEDDED_SOURCE};
 pub use idx::{
@@ -27,8 +35,12 @@ pub use input::{input_limit, Format, Input, MAX_DECOMPRESSED_BYTES, MAX_INPUT_BY
 pub use npy::{read_npy, read_npy_labels, read_npy_matrix_f32, read_npy_with_limit, NpyArray};
 pub use npy_stream::{partial_path, NpyStream};
 pub use npy_write::{write_npy_f32, write_npy_f64, write_npy_i64, write_npy_u32, write_npy_u8};
+pub use output::Output;
 pub use png::{write_png_grid, write_png_grid_captioned};
 pub use postprocess::Rescale;
+pub use regular::read_regular_file;
+pub use shards::{FileEntry, Manifest, Part, Shard, ShardFiles, Split, MANIFEST};
+pub use staging::{recover, Recovery, Staging, JOURNAL, STAGING_PREFIX};
 
 /// Raw pixel values as stored by the source: 8-bit data stays 8-bit (it is uploaded as such).
 #[derive(Clone, Debug, PartialEq)]

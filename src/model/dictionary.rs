@@ -110,6 +110,41 @@ impl Dictionary {
         Dictionary { d, p: d, a }
     }
 
+    /// The (d, p) f32 matrix of the NPY file `path`, for data of dimension `d`: an error names
+    /// the file when its shape does not fit or an atom is all zeros, and `atoms` when it asks
+    /// for another p.
+    pub fn from_npy(path: &std::path::Path, d: usize, atoms: Option<usize>) -> crate::Result<Self> {
+        use crate::Error;
+        let (shape, a) = crate::io::read_npy_matrix_f32(path)?;
+        if shape.len() != 2 || shape[0] != d {
+            return Err(Error::input(
+                path,
+                format!("shape {shape:?} does not fit the data: expected (d, p) with d = {d}, the data's dimension"),
+            ));
+        }
+        if atoms.is_some_and(|p| p != shape[1]) {
+            return Err(Error::usage(
+                "atoms",
+                format!(
+                    "{} atoms asked for, but {} has {}",
+                    atoms.unwrap_or(0),
+                    path.display(),
+                    shape[1]
+                ),
+            ));
+        }
+        let p = shape[1];
+        if let Some(j) = (0..p).find(|&j| (0..d).all(|i| a[i * p + j] == 0.0)) {
+            return Err(Error::input(
+                path,
+                format!(
+                    "column {j} (atom {j} of {p}) is all zeros: every atom needs a nonzero norm"
+                ),
+            ));
+        }
+        Ok(Dictionary { d, p, a })
+    }
+
     /// A X for one code x (length p), in f64, for references and tests.
     pub fn apply_f64(&self, x: &[f64]) -> Vec<f64> {
         self.a

@@ -1,4 +1,5 @@
-//! The posterior: observations in model units, xbar, lam, and f64 reference energy and gradients.
+//! The posterior: observations in model units, xbar, lam, the prior and the likelihood's settings,
+//! and f64 reference energy and gradients.
 
 use std::sync::Arc;
 
@@ -135,25 +136,25 @@ pub struct Target {
 }
 
 impl Target {
-    /// The prior's latent state for `chains` chains as a backend starts it (SSGL's, checked
-    /// against the likelihood it needs), or None for a prior without state.
+    /// The prior's latent state for `chains` chains as a backend starts it (checked against
+    /// the likelihood its update reads: SSGL's σ update reads a Gaussian residual), or None for
+    /// a prior without state.
     pub fn initial_prior_state(
         &self,
         likelihood: &super::Likelihood,
         chains: usize,
     ) -> Result<Option<Vec<f32>>> {
-        let Some(ssgl) = self.prior.ssgl() else {
+        let Some(state) = self.prior.initial_state(chains, self.p())? else {
             return Ok(None);
         };
-        ssgl.validate()?;
-        if !matches!(likelihood, super::Likelihood::Gaussian { .. }) {
+        if !likelihood.is_gaussian_residual() {
             return Err(Error::usage(
                 "prior",
                 "the ssgl prior runs with the paper and local targets (its σ update reads the \
                  Gaussian residual), not mixture or tangent",
             ));
         }
-        Ok(Some(ssgl.initial_state(chains, self.p())))
+        Ok(Some(state))
     }
 
     /// The posterior of `observations` under `dictionary` with prior rate `lam`.

@@ -1,10 +1,44 @@
 //! Planning a class-conditional augmentation run: which rows each class owns, how many samples and chains it gets.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::SampleSink;
-use crate::model::ChainClasses;
+use crate::diagnostics::per_class::{Anchoring, ClassLayout};
+use crate::model::{ChainClasses, TargetKind};
 use crate::{Error, Result};
+
+/// What generates the new samples of an augmentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum AugmentMethod {
+    /// RMLD (Algorithms 1 and 3; with --no-mh the paper's "RMLD w/o MH").
+    #[default]
+    Rmld,
+    /// MALA with the class's full-data gradient (exact for the class posterior).
+    Mala,
+    /// HMC with the class's full-data gradient (exact for the class posterior).
+    Hmc,
+    /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
+    Compression,
+    /// The paper's "Kernel HMC": chains over images (0..1 pixel scale, whatever --pixel-max)
+    /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
+    /// same momentum dynamics and MH; no codes.
+    KernelHmc,
+}
+
+impl AugmentMethod {
+    /// The name a user types (`--method`) and reads in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            AugmentMethod::Rmld => "rmld",
+            AugmentMethod::Mala => "mala",
+            AugmentMethod::Hmc => "hmc",
+            AugmentMethod::Compression => "compression",
+            AugmentMethod::KernelHmc => "kernel-hmc",
+        }
+    }
+}
 
 /// One class of the plan.
 #[derive(Clone, Debug, Serialize)]
@@ -28,6 +62,22 @@ pub struct AugmentPlan {
     pub classes: Vec<ClassPlan>,
     /// Samples kept per chain (outer iterations after the burn-in).
     pub samples_per_chain: u32,
+}
+
+impl ClassLayout for AugmentPlan {
+    fn class_chains(&self) -> Vec<(u32, usize)> {
+        self.classes.iter().map(|c| (c.label, c.chains)).collect()
+    }
+}
+
+impl From<TargetKind> for Anchoring {
+    /// The local and tangent targets anchor each chain's posterior at its start image.
+    fn from(target: TargetKind) -> Self {
+        match target {
+            TargetKind::Paper | TargetKind::Mixture => Anchoring::Shared,
+            TargetKind::Local | TargetKind::Tangent => Anchoring::AtStart,
+        }
+    }
 }
 
 /// Parses an "original:generated" ratio ("6:1", "3:2" or "6") into originals per generated sample.
@@ -137,6 +187,14 @@ impl AugmentPlan {
             .iter()
             .enumerate()
             .flat_map(|(k, c)| std::iter::repeat_n(k as u32, c.chains))
+            .collect()
+    }
+
+    /// The mean observation of each class (rows of d, model units), from the class-sorted data.
+    pub fn class_means(&self, observations: &crate::model::Observations) -> Vec<f32> {
+        self.classes
+            .iter()
+            .flat_map(|c| observations.mean_of_rows(c.rows[0] as usize, c.rows[1] as usize))
             .collect()
     }
 

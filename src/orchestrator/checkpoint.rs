@@ -246,158 +246,15 @@ impl Checkpoint {
 
     /// Parses a checkpoint from its bytes; the error says what is wrong.
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Checkpoint, String> {
-        let fixed = MAGIC.len() + 8;
-        if bytes.len() < fixed + 8 {
-            return Err(format!(
-                "not an rmld checkpoint: {} bytes, too short for its header",
-                bytes.len()
-            ));
-        }
-        if &bytes[..8] != MAGIC {
-            return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
-        }
-        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
-        let known = [
-            VERSION,
-            SAME_LAYOUT_VERSION,
-            AUTO_BURN_IN_VERSION,
-            CLASS_STEPS_VERSION,
-        ];
-        if !known.contains(&version) {
-            let hint = if version == 3 {
-                " (written by an rmld before the learned noise precision and the step size's \
-                 warm-up adaptation were saved: start the run afresh)"
-            } else if version == 2 {
-                " (written by an rmld before the ssgl prior's state was saved: start the run \
-                 afresh)"
-            } else if version < CLASS_STEPS_VERSION {
-                " (written by an older rmld: start the run afresh)"
-            } else {
-                " (written by a newer rmld)"
-            };
-            return Err(format!(
-                "checkpoint version {version}, this rmld reads versions 4 to \
-                 {CLASS_STEPS_VERSION}{hint}"
-            ));
-        }
-        let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
-        if header_len > MAX_HEADER_BYTES || fixed + header_len + 8 > bytes.len() {
-            return Err(format!(
-                "truncated checkpoint: the header claims {header_len} bytes, the file has {}",
-                bytes.len()
-            ));
-        }
-        let (body, checksum) = bytes.split_at(bytes.len() - 8);
-        if xxh3_64(body) != u64::from_le_bytes(checksum.try_into().unwrap_or_default()) {
-            return Err(
-                "corrupt checkpoint: the checksum does not match (truncated or modified file)"
-                    .into(),
-            );
-        }
-        let (header, sections) = body[fixed..].split_at(header_len);
-        type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
-        let (header, burn_in, class_steps) = match version {
-            AUTO_BURN_IN_VERSION => {
-                let (header, burn_in): (Header, super::BurnInMonitor) =
-                    decode_exact(header, "header")?;
-                (header, Some(burn_in), None)
-            }
-            CLASS_STEPS_VERSION => {
-                let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
-                (header, burn_in, Some(steps))
-            }
-            _ => (decode_exact::<Header>(header, "header")?, None, None),
-        };
+        let (version, header_len) = check_frame(bytes)?;
+        let body = &bytes[..bytes.len() - 8];
+        let (header, sections) = body[FIXED..].split_at(header_len);
+        let (header, burn_in, class_steps) = decode_header(version, header)?;
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
             .map_err(|e| format!("corrupt checkpoint header: the configuration: {e}"))?;
-        let (chains, d, p) = (header.chains, header.d, header.p);
-        let traced = header.traced_iterations;
-        let s = &sections;
-        let expected = [
-            ("positions", s.positions, 4, chains.checked_mul(p)),
-            ("start images", s.start_images, 4, chains.checked_mul(d)),
-            ("final images", s.final_images, 4, chains.checked_mul(d)),
-            ("accepted counts", s.accepted, 4, Some(chains)),
-            ("divergent counts", s.divergent, 4, Some(chains)),
-            ("log α trace", s.log_alpha, 8, traced.checked_mul(chains)),
-            ("energy trace", s.energies, 4, traced.checked_mul(chains)),
-            (
-                "projection trace",
-                s.projections,
-                4,
-                traced
-                    .checked_mul(chains)
-                    .and_then(|t| t.checked_mul(PROJECTIONS)),
-            ),
-        ];
-        // The prior's state: empty (Laplace) or SSGL's 3p + 2 values per chain; its counts: none
-        // or one per chain.
-        let state_values = sections.prior_state.len() / 4;
-        let state_width = p.checked_mul(3).and_then(|w| w.checked_add(2));
-        if !sections.prior_state.len().is_multiple_of(4)
-            || state_values != 0
-                && Some(state_values) != state_width.and_then(|w| w.checked_mul(chains))
-        {
-            return Err(format!(
-                "checkpoint sections: the prior state is {} bytes, neither empty nor 3p + 2 \
-                 floats per chain (chains {chains}, p {p})",
-                sections.prior_state.len()
-            ));
-        }
-        // The learned noise precision (`--noise gibbs`): none, or one f32 per chain and its
-        // trace one per chain and traced iteration.
-        let (tau, tau_trace) = (sections.noise_precision.len(), sections.noise_trace.len());
-        if version == SAME_LAYOUT_VERSION && tau > 0 {
-            return Err(format!(
-                "checkpoint version {version} of a --noise gibbs run, this rmld reads version                  {VERSION} (written by an rmld whose --noise gibbs prior and moves were not in                  noise units: start the run afresh)"
-            ));
-        }
-        if tau != 0 && tau != chains.saturating_mul(4)
-            || (tau == 0) != (tau_trace == 0) && traced > 0
-            || tau_trace != 0 && Some(tau_trace) != traced.checked_mul(chains * 4)
-        {
-            return Err(format!(
-                "checkpoint sections: the noise precision is {tau} bytes and its trace \
-                 {tau_trace}, neither empty nor one f32 per chain ({chains}) and per chain and \
-                 traced iteration ({traced})"
-            ));
-        }
-        let counts = sections.prior_nonfinite.len();
-        if counts != 0 && counts != chains.saturating_mul(4) {
-            return Err(format!(
-                "checkpoint sections: the prior's non-finite counts are {counts} bytes, neither \
-                 empty nor one u32 per chain ({chains})"
-            ));
-        }
-        for (what, bytes, size, implied) in expected {
-            if bytes.len() % size != 0 {
-                return Err(format!(
-                    "checkpoint sections: the {what} are {} bytes, not a whole number of \
-                     {size}-byte values",
-                    bytes.len()
-                ));
-            }
-            let found = bytes.len() / size;
-            if Some(found) != implied {
-                return Err(format!(
-                    "checkpoint sections: the {what} hold {found} values, the header's dimensions \
-                     (chains {chains}, d {d}, p {p}, traced iterations {traced}) imply {implied:?}"
-                ));
-            }
-        }
-        if header.trace_stride == 0 || header.completed == 0 && header.traced_iterations > 0 {
-            return Err("checkpoint header: inconsistent trace".into());
-        }
-        if header
-            .start_indices
-            .as_ref()
-            .is_some_and(|v| v.len() != header.chains)
-        {
-            return Err(
-                "checkpoint header: start_indices does not have one entry per chain".into(),
-            );
-        }
+        check_sections(version, &header, &sections)?;
+        check_header(&header)?;
         Ok(Checkpoint {
             config,
             data_hash: header.data_hash,
@@ -428,6 +285,200 @@ impl Checkpoint {
             },
         })
     }
+}
+
+/// Bytes before the header: the magic, the version and the header's length.
+const FIXED: usize = MAGIC.len() + 8;
+
+/// Checks the frame around header and sections (length, magic, a version this rmld reads, the
+/// header's length, the checksum); returns the version and the header's length.
+fn check_frame(bytes: &[u8]) -> std::result::Result<(u32, usize), String> {
+    if bytes.len() < FIXED + 8 {
+        return Err(format!(
+            "not an rmld checkpoint: {} bytes, too short for its header",
+            bytes.len()
+        ));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err("not an rmld checkpoint: the file does not start with RMLDCKPT".into());
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
+    let known = [
+        VERSION,
+        SAME_LAYOUT_VERSION,
+        AUTO_BURN_IN_VERSION,
+        CLASS_STEPS_VERSION,
+    ];
+    if !known.contains(&version) {
+        let hint = if version == 3 {
+            " (written by an rmld before the learned noise precision and the step size's \
+             warm-up adaptation were saved: start the run afresh)"
+        } else if version == 2 {
+            " (written by an rmld before the ssgl prior's state was saved: start the run \
+             afresh)"
+        } else if version < CLASS_STEPS_VERSION {
+            " (written by an older rmld: start the run afresh)"
+        } else {
+            " (written by a newer rmld)"
+        };
+        return Err(format!(
+            "checkpoint version {version}, this rmld reads versions 4 to \
+             {CLASS_STEPS_VERSION}{hint}"
+        ));
+    }
+    let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
+    if header_len > MAX_HEADER_BYTES || FIXED + header_len + 8 > bytes.len() {
+        return Err(format!(
+            "truncated checkpoint: the header claims {header_len} bytes, the file has {}",
+            bytes.len()
+        ));
+    }
+    let (body, checksum) = bytes.split_at(bytes.len() - 8);
+    if xxh3_64(body) != u64::from_le_bytes(checksum.try_into().unwrap_or_default()) {
+        return Err(
+            "corrupt checkpoint: the checksum does not match (truncated or modified file)".into(),
+        );
+    }
+    Ok((version, header_len))
+}
+
+/// The header of a file of `version`, with the automatic burn-in's state (version 6, and
+/// optionally 7) and the per-class step sizes' (version 7) after it.
+#[allow(clippy::type_complexity)]
+fn decode_header(
+    version: u32,
+    header: &[u8],
+) -> std::result::Result<
+    (
+        Header,
+        Option<super::BurnInMonitor>,
+        Option<super::ClassSteps>,
+    ),
+    String,
+> {
+    type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
+    Ok(match version {
+        AUTO_BURN_IN_VERSION => {
+            let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
+            (header, Some(burn_in), None)
+        }
+        CLASS_STEPS_VERSION => {
+            let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
+            (header, burn_in, Some(steps))
+        }
+        _ => (decode_exact::<Header>(header, "header")?, None, None),
+    })
+}
+
+/// Checks every section's length against the header's dimensions before any value is copied.
+fn check_sections(
+    version: u32,
+    header: &Header,
+    sections: &SectionsIn,
+) -> std::result::Result<(), String> {
+    let (chains, d, p) = (header.chains, header.d, header.p);
+    let traced = header.traced_iterations;
+    let s = sections;
+    let expected = [
+        ("positions", s.positions, 4, chains.checked_mul(p)),
+        ("start images", s.start_images, 4, chains.checked_mul(d)),
+        ("final images", s.final_images, 4, chains.checked_mul(d)),
+        ("accepted counts", s.accepted, 4, Some(chains)),
+        ("divergent counts", s.divergent, 4, Some(chains)),
+        ("log α trace", s.log_alpha, 8, traced.checked_mul(chains)),
+        ("energy trace", s.energies, 4, traced.checked_mul(chains)),
+        (
+            "projection trace",
+            s.projections,
+            4,
+            traced
+                .checked_mul(chains)
+                .and_then(|t| t.checked_mul(PROJECTIONS)),
+        ),
+    ];
+    check_chain_state(version, header, sections)?;
+    for (what, bytes, size, implied) in expected {
+        if bytes.len() % size != 0 {
+            return Err(format!(
+                "checkpoint sections: the {what} are {} bytes, not a whole number of \
+                 {size}-byte values",
+                bytes.len()
+            ));
+        }
+        let found = bytes.len() / size;
+        if Some(found) != implied {
+            return Err(format!(
+                "checkpoint sections: the {what} hold {found} values, the header's dimensions \
+                 (chains {chains}, d {d}, p {p}, traced iterations {traced}) imply {implied:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the sections of the per-chain state besides the positions: the prior's state and
+/// non-finite counts, the learned noise precision and its trace.
+fn check_chain_state(
+    version: u32,
+    header: &Header,
+    sections: &SectionsIn,
+) -> std::result::Result<(), String> {
+    let (chains, p, traced) = (header.chains, header.p, header.traced_iterations);
+    // The prior's state: empty (Laplace) or SSGL's 3p + 2 values per chain; its counts: none
+    // or one per chain.
+    let state_values = sections.prior_state.len() / 4;
+    let state_width = p.checked_mul(3).and_then(|w| w.checked_add(2));
+    if !sections.prior_state.len().is_multiple_of(4)
+        || state_values != 0
+            && Some(state_values) != state_width.and_then(|w| w.checked_mul(chains))
+    {
+        return Err(format!(
+            "checkpoint sections: the prior state is {} bytes, neither empty nor 3p + 2 \
+             floats per chain (chains {chains}, p {p})",
+            sections.prior_state.len()
+        ));
+    }
+    // The learned noise precision (`--noise gibbs`): none, or one f32 per chain and its
+    // trace one per chain and traced iteration.
+    let (tau, tau_trace) = (sections.noise_precision.len(), sections.noise_trace.len());
+    if version == SAME_LAYOUT_VERSION && tau > 0 {
+        return Err(format!(
+            "checkpoint version {version} of a --noise gibbs run, this rmld reads version                  {VERSION} (written by an rmld whose --noise gibbs prior and moves were not in                  noise units: start the run afresh)"
+        ));
+    }
+    if tau != 0 && tau != chains.saturating_mul(4)
+        || (tau == 0) != (tau_trace == 0) && traced > 0
+        || tau_trace != 0 && Some(tau_trace) != traced.checked_mul(chains * 4)
+    {
+        return Err(format!(
+            "checkpoint sections: the noise precision is {tau} bytes and its trace \
+             {tau_trace}, neither empty nor one f32 per chain ({chains}) and per chain and \
+             traced iteration ({traced})"
+        ));
+    }
+    let counts = sections.prior_nonfinite.len();
+    if counts != 0 && counts != chains.saturating_mul(4) {
+        return Err(format!(
+            "checkpoint sections: the prior's non-finite counts are {counts} bytes, neither \
+             empty nor one u32 per chain ({chains})"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the header's trace counters and start indices.
+fn check_header(header: &Header) -> std::result::Result<(), String> {
+    if header.trace_stride == 0 || header.completed == 0 && header.traced_iterations > 0 {
+        return Err("checkpoint header: inconsistent trace".into());
+    }
+    if header
+        .start_indices
+        .as_ref()
+        .is_some_and(|v| v.len() != header.chains)
+    {
+        return Err("checkpoint header: start_indices does not have one entry per chain".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

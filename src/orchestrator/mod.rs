@@ -3,9 +3,21 @@
 
 pub(crate) mod adapt;
 pub(crate) mod augment;
+pub(crate) mod balance;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
+pub(crate) mod code_key;
+pub(crate) mod draw_stats;
+pub(crate) mod encode;
+pub(crate) mod estimate;
+pub(crate) mod identity;
+pub(crate) mod report;
+pub(crate) mod resume;
+pub(crate) mod sample_report;
 pub(crate) mod settings;
+pub(crate) mod shard;
+pub(crate) mod streams;
+pub(crate) mod warm_up;
 
 use std::time::Instant;
 
@@ -15,10 +27,13 @@ pub use adapt::{
     halton, mean_acceptance, Adaptation, ClassSteps, StepAdaptation, TrajectoryAdaptation,
     HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE, MAX_LEAPFROG_STEPS,
 };
-pub use augment::{parse_ratio, AugmentPlan, AugmentSink};
+pub use augment::{parse_ratio, AugmentMethod, AugmentPlan, AugmentSink};
+pub use balance::Balance;
 pub use burn_in::{AutoBurnIn, BurnInMonitor, SettleCheck};
 pub use checkpoint::Checkpoint;
+pub(crate) use code_key::CodeKey;
 pub use settings::{Init, KeepPolicy, SamplerSettings};
+pub use warm_up::warm_up;
 
 use crate::backend::Backend;
 use crate::methods::MhRule;
@@ -346,6 +361,11 @@ pub fn continue_run(
     // An adapting run's step size is the adaptation's (also after a resume), fed to the backend
     // and to the MH rule's Δ before every iteration that changes it.
     let mut dynamics = settings.dynamics.clone();
+    if run.adaptation.and_then(|a| a.trajectory).is_some() {
+        // The backend's leapfrog count is the last iteration's, not the settings' (a run
+        // continued after its warm-up): the first iteration sets its own.
+        dynamics.leapfrog_steps = 0;
+    }
     let classes = match run.class_steps {
         Some(_) => class_of_chain(target, chains)?,
         None => Vec::new(),
@@ -386,61 +406,13 @@ pub fn continue_run(
         let terms = backend.propose(outer)?;
         let host = Instant::now();
         let traced = outer.is_multiple_of(run.trace_stride);
-        let mut mask = vec![false; chains];
-        warmup_alpha.clear();
-        for (c, t) in terms.iter().enumerate() {
-            let decision = match steps.chain_delta.as_deref() {
-                Some(delta) => MhRule {
-                    delta: delta[c],
-                    ..*steps.rule
-                },
-                None => *steps.rule,
-            }
-            .decide(t, seed, offset + c as u32, outer);
-            warmup_alpha.push(decision.log_alpha);
-            mask[c] = decision.accepted;
-            run.accepted[c] += decision.accepted as u32;
-            run.divergent[c] += decision.divergent as u32;
-            if traced {
-                run.log_alpha.push(decision.log_alpha);
-                run.energies.push(t.energy_current);
-            }
-        }
-        let adapting = Instant::now();
-        let proposals = if chees(&run) {
-            Some(backend.proposals()?)
-        } else {
-            None
-        };
-        if let Some(m) = run.burn_in.as_mut().filter(|m| m.warming_up()) {
-            let a = run.adaptation.as_ref();
-            m.record(
-                a.map(|_| steps.dynamics.eta),
-                a.and_then(|a| a.trajectory).map(|t| t.length()),
-            );
-        }
-        if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
-            match run.class_steps.as_mut() {
-                Some(c) => c.observe(a, &warmup_alpha, &classes),
-                None => a.observe(&warmup_alpha),
-            }
-            let step = a.step();
-            if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
-                let leapfrog = steps.dynamics.leapfrog_steps;
-                t.observe(&before, z, r, &warmup_alpha, halton(outer), leapfrog, step);
-            }
-            steps.feed(backend, &run)?;
-            run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
-        }
+        let ids = (seed, offset, outer);
+        let mask = steps.decide(&terms, ids, traced, &mut run, &mut warmup_alpha);
+        let warm_up = (warmup_alpha.as_slice(), before.as_slice(), chees(&run));
+        adapt(backend, &mut run, &mut steps, warm_up, outer)?;
         run.timings.host_mh_seconds += host.elapsed().as_secs_f64();
         backend.accept(&mask)?;
-        if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
-            let status = backend.prior_update(outer)?;
-            run.prior_nonfinite.resize(chains, 0);
-            for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
-                *count += s;
-            }
-        }
+        prior_update(backend, target, (&mut run, chains), outer)?;
         let codes = backend.positions()?;
         if chees(&run) {
             before.clone_from(&codes);
@@ -453,13 +425,7 @@ pub fn continue_run(
             }
         }
         if traced {
-            for x in codes.chunks(p) {
-                run.projections.extend(
-                    projections
-                        .chunks(p)
-                        .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
-                );
-            }
+            run.trace_projections(&codes, &projections, p);
             run.thin_trace_if_full(chains);
         }
         let checking = Instant::now();
@@ -493,6 +459,24 @@ pub fn continue_run(
     }
     run.prior_state = backend.prior_state()?.unwrap_or_default();
     Ok(run)
+}
+
+/// The prior's adaptive update after the accept of outer iteration `outer`, where it adapts
+/// (SSGL): each of the `chains` chains' discarded non-finite updates counted in `run`.
+fn prior_update(
+    backend: &mut dyn Backend,
+    target: &Target,
+    (run, chains): (&mut SampleRun, usize),
+    outer: u32,
+) -> Result<()> {
+    if target.prior.ssgl().is_some_and(|s| s.adapts_at(outer)) {
+        let status = backend.prior_update(outer)?;
+        run.prior_nonfinite.resize(chains, 0);
+        for (count, s) in run.prior_nonfinite.iter_mut().zip(status) {
+            *count += s;
+        }
+    }
+    Ok(())
 }
 
 /// The automatic burn-in's check after outer iteration `outer`; when it ends the warm-up there,
@@ -554,6 +538,40 @@ struct StepFeed<'a> {
 }
 
 impl StepFeed<'_> {
+    /// Every chain's MH decision on its proposal's `terms` at `outer` (each chain's own Δ with
+    /// per-class steps), counted in `run` and traced there when `traced`; `log_alpha` gets
+    /// every chain's log α. Returns the accept mask.
+    fn decide(
+        &self,
+        terms: &[crate::methods::MhTerms],
+        (seed, offset, outer): (u64, u32, u32),
+        traced: bool,
+        run: &mut SampleRun,
+        log_alpha: &mut Vec<f64>,
+    ) -> Vec<bool> {
+        let mut mask = vec![false; terms.len()];
+        log_alpha.clear();
+        for (c, t) in terms.iter().enumerate() {
+            let decision = match self.chain_delta.as_deref() {
+                Some(delta) => MhRule {
+                    delta: delta[c],
+                    ..*self.rule
+                },
+                None => *self.rule,
+            }
+            .decide(t, seed, offset + c as u32, outer);
+            log_alpha.push(decision.log_alpha);
+            mask[c] = decision.accepted;
+            run.accepted[c] += decision.accepted as u32;
+            run.divergent[c] += decision.divergent as u32;
+            if traced {
+                run.log_alpha.push(decision.log_alpha);
+                run.energies.push(t.energy_current);
+            }
+        }
+        mask
+    }
+
     /// Feeds the run's adapted step size (and per-class steps) to the backend and the MH rule.
     fn feed(&mut self, backend: &mut dyn Backend, run: &SampleRun) -> Result<()> {
         let Some(a) = &run.adaptation else {
@@ -572,6 +590,46 @@ impl StepFeed<'_> {
         }
         Ok(())
     }
+}
+
+/// The warm-up's work after the decisions of `outer` (`warm_up`: their log α, the positions
+/// before the proposals, and whether ChEES adapts): the automatic burn-in records the step (and
+/// ChEES's length); an adaptation not yet frozen observes the log α (and ChEES the proposals
+/// (Z, r), read back here) and its step is fed on.
+fn adapt(
+    backend: &mut dyn Backend,
+    run: &mut SampleRun,
+    steps: &mut StepFeed,
+    (log_alpha, before, chees): (&[f64], &[f32], bool),
+    outer: u32,
+) -> Result<()> {
+    let adapting = Instant::now();
+    let proposals = if chees {
+        Some(backend.proposals()?)
+    } else {
+        None
+    };
+    if let Some(m) = run.burn_in.as_mut().filter(|m| m.warming_up()) {
+        let a = run.adaptation.as_ref();
+        m.record(
+            a.map(|_| steps.dynamics.eta),
+            a.and_then(|a| a.trajectory).map(|t| t.length()),
+        );
+    }
+    if let Some(a) = run.adaptation.as_mut().filter(|a| !a.frozen()) {
+        match run.class_steps.as_mut() {
+            Some(c) => c.observe(a, log_alpha, steps.classes),
+            None => a.observe(log_alpha),
+        }
+        let step = a.step();
+        if let (Some(t), Some((z, r))) = (a.trajectory.as_mut(), &proposals) {
+            let leapfrog = steps.dynamics.leapfrog_steps;
+            t.observe(before, z, r, log_alpha, halton(outer), leapfrog, step);
+        }
+        steps.feed(backend, run)?;
+        run.timings.adaptation_seconds += adapting.elapsed().as_secs_f64();
+    }
+    Ok(())
 }
 
 /// Feeds an adapted step size to the backend and to the MH rule's Δ when it changed.
@@ -622,9 +680,24 @@ impl crate::diagnostics::ChainTrace for SampleRun {
     fn noise_trace(&self) -> &[f32] {
         &self.noise_trace
     }
+    fn start_indices(&self) -> Option<&[usize]> {
+        self.start_indices.as_deref()
+    }
 }
 
 impl SampleRun {
+    /// Appends the projections ⟨v_i, X⟩ of every chain's position (`codes`, C × p) on the fixed
+    /// `projections` (PROJECTIONS × p) to the trace.
+    fn trace_projections(&mut self, codes: &[f32], projections: &[f32], p: usize) {
+        for x in codes.chunks(p) {
+            self.projections.extend(
+                projections
+                    .chunks(p)
+                    .map(|v| v.iter().zip(x).map(|(a, b)| a * b).sum::<f32>()),
+            );
+        }
+    }
+
     /// Keeps every other traced iteration once the trace holds 2 × TRACE_CAP of them.
     fn thin_trace_if_full(&mut self, chains: usize) {
         let iterations = self.energies.len() / chains.max(1);

@@ -1,30 +1,25 @@
-//! Parametric dictionary learning (`rmld dictionary learn`): per-signal MH-within-Gibbs, then Algorithm 2's K-means combination.
+//! Parametric dictionary learning (`rmld dictionary learn`): settings, validated and turned into a run of `learn`.
 //!
-//! Each signal's chain ([`run_signal`](super::dict_mcmc)) runs independently (rayon, in chunks);
-//! after every chunk the finished signals' results are checkpointed, so an interrupted run resumes
-//! where it stopped and ends bit for bit as an uninterrupted one. The best dictionary of every
-//! signal (lowest OMP error) gives the parameters of the atoms OMP picks from it; K-means on
-//! them gives the final atoms (for EDA: the learned (Trise, Tdecay) shapes replicated over the
-//! onsets t0 ∈ {0, 10, ...}, beside the fixed tonic atoms). Outputs, each written atomically:
+//! Each signal's chain runs independently (rayon, in chunks); after every chunk the finished
+//! signals' results are checkpointed, so an interrupted run resumes where it stopped and ends bit
+//! for bit as an uninterrupted one (`learn::SignalLearning`). Outputs, each written atomically:
 //! dictionary.npy (d × p, what `sample --dictionary` reads), atoms.png and report.json.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::dict_mcmc::{
-    coherence, group_names, kmeans, omp, run_signal, Atoms, DictionaryHyper, Initial, ParamPrior,
-    SignalResult,
-};
-use super::{Observer, Outcome, Phase};
+use super::{Notice, Observer, Outcome, Phase};
 use crate::io::{self, Dataset, Pixels};
-use crate::model::{AtomFamily, Dictionary};
+use crate::learn::combine::{combine, to_dictionary, write_atoms_png};
+use crate::learn::omp::coherence;
+use crate::learn::{
+    check_family, summarize, ChainSettings, DictionaryHyper, Learned, SignalLearning, SignalResult,
+    DICTIONARY_CHECKPOINT,
+};
+use crate::model::AtomFamily;
 use crate::{Error, Result};
-
-/// The checkpoint file of an unfinished dictionary-learning run, in its output folder.
-pub const DICTIONARY_CHECKPOINT: &str = "dictionary-checkpoint.bin";
 
 /// Which atom family to learn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -147,6 +142,17 @@ impl DictionarySettings {
         }
         Ok(())
     }
+
+    /// What the signals' chains read of these settings.
+    pub fn chains(&self) -> ChainSettings {
+        ChainSettings {
+            iterations: self.iterations,
+            burn_in: self.burn_in,
+            seed: self.seed,
+            chunk: self.chunk,
+            hyper: self.hyper.clone(),
+        }
+    }
 }
 
 /// The family for signals of dimension d: EDA of d samples, Gabor of side √d (d must be a square).
@@ -166,59 +172,6 @@ pub fn family_for(kind: FamilyKind, d: usize) -> Result<AtomFamily> {
     };
     family.validate()?;
     Ok(family)
-}
-
-/// Checks the settings that depend on the family (ν0 > Q − 1).
-fn check_family(family: &AtomFamily, hyper: &DictionaryHyper) -> Result<()> {
-    let q = family.q();
-    let nu = hyper.wishart_dof_for(q);
-    if nu <= q as f64 - 1.0 {
-        return Err(Error::usage(
-            "wishart_dof",
-            format!(
-                "must exceed the number of atom parameters − 1 ({} for {}), got {nu}",
-                q - 1,
-                family.label(),
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// What [`learn_signals`] returns: every finished signal's result, and whether it stopped early.
-#[derive(Clone, Debug)]
-pub struct Learned {
-    /// One result per finished signal, in signal order.
-    pub results: Vec<SignalResult>,
-    /// True when the observer asked to stop before every signal was done.
-    pub interrupted: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Checkpoint {
-    fingerprint: u64,
-    results: Vec<SignalResult>,
-}
-
-/// A fingerprint of everything a run's results depend on.
-fn fingerprint(
-    family: &AtomFamily,
-    signals: &[Vec<f64>],
-    atoms: &[usize],
-    settings: &DictionarySettings,
-) -> u64 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let key = serde_json::json!({
-        "family": family, "iterations": settings.iterations, "burn_in": settings.burn_in,
-        "seed": settings.seed, "hyper": settings.hyper, "atoms": atoms,
-    });
-    h.update(key.to_string().as_bytes());
-    for s in signals {
-        for v in s {
-            h.update(&v.to_le_bytes());
-        }
-    }
-    h.digest()
 }
 
 /// The outcome of a learning run stopped after `learned.results` of `signals` signals: the
@@ -247,41 +200,12 @@ pub fn learn_signals(
     out: &Path,
     observer: &dyn Observer,
 ) -> Result<Learned> {
-    check_family(family, &settings.hyper)?;
-    if atoms.len() != signals.len() || signals.iter().any(|s| s.len() != family.dim()) {
-        return Err(Error::Internal(format!(
-            "{} signals, {} atom counts, family dimension {}",
-            signals.len(),
-            atoms.len(),
-            family.dim()
-        )));
-    }
-    let initial = Initial::new(family);
-    let prior = ParamPrior::from_grid(&initial.params, family.q());
-    let print = fingerprint(family, signals, atoms, settings);
-    let path = out.join(DICTIONARY_CHECKPOINT);
-    let mut results: Vec<SignalResult> = Vec::new();
-    if path.exists() {
-        let bytes = std::fs::read(&path).map_err(|source| Error::Output {
-            path: path.clone(),
-            source,
-        })?;
-        let checkpoint: Checkpoint = postcard::from_bytes(&bytes)
-            .map_err(|e| Error::input(&path, format!("not a dictionary checkpoint: {e}")))?;
-        if checkpoint.fingerprint != print || checkpoint.results.len() > signals.len() {
-            return Err(Error::usage(
-                "out",
-                format!(
-                    "{} holds the checkpoint of a different run (other data or settings): \
-                     remove it or choose another output folder",
-                    path.display()
-                ),
-            ));
-        }
-        results = checkpoint.results;
-        observer.notice(&super::Notice::Resuming {
+    let chains = settings.chains();
+    let learning = SignalLearning::open(family, signals, atoms, &chains, out)?;
+    if let Some(completed) = learning.resumed() {
+        observer.notice(&Notice::Resuming {
             out: out.to_path_buf(),
-            completed: results.len() as u32,
+            completed: completed as u32,
             samples: signals.len() as u32,
         });
     }
@@ -290,170 +214,12 @@ pub fn learn_signals(
         len: Some(signals.len() as u64),
         unit: "signals",
     });
-    observer.phase_advance(results.len() as u64);
-    let mut interrupted = false;
-    while results.len() < signals.len() {
-        if observer.stop_requested() {
-            interrupted = true;
-            break;
-        }
-        let start = results.len();
-        let end = (start + settings.chunk).min(signals.len());
-        let chunk: Vec<SignalResult> = (start..end)
-            .into_par_iter()
-            .map(|i| {
-                run_signal(
-                    family,
-                    &initial,
-                    &prior,
-                    &settings.hyper,
-                    &signals[i],
-                    atoms[i],
-                    settings.iterations,
-                    settings.burn_in,
-                    settings.seed,
-                    i as u32,
-                )
-            })
-            .collect();
-        results.extend(chunk);
-        observer.phase_advance(results.len() as u64);
-        if results.len() < signals.len() {
-            let checkpoint = Checkpoint {
-                fingerprint: print,
-                results,
-            };
-            let bytes = postcard::to_allocvec(&checkpoint)
-                .map_err(|e| Error::Internal(format!("dictionary checkpoint: {e}")))?;
-            io::write_atomic(&path, |w| w.write_all(&bytes))?;
-            results = checkpoint.results;
-        }
-    }
+    observer.phase_advance(learning.done() as u64);
+    let learned = learning.run(&mut |done| observer.phase_advance(done as u64), &|| {
+        observer.stop_requested()
+    });
     observer.phase_finish();
-    if !interrupted && path.exists() {
-        std::fs::remove_file(&path).map_err(|source| Error::Output {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    Ok(Learned {
-        results,
-        interrupted,
-    })
-}
-
-/// The final dictionary from the signals' best parameters (Algorithm 2): K-means with `centers`
-/// centres (over (Trise, Tdecay) for EDA, replicated over the onsets; over all parameters for
-/// Gabor), after the family's fixed atoms. Returns the atoms and the centres' parameters.
-pub(crate) fn combine(
-    family: &AtomFamily,
-    results: &[&SignalResult],
-    centers: usize,
-    seed: u64,
-    stream: u32,
-) -> (Atoms, Vec<Vec<f64>>) {
-    let points: Vec<Vec<f64>> = results
-        .iter()
-        .flat_map(|r| r.best_params.iter().cloned())
-        .collect();
-    let q = family.q();
-    let units = family.units();
-    let shifts = family.shifts();
-    let dims: Vec<usize> = if shifts.is_empty() {
-        (0..q).collect()
-    } else {
-        (1..q).collect()
-    };
-    let centres = kmeans(&points, &dims, &units, centers, seed, stream);
-    let d = family.dim();
-    // The fixed atoms, less those equal to an earlier one up to sign (Table III's three constant
-    // tonic atoms are one atom up to sign; the learned dictionary keeps one).
-    let mut cols: Vec<f64> = Vec::new();
-    for a in family.fixed_atoms() {
-        let duplicate = cols
-            .chunks(d)
-            .any(|b| b.iter().zip(&a).map(|(x, y)| x * y).sum::<f64>().abs() > 1.0 - 1e-12);
-        if !duplicate {
-            cols.extend_from_slice(&a);
-        }
-    }
-    let mut params = Vec::new();
-    let mut a = vec![0.0; d];
-    for c in &centres {
-        let thetas: Vec<Vec<f64>> = if shifts.is_empty() {
-            vec![c.clone()]
-        } else {
-            shifts
-                .iter()
-                .map(|&t0| std::iter::once(t0).chain(c.iter().copied()).collect())
-                .collect()
-        };
-        for t in thetas {
-            let t: Vec<f64> = t
-                .iter()
-                .zip(family.ranges())
-                .map(|(&v, (lo, hi))| v.clamp(lo, hi))
-                .collect();
-            if family.atom(&t, &mut a) {
-                cols.extend_from_slice(&a);
-                params.push(t);
-            }
-        }
-    }
-    (Atoms { d, cols }, params)
-}
-
-/// Atoms as the crate's d × p row-major f32 dictionary.
-pub(crate) fn to_dictionary(atoms: &Atoms) -> Dictionary {
-    let (d, p) = (atoms.d, atoms.len());
-    let mut a = vec![0f32; d * p];
-    for j in 0..p {
-        for (i, &v) in atoms.col(j).iter().enumerate() {
-            a[i * p + j] = v as f32;
-        }
-    }
-    Dictionary { d, p, a }
-}
-
-/// Writes at most 256 atoms as a PNG grid: Gabor atoms as images (scaled by their largest
-/// |value|), 1-D atoms as 32-pixel-high line plots.
-pub(crate) fn write_atoms_png(path: &Path, family: &AtomFamily, atoms: &Atoms) -> Result<()> {
-    let shown = atoms.len().min(256);
-    let d = atoms.d;
-    match *family {
-        AtomFamily::Gabor { side } => {
-            let mut tiles = Vec::with_capacity(shown * d);
-            for k in 0..shown {
-                let col = atoms.col(k);
-                let top = col.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
-                tiles.extend(col.iter().map(|v| (v / top) as f32));
-            }
-            io::write_png_grid(path, &[(&tiles, shown)], side, side, 16, (-1.0, 1.0), 3)
-        }
-        AtomFamily::Eda { .. } => {
-            let h = 32usize;
-            let mut tiles = vec![0f32; shown * h * d];
-            for k in 0..shown {
-                let col = atoms.col(k);
-                let lo = col.iter().cloned().fold(f64::INFINITY, f64::min);
-                let hi = col.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let span = (hi - lo).max(1e-12);
-                let row = |v: f64| ((h - 1) as f64 * (1.0 - (v - lo) / span)).round() as usize;
-                let tile = &mut tiles[k * h * d..(k + 1) * h * d];
-                for t in 0..d {
-                    let (a, b) = if t + 1 < d {
-                        (row(col[t]), row(col[t + 1]))
-                    } else {
-                        (row(col[t]), row(col[t]))
-                    };
-                    for y in a.min(b)..=a.max(b) {
-                        tile[y * d + t] = 1.0;
-                    }
-                }
-            }
-            io::write_png_grid(path, &[(&tiles, shown)], h, d, 4, (0.0, 1.0), 2)
-        }
-    }
+    learned
 }
 
 fn dataset_rows(dataset: &Dataset) -> Vec<Vec<f64>> {
@@ -558,53 +324,4 @@ impl DictionaryLearner {
             draw_stats: None,
         })
     }
-}
-
-/// MH acceptance, Geweke pass rates per group and the mean OMP errors of a run's results, as JSON.
-pub(crate) fn summarize(family: &AtomFamily, results: &[SignalResult]) -> serde_json::Value {
-    let accepted: u64 = results.iter().map(|r| r.accepted).sum();
-    let proposed: u64 = results.iter().map(|r| r.proposed).sum();
-    let names = group_names(family);
-    let mut geweke = serde_json::Map::new();
-    for (g, name) in names.iter().enumerate() {
-        let (pass, total) = results.iter().fold((0u64, 0u64), |(p, t), r| {
-            let c = r.geweke.get(g).copied().unwrap_or([0, 0]);
-            (p + c[0] as u64, t + c[1] as u64)
-        });
-        if total > 0 {
-            geweke.insert(name.clone(), serde_json::json!(pass as f64 / total as f64));
-        }
-    }
-    let n = results.len().max(1) as f64;
-    serde_json::json!({
-        "mh_acceptance": if proposed > 0 { accepted as f64 / proposed as f64 } else { 0.0 },
-        "mh_proposals": proposed,
-        "geweke_pass": geweke,
-        "initial_error_mean": results.iter().map(|r| r.initial_error).sum::<f64>() / n,
-        "best_error_mean": results.iter().map(|r| r.best_error).sum::<f64>() / n,
-    })
-}
-
-/// Mean OMP relative RMS error after 1..=`max_iterations` steps of the signals on `atoms` (a
-/// signal whose OMP stops early keeps its last error).
-pub(crate) fn omp_error_curve(
-    atoms: &Atoms,
-    signals: &[&Vec<f64>],
-    max_iterations: usize,
-) -> Vec<f64> {
-    let sums = signals
-        .par_iter()
-        .map(|x| {
-            let (_, _, errs) = omp(atoms, x, max_iterations);
-            (0..max_iterations)
-                .map(|i| errs.get(i).or(errs.last()).copied().unwrap_or(1.0))
-                .collect::<Vec<f64>>()
-        })
-        .reduce(
-            || vec![0.0; max_iterations],
-            |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
-        );
-    sums.iter()
-        .map(|v| v / signals.len().max(1) as f64)
-        .collect()
 }

@@ -1,46 +1,23 @@
-//! The synthetic EDA experiment of Chaspari et al. (2016), Section VII-A/B: Fig. 3's error curves, Tables IV-VI.
+//! The synthetic EDA experiment of Chaspari et al. (2016), Section VII-A/B (`rmld dictionary eda-experiment`): settings, the run, its report.
 //!
-//! N signals, each a constant c ~ U[0, 1] plus R ~ U{1..5} SCRs (raw phasic atoms, amplitude 1)
-//! with t0 ~ U[1, 150], Trise, Tdecay ~ U[1, 20] (for 160 samples); signal i is learned with
-//! K = L = R_i + 1 atoms. The chains run once on all signals; then, for each of the folds, the
-//! dictionary combined (Algorithm 2) from the other folds' signals is judged by OMP on the
-//! held-out ones (relative RMS error after 1..=10 OMP iterations), beside the initial Table III
-//! dictionary.
+//! The chains run once on all the synthetic signals (`learn::synthetic_eda`); then each fold's
+//! held-out signals judge the dictionary combined from the others (`learn::eda`): Fig. 3's error
+//! curves, Tables IV-VI beside the paper's values.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::dict_mcmc::{coherence, Initial, SignalResult};
-use super::dictionary::{
-    combine, interrupted_outcome, learn_signals, omp_error_curve, summarize, write_atoms_png,
-    DictionarySettings,
-};
+use super::dictionary::{interrupted_outcome, learn_signals, DictionarySettings};
 use super::{Observer, Outcome};
 use crate::io;
+use crate::learn::combine::write_atoms_png;
+use crate::learn::eda::FoldEvaluation;
+use crate::learn::omp::coherence;
+use crate::learn::{summarize, synthetic_eda, PAPER_SYNTHETIC};
 use crate::model::AtomFamily;
-use crate::rng::{PhiloxRng, Purpose, Stream, SHARED_CHAIN};
 use crate::{Error, Result};
-
-/// The paper's numbers for the synthetic data, sampling with replacement (Tables IV-VI).
-pub const PAPER_SYNTHETIC: &[(&str, f64)] = &[
-    ("coherence initial", 1.0),
-    ("coherence MCMC", 0.9989),
-    ("geweke c", 0.93),
-    ("geweke z", 0.93),
-    ("geweke gamma_eps", 0.91),
-    ("geweke pi", 0.93),
-    ("geweke theta.t0", 0.68),
-    ("geweke theta.trise", 0.91),
-    ("geweke theta.tdecay", 0.92),
-    ("geweke g.t0", 0.75),
-    ("geweke g.trise", 0.90),
-    ("geweke g.tdecay", 0.90),
-    ("geweke G", 0.81),
-    ("mh acceptance", 0.2322),
-];
 
 /// Settings of the synthetic experiment (`rmld dictionary eda-experiment`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -73,35 +50,33 @@ impl Default for EdaExperimentSettings {
     }
 }
 
-/// The synthetic signals and their SCR counts R (seeded, Philox).
-pub fn synthetic_eda(n: usize, len: usize, seed: u64) -> (Vec<Vec<f64>>, Vec<usize>) {
-    let family = AtomFamily::Eda { len };
-    let mut signals = Vec::with_capacity(n);
-    let mut counts = Vec::with_capacity(n);
-    let mut raw = vec![0.0; len];
-    let t0_hi = (len as f64 - 10.0).max(2.0);
-    for i in 0..n {
-        let mut rng = PhiloxRng::new(Stream::new(
-            seed,
-            SHARED_CHAIN,
-            i as u32,
-            2,
-            Purpose::DictionaryLearning,
-        ));
-        let c: f64 = rng.random();
-        let r = rng.random_range(1..=5usize);
-        let mut x = vec![c; len];
-        for _ in 0..r {
-            let t0 = rng.random_range(1.0..t0_hi);
-            let rise = rng.random_range(1.0..20.0);
-            let decay = rng.random_range(1.0..20.0);
-            family.raw_atom(&[t0, rise, decay], &mut raw);
-            x.iter_mut().zip(&raw).for_each(|(a, b)| *a += b);
+impl EdaExperimentSettings {
+    /// Checks the settings; errors name the setting and its range.
+    pub fn validate(&self) -> Result<()> {
+        self.learn.validate()?;
+        if self.signals < 2 || self.folds < 2 || self.folds > self.signals {
+            return Err(Error::usage(
+                "folds",
+                format!(
+                    "need 2 ≤ folds ≤ signals, got {} folds for {} signals",
+                    self.folds, self.signals
+                ),
+            ));
         }
-        signals.push(x);
-        counts.push(r);
+        if !(1..=50).contains(&self.omp_iterations) {
+            return Err(Error::usage(
+                "omp_iterations",
+                format!("must be in 1..=50, got {}", self.omp_iterations),
+            ));
+        }
+        if self.len < 20 {
+            return Err(Error::usage(
+                "len",
+                format!("must be at least 20 samples, got {}", self.len),
+            ));
+        }
+        Ok(())
     }
-    (signals, counts)
 }
 
 /// Runs the experiment; report.json holds the error curves, coherences, Geweke pass rates and
@@ -110,28 +85,7 @@ pub fn eda_experiment(
     settings: &EdaExperimentSettings,
     observer: &dyn Observer,
 ) -> Result<Outcome> {
-    settings.learn.validate()?;
-    if settings.signals < 2 || settings.folds < 2 || settings.folds > settings.signals {
-        return Err(Error::usage(
-            "folds",
-            format!(
-                "need 2 ≤ folds ≤ signals, got {} folds for {} signals",
-                settings.folds, settings.signals
-            ),
-        ));
-    }
-    if !(1..=50).contains(&settings.omp_iterations) {
-        return Err(Error::usage(
-            "omp_iterations",
-            format!("must be in 1..=50, got {}", settings.omp_iterations),
-        ));
-    }
-    if settings.len < 20 {
-        return Err(Error::usage(
-            "len",
-            format!("must be at least 20 samples, got {}", settings.len),
-        ));
-    }
+    settings.validate()?;
     let family = AtomFamily::Eda { len: settings.len };
     let (signals, counts) = synthetic_eda(settings.signals, settings.len, settings.learn.seed);
     let atoms: Vec<usize> = counts.iter().map(|r| r + 1).collect();
@@ -150,44 +104,17 @@ pub fn eda_experiment(
         return Ok(interrupted_outcome(&learned, signals.len(), &settings.out));
     }
     let learn_seconds = started.elapsed().as_secs_f64();
-    let initial = Initial::new(&family);
-    let all: Vec<&Vec<f64>> = signals.iter().collect();
-    let initial_curve = omp_error_curve(&initial.atoms, &all, settings.omp_iterations);
-    let mut learned_curve = vec![0.0; settings.omp_iterations];
-    let mut learned_coherence = 0.0;
-    let mut atoms_learned = 0;
-    for fold in 0..settings.folds {
-        let test = |i: usize| i % settings.folds == fold;
-        let train: Vec<&SignalResult> = learned
-            .results
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !test(*i))
-            .map(|(_, r)| r)
-            .collect();
-        let held: Vec<&Vec<f64>> = signals
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| test(*i))
-            .map(|(_, s)| s)
-            .collect();
-        let (final_atoms, _) = combine(
-            &family,
-            &train,
-            settings.learn.centers,
-            settings.learn.seed,
-            fold as u32,
-        );
-        let curve = omp_error_curve(&final_atoms, &held, settings.omp_iterations);
-        for (a, c) in learned_curve.iter_mut().zip(&curve) {
-            *a += c * held.len() as f64 / signals.len() as f64;
-        }
-        if fold == 0 {
-            learned_coherence = coherence(&final_atoms);
-            atoms_learned = final_atoms.len();
-            write_atoms_png(&settings.out.join("atoms.png"), &family, &final_atoms)?;
-        }
-    }
+    let folds = FoldEvaluation::of(
+        &family,
+        &signals,
+        &learned.results,
+        settings.folds,
+        settings.learn.centers,
+        settings.learn.seed,
+        settings.omp_iterations,
+    );
+    write_atoms_png(&settings.out.join("atoms.png"), &family, &folds.first_fold)?;
+    let (initial_curve, learned_curve) = (&folds.initial_curve, &folds.learned_curve);
     let summary = summarize(&family, &learned.results);
     let csv: String = std::iter::once("omp_iterations,initial,learned\n".to_string())
         .chain((0..settings.omp_iterations).map(|i| {
@@ -211,14 +138,32 @@ pub fn eda_experiment(
         "omp_iterations": (1..=settings.omp_iterations).collect::<Vec<_>>(),
         "relative_rms_initial": initial_curve,
         "relative_rms_learned": learned_curve,
-        "atoms_initial": initial.atoms.len(),
-        "atoms_learned": atoms_learned,
-        "coherence_initial": coherence(&initial.atoms),
-        "coherence_learned": learned_coherence,
+        "atoms_initial": folds.initial.len(),
+        "atoms_learned": folds.first_fold.len(),
+        "coherence_initial": coherence(&folds.initial),
+        "coherence_learned": folds.learned_coherence(),
         "learning": summary,
         "paper": PAPER_SYNTHETIC.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
     });
     io::write_json_atomic(&settings.out.join("report.json"), &report)?;
+    Ok(Outcome {
+        interrupted: false,
+        summary: summary_lines(settings, &report, &folds, learn_seconds),
+        report,
+        draw_stats: None,
+    })
+}
+
+/// What `rmld dictionary eda-experiment` prints: Fig. 3's curves and Tables IV-VI beside the
+/// paper's values, from the run's report.
+fn summary_lines(
+    settings: &EdaExperimentSettings,
+    report: &serde_json::Value,
+    folds: &FoldEvaluation,
+    learn_seconds: f64,
+) -> Vec<String> {
+    let (initial_curve, learned_curve) = (&folds.initial_curve, &folds.learned_curve);
+    let learned_coherence = folds.learned_coherence();
     let mut lines = vec![format!(
         "synthetic EDA: {} signals, {} iterations, N_b = {}, {} folds; learning took {:.0} s",
         settings.signals,
@@ -276,10 +221,5 @@ pub fn eda_experiment(
         "MH acceptance (Table VI): {:.2}% (paper {paper_acceptance:.2}% {mode} rplcm)",
         100.0 * report["learning"]["mh_acceptance"].as_f64().unwrap_or(0.0)
     ));
-    Ok(Outcome {
-        interrupted: false,
-        report,
-        summary: lines,
-        draw_stats: None,
-    })
+    lines
 }

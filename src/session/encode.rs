@@ -6,18 +6,19 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::backend::{Backend, EncodeStats};
 use crate::io;
+use crate::io::shards::{configuration, Shard, ShardFiles};
 use crate::methods::DynamicsSettings;
-use crate::{Error, Result};
+use crate::orchestrator::encode::{batches, encode_like_whole, reconstruct, BatchBackends};
+use crate::orchestrator::encode::{join_encoded, write_encoded, Encoded};
+use crate::orchestrator::report::{dataset_json, lasso_json};
+use crate::Result;
 
 use super::observer::{Notice, Observer, Phase};
 use super::outputs;
-use super::problem::{load_problem, make_backend, Problem};
-use super::report::{dataset_json, picture_columns};
-use super::sample::lock_output;
+use super::problem::{dictionary_json, load_problem, make_backend, Problem};
+use super::sample::{hashes, lock_output};
 use super::settings::EncodeSettings;
-use super::shard::{self, Shard, ShardFiles};
 use super::Outcome;
 
 /// Rows encoded per backend call: bounds memory and lets the progress bar move.
@@ -75,90 +76,64 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let out = &args.problem.out;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
-    let dynamics = DynamicsSettings {
-        eta: 1.0,
-        steps: 1,
-        batch: 1,
-        seed: args.problem.seed,
-        ..Default::default()
-    };
-    // The single run encodes rows in batches [k·B, (k+1)·B) of n; a shard encodes its rows in
-    // the same batches (cut to its range), each computed as over its single-run batch's rows
-    // (`run_chains`: the CPU's products take their path by the row count).
-    let like = |start: usize| ENCODE_BATCH.min(n - start / ENCODE_BATCH * ENCODE_BATCH);
+    // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
+    // encodes its rows in the same batches (cut to its range), each computed as over its
+    // single-run batch's rows (`run_chains`: the CPU's products take their path by the row
+    // count).
     let sharded = args.problem.shard.is_some();
-    let backend_for = |start: usize| {
-        let mut dynamics = dynamics.clone();
-        if sharded {
-            dynamics.run_chains = like(start) as u32;
-        }
-        let mut backend = make_backend(
-            args.problem.backend,
-            observer,
-            target,
-            &dynamics,
-            ENCODE_BATCH.min(range.len()).max(1),
-        )?;
+    let chains = ENCODE_BATCH.min(range.len()).max(1);
+    let make = |like: usize| {
+        let dynamics = DynamicsSettings {
+            eta: 1.0,
+            steps: 1,
+            batch: 1,
+            seed: args.problem.seed,
+            run_chains: if sharded { like as u32 } else { 0 },
+            ..Default::default()
+        };
+        let mut backend = make_backend(args.problem.backend, observer, target, &dynamics, chains)?;
         backend.set_lasso_tolerance(args.lasso_tolerance);
-        Ok::<_, Error>(backend)
+        Ok(backend)
     };
-    let mut backend = backend_for(range.start)?;
-    // The encodings' counts over every backend a shard makes (None: a backend not counting).
-    let mut stats = Some(EncodeStats::default());
-    let count = |backend: &dyn Backend, stats: &mut Option<EncodeStats>| match (
-        stats.as_mut(),
-        backend.encode_stats(),
-    ) {
-        (Some(sum), Some(more)) => sum.add(&more),
-        _ => *stats = None,
+    let mut backends = match sharded {
+        true => BatchBackends::per_batch_size(make),
+        false => BatchBackends::one(make),
     };
-    let mut backend_like = like(range.start);
-    let info = backend.info();
-
+    let rows: Vec<usize> = range.clone().collect();
+    let first = batches(&rows, n, ENCODE_BATCH).first().map_or(1, |b| b.0);
+    let info = backends.get(first)?.info();
     observer.phase_start(&Phase {
         name: "encoding",
-        len: Some(range.len() as u64),
+        len: Some(rows.len() as u64),
         unit: "",
     });
-    let rows_total = range.len();
-    let mut codes = Vec::with_capacity(rows_total * p);
-    let mut originals = Vec::with_capacity(rows_total * d);
-    let batches = (range.start..range.end)
-        .step_by(ENCODE_BATCH)
-        .map(|s| s / ENCODE_BATCH * ENCODE_BATCH)
-        .chain(std::iter::once(range.end / ENCODE_BATCH * ENCODE_BATCH))
-        .map(|s| s.max(range.start))
-        .filter(|&s| s < range.end)
-        .collect::<std::collections::BTreeSet<_>>();
-    for start in batches {
-        if sharded && like(start) != backend_like {
-            count(backend.as_ref(), &mut stats);
-            backend = backend_for(start)?;
-            backend_like = like(start);
-        }
-        if observer.stop_requested() {
-            observer.phase_finish();
-            observer.notice(&Notice::EncodeInterrupted);
-            return Ok(Outcome {
-                interrupted: true,
-                report: serde_json::Value::Null,
-                summary: Vec::new(),
-                draw_stats: None,
-            });
-        }
-        let rows =
-            (start / ENCODE_BATCH * ENCODE_BATCH + ENCODE_BATCH - start).min(range.end - start);
-        let images: Vec<f32> = (start..start + rows)
-            .flat_map(|i| target.observations.row(i))
-            .collect();
-        codes.extend(backend.encode(&images, target.lam, args.lasso_iterations)?);
-        originals.extend(images);
-        observer.phase_advance((start + rows - range.start) as u64);
-    }
+    let codes = encode_like_whole(
+        &mut backends,
+        &rows,
+        n,
+        ENCODE_BATCH,
+        (target.lam, args.lasso_iterations),
+        &|i| target.observations.row(i),
+        &mut |done| observer.phase_advance(done as u64),
+        &|| observer.stop_requested(),
+    )?;
     observer.phase_finish();
-    let reconstructions = reconstruct(&target.dictionary.a, d, p, &codes, n);
+    let Some(codes) = codes else {
+        observer.notice(&Notice::EncodeInterrupted);
+        return Ok(Outcome {
+            interrupted: true,
+            report: Value::Null,
+            summary: Vec::new(),
+            draw_stats: None,
+        });
+    };
+    let originals: Vec<f32> = rows
+        .iter()
+        .flat_map(|&i| target.observations.row(i))
+        .collect();
+    let reconstructions = reconstruct(&target.dictionary.a, (d, p), &codes);
     let encoded = Encoded {
-        n: rows_total,
+        n: rows.len(),
         d,
         p,
         height: problem.dataset.height,
@@ -167,25 +142,20 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
         reconstructions,
         originals,
     };
-    count(backend.as_ref(), &mut stats);
     let base = json!({
         "lambda": target.lam,
         "iterations": args.lasso_iterations,
-        "lasso": super::report::lasso_json(
-            args.lasso_tolerance,
-            args.lasso_iterations,
-            stats,
-        ),
+        "lasso": lasso_json(args.lasso_tolerance, args.lasso_iterations, backends.stats()),
         "pixel_max": args.problem.pixel_max,
         "dataset": dataset_json(&problem.dataset),
-        "dictionary": super::report::dictionary_json(&problem, d, p),
+        "dictionary": dictionary_json(&problem, d, p),
         "backend": info,
     });
     if let Some(shard) = args.problem.shard {
         return write_shard(args, &problem, &encoded, base, shard, range, n, started);
     }
     let (report, per_pixel, nonzero) =
-        write_outputs(out, &encoded, &target.dictionary.a, base, &|| {
+        write_encoded(out, &encoded, &target.dictionary.a, base, &|| {
             started.elapsed().as_secs_f64()
         })?;
     let summary = vec![format!(
@@ -211,88 +181,8 @@ const SHARD_OUTPUTS: &[&str] = &[
     "originals.npy",
     "dictionary.npy",
     "report.json",
-    shard::MANIFEST,
+    io::MANIFEST,
 ];
-
-/// Rows encoded, with what the report and the picture need.
-struct Encoded {
-    n: usize,
-    d: usize,
-    p: usize,
-    height: usize,
-    width: usize,
-    /// n × p.
-    codes: Vec<f32>,
-    /// n × d, A z.
-    reconstructions: Vec<f32>,
-    /// n × d, model units.
-    originals: Vec<f32>,
-}
-
-/// Writes a single run's files (codes.npy, reconstructions.npy, dictionary.npy,
-/// reconstructions.png, report.json) for `encoded`; `base` holds the report's fields that do
-/// not depend on the codes, `seconds` tells the run's duration. Returns the report, the mean
-/// squared error per pixel and the mean non-zero atoms.
-fn write_outputs(
-    out: &Path,
-    encoded: &Encoded,
-    dictionary: &[f32],
-    base: Value,
-    seconds: &dyn Fn() -> f64,
-) -> Result<(Value, f64, f64)> {
-    let Encoded {
-        n,
-        d,
-        p,
-        height: h,
-        width: w,
-        ..
-    } = *encoded;
-    let (codes, reconstructions, originals) =
-        (&encoded.codes, &encoded.reconstructions, &encoded.originals);
-    io::write_npy_f32(&out.join("codes.npy"), &[n, p], codes)?;
-    io::write_npy_f32(&out.join("reconstructions.npy"), &[n, d], reconstructions)?;
-    io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], dictionary)?;
-    let pixel_max = base["pixel_max"].as_f64().unwrap_or(1.0) as f32;
-    let shown = picture_columns(n);
-    io::write_png_grid(
-        &out.join("reconstructions.png"),
-        &[
-            (&originals[..shown * d], shown),
-            (&reconstructions[..shown * d], shown),
-        ],
-        h,
-        w,
-        shown,
-        (0.0, pixel_max),
-        (112 / h.max(w)).clamp(1, 8),
-    )?;
-    // ||x − A z||² per image, and its mean per pixel (model units, pixel-max scale).
-    let per_image: f64 = originals
-        .iter()
-        .zip(reconstructions)
-        .map(|(a, b)| ((a - b) as f64).powi(2))
-        .sum::<f64>()
-        / n as f64;
-    let per_pixel = per_image / d as f64;
-    let nonzero = codes.iter().filter(|&&v| v != 0.0).count() as f64 / n as f64;
-    let mut report = json!({
-        "command": "encode",
-        "rmld_version": env!("CARGO_PKG_VERSION"),
-        "encoded": n,
-        "seconds": seconds(),
-        "mean_squared_error_per_pixel": per_pixel,
-        "squared_error_per_image": per_image,
-        "mean_nonzero_atoms": nonzero,
-        "outputs": { "codes.npy": [n, p], "reconstructions.npy": [n, d], "dictionary.npy": [d, p],
-                     "reconstructions.png": "top: originals; bottom: their reconstructions A z" },
-    });
-    if let (Some(report), Value::Object(base)) = (report.as_object_mut(), base) {
-        report.extend(base);
-    }
-    io::write_json_atomic(&out.join("report.json"), &report)?;
-    Ok((report, per_pixel, nonzero))
-}
 
 /// Writes shard `shard`'s part (rows `range` of `total`) and its manifest.
 #[allow(clippy::too_many_arguments)]
@@ -317,7 +207,7 @@ fn write_shard(
     )?;
     io::write_npy_f32(&out.join("originals.npy"), &[rows, d], &encoded.originals)?;
     io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
-    let part = shard::Part {
+    let part = io::Part {
         unit: "originals".into(),
         start: range.start,
         end: range.end,
@@ -335,22 +225,13 @@ fn write_shard(
         report.extend(base);
     }
     io::write_json_atomic(&out.join("report.json"), &report)?;
-    let (data, dictionary) = super::sample::hashes(target);
     let mut config = args.clone();
     config.problem.out = PathBuf::new();
     config.problem.shard = None;
-    // The device that ran it: `auto` may pick the CPU on one node and a GPU on another, and
-    // two GPU adapters round differently; CPU results do not depend on the thread count.
-    let backend = &report["backend"];
-    let device = match backend["kind"].as_str() {
-        Some("cpu") => "cpu".to_string(),
-        _ => format!("{}: {}", backend["kind"], backend["device"]),
-    };
-    let config = (config, device);
-    shard::write_manifest(
+    io::shards::write_manifest(
         out,
         "encode",
-        shard::configuration_hash(&config, data, dictionary),
+        configuration(&config, &report["backend"], hashes(target)),
         args.problem.seed,
         shard,
         part,
@@ -375,88 +256,10 @@ fn write_shard(
 /// Joins the shards of an encoding run (checked and in order) into the single run's files.
 pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
-    let first = &shards[0];
-    let mut encoded: Option<Encoded> = None;
-    let mut seconds = 0f64;
-    let mut lasso = Vec::with_capacity(shards.len());
-    for s in shards {
-        let report = s.json("report.json")?;
-        seconds = seconds.max(report["seconds"].as_f64().unwrap_or(0.0));
-        lasso.push(report["lasso"].clone());
-        let (code_shape, codes) = s.npy_f32("codes.npy")?;
-        let (recon_shape, reconstructions) = s.npy_f32("reconstructions.npy")?;
-        let (orig_shape, originals) = s.npy_f32("originals.npy")?;
-        let rows = s.manifest.part.end - s.manifest.part.start;
-        let bad_shape = |name: &str| {
-            Error::input(
-                s.dir.join(name),
-                format!(
-                    "shard {}: the shape does not fit its {rows} rows",
-                    s.manifest.shard
-                ),
-            )
-        };
-        let (Some(&p), Some(&d)) = (code_shape.get(1), recon_shape.get(1)) else {
-            return Err(bad_shape("codes.npy"));
-        };
-        if code_shape[0] != rows {
-            return Err(bad_shape("codes.npy"));
-        }
-        if recon_shape != [rows, d] {
-            return Err(bad_shape("reconstructions.npy"));
-        }
-        if orig_shape != [rows, d] {
-            return Err(bad_shape("originals.npy"));
-        }
-        if s.file("dictionary.npy")? != first.file("dictionary.npy")? {
-            return Err(Error::input(
-                s.dir.join("dictionary.npy"),
-                format!(
-                    "shard {}'s dictionary differs from shard {}'s",
-                    s.manifest.shard, first.manifest.shard
-                ),
-            ));
-        }
-        let e = encoded.get_or_insert_with(|| Encoded {
-            n: 0,
-            d,
-            p,
-            height: report["dataset"]["height"].as_u64().unwrap_or(0) as usize,
-            width: report["dataset"]["width"].as_u64().unwrap_or(0) as usize,
-            codes: Vec::new(),
-            reconstructions: Vec::new(),
-            originals: Vec::new(),
-        });
-        if (e.d, e.p) != (d, p) {
-            return Err(bad_shape("codes.npy"));
-        }
-        e.n += rows;
-        e.codes.extend(codes);
-        e.reconstructions.extend(reconstructions);
-        e.originals.extend(originals);
-    }
-    let encoded = encoded.ok_or_else(|| Error::Internal("no shard".into()))?;
-    let (_, dictionary) = first.npy_f32("dictionary.npy")?;
-    let report = first.json("report.json")?;
-    let keep = [
-        "lambda",
-        "iterations",
-        "pixel_max",
-        "dataset",
-        "dictionary",
-        "backend",
-    ];
-    let mut base: serde_json::Map<String, Value> = keep
-        .iter()
-        .filter_map(|k| report.get(*k).map(|v| (k.to_string(), v.clone())))
-        .collect();
-    if let Some(lasso) = super::report::merged_lasso_json(&lasso) {
-        base.insert("lasso".into(), lasso);
-    }
+    let (encoded, dictionary, base, seconds) = join_encoded(shards)?;
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
-    let (report, per_pixel, _) =
-        write_outputs(out, &encoded, &dictionary, Value::Object(base), &|| seconds)?;
+    let (report, per_pixel, _) = write_encoded(out, &encoded, &dictionary, base, &|| seconds)?;
     let summary = vec![format!(
         "rmld merge: {} shards of encode, {} observations, mean squared error per pixel {per_pixel:.4}, \
          in {:.1} s; wrote {}",
@@ -471,23 +274,4 @@ pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome>
         summary,
         draw_stats: None,
     })
-}
-
-/// A z for every code (rows of p), computed as over `like` rows (the single run's n in a shard;
-/// see `matmul::rows_like`).
-fn reconstruct(a: &[f32], d: usize, p: usize, codes: &[f32], like: usize) -> Vec<f32> {
-    let rows = codes.len() / p;
-    let mut out = vec![0f32; rows * d];
-    let zeros = vec![0f32; rows * d];
-    use crate::backend::cpu::matmul;
-    matmul::residual_product_like(
-        matmul::Layouts::rows(a),
-        d,
-        p,
-        codes,
-        &zeros,
-        &mut out,
-        like,
-    );
-    out
 }

@@ -20,56 +20,51 @@
 //! ```
 
 mod amortize;
+mod amortized;
 mod augment;
-pub(crate) mod bench;
-pub(crate) mod bench_peer;
-mod class_diagnostics;
-mod code_cache;
-mod data_scale;
-mod dict_mcmc;
+mod bench;
 mod dictionary;
-mod draw_stats;
 mod eda_experiment;
 mod encode;
-mod estimate;
-mod memory;
+mod merge;
 mod observer;
 mod outputs;
+mod pipeline;
 mod problem;
 pub(crate) mod quality;
-pub(crate) mod report;
 mod sample;
 mod settings;
-mod shard;
 
+pub use crate::io::default_code_cache;
+pub use crate::io::shards::{FileEntry, Manifest, Part, Shard, MANIFEST};
+pub use crate::learn::{
+    group_names, synthetic_eda, DictionaryHyper, Learned, SignalResult, DICTIONARY_CHECKPOINT,
+    PAPER_SYNTHETIC,
+};
+pub use crate::measure::{Ceiling, PeerRow, Phases, Row};
+pub use crate::orchestrator::draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
+pub use crate::orchestrator::estimate::{estimate_augment, AugmentWork, Estimate};
 pub use amortize::{
     load_model, partial_path, save_model, teacher_dir, AmortizeSettings, AmortizeTrainer,
 };
-pub use augment::{Augmenter, AUGMENT_PHASES};
-pub use bench::{
-    Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile, Ceiling, Phases, Row,
-};
-pub use bench_peer::PeerRow;
-pub use code_cache::default_code_cache;
-pub use dict_mcmc::{group_names, DictionaryHyper, SignalResult};
+pub use augment::Augmenter;
+pub use bench::{Bench, BenchBackends, BenchOutcome, BenchSettings, BenchTile};
 pub use dictionary::{
-    family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind, Learned,
-    DICTIONARY_CHECKPOINT,
+    family_for, learn_signals, DictionaryLearner, DictionarySettings, FamilyKind,
 };
-pub use draw_stats::{SAMPLE_STATS_DIR, SAMPLE_STATS_FILES};
-pub use eda_experiment::{eda_experiment, synthetic_eda, EdaExperimentSettings, PAPER_SYNTHETIC};
+pub use eda_experiment::{eda_experiment, EdaExperimentSettings};
 pub use encode::Encoder;
-pub use estimate::{estimate_augment, AugmentWork, Estimate};
+pub use merge::merge;
 pub use observer::{Notice, Observer, Phase, Silent};
+pub use pipeline::AUGMENT_PHASES;
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};
 pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
 pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,
-    PriorKind, ProblemSettings, SampleSettings, SamplerChoice, ScaleFit,
+    ProblemSettings, SampleSettings, SamplerChoice, ScaleFit,
 };
-pub use shard::{merge, FileEntry, Manifest, Part, Shard, MANIFEST};
 
 /// How a run ended, when it did not fail.
 #[derive(Clone, Debug)]

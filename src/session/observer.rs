@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::bench::Ceiling;
+use crate::measure::Ceiling;
 use crate::Error;
 
 /// A stretch of work with a progress display: sampling, encoding, re-encoding, quality metrics.

@@ -6,7 +6,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::kernel_hmc::cpu::KernelHmcCpu;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, DynamicsSettings};
-use crate::io::{self, Dataset};
+use crate::io::Dataset;
 use crate::model::{Dictionary, Observations, Target};
 use crate::{Error, Result};
 
@@ -39,43 +39,19 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
     }
     let d = dataset.d;
     let (dictionary, dictionary_source) = match &args.dictionary {
-        Some(path) => {
-            let (shape, a) = io::read_npy_matrix_f32(path)?;
-            if shape.len() != 2 || shape[0] != d {
-                return Err(Error::input(
-                    path,
-                    format!("shape {shape:?} does not fit the data: expected (d, p) with d = {d}, the data's dimension"),
-                ));
-            }
-            if args.atoms.is_some_and(|p| p != shape[1]) {
-                return Err(Error::usage(
-                    "atoms",
-                    format!(
-                        "{} atoms asked for, but {} has {}",
-                        args.atoms.unwrap_or(0),
-                        path.display(),
-                        shape[1]
-                    ),
-                ));
-            }
-            let p = shape[1];
-            if let Some(j) = (0..p).find(|&j| (0..d).all(|i| a[i * p + j] == 0.0)) {
-                return Err(Error::input(
-                    path,
-                    format!("column {j} (atom {j} of {p}) is all zeros: every atom needs a nonzero norm"),
-                ));
-            }
-            (Dictionary { d, p, a }, path.display().to_string())
-        }
+        Some(path) => (
+            Dictionary::from_npy(path, d, args.atoms)?,
+            path.display().to_string(),
+        ),
         None => {
             let p = args.atoms.unwrap_or(4 * d);
             if p == 0 {
                 return Err(Error::usage("atoms", "must be at least 1"));
             }
-            super::memory::check_fits(
+            crate::measure::memory::check_fits(
                 "atoms",
                 &format!("a dictionary of {d} × {p} floats"),
-                super::memory::dictionary_bytes(d, p),
+                crate::measure::memory::dictionary_bytes(d, p),
             )?;
             (
                 Dictionary::gaussian(d, p, args.seed),
@@ -92,10 +68,7 @@ pub fn build_problem(args: &ProblemSettings, dataset: Arc<Dataset>) -> Result<Pr
         .with_noise(args.noise)
         .with_tangent(args.tangent())
         .with_precision(args.precision)?;
-    let target = match args.prior {
-        super::settings::PriorKind::Laplace => target,
-        super::settings::PriorKind::Ssgl => target.with_prior(crate::model::Prior::Ssgl(args.ssgl)),
-    };
+    let target = target.with_prior(args.prior.with_lasso_rate(args.lambda));
     Ok(Problem {
         dataset,
         dictionary_source,
@@ -274,4 +247,14 @@ fn software_adapter(observer: &dyn Observer) -> Option<String> {
 #[cfg(not(feature = "gpu"))]
 fn software_adapter(_: &dyn Observer) -> Option<String> {
     None
+}
+
+/// The dictionary for the report: where it came from, its shape, and (when not f32) how the
+/// products store it.
+pub fn dictionary_json(problem: &Problem, d: usize, p: usize) -> serde_json::Value {
+    let mut json = serde_json::json!({ "source": problem.dictionary_source, "d": d, "p": p });
+    if problem.target.precision != crate::model::Precision::F32 {
+        json["precision"] = serde_json::json!(problem.target.precision);
+    }
+    json
 }

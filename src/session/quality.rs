@@ -7,14 +7,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::diagnostics::quality::{
-    choose_reference, evaluate, LabelledImages, QualityInputs, QualityReport, TrainSettings,
+    choose_reference, evaluate, load_generated, load_test_split, GeneratedImages, LabelledImages,
+    QualityInputs, QualityReport, TestSplit, TrainSettings,
 };
-use crate::io::{self, Dataset, Pixels};
+use crate::io::{self, Dataset};
 use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
-use super::report::dataset_json;
 use super::Outcome;
+use crate::orchestrator::report::dataset_json;
 
 /// Settings of judging a set of generated images with labels (`judge_images`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -41,9 +42,6 @@ pub struct QualitySettings {
     /// Write the report (JSON) here, atomically.
     pub out: Option<PathBuf>,
 }
-
-/// Float images above this maximum cannot be on the 0..1 scale assumed for them.
-const FLOAT_SCALE_SLACK: f32 = 2.0;
 
 /// Judges `args.generated` against the real data: the report (also written to `args.out`), and
 /// its summary lines. Stopped early, nothing is written and `interrupted` is set.
@@ -106,7 +104,12 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
         rows.retain(|&i| chosen.contains(&labels[i]));
     }
     let train = train.try_subset(&rows)?;
-    let generated = load_generated(args, &train, &train_classes, &classes)?;
+    let images = GeneratedImages {
+        path: &args.generated,
+        labels: args.generated_labels.as_deref(),
+        scale: args.generated_scale,
+    };
+    let generated = load_generated(&images, &train, &train_classes, &classes)?;
     let Some(report) = judge(
         args.data.as_deref(),
         &train,
@@ -160,92 +163,6 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
     })
 }
 
-/// The generated images on the 0..1 scale with their labels, checked against the training set
-/// (its dimension, its classes `train_classes`) and kept to `classes`.
-fn load_generated(
-    args: &QualitySettings,
-    train: &Dataset,
-    train_classes: &[u32],
-    classes: &[u32],
-) -> Result<LabelledImages> {
-    let path = &args.generated;
-    let mut generated = Dataset::load(path)?;
-    if let Some(labels) = &args.generated_labels {
-        generated = generated.with_labels_file(labels)?;
-    }
-    let labels_name = args
-        .generated_labels
-        .clone()
-        .unwrap_or_else(|| path.to_path_buf());
-    if generated.labels.is_none() {
-        return Err(Error::usage(
-            "generated_labels",
-            format!(
-                "{} has no labels file beside it: name the labels with `generated_labels`",
-                path.display()
-            ),
-        ));
-    }
-    if generated.d != train.d {
-        return Err(Error::input(
-            path,
-            format!(
-                "images have {} values ({}×{}), but the training images {} have {} ({}×{})",
-                generated.d,
-                generated.height,
-                generated.width,
-                train.source.display(),
-                train.d,
-                train.height,
-                train.width
-            ),
-        ));
-    }
-    let scale = match (args.generated_scale, &generated.pixels) {
-        (Some(s), _) if !(s.is_finite() && s > 0.0) => {
-            return Err(Error::usage(
-                "generated_scale",
-                format!("must be a positive number, got {s}"),
-            ))
-        }
-        (Some(s), _) => s,
-        (None, Pixels::U8(_)) => 255.0,
-        (None, Pixels::F32(v)) => {
-            let max = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            if max > FLOAT_SCALE_SLACK {
-                return Err(Error::input(
-                    path,
-                    format!(
-                        "float images reach {max}, far above the 0..1 scale assumed for them: \
-                         pass `generated_scale` with their full scale (e.g. 255)"
-                    ),
-                ));
-            }
-            1.0
-        }
-    };
-    let all = LabelledImages::from_dataset(&generated, scale)?;
-    if let Some((i, bad)) = all
-        .labels
-        .iter()
-        .enumerate()
-        .find(|(_, l)| train_classes.binary_search(l).is_err())
-    {
-        return Err(Error::input(
-            &labels_name,
-            format!("label {bad} (image {i}) is not among the training classes {train_classes:?}"),
-        ));
-    }
-    let kept = all.of_classes(classes);
-    if kept.n() == 0 {
-        return Err(Error::input(
-            &labels_name,
-            format!("no generated image is of the chosen classes {classes:?}"),
-        ));
-    }
-    Ok(kept)
-}
-
 /// The metrics of `generated` (0..1 scale) against the real `train` images (one class set, any
 /// storage). The reference is the labelled test split of the folder `data` (its first
 /// `test_limit` images), else a seeded 10% of `train` held out. `None` when stopped.
@@ -283,35 +200,20 @@ pub fn judge(
     report
 }
 
-/// The labelled test split beside `data` (a folder) with the training images' dimension, as
-/// 0..1 images of its first `limit` rows; `None` (with a note when one exists but cannot serve)
-/// otherwise.
+/// The labelled test split beside `data` as `load_test_split` reads it; `None` (with a notice
+/// when one exists but cannot serve) when there is none to use.
 fn load_test(
     data: Option<&Path>,
     train: &Dataset,
     limit: Option<usize>,
     observer: &dyn Observer,
 ) -> Result<Option<LabelledImages>> {
-    let Some(dir) = data else {
-        return Ok(None);
-    };
-    let Some(test) = Dataset::load_test_split(dir)? else {
-        return Ok(None);
-    };
-    if test.labels.is_none() || test.d != train.d {
-        observer.notice(&Notice::TestSplitUnusable {
-            source: test.source.clone(),
-            problem: if test.labels.is_none() {
-                "has no labels".to_string()
-            } else {
-                format!("has images of {} values, not {}", test.d, train.d)
-            },
-        });
-        return Ok(None);
-    }
-    let test = match limit {
-        Some(n) if n < test.n => test.try_subset(&(0..n).collect::<Vec<_>>())?,
-        _ => test,
-    };
-    LabelledImages::from_dataset(&test, test.full_scale).map(Some)
+    Ok(match load_test_split(data, train, limit)? {
+        TestSplit::Absent => None,
+        TestSplit::Unusable { source, problem } => {
+            observer.notice(&Notice::TestSplitUnusable { source, problem });
+            None
+        }
+        TestSplit::Usable(images) => Some(images),
+    })
 }

@@ -3,30 +3,28 @@
 //! The chains stream codes and images to disk, with checkpoints, a lock on the output folder,
 //! and a clean stop when the observer asks.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use serde_json::json;
-
 use crate::backend::Backend;
+use crate::io::shards::{configuration, ShardFiles};
 use crate::io::{self, NpyStream};
-use crate::model::Target;
-use crate::orchestrator::checkpoint::hash_values;
-use crate::orchestrator::{
-    self, Checkpoint, Hooks, KeepPolicy, SampleRun, SampleSink, SamplerSettings,
-};
+use crate::orchestrator::resume::{check_resumable, restore};
+use crate::orchestrator::sample_report::{write_sample_outputs, SampleOutputs};
+use crate::orchestrator::shard::{check_inputs, finish_shard, join_sample_draws, joined_run};
+use crate::orchestrator::shard::{shard_settings, shard_trace, ShardEnd, TRACE};
+use crate::orchestrator::streams::{resume_stream, SampleStreams};
+use crate::orchestrator::{self, Checkpoint, Hooks, SampleRun, SamplerSettings};
 use crate::{Error, Result};
 
 use super::observer::{Notice, Observer, Phase};
-use super::problem::{load_problem, make_backend, Problem};
-use super::report::{chain_quantiles, dataset_json, peak_rss_bytes, picture_columns};
+use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
-use super::shard::{self, ShardFiles};
-use super::{memory, outputs, DrawStats, Outcome};
-
-/// The trace of a shard's chains (a checkpoint of its finished run), which `merge` joins.
-pub const SHARD_TRACE: &str = "trace.rmld";
+use super::{outputs, DrawStats, Outcome};
+pub(crate) use crate::io::output_folder::remove_if_present;
+pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
+use crate::measure::memory;
+pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
 const SHARD_OUTPUTS: &[&str] = &[
@@ -36,14 +34,9 @@ const SHARD_OUTPUTS: &[&str] = &[
     "samples.png",
     "report.json",
     CHECKPOINT,
-    SHARD_TRACE,
-    shard::MANIFEST,
+    TRACE,
+    io::MANIFEST,
 ];
-
-/// The checkpoint's file name inside the output folder.
-pub const CHECKPOINT: &str = "checkpoint.rmld";
-/// The lock file that keeps two runs out of one folder.
-pub const LOCK: &str = ".rmld.lock";
 
 /// Runs C chains for K outer iterations and writes codes.npy, images.npy, dictionary.npy,
 /// samples.png and report.json into `settings.problem.out` (and checkpoint.rmld every
@@ -101,7 +94,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
     // A manifest left by an earlier shard here must not vouch for this run's files.
-    remove_if_present(&out.join(shard::MANIFEST))?;
+    remove_if_present(&out.join(io::MANIFEST))?;
     // A checkpoint left by an earlier run in this folder must not be resumed over this one.
     remove_if_present(&out.join(CHECKPOINT))?;
     let mut backend = make_backend(
@@ -146,42 +139,12 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         .with_adapt_iterations(sample_args.burn_in_cap());
     let target = &problem.target;
     let (data_hash, dictionary_hash) = hashes(target);
-    if data_hash != checkpoint.data_hash {
-        return Err(Error::input(
-            &path,
-            format!(
-                "was made from other data than {} (the data's hash differs)",
-                problem.dataset.source.display()
-            ),
-        ));
-    }
-    if dictionary_hash != checkpoint.dictionary_hash {
-        return Err(Error::input(
-            &path,
-            format!(
-                "was made with another dictionary than {} (its hash differs)",
-                problem.dictionary_source
-            ),
-        ));
-    }
-    if checkpoint.d != target.d()
-        || checkpoint.p != target.p()
-        || checkpoint.positions.len() != settings.chains * target.p()
-    {
-        return Err(Error::input(
-            &path,
-            "its shapes do not match its configuration",
-        ));
-    }
-    if checkpoint.run.completed >= settings.samples {
-        return Err(Error::input(
-            &path,
-            format!(
-                "the run is already complete ({} of {} outer iterations)",
-                checkpoint.run.completed, settings.samples
-            ),
-        ));
-    }
+    let sources = (
+        problem.dataset.source.as_path(),
+        problem.dictionary_source.as_str(),
+    );
+    let run = (settings.chains, settings.samples);
+    check_resumable(&checkpoint, &path, (target, hashes(target)), run, sources)?;
     let out = dir;
     let _lock = lock_output(out)?;
     let mut backend = make_backend(
@@ -191,13 +154,7 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         &settings.dynamics,
         settings.chains,
     )?;
-    backend.load_positions(&checkpoint.positions)?;
-    if !checkpoint.run.prior_state.is_empty() {
-        backend.load_prior_state(&checkpoint.run.prior_state)?;
-    }
-    if !checkpoint.run.noise_precision.is_empty() {
-        backend.set_noise_precision(&checkpoint.run.noise_precision)?;
-    }
+    restore(&checkpoint, backend.as_mut())?;
     let (c, d, p) = (settings.chains, target.d(), target.p());
     // An automatic burn-in's end so far (its cap while it still runs).
     let burn_in = checkpoint
@@ -231,17 +188,6 @@ fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         started,
         observer,
     )
-}
-
-/// Removes `path` if it exists.
-pub(crate) fn remove_if_present(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
-            path: path.to_path_buf(),
-            source: e,
-        }),
-        _ => Ok(()),
-    }
 }
 
 /// The problem with its target kind for every chain of the run, then cut to the shard's chains
@@ -279,98 +225,6 @@ fn not_resumable(dir: &Path, path: &Path) -> Error {
         ),
     };
     Error::input(path, message)
-}
-
-/// xxh3 hashes of the data the chains sample and of the dictionary.
-pub(crate) fn hashes(target: &Target) -> (u64, u64) {
-    let obs = &target.observations;
-    let pixels: &[u8] = match &obs.pixels {
-        io::Pixels::U8(v) => v,
-        io::Pixels::F32(v) => bytemuck::cast_slice(v),
-    };
-    let data = hash_values(
-        &[obs.n as u64, obs.d as u64, obs.scale.to_bits() as u64],
-        pixels,
-    );
-    let dict = &target.dictionary;
-    (
-        data,
-        hash_values(
-            &[dict.d as u64, dict.p as u64],
-            bytemuck::cast_slice(&dict.a),
-        ),
-    )
-}
-
-/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open: a second run
-/// into the same folder is refused.
-pub fn lock_output(out: &Path) -> Result<File> {
-    let path = out.join(LOCK);
-    let file = File::create(&path).map_err(|source| Error::Output {
-        path: path.clone(),
-        source,
-    })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
-            "out",
-            format!(
-                "another rmld run is writing into {} (it holds {})",
-                out.display(),
-                path.display()
-            ),
-        )),
-        Err(std::fs::TryLockError::Error(source)) => Err(Error::Output { path, source }),
-    }
-}
-
-/// Reopens a stream at the checkpoint's row count; an interrupted run had finished it under its
-/// final name, so that is moved back first.
-fn resume_stream(path: &Path, tail: &[usize], rows: usize) -> Result<NpyStream> {
-    let partial = io::partial_path(path);
-    if !partial.exists() && !path.exists() {
-        return Err(Error::input(
-            path,
-            "the interrupted run's output is missing (moved or deleted), so its samples before the \
-             interruption are gone and it cannot be resumed: run `rmld sample` again with the same \
-             settings (the same seed gives the same samples)",
-        ));
-    }
-    if !partial.exists() && path.exists() {
-        std::fs::rename(path, &partial).map_err(|source| Error::Output {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    }
-    NpyStream::resume(path, tail, rows)
-}
-
-/// Codes and images streamed to `codes.npy` and `images.npy` under the keep policy.
-struct SampleStreams {
-    codes: NpyStream,
-    images: NpyStream,
-    keep: KeepPolicy,
-    burn_in: u32,
-    samples: u32,
-}
-
-impl SampleSink for SampleStreams {
-    fn record(&mut self, outer: u32, codes: &[f32], images: &[f32]) -> Result<()> {
-        if self.keep.keeps(outer, self.burn_in, self.samples) {
-            self.codes.append(codes)?;
-            self.images.append(images)?;
-        }
-        Ok(())
-    }
-
-    fn warm_up_ended(&mut self, outer: u32) {
-        self.burn_in = outer;
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.codes.sync()?;
-        self.images.sync()
-    }
 }
 
 /// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
@@ -441,41 +295,26 @@ fn drive(
     streams.images.finish()?;
     let info =
         serde_json::to_value(&info).map_err(|e| Error::Internal(format!("backend info: {e}")))?;
-    let (report, mut summary) = write_outputs(args, problem, settings, &run, kept, &info, started)?;
+    let (report, mut summary) =
+        write_outputs(args, problem, settings, (&run, kept), &info, started)?;
     if let (Some(shard), false) = (args.problem.shard, run.interrupted) {
-        let trace = Checkpoint {
-            config: config.clone(),
-            data_hash,
-            dictionary_hash,
-            d: target.d(),
-            p: target.p(),
-            positions: backend.positions()?,
-            run: run.clone(),
-        };
-        trace.write(&out.join(SHARD_TRACE))?;
         let mut hashed = args.clone();
-        hashed.problem.out = PathBuf::new();
+        hashed.problem.out = Default::default();
         hashed.problem.shard = None;
         hashed.problem.force = false;
+        let hashes = (data_hash, dictionary_hash);
+        let end = ShardEnd {
+            command: "sample",
+            config: config.clone(),
+            configuration: configuration(&hashed, &info, hashes),
+            hashes,
+            shape: (target.d(), target.p()),
+            seed: args.problem.seed,
+        };
         let range = shard.range(args.chains);
-        shard::write_manifest(
-            out,
-            "sample",
-            shard::configuration_hash(
-                &(hashed, shard::device_key(&info)),
-                data_hash,
-                dictionary_hash,
-            ),
-            args.problem.seed,
-            shard,
-            shard::Part {
-                unit: "chains".into(),
-                start: range.start,
-                end: range.end,
-                total: args.chains,
-            },
-            &["codes.npy", "images.npy", "report.json", SHARD_TRACE],
-        )?;
+        let (chains, positions) = ((shard, range.clone(), args.chains), backend.positions()?);
+        let names = ["codes.npy", "images.npy", "report.json"];
+        finish_shard(out, end, chains, &run, positions, &names)?;
         summary.push(format!(
             "shard {shard}: chains {}..{} of {}; join the shards with `rmld merge`",
             range.start, range.end, args.chains
@@ -486,7 +325,7 @@ fn drive(
             completed: run.completed,
             samples: settings.samples,
             checkpoint: checkpoint_path.clone(),
-            out: out.clone(),
+            out: out.to_path_buf(),
         });
     }
     let draw_stats = DrawStats {
@@ -516,249 +355,31 @@ fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
     }
 }
 
-/// Writes the dictionary, the picture and report.json; returns the report and the summary lines.
+/// Writes the dictionary, the picture, the per-draw statistics and report.json; returns the
+/// report and the summary lines.
 fn write_outputs(
     args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
-    run: &SampleRun,
-    kept: usize,
+    (run, kept): (&SampleRun, usize),
     info: &serde_json::Value,
     started: Instant,
 ) -> Result<(serde_json::Value, Vec<String>)> {
-    let target = &problem.target;
-    let out: &PathBuf = &args.problem.out;
-    // The burn-in the run made: an automatic one's end (its cap if interrupted before it).
-    let burn_in = run.burn_in.as_ref().map_or(args.burn_in, |m| m.burn_in());
-    let (d, p, c, k) = (
-        target.d(),
-        target.p(),
-        settings.chains,
-        run.completed as usize,
-    );
-    io::write_npy_f32(&out.join("dictionary.npy"), &[d, p], &target.dictionary.a)?;
-
-    // The picture: the real images the chains started from above, the latest samples below.
-    let (h, w) = (problem.dataset.height, problem.dataset.width);
-    let columns = picture_columns(c);
-    let shown = columns.min(c);
-    let real: Vec<f32> = match &run.start_indices {
-        Some(idx) => idx
-            .iter()
-            .take(shown)
-            .flat_map(|&i| target.observations.row(i))
-            .collect(),
-        None => (0..shown)
-            .flat_map(|i| target.observations.row(i * target.observations.n / shown))
-            .collect(),
-    };
-    let rows = 4.min(c.div_ceil(columns));
-    let generated = &run.final_images[..(rows * columns).min(c) * d];
-    let caption = picture_caption(
+    let (d, p) = (problem.target.d(), problem.target.p());
+    let outputs = SampleOutputs {
+        out: &args.problem.out,
+        dataset: &problem.dataset,
+        target: (&problem.target, args.problem.target),
+        dictionary: dictionary_json(problem, d, p),
         settings,
-        args,
-        run.start_indices.is_some(),
-        shown,
-        generated.len() / d,
-        k,
-    );
-    io::write_png_grid_captioned(
-        &out.join("samples.png"),
-        &[(real.as_slice(), shown), (generated, generated.len() / d)],
-        h,
-        w,
-        columns,
-        (0.0, args.problem.pixel_max),
-        (112 / h.max(w)).clamp(1, 8),
-        &caption,
-    )?;
-
-    let acceptance = run.acceptance_rate();
-    let per_chain: Vec<f64> = run
-        .accepted
-        .iter()
-        .map(|&a| a as f64 / k.max(1) as f64)
-        .collect();
-    let moved = run.mean_distance_moved();
-    // Nested R-hat's superchains: chains started from images of one class (or, without labels,
-    // from one image); the figures leave out the burn-in.
-    let start_groups: Option<(Vec<usize>, &str)> =
-        run.start_indices
-            .as_ref()
-            .map(|starts| match &problem.dataset.labels {
-                Some(labels) => (
-                    starts.iter().map(|&i| labels[i] as usize).collect(),
-                    "chains started from images of one class",
-                ),
-                None => (starts.clone(), "chains started from one image"),
-            });
-    let scope = crate::diagnostics::Scope {
-        burn_in,
-        superchains: start_groups
-            .as_ref()
-            .map(|(ids, what)| (ids.as_slice(), *what)),
+        keep: args.keep,
+        burn_in: args.burn_in,
+        pixel_max: args.problem.pixel_max,
+        per_draw_stats: args.problem.shard.is_none(),
+        info,
+        seconds: started.elapsed().as_secs_f64(),
     };
-    let diagnostics =
-        crate::diagnostics::summarize_scoped(run, run.timings.sampling_seconds, scope);
-    // Per-draw statistics beside the draws (a shard's are written by `merge`).
-    let sample_stats = match args.problem.shard {
-        None => super::draw_stats::write_sample_stats(out, run, settings, args.keep, burn_in)?,
-        Some(_) => serde_json::Value::Null,
-    };
-    let report = json!({
-        "command": "sample",
-        "rmld_version": env!("CARGO_PKG_VERSION"),
-        "settings": settings,
-        "lambda": target.lam,
-        "pixel_max": args.problem.pixel_max,
-        "keep": args.keep,
-        "burn_in": burn_in,
-        "dataset": dataset_json(&problem.dataset),
-        "dictionary": super::report::dictionary_json(problem, d, p),
-        "backend": info,
-        "completed_iterations": run.completed,
-        "interrupted": run.interrupted,
-        "kept_samples": kept,
-        "timings": { "total_seconds": started.elapsed().as_secs_f64(), "phases": run.timings },
-        "peak_rss_bytes": peak_rss_bytes(),
-        "acceptance": {
-            "overall": acceptance,
-            "per_chain": per_chain,
-            "per_chain_quantiles": chain_quantiles(&per_chain),
-            "divergent_proposals": run.divergent.iter().sum::<u32>(),
-        },
-        "mean_distance_moved_from_start": moved,
-        "mh_note": super::report::mh_note(settings.mh, settings.dynamics.method, acceptance),
-        "diagnostics": diagnostics,
-        "sample_stats": sample_stats,
-        "start_indices": run.start_indices,
-        "outputs": {
-            "codes.npy": [kept, c, p],
-            "images.npy": [kept, c, d],
-            "dictionary.npy": [d, p],
-            "samples.png": caption,
-        },
-    });
-    let mut report = report;
-    let step_note = super::report::step_note(
-        settings.dynamics.method,
-        settings.mh,
-        acceptance,
-        run.adaptation.is_some(),
-    );
-    if let Some(object) = report.as_object_mut() {
-        if let Some(adaptation) = super::report::adaptation_json(run, None) {
-            object.insert("adaptation".into(), adaptation);
-        }
-        if let Some(note) = &step_note {
-            object.insert("step_note".into(), note.clone().into());
-        }
-        if let Some(monitor) = &run.burn_in {
-            object.insert("burn_in_auto".into(), super::report::burn_in_json(monitor));
-        }
-    }
-    if let (Some(ssgl), Some(object)) = (target.prior.ssgl(), report.as_object_mut()) {
-        object.insert("prior".into(), super::report::ssgl_json(ssgl, run, p));
-    }
-    if let (Some(noise), Some(object)) = (
-        super::report::noise_json(&target.noise, run, burn_in),
-        report.as_object_mut(),
-    ) {
-        object.insert("noise".into(), noise);
-    }
-    io::write_json_atomic(&out.join("report.json"), &report)?;
-    let summary = vec![
-        format!(
-            "rmld sample: {c} chains × {k} outer iterations ({kept} kept, {d} → {p} atoms) on {} in {:.1} s; \
-             acceptance {:.1}%, mean distance moved from start {moved:.3}; wrote {}",
-            info["device"].as_str().unwrap_or("?"),
-            started.elapsed().as_secs_f64(),
-            100.0 * acceptance,
-            out.display()
-        ),
-        format!("{}\n  {}", diagnostics.verdict, diagnostics.summary_line()),
-    ];
-    let mut summary = summary;
-    summary.extend(run.burn_in.as_ref().map(super::report::burn_in_line));
-    if let Some(a) = &run.adaptation {
-        summary.push(format!(
-            "step size adapted over {} burn-in iterations: {:.4e} → {:.4e} (dual averaging across \
-             chains toward mean acceptance {}), frozen for the kept draws",
-            a.count,
-            a.initial_step,
-            a.step(),
-            a.target
-        ));
-    }
-    if let Some(t) = run.adaptation.and_then(|a| a.trajectory) {
-        summary.push(format!(
-            "trajectory length adapted by ChEES: {:.4} → {:.4} (leapfrog steps ⌈u·T/ε⌉, jittered \
-             per iteration; {:.1} on average during the warm-up)",
-            t.initial_length,
-            t.length(),
-            t.mean_steps
-        ));
-    }
-    summary.extend(step_note);
-    if let Some(prior) = report.get("prior") {
-        let state = &prior["final_state"];
-        summary.push(format!(
-            "ssgl prior: sigma {:.4}, delta {:.4}, mean rho {:.4} (chain means); {} non-finite \
-             update(s) discarded",
-            state["sigma_mean"].as_f64().unwrap_or(f64::NAN),
-            state["delta_mean"].as_f64().unwrap_or(f64::NAN),
-            state["rho_mean"].as_f64().unwrap_or(f64::NAN),
-            prior["nonfinite_updates_discarded"]
-        ));
-    }
-    Ok((report, summary))
-}
-
-/// What samples.png shows, written above it: the method and target, what the row above the grey
-/// band is, and which chains after how many iterations are below it.
-fn picture_caption(
-    settings: &SamplerSettings,
-    args: &SampleSettings,
-    from_data: bool,
-    shown: usize,
-    below: usize,
-    completed: usize,
-) -> String {
-    let method = format!("{:?}", settings.dynamics.method).to_lowercase();
-    let target = format!("{:?}", args.problem.target).to_lowercase();
-    let top = if from_data {
-        format!("the real images chains 1-{shown} started from")
-    } else {
-        format!("{shown} real images of the data (the chains started from noise)")
-    };
-    format!(
-        "rmld sample, {method} on the {target} target. Above the grey band: {top}. Below it: \
-         chains 1-{below}, row by row, after {completed} iterations{}.",
-        if settings.mh { "" } else { " (no MH)" }
-    )
-}
-
-/// A shard's `codes.npy` or `images.npy`: (kept draws, its chains, width) and the values.
-fn shard_draws(s: &ShardFiles, name: &str, chains: usize) -> Result<(usize, usize, Vec<f32>)> {
-    s.file(name)?;
-    let path = s.dir.join(name);
-    let array = io::read_npy(&path)?;
-    let bad = || {
-        Error::input(
-            &path,
-            format!(
-                "shard {}: shape {:?} does not hold its {chains} chains",
-                s.manifest.shard, array.shape
-            ),
-        )
-    };
-    let (&[kept, c, width], io::Pixels::F32(values)) = (array.shape.as_slice(), &array.data) else {
-        return Err(bad());
-    };
-    if c != chains {
-        return Err(bad());
-    }
-    Ok((kept, width, values.clone()))
+    write_sample_outputs(&outputs, run, kept)
 }
 
 /// Joins the shards of a sampling run (checked and in order) into the single run's files:
@@ -766,96 +387,40 @@ fn shard_draws(s: &ShardFiles, name: &str, chains: usize) -> Result<(usize, usiz
 /// the picture and report made from them as the single run makes them. The data and the
 /// dictionary are read again (from the shards' configuration) and checked against the shards'
 /// hashes.
-pub(crate) fn merge_shards(out: &Path, shards: &[ShardFiles]) -> Result<Outcome> {
+pub(crate) fn merge_shards(out: &Path, parts: &[ShardFiles]) -> Result<Outcome> {
     let started = Instant::now();
-    let first = &shards[0];
-    let mut traces = Vec::with_capacity(shards.len());
-    for s in shards {
-        s.file(SHARD_TRACE)?;
-        traces.push(Checkpoint::read(&s.dir.join(SHARD_TRACE))?);
-    }
-    let t0 = &traces[0];
-    let mut args: SampleSettings = serde_json::from_value(t0.config.clone()).map_err(|e| {
-        Error::input(
-            first.dir.join(SHARD_TRACE),
-            format!("the shard's configuration is not one this rmld reads: {e}"),
-        )
-    })?;
+    let first = &parts[0];
+    let traces = parts.iter().map(shard_trace).collect::<Result<Vec<_>>>()?;
+    let mut args: SampleSettings = shard_settings(first, &traces[0])?;
     args.problem.shard = None;
     args.problem.out = out.to_path_buf();
     let settings = args.sampler_settings()?;
     let problem = shard_problem(&args, load_problem(&args.problem)?)?;
-    let (data_hash, dictionary_hash) = hashes(&problem.target);
-    if (data_hash, dictionary_hash) != (t0.data_hash, t0.dictionary_hash) {
-        return Err(Error::input(
-            first.dir.join(SHARD_TRACE),
-            format!(
-                "the shards sampled other data or another dictionary than {} and {} hold now \
-                 (their hashes differ): merge where the shards' inputs are readable unchanged",
-                problem.dataset.source.display(),
-                problem.dictionary_source
-            ),
-        ));
-    }
+    let sources = (
+        problem.dataset.source.as_path(),
+        problem.dictionary_source.as_str(),
+    );
+    check_inputs(first, &traces[0], hashes(&problem.target), sources)?;
     // Every shard's trace: the same iterations, its own chains.
     let runs: Vec<SampleRun> = traces.into_iter().map(|t| t.run).collect();
-    let run = shard::join_runs(shards, &runs)?;
-    let chains_of: Vec<usize> = shards
-        .iter()
-        .map(|s| s.manifest.part.end - s.manifest.part.start)
-        .collect();
+    let run = joined_run(parts, &runs)?;
     if run.accepted.len() != settings.chains {
         return Err(Error::Internal("shards' chains".into()));
     }
-    // The draws, interleaved by chain.
-    let (d, p) = (problem.target.d(), problem.target.p());
-    let mut codes = Vec::with_capacity(shards.len());
-    let mut images = Vec::with_capacity(shards.len());
-    let mut kept = None;
-    for (s, &c) in shards.iter().zip(&chains_of) {
-        let (k1, w1, v1) = shard_draws(s, "codes.npy", c)?;
-        let (k2, w2, v2) = shard_draws(s, "images.npy", c)?;
-        if (w1, w2) != (p, d) || k1 != k2 || kept.is_some_and(|k| k != k1) {
-            return Err(Error::input(
-                s.dir.join("codes.npy"),
-                format!(
-                    "shard {}: its draws' shapes differ from the other shards'",
-                    s.manifest.shard
-                ),
-            ));
-        }
-        kept = Some(k1);
-        codes.push(v1);
-        images.push(v2);
-    }
-    let kept = kept.unwrap_or(0);
     let info = first.json("report.json")?["backend"].clone();
     io::prepare_output_dir(out)?;
     let _lock = lock_output(out)?;
+    // The draws, interleaved by chain.
+    let shape = (problem.target.d(), problem.target.p());
+    let kept = join_sample_draws(parts, shape, out)?;
     let c = settings.chains;
-    let mut code_stream = NpyStream::create(&out.join("codes.npy"), &[c, p])?;
-    let mut image_stream = NpyStream::create(&out.join("images.npy"), &[c, d])?;
-    // One draw (every chain) per append: the stream counts whole rows.
-    let (mut draw_codes, mut draw_images) = (Vec::with_capacity(c * p), Vec::with_capacity(c * d));
-    for k in 0..kept {
-        draw_codes.clear();
-        draw_images.clear();
-        for ((x, y), &cs) in codes.iter().zip(&images).zip(&chains_of) {
-            draw_codes.extend_from_slice(&x[k * cs * p..(k + 1) * cs * p]);
-            draw_images.extend_from_slice(&y[k * cs * d..(k + 1) * cs * d]);
-        }
-        code_stream.append(&draw_codes)?;
-        image_stream.append(&draw_images)?;
-    }
-    code_stream.finish()?;
-    image_stream.finish()?;
     let (report, mut summary) =
-        write_outputs(&args, &problem, &settings, &run, kept, &info, started)?;
+        write_outputs(&args, &problem, &settings, (&run, kept), &info, started)?;
     summary.insert(
         0,
         format!(
             "rmld merge: {} shards of sample, {c} chains, in {:.1} s",
-            shards.len(),
+            parts.len(),
             started.elapsed().as_secs_f64()
         ),
     );

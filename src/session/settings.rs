@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::io::postprocess::{PostProcess, Rescale};
 use crate::io::Dataset;
+use crate::io::Shard;
 use crate::methods::DynamicsSettings;
 use crate::methods::Method;
-use crate::model::{NoiseModel, Precision, Ssgl, TangentSettings, TargetKind};
+use crate::model::{NoiseModel, Precision, Prior, TangentSettings, TargetKind};
+pub use crate::orchestrator::AugmentMethod;
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
-use crate::session::shard::Shard;
 use crate::{Error, Result};
 
 /// Which device runs the chains.
@@ -26,18 +27,6 @@ pub enum BackendChoice {
     Cpu,
     /// The GPU (wgpu); an error when no adapter exists.
     Gpu,
-}
-
-/// The prior over the codes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "lowercase")]
-pub enum PriorKind {
-    /// exp(−λ·||X||₁), the paper's (rate `lambda`).
-    #[default]
-    Laplace,
-    /// The adaptive spike-and-slab group lasso of Deng et al. (2019), settings in `ssgl`.
-    Ssgl,
 }
 
 /// Where the data and the dictionary come from, the model's scale, the seed, the backend and the
@@ -70,13 +59,11 @@ pub struct ProblemSettings {
     pub tangent_scale: f32,
     /// λ, the rate of the Laplace prior and the LASSO penalty.
     pub lambda: f32,
-    /// The prior over the codes.
-    #[serde(default)]
-    pub prior: PriorKind,
-    /// The SSGL prior's hyper-parameters (read with `prior` ssgl); `adapt_iterations` is set
-    /// from the run's burn-in by the sessions.
-    #[serde(default)]
-    pub ssgl: Ssgl,
+    /// The prior over the codes with its hyper-parameters: its name alone (`"laplace"`,
+    /// `"ssgl"`: the defaults) or an object tagged by `kind`. The Laplace prior's rate is
+    /// `lambda`; SSGL's `adapt_iterations` is set from the run's burn-in by the sessions.
+    #[serde(default, deserialize_with = "crate::model::prior::from_setting")]
+    pub prior: Prior,
     /// Seed of every random draw.
     pub seed: u64,
     /// Where the chains run.
@@ -130,8 +117,7 @@ impl Default for ProblemSettings {
             tangent_k: default_tangent_k(),
             tangent_scale: default_tangent_scale(),
             lambda: 5.0,
-            prior: PriorKind::Laplace,
-            ssgl: Ssgl::default(),
+            prior: Prior::default(),
             seed: 0,
             backend: BackendChoice::Auto,
             out: PathBuf::from("rmld-out"),
@@ -180,19 +166,17 @@ impl ProblemSettings {
                 format!("must be a positive number, got {}", self.sigma2),
             ));
         }
-        if self.prior == PriorKind::Ssgl {
-            self.ssgl.validate()?;
-        }
+        self.prior.validate()?;
         self.noise.validate()?;
         if self.noise.is_gibbs() {
-            if !matches!(self.target, TargetKind::Paper | TargetKind::Local) {
+            if !self.target.is_gaussian_residual() {
                 return Err(Error::usage(
                     "noise",
                     "gibbs runs with `target` paper or local (its update reads the Gaussian \
                      residual), not mixture or tangent",
                 ));
             }
-            if self.prior != PriorKind::Laplace {
+            if !self.prior.learns_noise() {
                 return Err(Error::usage(
                     "noise",
                     "gibbs runs with the laplace `prior` (ssgl learns its own σ)",
@@ -372,8 +356,7 @@ impl SampleSettings {
     /// package apply it when `burn_in` is not given.
     pub fn with_default_warm_up(mut self) -> Self {
         let adapts = matches!(self.method, Method::Mala | Method::Hmc) && !self.no_adapt;
-        let ssgl_adapts = self.problem.prior == PriorKind::Ssgl
-            && self.problem.ssgl.mode == crate::model::SsglMode::Adapt;
+        let ssgl_adapts = self.problem.prior.adapts_over_burn_in();
         self.burn_in = 0;
         self.auto_burn_in =
             adapts && self.problem.shard.is_none() && !ssgl_adapts && self.samples >= 2;
@@ -475,39 +458,6 @@ pub enum SamplerChoice {
     Mcmc,
     /// One pass of a trained class-conditional code sampler per sample (`model`).
     Amortized,
-}
-
-/// What generates the new samples of an augmentation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum AugmentMethod {
-    /// RMLD (Algorithms 1 and 3; with --no-mh the paper's "RMLD w/o MH").
-    #[default]
-    Rmld,
-    /// MALA with the class's full-data gradient (exact for the class posterior).
-    Mala,
-    /// HMC with the class's full-data gradient (exact for the class posterior).
-    Hmc,
-    /// The paper's "Compression": the LASSO code of a random image of the class, decoded with A.
-    Compression,
-    /// The paper's "Kernel HMC": chains over images (0..1 pixel scale, whatever --pixel-max)
-    /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
-    /// same momentum dynamics and MH; no codes.
-    KernelHmc,
-}
-
-impl AugmentMethod {
-    /// The name a user types (`--method`) and reads in summaries.
-    pub fn name(self) -> &'static str {
-        match self {
-            AugmentMethod::Rmld => "rmld",
-            AugmentMethod::Mala => "mala",
-            AugmentMethod::Hmc => "hmc",
-            AugmentMethod::Compression => "compression",
-            AugmentMethod::KernelHmc => "kernel-hmc",
-        }
-    }
 }
 
 /// Named sets of augmentation settings (`AugmentSettings::preset`).

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::matmul::{residual_product_like, transpose_product_like, Layouts};
+use super::packed::PackedMatrix;
 
 /// soft(v, tau) = sign(v)·max(|v| − tau, 0), the proximal map of tau·|·|.
 #[inline]
@@ -34,7 +34,9 @@ pub fn lasso_objective(residual: &[f32], z: &[f32], d: usize, p: usize, lam: f32
 }
 
 /// The LASSO codes (rows of p) of `images` (rows of d), with Lipschitz constant `lipschitz`
-/// (σ_max(A)²). `trace`, when given, receives every row's objective after every iteration.
+/// (σ_max(A)²). `trace`, when given, receives every row's objective after every iteration. A
+/// row's code depends only on its image: the products (`packed`) sum every output in one
+/// order, whatever the rows around it.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     a: &[f32],
@@ -46,14 +48,14 @@ pub fn encode(
     iterations: u32,
     trace: Option<&mut Vec<Vec<f64>>>,
 ) -> Vec<f32> {
-    encode_like(a, d, p, lipschitz, images, lam, iterations, trace, 0)
+    let a = PackedMatrix::both(a, d, p);
+    encode_packed(&a, d, p, lipschitz, images, lam, iterations, trace)
 }
 
-/// [`encode`] whose rows equal those of an encoding of `like` rows at once (a shard's chains'
-/// starts as the single run's; see `matmul::rows_like`).
+/// [`encode`] against A already packed both ways.
 #[allow(clippy::too_many_arguments)]
-pub fn encode_like(
-    a: &[f32],
+fn encode_packed(
+    a: &PackedMatrix,
     d: usize,
     p: usize,
     lipschitz: f32,
@@ -61,7 +63,6 @@ pub fn encode_like(
     lam: f32,
     iterations: u32,
     mut trace: Option<&mut Vec<Vec<f64>>>,
-    like: usize,
 ) -> Vec<f32> {
     let problem = Problem {
         a,
@@ -69,7 +70,6 @@ pub fn encode_like(
         p,
         lam,
         step: 1.0 / lipschitz,
-        like,
     };
     let mut state = Batch::new(images, d, p);
     for _ in 0..iterations {
@@ -82,15 +82,14 @@ pub fn encode_like(
     state.z
 }
 
-/// What every FISTA iteration of one encoding shares: A, its shape, λ, the step 1/L and the row
-/// count the products are taken as (`matmul::rows_like`).
+/// What every FISTA iteration of one encoding shares: A (packed both ways), its shape, λ and the
+/// step 1/L.
 struct Problem<'a> {
-    a: &'a [f32],
+    a: &'a PackedMatrix,
     d: usize,
     p: usize,
     lam: f32,
     step: f32,
-    like: usize,
 }
 
 /// The iterates of a batch of rows: z (the best code so far), the extrapolated y, their images
@@ -142,37 +141,21 @@ impl Batch {
             .zip(self.ay.par_iter())
             .zip(images.par_iter())
             .for_each(|((r, &ay), &x)| *r = ay - x);
-        let Problem { a, d, p, like, .. } = *problem;
-        transpose_product_like(Layouts::rows(a), d, p, &self.residual, &mut self.grad, like);
+        problem.a.transpose_product(&self.residual, &mut self.grad);
     }
 
     /// The iteration's second half, after [`Batch::gradient`]: the candidate u = soft(y − ∇/L,
     /// λ/L) replaces z where it does not raise the objective, then y and A y are extrapolated:
     /// y = z + (t/t')(u − z) + ((t − 1)/t')(z − z_prev).
     fn advance(&mut self, problem: &Problem, images: &[f32]) {
-        let Problem {
-            a,
-            d,
-            p,
-            lam,
-            step,
-            like,
-        } = *problem;
+        let Problem { a, d, p, lam, step } = *problem;
         let tau = lam * step;
         self.u
             .par_iter_mut()
             .zip(self.y.par_iter())
             .zip(self.grad.par_iter())
             .for_each(|((u, &y), &g)| *u = soft_threshold(y - step * g, tau));
-        residual_product_like(
-            Layouts::rows(a),
-            d,
-            p,
-            &self.u,
-            &self.zeros,
-            &mut self.au,
-            like,
-        );
+        a.residual_product(&self.u, &self.zeros, &mut self.au);
         self.residual
             .par_iter_mut()
             .zip(self.au.par_iter())
@@ -289,15 +272,15 @@ pub fn relative_gaps(
         .collect()
 }
 
-/// [`encode_like`] that stops each row once its relative duality gap ([`relative_gaps`], from
-/// the gradient every iteration computes anyway, so the check costs no product) is at most
-/// `tolerance`, or after `iterations`. Finished rows leave the batch, so the products shrink
-/// as rows converge. `tolerance` 0 runs [`encode_like`] itself (every row every iteration,
-/// the same bytes). A row's code depends only on its image: the products are taken as over
-/// the batch's first row count (`matmul::rows_like`), whatever rows remain.
+/// [`encode`] against A packed both ways that stops each row once its relative duality gap
+/// ([`relative_gaps`], from the gradient every iteration computes anyway, so the check costs no
+/// product) is at most `tolerance`, or after `iterations`. Finished rows leave the batch, so
+/// the products shrink as rows converge. `tolerance` 0 runs [`encode`]'s iterations (every row
+/// every iteration, the same bytes). A row's code depends only on its image, whatever rows
+/// remain.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_until(
-    a: &[f32],
+    a: &PackedMatrix,
     d: usize,
     p: usize,
     lipschitz: f32,
@@ -305,11 +288,10 @@ pub fn encode_until(
     lam: f32,
     iterations: u32,
     tolerance: f32,
-    like: usize,
 ) -> (Vec<f32>, EncodeStats) {
     let total = images.len() / d;
     if tolerance <= 0.0 {
-        let codes = encode_like(a, d, p, lipschitz, images, lam, iterations, None, like);
+        let codes = encode_packed(a, d, p, lipschitz, images, lam, iterations, None);
         let stats = EncodeStats {
             rows: total,
             iterations: total as u64 * iterations as u64,
@@ -324,7 +306,6 @@ pub fn encode_until(
         p,
         lam,
         step: 1.0 / lipschitz,
-        like: like.max(total),
     };
     let mut out = vec![0f32; total * p];
     let mut stats = EncodeStats {

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use crate::model::prior::PriorRow;
+use crate::model::prior::{GradientVisitor, RowGradient};
 use crate::model::Prior;
 use crate::rng::{Purpose, Stream};
 
@@ -55,17 +55,66 @@ pub fn gradient_step(
 
 /// Row `chain`'s value of a per-chain setting given as one value for every chain or one per
 /// chain: the precision (a fixed σ², or `--noise gibbs`'s τ) or the step size (per class).
-#[inline]
-pub fn chain_value(values: &[f32], chain: usize) -> f32 {
-    if values.len() == 1 {
-        values[0]
-    } else {
-        values[chain]
+pub use crate::model::likelihood::chain_value;
+
+/// One chain's update of Algorithm 1, run with its prior's gradient (`GradientVisitor`).
+struct StepRow<'a> {
+    z: &'a mut [f32],
+    r: &'a mut [f32],
+    g: &'a [f32],
+    /// SGHMC noise ξ (empty without noise).
+    xi: &'a [f32],
+    inv_sigma2: f32,
+    eta: f32,
+    noise_scale: f32,
+    preconditioned: bool,
+}
+
+impl GradientVisitor for StepRow<'_> {
+    type Output = ();
+
+    #[inline]
+    fn visit<G: RowGradient>(self, prior: &G) {
+        let StepRow {
+            z,
+            r,
+            g,
+            xi,
+            inv_sigma2,
+            eta,
+            noise_scale,
+            preconditioned,
+        } = self;
+        // The common case (no SGHMC noise, a fixed σ²) in a loop without per-element branches,
+        // which the compiler vectorises: the same operations in the same order as the general
+        // loop below, so the same bits.
+        if xi.is_empty() && !preconditioned {
+            for (j, ((zj, rj), &gj)) in z.iter_mut().zip(r.iter_mut()).zip(g).enumerate() {
+                let grad = gj * inv_sigma2 + prior.gradient(j, *zj);
+                let next = *rj - eta * grad - eta * *rj;
+                *rj = next;
+                *zj += eta * next;
+            }
+            return;
+        }
+        for j in 0..z.len() {
+            let grad = g[j] * inv_sigma2 + prior.gradient(j, z[j]);
+            let mut rj = r[j] - eta * grad - eta * r[j];
+            if !xi.is_empty() {
+                rj += noise_scale * xi[j];
+            }
+            r[j] = rj;
+            if preconditioned {
+                z[j] += (eta * rj) / inv_sigma2;
+            } else {
+                z[j] += eta * rj;
+            }
+        }
     }
 }
 
-/// `gradient_step` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain)
-/// and the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
+/// `gradient_step` with the prior's per-chain state (SSGL's, `Prior::state_width(p)` values per
+/// chain) and the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain).
 /// `preconditioned` (`--noise gibbs`): `inv_sigma2` holds √τ per chain, so g is the gradient in
 /// noise units (σ·∇U), and the position moves by (eta·r)/√τ (docs/noise.md).
 #[allow(clippy::too_many_arguments)]
@@ -99,45 +148,46 @@ pub fn gradient_step_with(
                     )
                     .fill_normal(xi);
                 }
-                let row = prior.row(state, chain, p);
-                let inv_sigma2 = chain_value(inv_sigma2, chain);
-                // The common case (a Laplace prior, no SGHMC noise, a fixed σ²) in a loop without
-                // per-element branches, which the compiler vectorises: the same operations in
-                // the same order as the general loop below, so the same bits.
-                if let (PriorRow::Shared(Prior::Laplace(laplace)), None, false) =
-                    (&row, noise, preconditioned)
-                {
-                    for ((zj, rj), &gj) in z.iter_mut().zip(r.iter_mut()).zip(g.iter()) {
-                        let grad = gj * inv_sigma2 + laplace.gradient(*zj);
-                        let next = *rj - eta * grad - eta * *rj;
-                        *rj = next;
-                        *zj += eta * next;
-                    }
-                    return;
-                }
-                for j in 0..p {
-                    let grad = g[j] * inv_sigma2 + row.gradient(j, z[j]);
-                    let mut rj = r[j] - eta * grad - eta * r[j];
-                    if noise.is_some() {
-                        rj += noise_scale * xi[j];
-                    }
-                    r[j] = rj;
-                    if preconditioned {
-                        z[j] += (eta * rj) / inv_sigma2;
-                    } else {
-                        z[j] += eta * rj;
-                    }
-                }
+                prior.row(state, chain, p).visit(StepRow {
+                    z,
+                    r,
+                    g,
+                    xi,
+                    inv_sigma2: chain_value(inv_sigma2, chain),
+                    eta,
+                    noise_scale,
+                    preconditioned,
+                });
             },
         );
 }
 
+/// One chain's full gradient G·(1/σ²) + ∇(−log prior)(z), over G in place.
+struct FullGradientRow<'a> {
+    g: &'a mut [f32],
+    z: &'a [f32],
+    inv_sigma2: f32,
+}
+
+impl GradientVisitor for FullGradientRow<'_> {
+    type Output = ();
+
+    #[inline]
+    fn visit<G: RowGradient>(self, prior: &G) {
+        for (j, (g, &zj)) in self.g.iter_mut().zip(self.z).enumerate() {
+            *g = *g * self.inv_sigma2 + prior.gradient(j, zj);
+        }
+    }
+}
+
 /// ∇U(z) = G/σ² + ∇(−log prior)(z) with G = Aᵀ(A z − xbar), written over `product` in place.
 pub fn full_gradient(product: &mut [f32], z: &[f32], prior: &Prior, inv_sigma2: f32) {
+    const BLOCK: usize = 4096;
+    let row = prior.row(None, 0, 1);
     product
-        .par_iter_mut()
-        .zip(z.par_iter())
-        .for_each(|(g, &zj)| *g = *g * inv_sigma2 + prior.gradient(zj));
+        .par_chunks_mut(BLOCK)
+        .zip(z.par_chunks(BLOCK))
+        .for_each(|(g, z)| row.visit(FullGradientRow { g, z, inv_sigma2 }));
 }
 
 /// `full_gradient` with the prior's per-chain state (rows of p) and the precision per chain
@@ -158,10 +208,10 @@ pub fn full_gradient_with(
         .zip(z.par_chunks(p))
         .enumerate()
         .for_each(|(chain, (g, z))| {
-            let row = prior.row(state, chain, p);
-            let inv_sigma2 = chain_value(inv_sigma2, chain);
-            for (j, (g, &zj)) in g.iter_mut().zip(z).enumerate() {
-                *g = *g * inv_sigma2 + row.gradient(j, zj);
-            }
+            prior.row(state, chain, p).visit(FullGradientRow {
+                g,
+                z,
+                inv_sigma2: chain_value(inv_sigma2, chain),
+            });
         });
 }

@@ -15,18 +15,14 @@
 //! by ADMM"). Every [`CHECK_EVERY`] iterations each row's relative duality gap is measured: the
 //! primal at its sparse iterate v (one more product), the dual at the residual of the quadratic
 //! step's z, whose AᵀA z = Bᵀ w the step computed anyway and whose A z = L⁻ᵀ w costs a d × d
-//! product. Rows within the tolerance leave the batch. A row's code depends
-//! only on its image: the products are taken as over the batch's first row count
-//! (`matmul::rows_like`).
+//! product. Rows within the tolerance leave the batch. A row's code depends only on its image:
+//! every product (`packed`, AAᵀ and B included) sums each output in one order, whatever the
+//! rows around it and the CPU.
 
 use rayon::prelude::*;
 
 use super::fista::{compact, lasso_objective, relative_gaps, soft_threshold, EncodeStats};
-use super::matmul::{
-    columns_of, residual_product, residual_product_like, transpose_product, transpose_product_like,
-    Layouts,
-};
-use super::packed::PackedMatrix;
+use super::packed::{gram, PackedMatrix};
 
 /// Largest d whose d × d Cholesky factor the CPU backend builds for this encoder (the f64
 /// factorization takes seconds at this size, 0.2 s at 784). Beyond it the gap-stop FISTA
@@ -50,24 +46,18 @@ pub const CHECK_EVERY: u32 = 10;
 #[derive(Clone, Debug)]
 pub struct Factor {
     rho: f32,
-    /// L⁻¹ (d × d, row-major, lower triangular).
-    lower_inverse: Vec<f32>,
-    /// B = L⁻¹ A (d × p), row-major.
-    whitened: Vec<f32>,
-    /// B column by column (`matmul::columns_of`), for gemm's residual products; None where B is
-    /// packed, which then takes them.
-    whitened_columns: Option<Vec<f32>>,
-    /// B packed both ways (`packed::PackedMatrix`), None where gemm computes.
-    whitened_packed: Option<PackedMatrix>,
+    /// L⁻¹ (d × d, lower triangular), packed for R · L⁻¹ (per row L⁻ᵀ r).
+    lower_inverse: PackedMatrix,
+    /// B = L⁻¹ A (d × p), packed both ways.
+    whitened: PackedMatrix,
 }
 
 impl Factor {
     /// The factor of A (d × p); None when ρI + AAᵀ is not numerically positive definite (a NaN
     /// in A), so the caller keeps FISTA.
     pub fn new(a: &[f32], d: usize, p: usize) -> Option<Self> {
-        // AAᵀ through the blocked product (row i of "Z" is row i of A), symmetrised in f64.
-        let mut aat = vec![0f32; d * d];
-        residual_product(a, d, p, a, &vec![0f32; d * d], &mut aat);
+        // AAᵀ in the products' order, symmetrised in f64.
+        let aat = gram(a, d, p);
         let mut k: Vec<f64> = (0..d * d)
             .map(|ij| (aat[ij] as f64 + aat[(ij % d) * d + ij / d] as f64) / 2.0)
             .collect();
@@ -89,26 +79,12 @@ impl Factor {
             .collect();
         // B = L⁻¹ A: row c of the product R · A with R = L⁻¹ (d rows).
         let mut whitened = vec![0f32; d * p];
-        transpose_product(a, d, p, &lower_inverse, &mut whitened);
-        let whitened_packed = PackedMatrix::both(&whitened, d, p);
-        let whitened_columns = whitened_packed
-            .is_none()
-            .then(|| columns_of(&whitened, d, p));
+        PackedMatrix::times_only(a, d, p).transpose_product(&lower_inverse, &mut whitened);
         Some(Self {
             rho: rho as f32,
-            lower_inverse,
-            whitened,
-            whitened_columns,
-            whitened_packed,
+            lower_inverse: PackedMatrix::times_only(&lower_inverse, d, d),
+            whitened: PackedMatrix::both(&whitened, d, p),
         })
-    }
-
-    /// B in the layouts kept: packed, or row and column by column.
-    fn whitened(&self) -> Layouts<'_> {
-        match &self.whitened_columns {
-            Some(columns) => Layouts::both(&self.whitened, columns),
-            None => Layouts::rows(&self.whitened).with_packed(self.whitened_packed.as_ref()),
-        }
     }
 
     /// ρ, the penalty of the constraint z = v.
@@ -177,10 +153,10 @@ fn cholesky_lower_inverse(mut k: Vec<f64>, n: usize) -> Option<Vec<f64>> {
 
 /// The LASSO codes (rows of p) of `images` (rows of d): each row stops at the first check where
 /// its relative duality gap is at most `tolerance` (> 0), or after `iterations`, whichever
-/// comes first; `like` as in `fista::encode_like`.
+/// comes first; A packed both ways.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
-    a: Layouts,
+    a: &PackedMatrix,
     factor: &Factor,
     d: usize,
     p: usize,
@@ -188,10 +164,8 @@ pub fn encode(
     lam: f32,
     iterations: u32,
     tolerance: f32,
-    like: usize,
 ) -> (Vec<f32>, EncodeStats) {
     let total = images.len() / d;
-    let like = like.max(total);
     let (rho, alpha) = (factor.rho, RELAXATION);
     let mut out = vec![0f32; total * p];
     let mut stats = EncodeStats {
@@ -199,9 +173,9 @@ pub fn encode(
         admm_rows: total,
         ..EncodeStats::default()
     };
-    let mut batch = Batch::new(a, d, p, images, like);
+    let mut batch = Batch::new(a, d, p, images);
     for iteration in 1..=iterations {
-        batch.step(factor, d, p, lam, like, alpha, rho);
+        batch.step(factor, d, p, lam, alpha, rho);
         if iteration % CHECK_EVERY == 0 || iteration == iterations {
             let last = iteration == iterations;
             let check = Check {
@@ -209,7 +183,7 @@ pub fn encode(
                 last,
                 iteration,
             };
-            batch.finish_converged((a, factor), d, p, lam, like, check, &mut out, &mut stats);
+            batch.finish_converged((a, factor), d, p, lam, check, &mut out, &mut stats);
             if batch.index.is_empty() {
                 break;
             }
@@ -250,10 +224,10 @@ struct Batch {
 }
 
 impl Batch {
-    fn new(a: Layouts, d: usize, p: usize, images: &[f32], like: usize) -> Self {
+    fn new(a: &PackedMatrix, d: usize, p: usize, images: &[f32]) -> Self {
         let rows = images.len() / d;
         let mut atx = vec![0f32; rows * p];
-        transpose_product_like(a, d, p, images, &mut atx, like);
+        a.transpose_product(images, &mut atx);
         Self {
             index: (0..rows).collect(),
             x: images.to_vec(),
@@ -269,16 +243,7 @@ impl Batch {
     /// One relaxed ADMM iteration on every active row, leaving the quadratic step's B q and
     /// AᵀA z in `quadratic`.
     #[allow(clippy::too_many_arguments)]
-    fn step(
-        &mut self,
-        factor: &Factor,
-        d: usize,
-        p: usize,
-        lam: f32,
-        like: usize,
-        alpha: f32,
-        rho: f32,
-    ) {
+    fn step(&mut self, factor: &Factor, d: usize, p: usize, lam: f32, alpha: f32, rho: f32) {
         let rows = self.index.len();
         let Quadratic { bq, at_az } = &mut self.quadratic;
         for (values, width) in [(&mut self.q, p), (&mut self.zeros, d), (bq, d), (at_az, p)] {
@@ -289,8 +254,8 @@ impl Batch {
             .zip(self.atx.par_iter().zip(self.v.par_iter().zip(&self.u)))
             .for_each(|(q, (&b, (&v, &u)))| *q = b + rho * (v - u));
         let (q, zeros) = (&self.q, &self.zeros);
-        residual_product_like(factor.whitened(), d, p, q, zeros, bq, like);
-        transpose_product_like(factor.whitened(), d, p, bq, at_az, like);
+        factor.whitened.residual_product(q, zeros, bq);
+        factor.whitened.transpose_product(bq, at_az);
         let threshold = lam / rho;
         self.v
             .par_iter_mut()
@@ -312,11 +277,10 @@ impl Batch {
     #[allow(clippy::too_many_arguments)]
     fn finish_converged(
         &mut self,
-        (a, factor): (Layouts, &Factor),
+        (a, factor): (&PackedMatrix, &Factor),
         d: usize,
         p: usize,
         lam: f32,
-        like: usize,
         check: Check,
         out: &mut [f32],
         stats: &mut EncodeStats,
@@ -328,15 +292,16 @@ impl Batch {
         } = check;
         let rows = self.index.len();
         let mut residual = vec![0f32; rows * d];
-        residual_product_like(a, d, p, &self.v, &self.x, &mut residual, like);
+        a.residual_product(&self.v, &self.x, &mut residual);
         let objective = lasso_objective(&residual, &self.v, d, p, lam);
         let minus = |a: &[f32], b: &[f32]| -> Vec<f32> {
             a.par_iter().zip(b).map(|(a, b)| a - b).collect()
         };
         let mut az = vec![0f32; rows * d];
         let quadratic = &self.quadratic;
-        let lower_inverse = Layouts::rows(&factor.lower_inverse);
-        transpose_product_like(lower_inverse, d, d, &quadratic.bq, &mut az, like);
+        factor
+            .lower_inverse
+            .transpose_product(&quadratic.bq, &mut az);
         let residual_z = minus(&az, &self.x);
         let grad_z = minus(&quadratic.at_az, &self.atx);
         let gaps = relative_gaps(&residual_z, &grad_z, &self.x, &objective, d, p, lam);
@@ -415,11 +380,11 @@ mod tests {
             let f = Factor::new(&a, d, p).expect("positive definite");
             let rho = f.rho() as f64;
             let mut bq = vec![0f32; 2 * d];
-            residual_product(&f.whitened, d, p, &q, &vec![0f32; 2 * d], &mut bq);
+            f.whitened.residual_product(&q, &vec![0f32; 2 * d], &mut bq);
             let mut btbq = vec![0f32; 2 * p];
-            transpose_product(&f.whitened, d, p, &bq, &mut btbq);
+            f.whitened.transpose_product(&bq, &mut btbq);
             let mut az = vec![0f32; 2 * d];
-            transpose_product(&f.lower_inverse, d, d, &bq, &mut az);
+            f.lower_inverse.transpose_product(&bq, &mut az);
             for r in 0..2 {
                 let z: Vec<f64> = (0..p)
                     .map(|k| (q[r * p + k] as f64 - btbq[r * p + k] as f64) / rho)

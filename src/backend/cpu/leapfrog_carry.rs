@@ -14,19 +14,17 @@
 use rayon::prelude::*;
 
 use super::gradient_step::chain_value as chain_step;
-use super::{matmul, packed, CpuBackend, EnergyKernel};
+use super::{packed, CpuBackend};
 use crate::methods::Method;
-use crate::model::{Laplace, Prior};
+use crate::model::Prior;
 
 /// Coordinates whose sign changes the drift looks for at once.
 const FLIP_BLOCK: usize = 64;
 
 /// The carried images of one run's chains (rows of d) and the Gram matrix they move by.
 pub struct LeapfrogCarry {
-    /// AAᵀ (d × d, symmetric), computed once.
-    gram: Vec<f32>,
-    /// AAᵀ packed (`packed::PackedMatrix`), None where gemm computes.
-    gram_packed: Option<packed::PackedMatrix>,
+    /// AAᵀ (d × d, symmetric), computed once and packed for W · AAᵀ.
+    gram: packed::PackedMatrix,
     /// A r per chain: the momentum's image.
     momentum_image: Vec<f32>,
     /// A ∇prior(z) per chain.
@@ -39,7 +37,7 @@ pub struct LeapfrogCarry {
     steps_done: u32,
     /// The prior whose gradient the drift follows, while this trajectory is carried (set at its
     /// momentum draw; None: it recomputes).
-    prior: Option<Laplace>,
+    prior: Option<Prior>,
 }
 
 /// Whether carrying saves products: a trajectory of L steps costs 2L d × p products
@@ -50,29 +48,29 @@ pub fn saves_products(d: usize, p: usize, leapfrog_steps: u32) -> bool {
 }
 
 impl CpuBackend {
-    /// The shared Laplace prior when the carry applies to this run's HMC: a fixed σ² (no learned
-    /// precision, whose scale changes the drift), no minibatch mixture, the products by gemm.
-    fn carried_prior(&self) -> Option<Laplace> {
-        let Prior::Laplace(laplace) = self.target.prior else {
+    /// The shared prior when the carry applies to this run's HMC: one whose gradient follows the
+    /// sign (Laplace's), a fixed σ² (no learned precision, whose scale changes the drift), a
+    /// likelihood linear in the residual (not the mixture), the products rmld's own
+    /// (not OpenBLAS's).
+    fn carried_prior(&self) -> Option<Prior> {
+        let prior = self.target.prior;
+        if !prior.gradient_follows_sign() {
             return None;
-        };
-        let mixture_ok = !matches!(
-            self.mixture.as_ref().map(|m| &m.kernel),
-            Some(EnergyKernel::Mixture(_))
-        );
+        }
+        let mixture_ok = self.likelihood.is_linear_in_residual();
         #[cfg(feature = "blas")]
-        let gemm = !self.blas_products;
+        let own_products = !self.blas_products;
         #[cfg(not(feature = "blas"))]
-        let gemm = true;
+        let own_products = true;
         let (d, p) = (self.target.d(), self.target.p());
         (self.leapfrog_carry
-            && gemm
+            && own_products
             && mixture_ok
             && self.settings.method == Method::Hmc
             && self.prior_state.is_none()
             && self.precision.is_none()
             && saves_products(d, p, self.settings.leapfrog_steps))
-        .then_some(laplace)
+        .then_some(prior)
     }
 
     /// Whether the current (or last) HMC trajectory carried its residual (`leapfrog_carry`).
@@ -83,7 +81,7 @@ impl CpuBackend {
 
     /// At the momentum draw: A r₀, A ∇prior(X) and A ∇U(X); Z's residual starts at X's.
     pub(super) fn start_carry(&mut self) {
-        let Some(laplace) = self.carried_prior() else {
+        let Some(prior) = self.carried_prior() else {
             if let Some(c) = &mut self.carry {
                 c.prior = None;
             }
@@ -91,10 +89,9 @@ impl CpuBackend {
         };
         let (d, p, chains) = (self.target.d(), self.target.p(), self.chains);
         let mut carry = self.carry.take().unwrap_or_else(|| {
-            let gram = matmul::gram(&self.target.dictionary.a, d, p);
+            let gram = packed::gram(&self.target.dictionary.a, d, p);
             LeapfrogCarry {
-                gram_packed: packed::PackedMatrix::times_only(&gram, d, d),
-                gram,
+                gram: packed::PackedMatrix::times_only(&gram, d, d),
                 momentum_image: vec![0.0; chains * d],
                 prior_image: vec![0.0; chains * d],
                 gradient_image: vec![0.0; chains * d],
@@ -104,12 +101,12 @@ impl CpuBackend {
             }
         });
         carry.steps_done = 0;
-        carry.prior = Some(laplace);
+        carry.prior = Some(prior);
         self.residual_product(&self.momentum, &carry.zeros, &mut carry.momentum_image);
-        let prior_gradient: Vec<f32> = self.x.par_iter().map(|&x| laplace.gradient(x)).collect();
+        let prior_gradient: Vec<f32> = self.x.par_iter().map(|&x| prior.gradient(x)).collect();
         self.residual_product(&prior_gradient, &carry.zeros, &mut carry.prior_image);
         self.z_residual.copy_from_slice(&self.x_residual);
-        let scaled = match &self.mixture {
+        let scaled = match &self.cached {
             Some(m) => &m.x_scaled,
             None => &self.x_residual,
         };
@@ -121,13 +118,12 @@ impl CpuBackend {
     fn set_gradient_image(&self, scaled: &[f32], carry: &mut LeapfrogCarry) {
         let d = self.target.d();
         let kappa = self.gradient_inv_sigma2()[0];
-        let gram = matmul::Layouts::rows(&carry.gram).with_packed(carry.gram_packed.as_ref());
         let out = &mut carry.gradient_image;
         for (w, out) in scaled
             .chunks(self.chunk * d)
             .zip(out.chunks_mut(self.chunk * d))
         {
-            matmul::transpose_product_like(gram, d, d, w, out, self.like_rows());
+            carry.gram.transpose_product(w, out);
         }
         out.par_iter_mut()
             .zip(carry.prior_image.par_iter())
@@ -139,7 +135,7 @@ impl CpuBackend {
     /// A ∇prior(z) plus the columns of the coordinates whose prior gradient changed.
     pub(super) fn carried_drift(&mut self, steps: &[f32]) {
         let (d, p) = (self.target.d(), self.target.p());
-        let Some((carry, laplace)) = self.carry.as_mut().and_then(|c| c.prior.map(|l| (c, l)))
+        let Some((carry, carried)) = self.carry.as_mut().and_then(|c| c.prior.map(|l| (c, l)))
         else {
             return;
         };
@@ -181,7 +177,7 @@ impl CpuBackend {
                         continue;
                     }
                     for (i, (&after, &b)) in z.iter().zip(&*before).enumerate() {
-                        let change = laplace.gradient(after) - laplace.gradient(b);
+                        let change = carried.gradient(after) - carried.gradient(b);
                         if change != 0.0 {
                             let j = block * FLIP_BLOCK + i;
                             let column = &columns[j * d..(j + 1) * d];
@@ -212,18 +208,18 @@ impl CpuBackend {
             return self.proposal_state();
         }
         let mut gradient = std::mem::take(&mut self.z_gradient);
-        let mut mixture = self.mixture.take();
-        let out = mixture
+        let mut cached = self.cached.take();
+        let out = cached
             .as_mut()
-            .map(|m| (&m.kernel, &mut m.z_energy[..], &mut m.z_scaled[..]));
+            .map(|m| (&mut m.z_energy[..], &mut m.z_scaled[..]));
         self.gradient_from_residual(&self.z, &self.z_residual, &mut gradient, out);
         self.z_gradient = gradient;
-        let scaled = match &mixture {
+        let scaled = match &cached {
             Some(m) => &m.z_scaled,
             None => &self.z_residual,
         };
         self.set_gradient_image(scaled, &mut carry);
-        self.mixture = mixture;
+        self.cached = cached;
         self.carry = Some(carry);
     }
 

@@ -3,8 +3,8 @@
 use rayon::prelude::*;
 
 use crate::methods::MhTerms;
-use crate::model::likelihood::gaussian::energy_difference_row;
-use crate::model::Prior;
+use crate::model::likelihood::{chain_value, TermsInputs};
+use crate::model::{Likelihood, Prior};
 use crate::rng::{Purpose, Stream};
 
 /// The chain state a proposal is judged by: position, cached residual A x − xbar, full gradient.
@@ -30,76 +30,55 @@ pub struct Kinetic<'a> {
     pub first_chain: u32,
 }
 
-/// Per chain: U(X), U(Z) − U(X) as one reduction, the two proposal norms with Δ (eta·T for RMLD,
-/// h for MALA), and with `kinetic` ½||r_L||² − ½||r_0||² as one reduction of per-element
-/// differences. `inv_sigma2` is 1/σ². With `energies` (the mixture target's data terms at X and
-/// at Z, C each) the energy terms are those plus the prior's, the difference of the two.
-#[allow(clippy::too_many_arguments)]
-pub fn mh_terms(
-    current: &ChainView,
-    proposal: &ChainView,
-    d: usize,
-    p: usize,
-    prior: &Prior,
-    inv_sigma2: f32,
-    delta: f32,
-    kinetic: Option<&Kinetic>,
-    energies: Option<(&[f32], &[f32])>,
-) -> Vec<MhTerms> {
-    mh_terms_with(
-        current,
-        proposal,
-        d,
-        p,
-        prior,
-        None,
-        &[inv_sigma2],
-        false,
-        &[delta],
-        kinetic,
-        energies,
-    )
+/// What the MH terms read besides the chain states: the prior (with its per-chain state, SSGL's),
+/// the likelihood (with its cached energies at X and Z, where it keeps them), its precision (one
+/// value, or one per chain), and Δ (one value, or one per chain: per-class step sizes).
+pub struct TermsModel<'a> {
+    /// The prior.
+    pub prior: &'a Prior,
+    /// Its latent state, `Prior::state_width(p)` values per chain.
+    pub prior_state: Option<&'a [f32]>,
+    /// The likelihood.
+    pub likelihood: &'a Likelihood,
+    /// Its cached energies at X and at Z (C each).
+    pub energies: Option<(&'a [f32], &'a [f32])>,
+    /// 1/σ², or with `preconditioned` √τ per chain.
+    pub precision: &'a [f32],
+    /// `--noise gibbs`: the terms are those of the chain in noise units w = √τ·x:
+    /// U = √τ·(½·√τ·||r||² + prior(x)), and the proposal norms take the step √τ·(z − x) with the
+    /// gradients (already in noise units).
+    pub preconditioned: bool,
+    /// Δ of the proposal norms: eta·T for RMLD, h for MALA.
+    pub deltas: &'a [f32],
 }
 
-/// `mh_terms` with the prior's per-chain state (SSGL's, `ssgl::stride(p)` values per chain) and
-/// the likelihood's precision per chain (`inv_sigma2`: one value, or one per chain), and Δ as one
-/// value or one per chain (`deltas`: per-class step sizes).
-/// `preconditioned` (`--noise gibbs`): `inv_sigma2` holds √τ per chain and the terms are those
-/// of the chain in noise units w = √τ·x: U = √τ·(½·√τ·||r||² + prior(x)), and the proposal
-/// norms take the step √τ·(z − x) with the gradients (already in noise units).
-#[allow(clippy::too_many_arguments)]
+/// Per chain: U(X) and U(Z) − U(X) (the likelihood's `energy_terms` with the prior's, each one
+/// reduction of per-element differences where it has such a form), the two proposal norms with
+/// Δ, and with `kinetic` ½||r_L||² − ½||r_0||² as one reduction of per-element differences.
 pub fn mh_terms_with(
     current: &ChainView,
     proposal: &ChainView,
-    d: usize,
-    p: usize,
-    prior: &Prior,
-    state: Option<&[f32]>,
-    inv_sigma2: &[f32],
-    preconditioned: bool,
-    deltas: &[f32],
+    (d, p): (usize, usize),
+    model: &TermsModel,
     kinetic: Option<&Kinetic>,
-    energies: Option<(&[f32], &[f32])>,
 ) -> Vec<MhTerms> {
     let chains = current.position.len() / p;
-    (0..chains)
+    let parts: Vec<([f32; 2], [f32; 3])> = (0..chains)
         .into_par_iter()
         .map(|c| {
             let x = &current.position[c * p..(c + 1) * p];
             let z = &proposal.position[c * p..(c + 1) * p];
-            let rx = &current.residual[c * d..(c + 1) * d];
-            let rz = &proposal.residual[c * d..(c + 1) * d];
             let gx = &current.gradient[c * p..(c + 1) * p];
             let gz = &proposal.gradient[c * p..(c + 1) * p];
-            let prior = prior.row(state, c, p);
-            let inv_sigma2 = super::gradient_step::chain_value(inv_sigma2, c);
-            let delta = super::gradient_step::chain_value(deltas, c);
+            let prior = model.prior.row(model.prior_state, c, p);
+            let precision = chain_value(model.precision, c);
+            let delta = chain_value(model.deltas, c);
             let prior_x = prior.energy(x);
             let mut forward = 0f32;
             let mut reverse = 0f32;
             for j in 0..p {
-                let step = if preconditioned {
-                    (z[j] - x[j]) * inv_sigma2
+                let step = if model.preconditioned {
+                    (z[j] - x[j]) * precision
                 } else {
                     z[j] - x[j]
                 };
@@ -108,46 +87,54 @@ pub fn mh_terms_with(
                 forward += f * f;
                 reverse += r * r;
             }
-            let kinetic_difference = kinetic.map_or(0.0, |k| {
-                let mut r0 = vec![0f32; p];
-                Stream::new(
-                    k.seed,
-                    k.first_chain + c as u32,
-                    k.outer,
-                    0,
-                    Purpose::Momentum,
-                )
-                .fill_normal(&mut r0);
-                let r_last = &k.momentum[c * p..(c + 1) * p];
-                0.5 * r_last
-                    .iter()
-                    .zip(&r0)
-                    .map(|(&a, &b)| (a - b) * (a + b))
-                    .sum::<f32>()
-            });
-            let (energy_current, energy_difference) = match energies {
-                Some((ex, ez)) => (
-                    ex[c] + prior_x,
-                    (ez[c] - ex[c]) + prior.energy_difference(z, x),
-                ),
-                None => {
-                    let fit: f32 = rx.iter().map(|v| v * v).sum();
-                    let current = 0.5 * fit * inv_sigma2 + prior_x;
-                    let difference = energy_difference_row(rz, rx, z, x, &prior, inv_sigma2);
-                    if preconditioned {
-                        (inv_sigma2 * current, inv_sigma2 * difference)
-                    } else {
-                        (current, difference)
-                    }
-                }
-            };
-            MhTerms {
-                energy_current,
-                energy_difference,
-                forward_norm: forward,
-                reverse_norm: reverse,
-                kinetic_difference,
-            }
+            let kinetic_difference = kinetic.map_or(0.0, |k| k.difference(c, p));
+            let prior_terms = [prior_x, prior.energy_difference(z, x)];
+            (prior_terms, [forward, reverse, kinetic_difference])
         })
+        .collect();
+    let prior: Vec<(f32, f32)> = parts.iter().map(|([x, dz], _)| (*x, *dz)).collect();
+    let energies = model.likelihood.energy_terms(&TermsInputs {
+        residuals: (
+            &current.residual[..chains * d],
+            &proposal.residual[..chains * d],
+        ),
+        energies: model.energies,
+        prior: &prior,
+        precision: model.precision,
+        preconditioned: model.preconditioned,
+    });
+    parts
+        .iter()
+        .zip(energies)
+        .map(
+            |((_, [forward, reverse, kinetic]), (current, difference))| MhTerms {
+                energy_current: current,
+                energy_difference: difference,
+                forward_norm: *forward,
+                reverse_norm: *reverse,
+                kinetic_difference: *kinetic,
+            },
+        )
         .collect()
+}
+
+impl Kinetic<'_> {
+    /// Chain c's ½||r_L||² − ½||r_0||², r_0 drawn again from its stream.
+    fn difference(&self, c: usize, p: usize) -> f32 {
+        let mut r0 = vec![0f32; p];
+        Stream::new(
+            self.seed,
+            self.first_chain + c as u32,
+            self.outer,
+            0,
+            Purpose::Momentum,
+        )
+        .fill_normal(&mut r0);
+        let r_last = &self.momentum[c * p..(c + 1) * p];
+        0.5 * r_last
+            .iter()
+            .zip(&r0)
+            .map(|(&a, &b)| (a - b) * (a + b))
+            .sum::<f32>()
+    }
 }

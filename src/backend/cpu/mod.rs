@@ -1,6 +1,6 @@
 //! The CPU backend: chains as row blocks, the two products per step against the packed dictionary
-//! (`packed`; the `gemm` crate where AVX-512F is missing) and the element-wise kernels (the CPU
-//! twins of the WGSL, named alike) through rayon.
+//! (`packed`: one summation order on every CPU path) and the element-wise kernels (the CPU twins
+//! of the WGSL, named alike) through rayon.
 
 #[cfg(feature = "blas")]
 pub mod blas;
@@ -14,20 +14,15 @@ pub mod matmul;
 pub mod mh_terms;
 pub mod packed;
 pub mod select;
-pub mod ssgl;
-pub mod tangent;
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
-use super::kernel_hmc::cpu::{kernel_energy, mixture_residual, StepParams, StepScratch};
-use super::kernel_hmc::ChainInfo;
-use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use super::{Backend, BackendInfo, DynamicsSettings, Encode, MhTerms, ModelState, Tuning};
 use crate::methods::ChainOp;
-use crate::model::{Likelihood, TangentBasis, Target};
+use crate::model::likelihood::StepDraw;
+use crate::model::{Likelihood, Target};
 use crate::{Error, Result};
-use mh_terms::{ChainView, Kinetic};
+use mh_terms::{ChainView, Kinetic, TermsModel};
 
 /// Chain state on the host: current (x, residual, gradient), proposal alike, and scratch.
 pub struct CpuBackend {
@@ -46,11 +41,12 @@ pub struct CpuBackend {
     ybar: Vec<f32>,
     step_residual: Vec<f32>,
     lipschitz: Option<f32>,
-    /// A column by column (`matmul::columns_of`), which the residual products read in place.
+    /// A column by column (`matmul::columns_of`), for the leapfrog carry's sign flips.
     a_columns: Vec<f32>,
-    /// A packed both ways (`packed::PackedMatrix`), which then takes both products; None where
-    /// the packed kernel cannot run (gemm computes).
-    a_packed: Option<packed::PackedMatrix>,
+    /// A packed both ways (`packed::PackedMatrix`), which takes both products.
+    a_packed: packed::PackedMatrix,
+    /// The products' kernels (`RMLD_CPU_PATH`), for the report.
+    cpu_path: packed::CpuPath,
     /// `encode`'s relative duality-gap stop (0: every iteration), and its counts so far.
     lasso_tolerance: f32,
     encode_stats: fista::EncodeStats,
@@ -58,15 +54,17 @@ pub struct CpuBackend {
     /// (`Some(None)`: not positive definite, so FISTA encodes).
     admm_factor: Option<Option<lasso_admm::Factor>>,
     chunk: usize,
-    /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
-    caches_energy: bool,
-    mixture: Option<Mixture>,
+    /// The likelihood, as data: what the residuals subtract, its step and energy passes.
+    likelihood: Likelihood,
+    /// Its cached energies and scaled residuals, for a likelihood that keeps them.
+    cached: Option<Cached>,
     /// Seconds per `CpuPhase` since timing was switched on (`with_phase_timing`).
     phase_seconds: Option<[f64; CpuPhase::COUNT]>,
     /// The step's products by the system OpenBLAS (`with_blas_products`; measuring only).
     #[cfg(feature = "blas")]
     blas_products: bool,
-    /// The SSGL prior's latent state (`ssgl::stride(p)` values per chain), None for Laplace.
+    /// The prior's latent state (`Prior::state_width(p)` values per chain), None for a prior
+    /// without state.
     prior_state: Option<Vec<f32>>,
     /// The learned noise precision τ per chain (`--noise gibbs`), None for a fixed σ².
     precision: Option<Vec<f32>>,
@@ -103,28 +101,18 @@ impl CpuPhase {
     pub const COUNT: usize = 7;
 }
 
-/// What turns A· (mixture) or A· − a (tangent) into a per-chain energy and scaled residual.
-enum EnergyKernel {
-    /// The mixture's kernels' chain info: −log Σ_i exp(−||A· − x_i||²/(2σ²)) and
-    /// (A· − Σ_i w_i x_i)/σ².
-    Mixture(Vec<ChainInfo>),
-    /// The tangent bases and 1/σ²: ½ rᵀ C⁻¹ r and C⁻¹ r with r = A· − a.
-    Tangent(Arc<TangentBasis>, f32),
-}
-
-/// The cached-energy targets' per-chain state (mixture and tangent): the energy kernel and, at X
-/// and at Z, the energy's data term and the scaled residual the gradient products read.
-struct Mixture {
-    kernel: EnergyKernel,
+/// A likelihood's cached state (mixture, tangent): at X and at Z, the energy's data term and the
+/// scaled residual the gradient products read.
+struct Cached {
     x_energy: Vec<f32>,
     z_energy: Vec<f32>,
     x_scaled: Vec<f32>,
     z_scaled: Vec<f32>,
 }
 
-/// The energy kernel, and where `residual_and_gradient` leaves its energies (C) and scaled
-/// residuals (C × d).
-type MixtureOut<'a> = Option<(&'a EnergyKernel, &'a mut [f32], &'a mut [f32])>;
+/// Where `residual_and_gradient` leaves a likelihood's cached energies (C) and scaled residuals
+/// (C × d), for a likelihood that keeps them.
+type CachedOut<'a> = Option<(&'a mut [f32], &'a mut [f32])>;
 
 impl CpuBackend {
     /// A backend for `chains` chains of `target`, all positions zero until loaded.
@@ -141,36 +129,24 @@ impl CpuBackend {
     /// [`Self::new`] that reports a class layout for another number of chains as an error.
     pub fn try_new(target: Arc<Target>, settings: DynamicsSettings, chains: usize) -> Result<Self> {
         let (d, p) = (target.d(), target.p());
+        let cpu_path = packed::CpuPath::selected()?;
         let chain_rows = target.chain_rows(chains)?;
-        let cached = |kernel| Mixture {
-            kernel,
+        let likelihood = target.likelihood(chains)?;
+        let prior_state = target.initial_prior_state(&likelihood, chains)?;
+        // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
+        // a gathered minibatch mean, or the offset itself.
+        let xbar_rows = likelihood.offsets().to_vec();
+        let ybar = if likelihood.gathers() {
+            vec![0.0; chains * d]
+        } else {
+            xbar_rows.clone()
+        };
+        let cached = likelihood.caches_energy().then(|| Cached {
             x_energy: vec![0.0; chains],
             z_energy: vec![0.0; chains],
             x_scaled: vec![0.0; chains * d],
             z_scaled: vec![0.0; chains * d],
-        };
-        // Each chain's residual subtracts its mean, nothing (the mixture keeps A X), or its anchor.
-        let likelihood = target.likelihood(chains)?;
-        let caches_energy = likelihood.caches_energy();
-        let prior_state = target.initial_prior_state(&likelihood, chains)?;
-        // What each chain's residual subtracts (xbar_rows), and the step residual's start (ybar):
-        // a gathered minibatch mean for the Gaussian, zero for the mixture (A Z), the anchors for
-        // the tangent target (A Z − a).
-        let zeros = || vec![0.0; chains * d];
-        let (xbar_rows, ybar, mixture) = match likelihood {
-            Likelihood::Gaussian { means } => (means, zeros(), None),
-            Likelihood::Mixture { info } => {
-                (zeros(), zeros(), Some(cached(EnergyKernel::Mixture(info))))
-            }
-            Likelihood::Tangent {
-                anchors,
-                basis,
-                inv_sigma2,
-            } => {
-                let kernel = EnergyKernel::Tangent(basis, inv_sigma2);
-                (anchors.clone(), anchors, Some(cached(kernel)))
-            }
-        };
+        });
         Ok(CpuBackend {
             settings,
             chains,
@@ -188,12 +164,13 @@ impl CpuBackend {
             lipschitz: None,
             a_columns: matmul::columns_of(&target.dictionary.a, d, p),
             a_packed: packed::PackedMatrix::both(&target.dictionary.a, d, p),
+            cpu_path,
             lasso_tolerance: 0.0,
             encode_stats: fista::EncodeStats::default(),
             admm_factor: None,
             chunk: chains.max(1),
-            caches_energy,
-            mixture,
+            likelihood,
+            cached,
             phase_seconds: None,
             #[cfg(feature = "blas")]
             blas_products: false,
@@ -244,19 +221,8 @@ impl CpuBackend {
         out
     }
 
-    /// The rows the products are computed as: the whole run's chains in a shard that runs its
-    /// products at once (`DynamicsSettings::run_chains`), so its chains get the single run's
-    /// numbers; 0 (none) otherwise.
-    fn like_rows(&self) -> usize {
-        if self.chunk >= self.chains() {
-            self.settings.run_chains as usize
-        } else {
-            0
-        }
-    }
-
     /// Runs the products (residual, transpose, full gradient) on the system OpenBLAS instead of
-    /// gemm: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
+    /// the packed kernels: for `rmld bench`'s roofline only. Draws then differ in their last bits and a row's
     /// sums may depend on the chain count (OpenBLAS picks kernels by shape), so sampling never
     /// uses it.
     #[cfg(feature = "blas")]
@@ -268,10 +234,9 @@ impl CpuBackend {
     /// Per chain A z − y, block by block.
     fn residual_product(&self, z: &[f32], y: &[f32], out: &mut [f32]) {
         let (d, p) = (self.target.d(), self.target.p());
-        let a = self.a_layouts();
         #[cfg(feature = "blas")]
         if self.blas_products {
-            blas::residual_product(a.rows, d, p, z, out);
+            blas::residual_product(&self.target.dictionary.a, d, p, z, out);
             out.par_chunks_mut(d)
                 .zip(y.par_chunks(d))
                 .for_each(|(o, y)| o.iter_mut().zip(y).for_each(|(o, y)| *o -= y));
@@ -279,26 +244,20 @@ impl CpuBackend {
         }
         let blocks = z.chunks(self.chunk * p).zip(y.chunks(self.chunk * d));
         for ((z, y), out) in blocks.zip(out.chunks_mut(self.chunk * d)) {
-            matmul::residual_product_like(a, d, p, z, y, out, self.like_rows());
+            self.a_packed.residual_product(z, y, out);
         }
-    }
-
-    /// A row by row, column by column and packed.
-    fn a_layouts(&self) -> matmul::Layouts<'_> {
-        matmul::Layouts::both(&self.target.dictionary.a, &self.a_columns)
-            .with_packed(self.a_packed.as_ref())
     }
 
     /// Per chain Aᵀ r, block by block.
     fn transpose_product(&self, r: &[f32], out: &mut [f32]) {
-        let (d, p, a) = (self.target.d(), self.target.p(), self.a_layouts());
+        let (d, p) = (self.target.d(), self.target.p());
         #[cfg(feature = "blas")]
         if self.blas_products {
-            blas::transpose_product(a.rows, d, p, r, out);
+            blas::transpose_product(&self.target.dictionary.a, d, p, r, out);
             return;
         }
         for (r, out) in r.chunks(self.chunk * d).zip(out.chunks_mut(self.chunk * p)) {
-            matmul::transpose_product_like(a, d, p, r, out, self.like_rows());
+            self.a_packed.transpose_product(r, out);
         }
     }
 
@@ -309,10 +268,10 @@ impl CpuBackend {
             .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32)
     }
 
-    /// 1/σ² as the gradient kernels apply it: the mixture's and the tangent target's residuals
-    /// arrive already scaled; a learned precision is one value per chain.
+    /// 1/σ² as the gradient kernels apply it: a likelihood's scaled residuals (the mixture's,
+    /// the tangent target's) arrive already scaled; a learned precision is one value per chain.
     fn gradient_inv_sigma2(&self) -> Vec<f32> {
-        if self.caches_energy {
+        if self.likelihood.caches_energy() {
             vec![1.0]
         } else {
             self.likelihood_precision()
@@ -329,53 +288,31 @@ impl CpuBackend {
         }
     }
 
-    /// Residual A·pos − xbar and full gradient ∇U(pos) for every chain; for the mixture the
-    /// residual is A·pos and `mixture` receives the energies and scaled residuals.
+    /// Residual A·pos − offset and full gradient ∇U(pos) for every chain; a likelihood that
+    /// caches its energy leaves its energies and scaled residuals in `cached`.
     fn residual_and_gradient(
         &self,
         positions: &[f32],
         residual: &mut [f32],
         gradient: &mut [f32],
-        mixture: MixtureOut,
+        cached: CachedOut,
     ) {
         self.residual_product(positions, &self.xbar_rows, residual);
-        self.gradient_from_residual(positions, residual, gradient, mixture);
+        self.gradient_from_residual(positions, residual, gradient, cached);
     }
 
-    /// The full gradient ∇U(pos) (and the cached-energy targets' energies and scaled residuals)
+    /// The full gradient ∇U(pos) (and a caching likelihood's energies and scaled residuals)
     /// from the residual already in `residual`.
     fn gradient_from_residual(
         &self,
         positions: &[f32],
         residual: &[f32],
         gradient: &mut [f32],
-        mixture: MixtureOut,
+        cached: CachedOut,
     ) {
-        match mixture {
-            Some((EnergyKernel::Mixture(info), energy, scaled)) => {
-                let d = self.target.d();
-                let observations = &self.target.observations;
-                energy
-                    .par_iter_mut()
-                    .zip(scaled.par_chunks_mut(d))
-                    .zip(residual.par_chunks(d))
-                    .zip(info.par_iter())
-                    .for_each_init(Vec::new, |weights, (((e, s), image), info)| {
-                        *e = kernel_energy(observations, info, image, s, weights);
-                    });
-                self.transpose_product(scaled, gradient);
-            }
-            Some((EnergyKernel::Tangent(basis, inv_sigma2), energy, scaled)) => {
-                let d = self.target.d();
-                energy
-                    .par_iter_mut()
-                    .zip(scaled.par_chunks_mut(d))
-                    .zip(residual.par_chunks(d))
-                    .enumerate()
-                    .for_each(|(c, ((e, s), r))| {
-                        let (q, g) = (basis.chain_basis(c), basis.chain_gamma(c));
-                        *e = tangent::tangent_energy(q, g, *inv_sigma2, r, s);
-                    });
+        match cached {
+            Some((energy, scaled)) => {
+                self.likelihood.energy(residual, energy, scaled);
                 self.transpose_product(scaled, gradient);
             }
             None => self.transpose_product(residual, gradient),
@@ -390,52 +327,19 @@ impl CpuBackend {
         );
     }
 
-    /// The mixture's minibatch residuals of step `step`, in place over A Z; the tangent target's
-    /// C⁻¹ (A Z − a), in place over A Z − a (no minibatch: its step gradient is the full one).
-    fn mixture_step_residual(&mut self, outer: u32, step: u32) {
-        let Some(m) = &self.mixture else { return };
-        let (d, s) = (self.target.d(), &self.settings);
-        let info = match &m.kernel {
-            EnergyKernel::Mixture(info) => info,
-            EnergyKernel::Tangent(basis, inv_sigma2) => {
-                self.step_residual
-                    .par_chunks_mut(d)
-                    .enumerate()
-                    .for_each(|(c, r)| {
-                        let (q, g) = (basis.chain_basis(c), basis.chain_gamma(c));
-                        tangent::tangent_step(q, g, *inv_sigma2, r);
-                    });
-                return;
-            }
-        };
-        let params = StepParams {
+    /// The likelihood's step residual of step `step`, in place over A Z − offset (the mixture's
+    /// minibatch softmax, the tangent target's C⁻¹; nothing for the Gaussian).
+    fn likelihood_step_residual(&mut self, outer: u32, step: u32) {
+        let s = &self.settings;
+        let draw = StepDraw {
             seed: s.seed,
+            first_chain: s.chain_offset,
             outer,
             step,
-            eta: s.eta,
-            noise: false,
-            noise_scale: 0.0,
+            batch: s.batch,
         };
-        let observations = &self.target.observations;
-        let batch = s.batch as usize;
-        let offset = s.chain_offset;
-        self.step_residual
-            .par_chunks_mut(d)
-            .zip(info.par_iter())
-            .enumerate()
-            .for_each_init(
-                || StepScratch::new(batch, d, false),
-                |scratch, (c, (image, info))| {
-                    mixture_residual(
-                        observations,
-                        info,
-                        offset + c as u32,
-                        &params,
-                        image,
-                        scratch,
-                    );
-                },
-            );
+        self.likelihood
+            .step_residual(&draw, &mut self.step_residual);
     }
 
     /// Runs one chain operation of a method's program (`methods::ChainOp`) on every chain;
@@ -496,12 +400,12 @@ impl CpuBackend {
         None
     }
 
-    /// Step `step` of Algorithm 1 on Z: the minibatch mean (the paper's target; the mixture's
-    /// step residual starts as A Z, the tangent target's as A Z − a, both set at construction),
-    /// the two products with the likelihood's step residual between them, and the fused update.
+    /// Step `step` of Algorithm 1 on Z: the minibatch mean (a likelihood that gathers; the
+    /// others' step residual subtracts their offset, set at construction), the two products
+    /// with the likelihood's step residual between them, and the fused update.
     fn minibatch_step(&mut self, outer: u32, step: u32) {
         let (p, s) = (self.target.p(), self.settings.clone());
-        if self.mixture.is_none() {
+        if self.likelihood.gathers() {
             self.timed(CpuPhase::Gather, |b| {
                 gather::gather_from(
                     &b.target.observations,
@@ -519,7 +423,7 @@ impl CpuBackend {
             let mut step_residual = std::mem::take(&mut b.step_residual);
             b.residual_product(&b.z, &b.ybar, &mut step_residual);
             b.step_residual = step_residual;
-            b.mixture_step_residual(outer, step);
+            b.likelihood_step_residual(outer, step);
         });
         self.timed(CpuPhase::TransposeProduct, |b| {
             let mut gradient = std::mem::take(&mut b.z_gradient);
@@ -552,12 +456,12 @@ impl CpuBackend {
             std::mem::take(&mut self.z_residual),
             std::mem::take(&mut self.z_gradient),
         );
-        let mut mixture = self.mixture.take();
-        let out = mixture
+        let mut cached = self.cached.take();
+        let out = cached
             .as_mut()
-            .map(|m| (&m.kernel, &mut m.z_energy[..], &mut m.z_scaled[..]));
+            .map(|m| (&mut m.z_energy[..], &mut m.z_scaled[..]));
         self.residual_and_gradient(&self.z, &mut residual, &mut gradient, out);
-        self.mixture = mixture;
+        self.cached = cached;
         self.z_residual = residual;
         self.z_gradient = gradient;
     }
@@ -593,34 +497,25 @@ impl CpuBackend {
             outer,
             first_chain: s.chain_offset,
         };
+        let model = TermsModel {
+            prior: &self.target.prior,
+            prior_state: self.prior_state.as_deref(),
+            likelihood: &self.likelihood,
+            energies: self
+                .cached
+                .as_ref()
+                .map(|m| (&m.x_energy[..], &m.z_energy[..])),
+            precision: &self.likelihood_precision(),
+            preconditioned: self.precision.is_some(),
+            deltas: &deltas,
+        };
         mh_terms::mh_terms_with(
             &current,
             &proposal,
-            d,
-            p,
-            &self.target.prior,
-            self.prior_state.as_deref(),
-            &self.likelihood_precision(),
-            self.precision.is_some(),
-            &deltas,
+            (d, p),
+            &model,
             kinetic.then_some(&kinetic_terms),
-            self.mixture
-                .as_ref()
-                .map(|m| (&m.x_energy[..], &m.z_energy[..])),
         )
-    }
-}
-
-impl CpuBackend {
-    /// The tangent target's k directions (k·d) and shrinkages (k) per chain, in bytes.
-    fn tangent_bytes_per_chain(&self) -> usize {
-        match &self.mixture {
-            Some(Mixture {
-                kernel: EnergyKernel::Tangent(basis, _),
-                ..
-            }) => 4 * basis.k * (self.target.d() + 1),
-            _ => 0,
-        }
     }
 }
 
@@ -633,53 +528,36 @@ impl CpuBackend {
             std::mem::take(&mut self.x_residual),
             std::mem::take(&mut self.x_gradient),
         );
-        let mut mixture = self.mixture.take();
-        let out = mixture
+        let mut cached = self.cached.take();
+        let out = cached
             .as_mut()
-            .map(|m| (&m.kernel, &mut m.x_energy[..], &mut m.x_scaled[..]));
+            .map(|m| (&mut m.x_energy[..], &mut m.x_scaled[..]));
         self.residual_and_gradient(&self.x, &mut residual, &mut gradient, out);
-        self.mixture = mixture;
+        self.cached = cached;
         self.x_residual = residual;
         self.x_gradient = gradient;
     }
 }
 
 impl Backend for CpuBackend {
-    fn set_step_size(&mut self, eta: f32) -> Result<()> {
-        self.settings.eta = eta;
-        self.chain_steps = None;
-        Ok(())
-    }
-
-    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
-        super::check_chain_steps(steps, self.chains, self.settings.method)?;
-        self.chain_steps = Some(steps.to_vec());
-        Ok(())
-    }
-
-    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
-        self.settings.leapfrog_steps = steps;
-        Ok(())
-    }
-
-    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
-        Ok((self.z.clone(), self.momentum.clone()))
-    }
-
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
             kind: "cpu".into(),
-            device: format!("CPU, {} threads", rayon::current_num_threads()),
-            // The mixture and the tangent target add their scaled residuals (2d) and energies
-            // (2); the tangent target also its k directions and shrinkages.
+            device: format!(
+                "CPU, {} threads, {} products",
+                rayon::current_num_threads(),
+                self.cpu_path.name()
+            ),
+            // A caching likelihood adds its scaled residuals (2d) and energies (2), and its
+            // per-chain data (the tangent target's k directions and shrinkages).
             bytes_per_chain: 4 * (5 * p + 5 * d)
-                + if self.mixture.is_some() {
+                + if self.cached.is_some() {
                     4 * (2 * d + 2)
                 } else {
                     0
                 }
-                + self.tangent_bytes_per_chain(),
+                + self.likelihood.reported_chain_bytes(),
         }
     }
 
@@ -701,21 +579,80 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
+        let mut terms = None;
+        for op in self.settings.method.program(&self.settings) {
+            terms = self.apply(op, outer).or(terms);
+        }
+        terms.ok_or_else(|| Error::Internal("a method's program ended without MH terms".into()))
+    }
+
+    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
+        let (d, p) = (self.target.d(), self.target.p());
+        select::select(accepted, &self.z, &mut self.x, p);
+        select::select(accepted, &self.z_gradient, &mut self.x_gradient, p);
+        select::select(accepted, &self.z_residual, &mut self.x_residual, d);
+        if let Some(m) = &mut self.cached {
+            select::select(accepted, &m.z_scaled, &mut m.x_scaled, d);
+            select::select(accepted, &m.z_energy, &mut m.x_energy, 1);
+        }
+        Ok(())
+    }
+
+    fn positions(&mut self) -> Result<Vec<f32>> {
+        Ok(self.x.clone())
+    }
+
+    fn images(&mut self) -> Result<Vec<f32>> {
+        Ok(self
+            .x_residual
+            .iter()
+            .zip(&self.xbar_rows)
+            .map(|(r, m)| r + m)
+            .collect())
+    }
+
+    super::offers_every_capability!();
+}
+
+impl Tuning for CpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        self.chain_steps = None;
+        Ok(())
+    }
+
+    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
+        super::check_chain_steps(steps, self.chains, self.settings.method)?;
+        self.chain_steps = Some(steps.to_vec());
+        Ok(())
+    }
+
+    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
+        self.settings.leapfrog_steps = steps;
+        Ok(())
+    }
+
+    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        Ok((self.z.clone(), self.momentum.clone()))
+    }
+}
+
+impl ModelState for CpuBackend {
     fn prior_update(&mut self, outer: u32) -> Result<Vec<u32>> {
-        let Some(ssgl) = self.target.prior.ssgl().copied() else {
+        let (d, p) = (self.target.d(), self.target.p());
+        let Some(mut state) = self.prior_state.take() else {
             return Err(Error::Internal(
                 "prior_update: the prior has no adaptive state".into(),
             ));
         };
-        let (d, p) = (self.target.d(), self.target.p());
-        let scalars = ssgl::UpdateScalars::new(&ssgl, outer, d, p);
-        Ok(self.timed(CpuPhase::PriorUpdate, |b| {
-            let mut state = b.prior_state.take().unwrap_or_default();
-            let status = ssgl::sa_update(&scalars, &mut state, &b.x, &b.x_residual, d, p);
+        self.timed(CpuPhase::PriorUpdate, |b| {
+            let prior = b.target.prior;
+            let status = prior.update_state(outer, &mut state, &b.x, &b.x_residual, (d, p));
             b.prior_state = Some(state);
             b.refresh_current();
             status
-        }))
+        })
     }
 
     fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
@@ -744,7 +681,7 @@ impl Backend for CpuBackend {
     }
 
     fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
-        super::check_precision(precision, self.chains, self.caches_energy)?;
+        super::check_precision(precision, self.chains, &self.likelihood)?;
         self.precision = Some(precision.to_vec());
         self.refresh_current();
         Ok(())
@@ -753,40 +690,9 @@ impl Backend for CpuBackend {
     fn noise_precision(&mut self) -> Result<Option<Vec<f32>>> {
         Ok(self.precision.clone())
     }
+}
 
-    fn propose(&mut self, outer: u32) -> Result<Vec<MhTerms>> {
-        let mut terms = None;
-        for op in self.settings.method.program(&self.settings) {
-            terms = self.apply(op, outer).or(terms);
-        }
-        terms.ok_or_else(|| Error::Internal("a method's program ended without MH terms".into()))
-    }
-
-    fn accept(&mut self, accepted: &[bool]) -> Result<()> {
-        let (d, p) = (self.target.d(), self.target.p());
-        select::select(accepted, &self.z, &mut self.x, p);
-        select::select(accepted, &self.z_gradient, &mut self.x_gradient, p);
-        select::select(accepted, &self.z_residual, &mut self.x_residual, d);
-        if let Some(m) = &mut self.mixture {
-            select::select(accepted, &m.z_scaled, &mut m.x_scaled, d);
-            select::select(accepted, &m.z_energy, &mut m.x_energy, 1);
-        }
-        Ok(())
-    }
-
-    fn positions(&mut self) -> Result<Vec<f32>> {
-        Ok(self.x.clone())
-    }
-
-    fn images(&mut self) -> Result<Vec<f32>> {
-        Ok(self
-            .x_residual
-            .iter()
-            .zip(&self.xbar_rows)
-            .map(|(r, m)| r + m)
-            .collect())
-    }
-
+impl Encode for CpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
         let (d, p) = (self.target.d(), self.target.p());
         let tolerance = self.lasso_tolerance;
@@ -797,17 +703,16 @@ impl Backend for CpuBackend {
             let factor = lasso_admm::Factor::new(&self.target.dictionary.a, d, p);
             self.admm_factor = Some(factor);
         }
-        let like = self.settings.run_chains as usize;
         let (codes, stats) = match &self.admm_factor {
             Some(Some(factor)) if admm => {
-                let a = self.a_layouts();
-                lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance, like)
+                let a = &self.a_packed;
+                lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance)
             }
             // The factor failed (a NaN in A), or no tolerance or too many rows: FISTA.
             _ => {
                 let lipschitz = self.lipschitz();
-                let a = &self.target.dictionary.a;
-                fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance, like)
+                let a = &self.a_packed;
+                fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance)
             }
         };
         self.encode_stats.add(&stats);

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use super::context::GpuContext;
-use super::kernels::{Slots, WgslStruct};
+use crate::model::wgsl::WgslStruct;
 use crate::{Error, Result};
 
 /// A storage buffer of `bytes` (rounded up to 4, at least 4) that can be copied in and out.
@@ -97,6 +97,68 @@ pub fn read_back_after(
 pub fn read_f32(context: &GpuContext, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>> {
     let bytes = read_back(context, &[(buffer, 0, 4 * len as u64)])?;
     Ok(bytemuck::pod_collect_to_vec(&bytes))
+}
+
+/// Where one family's params slots lie in a `ParamSlots` buffer (`SlotLayout::per_step` and
+/// `once`): `count` slots of `P`, `stride` bytes apart from byte `first`. Per step: slot s holds
+/// step s (dispatches name their step); once: one slot, whatever the step (the family's WGSL
+/// reads none).
+pub struct Slots<P> {
+    /// The `ParamSlots` buffer it lies in (`SlotLayout`'s number).
+    pub(super) buffer: u64,
+    first: u64,
+    stride: u64,
+    count: usize,
+    per_step: bool,
+    params: PhantomData<fn() -> P>,
+}
+
+impl<P> Clone for Slots<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Slots<P> {}
+
+impl<P> Slots<P> {
+    /// Number of slots.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The slot a dispatch at `step` reads: `step` per step, else the one slot.
+    ///
+    /// # Panics
+    /// When a per-step family has no slot `step` (a programming error; never another slot).
+    fn slot(&self, step: usize) -> usize {
+        if !self.per_step {
+            return 0;
+        }
+        assert!(
+            step < self.count,
+            "step {step} outside the {} params slots",
+            self.count
+        );
+        step
+    }
+
+    /// The dynamic offset of the slot a dispatch at `step` reads.
+    pub fn offset(&self, step: usize) -> u32 {
+        (self.first + self.slot(step) as u64 * self.stride) as u32
+    }
+
+    /// The same slots without their params type (a bound kernel keeps them so).
+    pub(super) fn untyped(self) -> Slots<()> {
+        Slots {
+            buffer: self.buffer,
+            first: self.first,
+            stride: self.stride,
+            count: self.count,
+            per_step: self.per_step,
+            params: PhantomData,
+        }
+    }
 }
 
 /// A uniform buffer of params slots: each family's slots in a section of their own (`Slots`),
@@ -237,5 +299,38 @@ impl SlotWriter<'_> {
     /// Queues the write (it takes effect at the next submission).
     pub fn finish(&self, context: &GpuContext) {
         write(context, &self.slots.buffer, 0, &self.bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots(per_step: bool) -> Slots<()> {
+        Slots {
+            buffer: 0,
+            first: 64,
+            stride: 32,
+            count: if per_step { 3 } else { 1 },
+            per_step,
+            params: PhantomData,
+        }
+    }
+
+    /// A dispatch at step s reads slot s of a per-step section, the one slot of the others.
+    #[test]
+    fn slots_give_each_step_its_own_offset() {
+        let per_step = slots(true);
+        let offsets: Vec<u32> = (0..3).map(|s| per_step.offset(s)).collect();
+        assert_eq!(offsets, [64, 96, 128]);
+        let once = slots(false);
+        assert_eq!((once.offset(0), once.offset(7)), (64, 64));
+    }
+
+    /// A step past a per-step section is refused, never another slot.
+    #[test]
+    #[should_panic(expected = "step 3 outside the 3 params slots")]
+    fn slots_refuse_a_step_past_the_section() {
+        slots(true).offset(3);
     }
 }

@@ -1,19 +1,15 @@
-//! The one wgpu device of the process: instance, adapter, device, queue and the compiled kernels.
+//! The one wgpu device of the process: instance, adapter, device, queue, and a cache of what is
+//! compiled for it.
 
+use std::any::Any;
 use std::sync::{Arc, Mutex};
 
-use super::kernels::{GemmTile, Kernels};
-use crate::model::{Laplace, Precision, Prior};
 use crate::{Error, Result};
 
-/// What a set of pipelines is compiled for: the prior's WGSL, the dictionary's storage and the
-/// products' tile.
-type KernelsKey = (&'static str, Precision, GemmTile);
+/// Something compiled for the device once and shared (`GpuContext::cached`), by its key.
+type Compiled = (String, Arc<dyn Any + Send + Sync>);
 
-/// The environment variable that overrides `GemmTile::choose`: `narrow`, `wide` or `auto`.
-pub const GEMM_TILE_VARIABLE: &str = "RMLD_GEMM_TILE";
-
-/// A device with the adapter's own limits and every pipeline compiled once.
+/// A device with the adapter's own limits; what is compiled for it is cached by key.
 pub struct GpuContext {
     /// The adapter the device came from.
     pub adapter: wgpu::Adapter,
@@ -23,17 +19,14 @@ pub struct GpuContext {
     pub queue: wgpu::Queue,
     /// The limits the device was created with (the adapter's).
     pub limits: wgpu::Limits,
-    /// The compiled pipelines and their layouts (with the Laplace prior, the default, f32 and
-    /// the narrow tile).
-    pub kernels: Arc<Kernels>,
-    /// The pipelines of other priors, precisions and tiles, compiled on first use.
-    prior_kernels: Mutex<Vec<(KernelsKey, Arc<Kernels>)>>,
+    /// What was compiled for the device (the pipelines of each model, precision and tile), by key.
+    compiled: Mutex<Vec<Compiled>>,
     info: wgpu::AdapterInfo,
 }
 
 impl GpuContext {
-    /// Finds an adapter (honouring WGPU_BACKEND and friends), creates the device with the
-    /// adapter's limits rather than wgpu's defaults, and compiles the kernels.
+    /// Finds an adapter (honouring WGPU_BACKEND and friends) and creates the device with the
+    /// adapter's limits rather than wgpu's defaults.
     pub fn new() -> Result<GpuContext> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -57,16 +50,12 @@ impl GpuContext {
         }))
         .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
         let info = adapter.get_info();
-        let kernels = scoped(&device, "compiling the kernels", || {
-            Kernels::new(&device, Prior::Laplace(Laplace { lam: 0.0 }).wgsl())
-        })?;
         Ok(GpuContext {
             adapter,
             device,
             queue,
             limits,
-            kernels: Arc::new(kernels),
-            prior_kernels: Mutex::new(Vec::new()),
+            compiled: Mutex::new(Vec::new()),
             info,
         })
     }
@@ -85,69 +74,31 @@ impl GpuContext {
         Ok(context)
     }
 
-    /// The pipelines compiled with `prior`'s WGSL, A stored in `precision` and the products'
-    /// `tile`: the default ones for Laplace, f32 and the narrow tile, others compiled once on
-    /// first use and cached by the three.
-    pub fn kernels_for(
+    /// What `build` makes, built once per `key` for this device and shared after (a failed
+    /// build is not cached). `build` runs inside the device's error scope.
+    pub fn cached<T: Any + Send + Sync>(
         &self,
-        prior: &Prior,
-        precision: Precision,
-        tile: GemmTile,
-    ) -> Result<Arc<Kernels>> {
-        let source = prior.wgsl();
-        let key = (source, precision, tile);
-        if key
-            == (
-                Prior::Laplace(Laplace { lam: 0.0 }).wgsl(),
-                Precision::F32,
-                GemmTile::Narrow,
-            )
-        {
-            return Ok(self.kernels.clone());
-        }
-        if !tile.fits(&self.limits) {
-            return Err(Error::Gpu(format!(
-                "the {} GEMM tile needs {} invocations and {} bytes of workgroup memory per \
-                 workgroup; this adapter allows {} and {}",
-                tile.name(),
-                tile.invocations(),
-                tile.workgroup_bytes(),
-                self.limits.max_compute_invocations_per_workgroup,
-                self.limits.max_compute_workgroup_storage_size
-            )));
-        }
+        key: &str,
+        what: &str,
+        build: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
         let mut cache = self
-            .prior_kernels
+            .compiled
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, kernels)) = cache.iter().find(|(k, _)| *k == key) {
-            return Ok(kernels.clone());
+        if let Some((_, found)) = cache.iter().find(|(k, _)| k == key) {
+            return Arc::clone(found)
+                .downcast::<T>()
+                .map_err(|_| Error::Internal(format!("{key} was cached as another type")));
         }
-        let kernels = Arc::new(scoped(
-            &self.device,
-            "compiling the kernels for this prior, precision and tile",
-            || Kernels::with_state(&self.device, source, prior.has_state(), precision, tile),
-        )?);
-        cache.push((key, kernels.clone()));
-        Ok(kernels)
+        let built = Arc::new(scoped(&self.device, what, build)??);
+        cache.push((key.to_string(), built.clone()));
+        Ok(built)
     }
 
-    /// The products' tile for `chains` chains: `asked` when given, else `RMLD_GEMM_TILE`'s
-    /// (`narrow`, `wide`; `auto` or unset: `GemmTile::choose` from this adapter's type and
-    /// limits). A value it cannot read is refused by name.
-    pub fn gemm_tile(&self, asked: Option<GemmTile>, chains: usize) -> Result<GemmTile> {
-        if let Some(tile) = asked {
-            return Ok(tile);
-        }
-        let chosen = GemmTile::choose(self.info.device_type, &self.limits, chains);
-        match std::env::var(GEMM_TILE_VARIABLE) {
-            Err(_) => Ok(chosen),
-            Ok(value) if value == "auto" || value.is_empty() => Ok(chosen),
-            Ok(value) => GemmTile::parse(&value).ok_or_else(|| Error::Usage {
-                field: GEMM_TILE_VARIABLE,
-                message: format!("expected narrow, wide or auto, found {value:?}"),
-            }),
-        }
+    /// The adapter's type (a real GPU, or a software renderer).
+    pub fn device_type(&self) -> wgpu::DeviceType {
+        self.info.device_type
     }
 
     /// The adapter's subgroup sizes (smallest, largest), as wgpu reports them.

@@ -111,6 +111,7 @@ pub(super) fn forward_pass(
     let count = layers.len();
     let n_out = layers.last().map_or(0, |l| l.1);
     context.checked(what, || -> Result<_> {
+        let kernels = context.kernels()?;
         let mut layout = SlotLayout::new(context);
         let slots = layout.per_step::<DenseParams>(count);
         let params = layout.build(context);
@@ -137,11 +138,11 @@ pub(super) fn forward_pass(
                 input: &tape[l],
                 output: &output,
             }
-            .bind(&context.kernels, &context.device, &params, slots);
+            .bind(&kernels, &context.device, &params, slots);
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
                 let groups = [layer_out.div_ceil(16) as u32, rows.div_ceil(16) as u32, 1];
-                context.kernels.dispatch(&mut pass, &launch, l, groups);
+                kernels.dispatch(&mut pass, &launch, l, groups);
             }
             tape.push(output);
         }

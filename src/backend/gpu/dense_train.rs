@@ -203,7 +203,7 @@ impl DenseTrainer {
                 let mut encoder = context
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                let kernels = &context.kernels;
+                let kernels = &*context.kernels()?;
                 let mut keep = Vec::with_capacity(count);
                 for l in (0..count).rev() {
                     let layer = &self.layers[l];

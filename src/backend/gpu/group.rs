@@ -1,15 +1,13 @@
 //! One group of chains: its device buffers, bind groups built once, and its recorded phases.
 
-use super::buffers::{storage, ParamSlots, SlotLayout};
-use super::context::GpuContext;
 use std::sync::Arc;
 
+use super::buffers::{storage, upload, ParamSlots, SlotLayout};
+use super::context::GpuContext;
 use super::kernels::{
-    exact, gather, kernel_hmc, matmul, mh_terms, select, tangent, ExactParams, GatherParams,
-    KernelHmcParams, Kernels, Launch, MatmulParams, MhTermsParams, SelectParams, Slots, Stream,
-    TangentParams,
+    exact, gather, likelihood, matmul, select, ExactParams, GatherParams, Kernels, Launch,
+    LikelihoodParams, MatmulParams, SelectParams, Slots, Stream,
 };
-use crate::backend::kernel_hmc::ChainInfo;
 use crate::methods::ChainOp;
 use crate::{Error, Result};
 
@@ -24,8 +22,48 @@ pub struct Shared {
     pub data: wgpu::Buffer,
     /// (first row, count) of the rows each chain draws from, two words per global chain.
     pub chain_rows: wgpu::Buffer,
-    /// The pipelines compiled with the target's prior.
+    /// The prior's params (`prior_params`; 4 unread bytes for a prior without).
+    pub prior_params: wgpu::Buffer,
+    /// The likelihood's params (`likelihood_params`; 4 unread bytes for a likelihood without).
+    pub likelihood_params: wgpu::Buffer,
+    /// The pipelines compiled with the target's prior and likelihood.
     pub kernels: Arc<Kernels>,
+}
+
+/// What a group of chains is made of: its place among the backend's chains, its shape, and its
+/// slices of the model's per-chain data.
+pub struct GroupSpec<'a> {
+    /// Global index of the first chain (within the backend).
+    pub offset: usize,
+    /// Chains in the group.
+    pub chains: usize,
+    /// Observation dimension d and code dimension p.
+    pub shape: (usize, usize),
+    /// Minibatch steps per outer iteration (T): the params slots.
+    pub steps: u32,
+    /// Each chain's offset, the row its residual subtracts (chains × d).
+    pub offsets: &'a [f32],
+    /// The likelihood's passes and per-chain data.
+    pub likelihood: GroupLikelihood<'a>,
+    /// The prior's latent state of the group's chains, and the bytes of its update's params.
+    pub prior_state: Option<(&'a [f32], usize)>,
+    /// The precision every chain starts with (1/σ², or 1 where the residuals arrive scaled).
+    pub precision: f32,
+}
+
+/// What a group runs and uploads of the likelihood.
+#[derive(Clone, Copy)]
+pub struct GroupLikelihood<'a> {
+    /// A step's residual subtracts the gathered minibatch mean (else the offset).
+    pub gathers: bool,
+    /// A step's residual goes through the likelihood's step pass.
+    pub has_step: bool,
+    /// States keep cached energies and scaled residuals (the likelihood's energy pass).
+    pub caches_energy: bool,
+    /// The group's rows of the likelihood's per-chain data.
+    pub chains: Option<&'a [u8]>,
+    /// Words of per-chain scratch.
+    pub scratch_words: usize,
 }
 
 /// Chains `offset..offset + chains`, resident on the device.
@@ -36,7 +74,7 @@ pub struct ChainGroup {
     pub chains: usize,
     /// Positions X, chains × p.
     pub x: wgpu::Buffer,
-    /// Residuals A X − xbar, chains × d.
+    /// Residuals A X − offset, chains × d.
     pub residual_x: wgpu::Buffer,
     /// MH terms, TERMS per chain.
     pub terms: wgpu::Buffer,
@@ -49,26 +87,28 @@ pub struct ChainGroup {
     gradient_z: wgpu::Buffer,
     /// Minibatch steps per outer iteration (T).
     steps: usize,
+    /// A step's residual subtracts the gathered minibatch mean.
+    gathers: bool,
     slots: ParamSlots,
     sections: Sections,
     kernels: Arc<Kernels>,
     binds: Vec<Launch>,
-    /// The mixture's or the tangent target's extra passes, indexed by `MixtureRole`.
-    mixture: Option<Vec<Launch>>,
-    /// The SSGL prior's latent state of the group's chains and its update's buffers.
+    /// The likelihood's passes, for one that caches its energies.
+    cached: Option<CachedLaunches>,
+    /// The prior's latent state of the group's chains and its update's buffers.
     pub prior: Option<PriorState>,
     /// The likelihood's precision per chain (1/σ², or τ with `--noise gibbs`), read by the
     /// gradient steps, the full gradients and the MH terms.
     pub precision: wgpu::Buffer,
 }
 
-/// A stateful prior's (SSGL's) device buffers for one group: the latent state the gradient
-/// steps, full gradients and MH terms read (`ssgl::stride(p)` values per chain), the update's
-/// params uniform and its per-chain status words.
+/// A stateful prior's device buffers for one group: the latent state the gradient steps, full
+/// gradients and MH terms read (`Prior::state_width(p)` values per chain), the update's params
+/// uniform and its per-chain status words.
 pub struct PriorState {
-    /// The latent state, chains × `ssgl::stride(p)`.
+    /// The latent state, chains × `Prior::state_width(p)`.
     pub state: wgpu::Buffer,
-    /// `SsglParams` of the update (written before each update).
+    /// The update's params (written before each update).
     pub params: wgpu::Buffer,
     /// Per chain: 1 when its last update was not finite (it kept its state), else 0.
     pub status: wgpu::Buffer,
@@ -92,8 +132,6 @@ pub struct Constants {
     pub u8_data: u32,
     /// scale / m, rounded on the host like the CPU.
     pub gather_factor: f32,
-    /// The prior's scalar (`Prior::gpu_scalar`).
-    pub lam: f32,
     /// Step size eta (epsilon for HMC, h for MALA).
     pub eta: f32,
     /// 1: inject SGHMC noise.
@@ -102,8 +140,6 @@ pub struct Constants {
     pub noise_scale: f32,
     /// Delta of the MH proposal norms.
     pub delta: f32,
-    /// 1/σ² (1 where the residuals arrive scaled: mixture, tangent).
-    pub inv_sigma2: f32,
     /// 1: the MH terms add HMC's kinetic difference.
     pub kinetic: u32,
     /// 1: `--noise gibbs`: the precision buffers hold √τ and the moves are preconditioned.
@@ -111,40 +147,22 @@ pub struct Constants {
 }
 
 /// The group's params slots by family: per step (slot s for step s, 0..=T) for the families
-/// whose WGSL reads the step, one slot for the others.
+/// whose WGSL reads the step (the likelihood's MH terms read slot 0), one slot for the others.
 struct Sections {
     gather: Slots<GatherParams>,
     matmul: Slots<MatmulParams>,
-    mh: Slots<MhTermsParams>,
+    likelihood: Slots<LikelihoodParams>,
     select: Slots<SelectParams>,
     exact: Slots<ExactParams>,
-    /// The cached-energy targets' kernel-HMC passes: per step for the mixture (its step
-    /// residual), one slot for the tangent target (only its select).
-    kernel_hmc: Option<Slots<KernelHmcParams>>,
-    tangent: Option<Slots<TangentParams>>,
 }
 
-/// What a cached-energy target's group uploads: the mixture's chain info and minibatch size, or
-/// the tangent target's directions (chains × k × d), shrinkages (chains × k), k and 1/σ².
-pub enum CachedEnergy<'a> {
-    Mixture(&'a [ChainInfo], u32),
-    Tangent {
-        basis: &'a [f32],
-        gamma: &'a [f32],
-        k: u32,
-        inv_sigma2: f32,
-    },
-}
-
-/// The cached-energy targets' passes: the step residual (the mixture's minibatch softmax, the
-/// tangent target's C⁻¹), the energies at Z and at X, and the selection of the energies and
-/// scaled residuals.
-#[derive(Clone, Copy)]
-enum MixtureRole {
-    Step,
-    EnergyZ,
-    EnergyX,
-    Select,
+/// A caching likelihood's passes: its step residual (None without a step pass), its energies at
+/// Z and at X, and the selection of the energies and scaled residuals.
+struct CachedLaunches {
+    step: Option<Launch>,
+    energy_z: Launch,
+    energy_x: Launch,
+    select: Launch,
 }
 
 /// Bind groups by role (several roles share a kernel).
@@ -165,326 +183,147 @@ enum Role {
     Kick,
 }
 
+/// The group's per-chain buffers (rows of p, of d, of a word or TERMS) and its uploads.
+struct Buffers {
+    x: wgpu::Buffer,
+    z: wgpu::Buffer,
+    gx: wgpu::Buffer,
+    gz: wgpu::Buffer,
+    momentum: wgpu::Buffer,
+    rx: wgpu::Buffer,
+    rz: wgpu::Buffer,
+    ybar: wgpu::Buffer,
+    step_residual: wgpu::Buffer,
+    terms: wgpu::Buffer,
+    mask: wgpu::Buffer,
+    /// Each chain's offset.
+    xbar: wgpu::Buffer,
+    precision: wgpu::Buffer,
+}
+
+/// A caching likelihood's buffers: energies (a word per chain) and scaled residuals (rows of d)
+/// at X and at Z, and the group's per-chain data and scratch.
+struct CachedBuffers {
+    ex: wgpu::Buffer,
+    ez: wgpu::Buffer,
+    sx: wgpu::Buffer,
+    sz: wgpu::Buffer,
+    chains: Option<wgpu::Buffer>,
+    scratch: Option<wgpu::Buffer>,
+}
+
+impl Buffers {
+    fn new(context: &GpuContext, spec: &GroupSpec) -> Buffers {
+        let (d, p) = spec.shape;
+        let rows =
+            |label: &str, width: usize| storage(context, label, (4 * spec.chains * width) as u64);
+        Buffers {
+            x: rows("X", p),
+            z: rows("Z", p),
+            gx: rows("grad X", p),
+            gz: rows("grad Z", p),
+            momentum: rows("r", p),
+            rx: rows("res X", d),
+            rz: rows("res Z", d),
+            ybar: rows("Ybar", d),
+            step_residual: rows("step res", d),
+            terms: rows("MH terms", TERMS),
+            mask: rows("mask", 1),
+            xbar: upload(context, "offset rows", bytemuck::cast_slice(spec.offsets)),
+            // The likelihood's precision per chain, until a learned one is set
+            // (`ModelState::set_noise_precision`).
+            precision: upload(
+                context,
+                "precision",
+                bytemuck::cast_slice(&vec![spec.precision; spec.chains]),
+            ),
+        }
+    }
+}
+
+impl CachedBuffers {
+    fn new(context: &GpuContext, spec: &GroupSpec) -> Option<CachedBuffers> {
+        let l = spec.likelihood;
+        if !l.caches_energy {
+            return None;
+        }
+        let d = spec.shape.0;
+        let rows =
+            |label: &str, width: usize| storage(context, label, (4 * spec.chains * width) as u64);
+        Some(CachedBuffers {
+            ex: rows("energy X", 1),
+            ez: rows("energy Z", 1),
+            sx: rows("scaled X", d),
+            sz: rows("scaled Z", d),
+            chains: l
+                .chains
+                .map(|bytes| upload(context, "likelihood chains", bytes)),
+            scratch: (l.scratch_words > 0).then(|| rows("likelihood scratch", l.scratch_words)),
+        })
+    }
+}
+
 impl ChainGroup {
-    /// Allocates the group's buffers and bind groups; `steps` (T) fixes the params slots, and
-    /// `xbar_rows` holds the mean of each of the group's chains (its class's, or xbar; zero for
-    /// the mixture target, whose residual buffers hold A X; the anchors for the tangent target,
-    /// whose step residuals are A Z − a, never gathered). `cached` is given for those two.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        context: &GpuContext,
-        shared: &Shared,
-        d: usize,
-        p: usize,
-        offset: usize,
-        chains: usize,
-        steps: u32,
-        xbar_rows: &[f32],
-        cached: Option<CachedEnergy>,
-        prior_state: Option<&[f32]>,
-        inv_sigma2: f32,
-    ) -> ChainGroup {
-        let rows = |label: &str, width: usize| storage(context, label, (4 * chains * width) as u64);
-        let (x, z, gx, gz, momentum) = (
-            rows("X", p),
-            rows("Z", p),
-            rows("grad X", p),
-            rows("grad Z", p),
-            rows("r", p),
-        );
-        let (rx, rz, ybar, step_residual) = (
-            rows("res X", d),
-            rows("res Z", d),
-            rows("Ybar", d),
-            rows("step res", d),
-        );
-        let (terms, mask) = (rows("MH terms", TERMS), rows("mask", 1));
-        let xbar = super::buffers::upload(context, "xbar rows", bytemuck::cast_slice(xbar_rows));
-        // The likelihood's precision per chain: 1/σ² (as the params' inv_sigma2) until a learned
-        // one is set (`Backend::set_noise_precision`).
-        let precision = super::buffers::upload(
-            context,
-            "precision",
-            bytemuck::cast_slice(&vec![inv_sigma2; chains]),
-        );
-        let prior = prior_state.map(|state| PriorState {
-            state: super::buffers::upload(context, "prior state", bytemuck::cast_slice(state)),
+    /// Allocates the group's buffers and bind groups (`spec`: its chains, its shape, its steps
+    /// and its slices of the model's per-chain data).
+    pub fn new(context: &GpuContext, shared: &Shared, spec: &GroupSpec) -> ChainGroup {
+        let b = Buffers::new(context, spec);
+        let cached = CachedBuffers::new(context, spec);
+        let prior = spec.prior_state.map(|(state, params_bytes)| PriorState {
+            state: upload(context, "prior state", bytemuck::cast_slice(state)),
             params: context.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("ssgl params"),
-                size: std::mem::size_of::<super::kernels::ssgl::SsglParams>() as u64,
+                label: Some("prior update params"),
+                size: params_bytes.max(16) as u64,
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
-            status: rows("prior status", 1),
+            status: storage(context, "prior status", (4 * spec.chains) as u64),
         });
-        // The kernels built without prior state drop this binding: X stands in for it there.
-        let prior_state = prior.as_ref().map_or(&x, |s| &s.state);
-        let per_step = steps as usize + 1;
+        let per_step = spec.steps as usize + 1;
         let mut layout = SlotLayout::new(context);
         let sections = Sections {
             gather: layout.per_step(per_step),
             matmul: layout.per_step(per_step),
-            mh: layout.once(),
+            likelihood: layout.per_step(per_step),
             select: layout.once(),
             exact: layout.once(),
-            kernel_hmc: match &cached {
-                Some(CachedEnergy::Mixture(..)) => Some(layout.per_step(per_step)),
-                Some(CachedEnergy::Tangent { .. }) => Some(layout.once()),
-                None => None,
-            },
-            tangent: match &cached {
-                Some(CachedEnergy::Tangent { .. }) => Some(layout.once()),
-                _ => None,
-            },
         };
         let slots = layout.build(context);
-        let k = &shared.kernels;
-        let dev = &context.device;
-        let s = &slots;
-        let sc = &sections;
-        // The products bind their vec4-load twins when the shapes allow (identical results).
-        let shape = (d, p);
-        // The cached energies and scaled residuals (the full gradients read these).
-        let energies = cached.as_ref().map(|_| {
-            (
-                (rows("energy X", 1), rows("energy Z", 1)),
-                (rows("scaled X", d), rows("scaled Z", d)),
-            )
-        });
-        let (gradient_in_x, gradient_in_z) = match &energies {
-            Some((_, (sx, sz))) => (sx, sz),
-            None => (&rx, &rz),
+        let binder = Binder {
+            kernels: &shared.kernels,
+            device: &context.device,
+            slots: &slots,
+            sections: &sections,
+            shared,
+            shape: spec.shape,
         };
-        let mixture_binds = match (&cached, &energies, sc.kernel_hmc) {
-            (Some(cached), Some(((ex, ez), (sx, sz))), Some(hmc)) => {
-                let select = kernel_hmc::KernelSelectBuffers {
-                    accepted: &mask,
-                    z: &rz,
-                    x_out: &rx,
-                    gradient_z: sz,
-                    gradient_x_out: sx,
-                    energy_z: ez,
-                    energy_x_out: ex,
-                }
-                .bind(k, dev, s, hmc);
-                Some(match cached {
-                    CachedEnergy::Mixture(info, batch) => {
-                        let batch = *batch as usize;
-                        let info = super::buffers::upload(
-                            context,
-                            "mixture info",
-                            bytemuck::cast_slice(info),
-                        );
-                        let (picks, weights) = (rows("picks", batch), rows("weights", batch));
-                        let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
-                            kernel_hmc::KernelEnergyBuffers {
-                                data: &shared.data,
-                                chain_info: &info,
-                                at,
-                                energy: e,
-                                gradient: out,
-                            }
-                            .bind(k, dev, s, hmc)
-                        };
-                        vec![
-                            kernel_hmc::MixtureResidualBuffers {
-                                data: &shared.data,
-                                chain_info: &info,
-                                picks: &picks,
-                                weights: &weights,
-                                step_image: &step_residual,
-                            }
-                            .bind(k, dev, s, hmc),
-                            energy(&rz, ez, sz),
-                            energy(&rx, ex, sx),
-                            select,
-                        ]
-                    }
-                    CachedEnergy::Tangent {
-                        basis,
-                        gamma,
-                        k: directions,
-                        inv_sigma2,
-                    } => {
-                        // Laid out above for this target: never None here.
-                        let t = sc.tangent.expect("the tangent target's params slots");
-                        let upload =
-                            |label, data: &[u8]| super::buffers::upload(context, label, data);
-                        let basis = upload("tangent basis", bytemuck::cast_slice(basis));
-                        let gamma = upload("tangent gamma", bytemuck::cast_slice(gamma));
-                        let info = upload(
-                            "tangent info",
-                            bytemuck::cast_slice(&[*directions, inv_sigma2.to_bits()]),
-                        );
-                        let energy = |at: &wgpu::Buffer, e: &wgpu::Buffer, out: &wgpu::Buffer| {
-                            tangent::TangentEnergyBuffers {
-                                basis: &basis,
-                                gamma: &gamma,
-                                tangent: &info,
-                                residual: at,
-                                energy: e,
-                                scaled: out,
-                            }
-                            .bind(k, dev, s, t)
-                        };
-                        vec![
-                            tangent::TangentStepBuffers {
-                                basis: &basis,
-                                gamma: &gamma,
-                                tangent: &info,
-                                step_residual: &step_residual,
-                            }
-                            .bind(k, dev, s, t),
-                            energy(&rz, ez, sz),
-                            energy(&rx, ex, sx),
-                            select,
-                        ]
-                    }
-                })
-            }
-            _ => None,
-        };
-        // The tangent target's step residual is A Z − a: its anchors, never a gathered Ybar.
-        let step_y = match cached {
-            Some(CachedEnergy::Tangent { .. }) => &xbar,
-            _ => &ybar,
-        };
-        let mh = match &energies {
-            Some(((ex, ez), _)) => mh_terms::MhTermsMixtureBuffers {
-                x: &x,
-                z: &z,
-                gradient_x: &gx,
-                gradient_z: &gz,
-                terms: &terms,
-                momentum: &momentum,
-                energy_x: ex,
-                energy_z: ez,
-                prior_state,
-            }
-            .bind(k, dev, s, sc.mh),
-            None => mh_terms::MhTermsBuffers {
-                x: &x,
-                z: &z,
-                residual_x: &rx,
-                residual_z: &rz,
-                gradient_x: &gx,
-                gradient_z: &gz,
-                terms: &terms,
-                momentum: &momentum,
-                chain_precision: &precision,
-                prior_state,
-            }
-            .bind(k, dev, s, sc.mh),
-        };
-        let binds = vec![
-            gather::GatherBuffers {
-                data: &shared.data,
-                ybar: &ybar,
-                chain_rows: &shared.chain_rows,
-            }
-            .bind(k, dev, s, sc.gather),
-            matmul::ResidualProductBuffers {
-                dict: &shared.dict,
-                lhs: &z,
-                y: step_y,
-                out: &step_residual,
-            }
-            .bind(k, dev, s, sc.matmul, shape),
-            matmul::DrawMomentumBuffers {
-                momentum: &momentum,
-            }
-            .bind(k, dev, s, sc.matmul),
-            matmul::GradientStepBuffers {
-                dict: &shared.dict,
-                lhs: &step_residual,
-                position: &z,
-                momentum: &momentum,
-                chain_precision: &precision,
-                prior_state,
-            }
-            .bind(k, dev, s, sc.matmul, shape),
-            matmul::ResidualProductBuffers {
-                dict: &shared.dict,
-                lhs: &z,
-                y: &xbar,
-                out: &rz,
-            }
-            .bind(k, dev, s, sc.matmul, shape),
-            matmul::FullGradientBuffers {
-                dict: &shared.dict,
-                lhs: gradient_in_z,
-                out: &gz,
-                position: &z,
-                chain_precision: &precision,
-                prior_state,
-            }
-            .bind(k, dev, s, sc.matmul, shape),
-            matmul::ResidualProductBuffers {
-                dict: &shared.dict,
-                lhs: &x,
-                y: &xbar,
-                out: &rx,
-            }
-            .bind(k, dev, s, sc.matmul, shape),
-            matmul::FullGradientBuffers {
-                dict: &shared.dict,
-                lhs: gradient_in_x,
-                out: &gx,
-                position: &x,
-                chain_precision: &precision,
-                prior_state,
-            }
-            .bind(k, dev, s, sc.matmul, shape),
-            mh,
-            select::SelectBuffers {
-                accepted: &mask,
-                z: &z,
-                x: &x,
-                gradient_z: &gz,
-                gradient_x: &gx,
-                residual_z: &rz,
-                residual_x: &rx,
-            }
-            .bind(k, dev, s, sc.select),
-            exact::MalaProposalBuffers {
-                x: &x,
-                gradient: &gx,
-                z: &z,
-                chain_precision: &precision,
-            }
-            .bind(k, dev, s, sc.exact),
-            exact::LeapfrogDriftBuffers {
-                gradient: &gz,
-                z: &z,
-                momentum: &momentum,
-                chain_precision: &precision,
-            }
-            .bind(k, dev, s, sc.exact),
-            exact::LeapfrogKickBuffers {
-                gradient: &gz,
-                momentum: &momentum,
-            }
-            .bind(k, dev, s, sc.exact),
-        ];
+        // The pipelines built without the prior's state drop this binding: X stands in there.
+        let prior_state = prior.as_ref().map_or(&b.x, |s| &s.state);
+        let binds =
+            binder.chain_launches(&b, cached.as_ref(), prior_state, spec.likelihood.gathers);
+        let cached_launches = cached
+            .as_ref()
+            .map(|c| binder.cached_launches(&b, c, spec.likelihood.has_step));
         ChainGroup {
-            offset,
-            chains,
-            x,
-            residual_x: rx,
-            terms,
-            mask,
-            z,
-            momentum,
-            gradient_x: gx,
-            gradient_z: gz,
-            steps: steps as usize,
+            offset: spec.offset,
+            chains: spec.chains,
+            x: b.x,
+            residual_x: b.rx,
+            terms: b.terms,
+            mask: b.mask,
+            z: b.z,
+            momentum: b.momentum,
+            gradient_x: b.gx,
+            gradient_z: b.gz,
+            steps: spec.steps as usize,
+            gathers: spec.likelihood.gathers,
             slots,
             sections,
             kernels: shared.kernels.clone(),
             binds,
-            mixture: mixture_binds,
+            cached: cached_launches,
             prior,
-            precision,
+            precision: b.precision,
         }
     }
 
@@ -520,32 +359,26 @@ impl ChainGroup {
                 chains: self.chains as u32,
                 d: c.d,
                 p: c.p,
-                // One xbar row per chain (its class's mean, or xbar repeated), and one Ybar row.
+                // One offset row per chain, and one Ybar row.
                 y_stride: c.d,
                 step: step as u32,
                 noise: c.noise,
                 eta: c.eta,
                 noise_scale: c.noise_scale,
-                inv_sigma2: c.inv_sigma2,
-                lam: c.lam,
                 preconditioned: c.preconditioned,
                 ..Default::default()
             })
-            .set(
-                s.mh,
-                0,
-                MhTermsParams {
-                    stream,
-                    d: c.d,
-                    p: c.p,
-                    kinetic: c.kinetic,
-                    delta: c.delta,
-                    inv_sigma2: c.inv_sigma2,
-                    lam: c.lam,
-                    preconditioned: c.preconditioned,
-                    ..Default::default()
-                },
-            )
+            .set_all(s.likelihood, |step| LikelihoodParams {
+                stream,
+                d: c.d,
+                p: c.p,
+                batch: c.batch,
+                step: step as u32,
+                u8_data: c.u8_data,
+                kinetic: c.kinetic,
+                delta: c.delta,
+                preconditioned: c.preconditioned,
+            })
             .set(
                 s.select,
                 0,
@@ -566,29 +399,6 @@ impl ChainGroup {
                     preconditioned: c.preconditioned,
                 },
             );
-        if let Some(hmc) = s.kernel_hmc {
-            writer.set_all(hmc, |step| KernelHmcParams {
-                stream,
-                d: c.d,
-                batch: c.batch,
-                step: step as u32,
-                u8_data: c.u8_data,
-                noise: c.noise,
-                eta: c.eta,
-                noise_scale: c.noise_scale,
-                delta: c.delta,
-            });
-        }
-        if let Some(tangent) = s.tangent {
-            writer.set(
-                tangent,
-                0,
-                TangentParams {
-                    d: c.d,
-                    ..Default::default()
-                },
-            );
-        }
         writer.finish(context);
     }
 
@@ -597,45 +407,47 @@ impl ChainGroup {
             .dispatch(pass, &self.binds[role as usize], step, groups);
     }
 
-    /// Runs a mixture pass; nothing for the paper's target.
-    fn run_mixture(
+    /// Runs one of a caching likelihood's passes (one workgroup per chain); nothing otherwise.
+    fn run_cached(
         &self,
         pass: &mut wgpu::ComputePass,
-        role: MixtureRole,
+        pick: impl for<'a> Fn(&'a CachedLaunches) -> Option<&'a Launch>,
         step: usize,
         groups: [u32; 3],
     ) {
-        if let Some(binds) = &self.mixture {
-            self.kernels
-                .dispatch(pass, &binds[role as usize], step, groups);
+        if let Some(launch) = self.cached.as_ref().and_then(pick) {
+            self.kernels.dispatch(pass, launch, step, groups);
         }
     }
 
-    /// Z's residual (A Z for the mixture, with its energy and scaled residual) and gradient.
+    /// Z's residual (with a caching likelihood's energy and scaled residual) and gradient.
     fn record_state_z(&self, pass: &mut wgpu::ComputePass, d: usize, p: usize) {
-        let roles = (Role::ResidualZ, MixtureRole::EnergyZ, Role::GradientZ);
-        self.record_state(pass, d, p, roles);
+        self.record_state(pass, d, p, (Role::ResidualZ, false, Role::GradientZ));
     }
 
-    /// The residual, the mixture's energy pass and the full gradient of X or of Z.
+    /// The residual, the likelihood's energy pass (at X when `at_x`, else at Z) and the full
+    /// gradient of X or of Z.
     fn record_state(
         &self,
         pass: &mut wgpu::ComputePass,
         d: usize,
         p: usize,
-        (residual, energy, gradient): (Role, MixtureRole, Role),
+        (residual, at_x, gradient): (Role, bool, Role),
     ) {
         let chains = self.chains as u32;
         let products = |columns| self.kernels.product_groups(self.chains, columns);
         self.run(pass, residual, 0, products(d));
-        self.run_mixture(pass, energy, 0, [chains, 1, 1]);
+        let energy_pass = [chains, 1, 1];
+        match at_x {
+            true => self.run_cached(pass, |c| Some(&c.energy_x), 0, energy_pass),
+            false => self.run_cached(pass, |c| Some(&c.energy_z), 0, energy_pass),
+        }
         self.run(pass, gradient, 0, products(p));
     }
 
     /// Residual and full gradient at X (after positions were written).
     pub fn record_current(&self, pass: &mut wgpu::ComputePass, d: usize, p: usize) {
-        let roles = (Role::ResidualX, MixtureRole::EnergyX, Role::GradientX);
-        self.record_state(pass, d, p, roles);
+        self.record_state(pass, d, p, (Role::ResidualX, true, Role::GradientX));
     }
 
     /// Records a copy op of a method's program (`ChainOp::CopyPosition`, `CopyGradient`) into
@@ -662,29 +474,11 @@ impl ChainGroup {
         p: usize,
     ) -> Result<()> {
         let chains = self.chains as u32;
-        let dg = (d as u32).div_ceil(64);
         let pg = (p as u32).div_ceil(64);
-        let products = |columns| self.kernels.product_groups(self.chains, columns);
         let blocks = [(p as u32).div_ceil(4).div_ceil(64), chains, 1];
         match op {
             ChainOp::DrawMomentum => self.run(pass, Role::Momentum, 0, blocks),
-            ChainOp::MinibatchStep(step) => {
-                let step = step as usize;
-                if step == 0 || step > self.steps {
-                    return Err(Error::Internal(format!(
-                        "minibatch step {step} outside the {} steps the chain group was built for",
-                        self.steps
-                    )));
-                }
-                // The mixture's Ybar stays zero (never gathered): its step residual starts as
-                // A Z; the tangent target's step product reads its anchors instead.
-                if self.mixture.is_none() {
-                    self.run(pass, Role::Gather, step, [dg, chains, 1]);
-                }
-                self.run(pass, Role::StepResidual, step, products(d));
-                self.run_mixture(pass, MixtureRole::Step, step, [chains, 1, 1]);
-                self.run(pass, Role::Step, step, products(p));
-            }
+            ChainOp::MinibatchStep(step) => self.record_step(pass, step as usize, d, p)?,
             ChainOp::LangevinProposal => self.run(pass, Role::Mala, 0, blocks),
             ChainOp::LeapfrogDrift => self.run(pass, Role::Drift, 0, [pg, chains, 1]),
             ChainOp::LeapfrogKick => self.run(pass, Role::Kick, 0, [pg, chains, 1]),
@@ -700,20 +494,232 @@ impl ChainGroup {
         Ok(())
     }
 
+    /// Minibatch step `step` (1..=T): the gathered minibatch mean (a likelihood that gathers;
+    /// the others' step product subtracts their offset), R = A Z − Y, the likelihood's step
+    /// pass, and the fused gradient step.
+    fn record_step(
+        &self,
+        pass: &mut wgpu::ComputePass,
+        step: usize,
+        d: usize,
+        p: usize,
+    ) -> Result<()> {
+        if step == 0 || step > self.steps {
+            return Err(Error::Internal(format!(
+                "minibatch step {step} outside the {} steps the chain group was built for",
+                self.steps
+            )));
+        }
+        let chains = self.chains as u32;
+        let products = |columns| self.kernels.product_groups(self.chains, columns);
+        if self.gathers {
+            let dg = (d as u32).div_ceil(64);
+            self.run(pass, Role::Gather, step, [dg, chains, 1]);
+        }
+        self.run(pass, Role::StepResidual, step, products(d));
+        self.run_cached(pass, |c| c.step.as_ref(), step, [chains, 1, 1]);
+        self.run(pass, Role::Step, step, products(p));
+        Ok(())
+    }
+
     /// X ← Z where the mask (already written) says so.
     pub fn record_select(&self, pass: &mut wgpu::ComputePass, d: usize, p: usize) {
         let width = d.max(p) as u32;
-        self.run(
-            pass,
-            Role::Select,
-            0,
-            [width.div_ceil(64), self.chains as u32, 1],
+        let chains = self.chains as u32;
+        self.run(pass, Role::Select, 0, [width.div_ceil(64), chains, 1]);
+        let groups = [(d as u32).div_ceil(64), chains, 1];
+        self.run_cached(pass, |c| Some(&c.select), 0, groups);
+    }
+}
+
+/// What binding a group's launches needs: the pipelines, the device, the params slots, the shared
+/// buffers and the shape.
+struct Binder<'a> {
+    kernels: &'a Kernels,
+    device: &'a wgpu::Device,
+    slots: &'a ParamSlots,
+    sections: &'a Sections,
+    shared: &'a Shared,
+    shape: (usize, usize),
+}
+
+impl Binder<'_> {
+    /// The launches by `Role`: the step's, the states' and the method's kernels.
+    fn chain_launches(
+        &self,
+        b: &Buffers,
+        cached: Option<&CachedBuffers>,
+        prior_state: &wgpu::Buffer,
+        gathers: bool,
+    ) -> Vec<Launch> {
+        let (k, dev, s, sc, shared, shape) = (
+            self.kernels,
+            self.device,
+            self.slots,
+            self.sections,
+            self.shared,
+            self.shape,
         );
-        self.run_mixture(
-            pass,
-            MixtureRole::Select,
-            0,
-            [(d as u32).div_ceil(64), self.chains as u32, 1],
+        // The full gradients read a caching likelihood's scaled residuals, else the residuals.
+        let (gradient_in_x, gradient_in_z) = match cached {
+            Some(c) => (&c.sx, &c.sz),
+            None => (&b.rx, &b.rz),
+        };
+        // A step's residual subtracts the gathered Ybar, or the chain's offset.
+        let step_y = if gathers { &b.ybar } else { &b.xbar };
+        let gradient_step = matmul::GradientStepBuffers {
+            dict: &shared.dict,
+            lhs: &b.step_residual,
+            position: &b.z,
+            momentum: &b.momentum,
+            chain_precision: &b.precision,
+            prior_state,
+            prior_params: &shared.prior_params,
+        };
+        let full_gradient = |lhs, out, position| matmul::FullGradientBuffers {
+            dict: &shared.dict,
+            lhs,
+            out,
+            position,
+            chain_precision: &b.precision,
+            prior_state,
+            prior_params: &shared.prior_params,
+        };
+        let residual = |lhs, y, out| matmul::ResidualProductBuffers {
+            dict: &shared.dict,
+            lhs,
+            y,
+            out,
+        };
+        vec![
+            gather::GatherBuffers {
+                data: &shared.data,
+                ybar: &b.ybar,
+                chain_rows: &shared.chain_rows,
+            }
+            .bind(k, dev, s, sc.gather),
+            residual(&b.z, step_y, &b.step_residual).bind(k, dev, s, sc.matmul, shape),
+            matmul::DrawMomentumBuffers {
+                momentum: &b.momentum,
+            }
+            .bind(k, dev, s, sc.matmul),
+            gradient_step.bind(k, dev, s, sc.matmul, shape),
+            residual(&b.z, &b.xbar, &b.rz).bind(k, dev, s, sc.matmul, shape),
+            full_gradient(gradient_in_z, &b.gz, &b.z).bind(k, dev, s, sc.matmul, shape),
+            residual(&b.x, &b.xbar, &b.rx).bind(k, dev, s, sc.matmul, shape),
+            full_gradient(gradient_in_x, &b.gx, &b.x).bind(k, dev, s, sc.matmul, shape),
+            self.mh_launch(b, cached, prior_state),
+            select::SelectBuffers {
+                accepted: &b.mask,
+                z: &b.z,
+                x: &b.x,
+                gradient_z: &b.gz,
+                gradient_x: &b.gx,
+                residual_z: &b.rz,
+                residual_x: &b.rx,
+            }
+            .bind(k, dev, s, sc.select),
+            exact::MalaProposalBuffers {
+                x: &b.x,
+                gradient: &b.gx,
+                z: &b.z,
+                chain_precision: &b.precision,
+            }
+            .bind(k, dev, s, sc.exact),
+            exact::LeapfrogDriftBuffers {
+                gradient: &b.gz,
+                z: &b.z,
+                momentum: &b.momentum,
+                chain_precision: &b.precision,
+            }
+            .bind(k, dev, s, sc.exact),
+            exact::LeapfrogKickBuffers {
+                gradient: &b.gz,
+                momentum: &b.momentum,
+            }
+            .bind(k, dev, s, sc.exact),
+        ]
+    }
+
+    /// The MH terms' launch: a likelihood without cached energies binds X in their place
+    /// (its WGSL reads the residuals instead).
+    fn mh_launch(
+        &self,
+        b: &Buffers,
+        cached: Option<&CachedBuffers>,
+        prior_state: &wgpu::Buffer,
+    ) -> Launch {
+        let (energy_x, energy_z) = match cached {
+            Some(c) => (&c.ex, &c.ez),
+            None => (&b.x, &b.x),
+        };
+        likelihood::MhTermsBuffers {
+            x: &b.x,
+            z: &b.z,
+            residual_x: &b.rx,
+            residual_z: &b.rz,
+            gradient_x: &b.gx,
+            gradient_z: &b.gz,
+            terms: &b.terms,
+            momentum: &b.momentum,
+            energy_x,
+            energy_z,
+            chain_precision: &b.precision,
+            prior_state,
+            prior_params: &self.shared.prior_params,
+        }
+        .bind(
+            self.kernels,
+            self.device,
+            self.slots,
+            self.sections.likelihood,
+        )
+    }
+
+    /// A caching likelihood's launches (the buffers it does not declare stand in as X).
+    fn cached_launches(&self, b: &Buffers, c: &CachedBuffers, has_step: bool) -> CachedLaunches {
+        let (k, dev, s, sc, shared) = (
+            self.kernels,
+            self.device,
+            self.slots,
+            self.sections,
+            self.shared,
         );
+        let chains = c.chains.as_ref().unwrap_or(&b.x);
+        let scratch = c.scratch.as_ref().unwrap_or(&b.x);
+        let energy = |at, energy, scaled| {
+            likelihood::LikelihoodEnergyBuffers {
+                data: &shared.data,
+                likelihood_params: &shared.likelihood_params,
+                likelihood_chains: chains,
+                likelihood_scratch: scratch,
+                at,
+                energy,
+                scaled,
+            }
+            .bind(k, dev, s, sc.likelihood)
+        };
+        CachedLaunches {
+            step: has_step.then(|| {
+                likelihood::LikelihoodStepBuffers {
+                    data: &shared.data,
+                    likelihood_params: &shared.likelihood_params,
+                    likelihood_chains: chains,
+                    likelihood_scratch: scratch,
+                    step_residual: &b.step_residual,
+                }
+                .bind(k, dev, s, sc.likelihood)
+            }),
+            energy_z: energy(&b.rz, &c.ez, &c.sz),
+            energy_x: energy(&b.rx, &c.ex, &c.sx),
+            select: select::SelectCachedBuffers {
+                accepted: &b.mask,
+                energy_z: &c.ez,
+                energy_x: &c.ex,
+                scaled_z: &c.sz,
+                scaled_x: &c.sx,
+            }
+            .bind(k, dev, s, sc.select),
+        }
     }
 }

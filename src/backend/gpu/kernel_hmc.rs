@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use super::buffers::{self, storage, ParamSlots, SlotLayout};
 use super::context::GpuContext;
-use super::kernels::{kernel_hmc, matmul, KernelHmcParams, Launch, MatmulParams, Slots, Stream};
+use super::kernels::{
+    kernel_hmc, matmul, KernelHmcParams, Kernels, Launch, MatmulParams, Slots, Stream,
+};
 use super::upload_observations;
-use crate::backend::kernel_hmc::cpu::{check_settings, no_codes};
+use crate::backend::kernel_hmc::cpu::check_settings;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
 use crate::methods::ChainOp;
@@ -40,6 +42,7 @@ struct Sections {
 /// the minibatch picks and weights (C × m), the MH terms and the accept mask.
 pub struct KernelHmcGpu {
     context: Arc<GpuContext>,
+    kernels: Arc<Kernels>,
     target: Arc<KernelTarget>,
     settings: DynamicsSettings,
     slots: ParamSlots,
@@ -92,15 +95,15 @@ impl KernelHmcGpu {
                     rows("r", d),
                     rows("U(X)", 1),
                     rows("U(Z)", 1),
-                    rows("picks", batch),
-                    rows("weights", batch),
+                    rows("picks and weights", 2 * batch),
                     rows("MH terms", TERMS),
                     rows("mask", 1),
                 ],
             )
         })?;
         let data = upload_observations(&context, &target.observations)?;
-        let (info, [x, z, gx, gz, momentum, ex, ez, picks, weights, terms, mask]) = buffers;
+        let (info, [x, z, gx, gz, momentum, ex, ez, scratch, terms, mask]) = buffers;
+        let kernels = context.kernels()?;
         let mut layout = SlotLayout::new(&context);
         let sections = Sections {
             kernel_hmc: layout.per_step(settings.steps as usize + 1),
@@ -108,19 +111,14 @@ impl KernelHmcGpu {
         };
         let slots = layout.build(&context);
         let binds = context.checked("binding the kernel-hmc buffers", || {
-            let (k, dev, s, hmc) = (
-                &context.kernels,
-                &context.device,
-                &slots,
-                sections.kernel_hmc,
-            );
-            let energy = |at, energy, gradient| {
+            let (k, dev, s, hmc) = (&*kernels, &context.device, &slots, sections.kernel_hmc);
+            let energy = |at, energy, scaled| {
                 kernel_hmc::KernelEnergyBuffers {
                     data: &data,
-                    chain_info: &info,
+                    likelihood_chains: &info,
                     at,
                     energy,
-                    gradient,
+                    scaled,
                 }
                 .bind(k, dev, s, hmc)
             };
@@ -131,11 +129,10 @@ impl KernelHmcGpu {
                 .bind(k, dev, s, sections.momentum),
                 step: kernel_hmc::KernelStepBuffers {
                     data: &data,
-                    chain_info: &info,
+                    likelihood_chains: &info,
                     position: &z,
                     momentum: &momentum,
-                    picks: &picks,
-                    weights: &weights,
+                    likelihood_scratch: &scratch,
                 }
                 .bind(k, dev, s, hmc),
                 energy_x: energy(&x, &ex, &gx),
@@ -164,6 +161,7 @@ impl KernelHmcGpu {
         })?;
         Ok(KernelHmcGpu {
             context,
+            kernels,
             target,
             settings,
             slots,
@@ -261,7 +259,7 @@ impl KernelHmcGpu {
     }
 
     fn run(&self, pass: &mut wgpu::ComputePass, launch: &Launch, step: usize, groups: [u32; 3]) {
-        self.context.kernels.dispatch(pass, launch, step, groups);
+        self.kernels.dispatch(pass, launch, step, groups);
     }
 }
 
@@ -296,14 +294,6 @@ fn check_limits(
 }
 
 impl Backend for KernelHmcGpu {
-    fn set_step_size(&mut self, eta: f32) -> Result<()> {
-        let _ = eta;
-        Err(crate::Error::usage(
-            "adapt",
-            "kernel-hmc does not adapt its step size (it runs RMLD's dynamics)",
-        ))
-    }
-
     fn info(&self) -> BackendInfo {
         let (d, m) = (self.target.d(), self.settings.batch as usize);
         BackendInfo {
@@ -430,9 +420,5 @@ impl Backend for KernelHmcGpu {
 
     fn images(&mut self) -> Result<Vec<f32>> {
         self.positions()
-    }
-
-    fn encode(&mut self, _images: &[f32], _lam: f32, _iterations: u32) -> Result<Vec<f32>> {
-        Err(no_codes())
     }
 }

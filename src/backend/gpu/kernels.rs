@@ -5,103 +5,17 @@
 //! `#[repr(C)]` struct mirrored by a WGSL struct of the same name in its shader file) is declared
 //! in its own launcher module under `kernels/`, named after the WGSL file it runs.
 
-use std::marker::PhantomData;
-
-use bytemuck::Pod;
+use std::sync::Arc;
 
 use super::buffers::ParamSlots;
-use crate::model::Precision;
+pub use super::buffers::Slots;
+use super::context::GpuContext;
+use crate::model::wgsl::WgslModel;
+use crate::model::{Likelihood, Precision, Prior};
+use crate::{Error, Result};
 
-/// One member of a params struct as Rust lays it out: its name, its WGSL type, its byte offset,
-/// and the layout of the struct it holds (None for a scalar).
-#[derive(Clone, Copy, Debug)]
-pub struct Member {
-    /// The field's name (the WGSL member's).
-    pub name: &'static str,
-    /// The WGSL type it mirrors (`u32`, `f32`, or a struct's name).
-    pub ty: &'static str,
-    /// Its byte offset (`offset_of!`).
-    pub offset: usize,
-    /// The nested struct's layout, for a struct member.
-    pub nested: Option<&'static Layout>,
-}
-
-/// A params struct's layout on the Rust side: the WGSL struct's name, its size and its members
-/// in order (checked against the WGSL by `tests::params_match_the_wgsl`).
-#[derive(Clone, Copy, Debug)]
-pub struct Layout {
-    /// The struct's name, the same in Rust and WGSL.
-    pub name: &'static str,
-    /// `size_of` the struct.
-    pub size: usize,
-    /// Its fields, in order.
-    pub members: &'static [Member],
-}
-
-/// A Rust struct mirroring a WGSL struct of the params uniform, member by member.
-pub trait WgslStruct: Pod {
-    /// Its layout, for the bind-group layouts and the layout test.
-    const LAYOUT: Layout;
-}
-
-/// What a params member is: a 32-bit scalar, or a nested `WgslStruct`.
-pub trait WgslMember {
-    /// The WGSL type it mirrors.
-    const WGSL_TYPE: &'static str;
-    /// The nested struct's layout; None for a scalar.
-    const NESTED: Option<&'static Layout>;
-}
-
-impl WgslMember for u32 {
-    const WGSL_TYPE: &'static str = "u32";
-    const NESTED: Option<&'static Layout> = None;
-}
-
-impl WgslMember for f32 {
-    const WGSL_TYPE: &'static str = "f32";
-    const NESTED: Option<&'static Layout> = None;
-}
-
-/// Declares a params struct mirrored by the WGSL struct of the same name: `#[repr(C)]`, `Pod`,
-/// every field public and documented, its `Layout` built from `offset_of!`. The WGSL side pads
-/// with the same `_padN` members, so both sizes are multiples of 16 (a uniform's).
-macro_rules! wgsl_struct {
-    ($(#[$doc:meta])* pub struct $name:ident {
-        $($(#[$field_doc:meta])* $field:ident: $ty:ty,)+
-    }) => {
-        $(#[$doc])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-        pub struct $name {
-            $($(#[$field_doc])* pub $field: $ty,)+
-        }
-
-        impl $crate::backend::gpu::kernels::WgslStruct for $name {
-            const LAYOUT: $crate::backend::gpu::kernels::Layout =
-                $crate::backend::gpu::kernels::Layout {
-                    name: stringify!($name),
-                    size: ::std::mem::size_of::<$name>(),
-                    members: &[$($crate::backend::gpu::kernels::Member {
-                        name: stringify!($field),
-                        ty: <$ty as $crate::backend::gpu::kernels::WgslMember>::WGSL_TYPE,
-                        offset: ::std::mem::offset_of!($name, $field),
-                        nested: <$ty as $crate::backend::gpu::kernels::WgslMember>::NESTED,
-                    }),+],
-                };
-        }
-
-        impl $crate::backend::gpu::kernels::WgslMember for $name {
-            const WGSL_TYPE: &'static str = stringify!($name);
-            const NESTED: Option<&'static $crate::backend::gpu::kernels::Layout> =
-                Some(&<$name as $crate::backend::gpu::kernels::WgslStruct>::LAYOUT);
-        }
-
-        const _: () = assert!(
-            ::std::mem::size_of::<$name>() % 16 == 0,
-            "a params struct's size is a multiple of 16 bytes"
-        );
-    };
-}
+pub(crate) use crate::model::wgsl::wgsl_struct;
+pub use crate::model::wgsl::{Layout, Member, WgslMember, WgslStruct};
 
 wgsl_struct! {
     /// `struct Stream` in `shaders/philox.wgsl`: where a drawing kernel's Philox streams start
@@ -128,56 +42,6 @@ impl Stream {
             chain_offset,
             outer,
         }
-    }
-}
-
-/// Where one family's params slots lie in a `ParamSlots` buffer (`buffers::SlotLayout::per_step`
-/// and `once`): `count` slots of `P`, `stride` bytes apart from byte `first`. Per step: slot s
-/// holds step s (dispatches name their step); once: one slot, whatever the step (the family's
-/// WGSL reads none).
-pub struct Slots<P> {
-    /// The `ParamSlots` buffer it lies in (`SlotLayout`'s number).
-    pub(super) buffer: u64,
-    pub(super) first: u64,
-    pub(super) stride: u64,
-    pub(super) count: usize,
-    pub(super) per_step: bool,
-    pub(super) params: PhantomData<fn() -> P>,
-}
-
-impl<P> Clone for Slots<P> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<P> Copy for Slots<P> {}
-
-impl<P> Slots<P> {
-    /// Number of slots.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    /// The slot a dispatch at `step` reads: `step` per step, else the one slot.
-    ///
-    /// # Panics
-    /// When a per-step family has no slot `step` (a programming error; never another slot).
-    fn slot(&self, step: usize) -> usize {
-        if !self.per_step {
-            return 0;
-        }
-        assert!(
-            step < self.count,
-            "step {step} outside the {} params slots",
-            self.count
-        );
-        step
-    }
-
-    /// The dynamic offset of the slot a dispatch at `step` reads.
-    pub fn offset(&self, step: usize) -> u32 {
-        (self.first + self.slot(step) as u64 * self.stride) as u32
     }
 }
 
@@ -212,10 +76,12 @@ pub enum Kernel {
     GradientStep,
     /// `full_gradient`: Aᵀ R/σ² plus the prior gradient.
     FullGradient,
-    /// `mh_terms`: the MH terms per chain.
+    /// `mh_terms`: the MH terms per chain, with the prior's and the likelihood's terms.
     MhTerms,
     /// `select_accepted`: X ← Z where accepted.
     Select,
+    /// `select_cached`: a likelihood's cached energies and scaled residuals, where accepted.
+    SelectCached,
     /// `fista_residual`: FISTA residual.
     FistaResidual,
     /// `fista_prox`: FISTA proximal step.
@@ -246,14 +112,10 @@ pub enum Kernel {
     KernelMhTerms,
     /// `kernel_select`: Kernel HMC accept.
     KernelSelect,
-    /// `mixture_residual`: the mixture's minibatch step residual.
-    MixtureResidual,
-    /// `mh_terms_mixture`: MH terms from the mixture's cached energies.
-    MhTermsMixture,
-    /// `tangent_energy`: the tangent likelihood's energy and scaled residual.
-    TangentEnergy,
-    /// `tangent_step`: the tangent likelihood's step residual.
-    TangentStep,
+    /// `likelihood_step_pass`: the likelihood's step residual.
+    LikelihoodStep,
+    /// `likelihood_energy_pass`: the likelihood's cached energy and scaled residual.
+    LikelihoodEnergy,
     /// `dense_layer`: one layer of the learned sampler's network.
     DenseLayer,
     /// `dense_input_grad`: a layer's gradient with respect to its input.
@@ -340,23 +202,23 @@ pub(crate) mod exact;
 pub(crate) mod fista;
 pub(crate) mod gather;
 pub(crate) mod kernel_hmc;
+pub(crate) mod likelihood;
 pub(crate) mod matmul;
-pub(crate) mod mh_terms;
 pub(crate) mod philox_probe;
+pub mod prior_update;
 pub(crate) mod select;
-pub mod ssgl;
-pub(crate) mod tangent;
+#[cfg(test)]
+mod tests;
 
 pub use dense::{AdamParams, DenseParams};
 pub use exact::ExactParams;
 pub use fista::FistaParams;
 pub use gather::GatherParams;
 pub use kernel_hmc::KernelHmcParams;
+pub use likelihood::LikelihoodParams;
 pub use matmul::{GemmTile, MatmulParams, WIDE_TILE_MIN_CHAINS};
-pub use mh_terms::MhTermsParams;
 pub use philox_probe::PhiloxProbeParams;
 pub use select::SelectParams;
-pub use tangent::TangentParams;
 
 /// The counter-based generator and its `struct Stream`, shared by every module that draws.
 const PHILOX: &str = include_str!("../../../shaders/philox.wgsl");
@@ -370,13 +232,47 @@ const DICT_F16: &str = include_str!("../../../shaders/dict_f16.wgsl");
 const DICT_F32_VEC4: &str = include_str!("../../../shaders/dict_f32_vec4.wgsl");
 const DICT_F16_VEC4: &str = include_str!("../../../shaders/dict_f16_vec4.wgsl");
 
+/// The WGSL a set of pipelines splices in for the model it runs: the prior's and the
+/// likelihood's (`Prior::wgsl_model`, `Likelihood::wgsl_model`).
+#[derive(Clone, Copy, Debug)]
+pub struct ModelWgsl {
+    /// The prior's WGSL and what it reads.
+    pub prior: WgslModel,
+    /// The likelihood's WGSL and what it reads.
+    pub likelihood: WgslModel,
+}
+
+impl ModelWgsl {
+    /// The paper's model: the Laplace prior and the Gaussian likelihood.
+    pub fn paper() -> ModelWgsl {
+        ModelWgsl {
+            prior: Prior::default().wgsl_model(),
+            likelihood: Likelihood::PAPER_WGSL,
+        }
+    }
+
+    /// Whether the pipelines bind what `condition` asks for.
+    const fn holds(&self, condition: Condition) -> bool {
+        match condition {
+            Condition::Always => true,
+            Condition::PriorState => self.prior.chains,
+            Condition::PriorParams => self.prior.params.is_some(),
+            Condition::LikelihoodParams => self.likelihood.params.is_some(),
+            Condition::LikelihoodChains => self.likelihood.chains,
+            Condition::LikelihoodScratch => self.likelihood.scratch,
+        }
+    }
+}
+
 /// One piece of a shader module: WGSL has no includes, so a module is its pieces concatenated.
 #[derive(Clone, Copy, Debug)]
 enum Source {
     /// A WGSL file's text.
     File(&'static str),
-    /// The prior's WGSL (`Prior::wgsl`), supplied when the pipelines are built.
+    /// The prior's WGSL (`ModelWgsl::prior`), supplied when the pipelines are built.
     Prior,
+    /// The likelihood's WGSL (`ModelWgsl::likelihood`), supplied when the pipelines are built.
+    Likelihood,
     /// The dictionary's binding and `dict_at` in the precision the pipelines are built for.
     Dict,
     /// The dictionary's binding and `dict_quad` in that precision.
@@ -386,13 +282,14 @@ enum Source {
 }
 
 impl Source {
-    /// The piece's text, with `prior`'s WGSL, the dictionary stored in `precision` and the
+    /// The piece's text, with the `model`'s WGSL, the dictionary stored in `precision` and the
     /// products' `tile`.
-    fn text<'a>(&self, prior: &'a str, precision: Precision, tile: GemmTile) -> &'a str {
+    fn text(&self, model: &ModelWgsl, precision: Precision, tile: GemmTile) -> &'static str {
         match (self, precision) {
             (Source::Tile, _) => tile.wgsl(),
             (Source::File(text), _) => text,
-            (Source::Prior, _) => prior,
+            (Source::Prior, _) => model.prior.wgsl,
+            (Source::Likelihood, _) => model.likelihood.wgsl,
             (Source::Dict, Precision::F32) => DICT_F32,
             (Source::Dict, Precision::F16) => DICT_F16,
             (Source::DictVec4, Precision::F32) => DICT_F32_VEC4,
@@ -401,45 +298,63 @@ impl Source {
     }
 }
 
-/// A storage binding of an entry point: its number, its name in the WGSL, and its access.
+/// When a binding is in an entry's layout: always, or where the model's prior or likelihood
+/// declares what it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Condition {
+    /// Every pipeline binds it.
+    Always,
+    /// The prior's per-chain state (`prior_state`, SSGL's).
+    PriorState,
+    /// The prior's params (`prior_params`).
+    PriorParams,
+    /// The likelihood's params (`likelihood_params`).
+    LikelihoodParams,
+    /// The likelihood's per-chain data (`likelihood_chains`).
+    LikelihoodChains,
+    /// The likelihood's per-chain scratch (`likelihood_scratch`).
+    LikelihoodScratch,
+}
+
+/// A storage binding of an entry point: its number, its name in the WGSL, its access, and when
+/// the pipelines hold it.
 #[derive(Clone, Copy, Debug)]
 struct Binding {
     number: u32,
     name: &'static str,
     read_only: bool,
-    /// Declared by a stateful prior's WGSL (`prior_state`): in the layout only of the pipelines
-    /// built for such a prior (`Kernels::with_state`).
-    state_only: bool,
+    condition: Condition,
+}
+
+impl Binding {
+    /// A binding the model's WGSL declares, in the layouts only where it has what `condition`
+    /// names.
+    const fn when(number: u32, name: &'static str, read_only: bool, condition: Condition) -> Self {
+        Binding {
+            number,
+            name,
+            read_only,
+            condition,
+        }
+    }
 }
 
 /// A read-only storage binding (`var<storage, read>`).
 const fn read(number: u32, name: &'static str) -> Binding {
-    Binding {
-        number,
-        name,
-        read_only: true,
-        state_only: false,
-    }
+    Binding::when(number, name, true, Condition::Always)
 }
-
-/// The stateful prior's per-chain state (`prior_state`, read-only, binding 12 of
-/// `shaders/prior/ssgl.wgsl`): bound only where the pipelines were built with the state.
-const PRIOR_STATE: Binding = Binding {
-    number: 12,
-    name: "prior_state",
-    read_only: true,
-    state_only: true,
-};
 
 /// A read-write storage binding (`var<storage, read_write>`).
 const fn write(number: u32, name: &'static str) -> Binding {
-    Binding {
-        number,
-        name,
-        read_only: false,
-        state_only: false,
-    }
+    Binding::when(number, name, false, Condition::Always)
 }
+
+/// The stateful prior's per-chain state (`prior_state`, read-only, binding 12 of
+/// `shaders/prior/ssgl.wgsl`).
+const PRIOR_STATE: Binding = Binding::when(12, "prior_state", true, Condition::PriorState);
+
+/// The prior's params (`prior_params`, read-only, binding 14 of `shaders/prior/laplace.wgsl`).
+const PRIOR_PARAMS: Binding = Binding::when(14, "prior_params", true, Condition::PriorParams);
 
 /// An entry point of a family's module: the kernel it is, its WGSL name, and its storage
 /// bindings in the order `Kernels::bind` takes buffers (binding 0 is always the family's params
@@ -462,17 +377,16 @@ struct Family {
 }
 
 /// Every family, in the order their modules are compiled.
-const FAMILIES: [&Family; 12] = [
+const FAMILIES: [&Family; 11] = [
     &philox_probe::FAMILY,
     &gather::FAMILY,
     &matmul::SCALAR,
-    &mh_terms::FAMILY,
+    &likelihood::FAMILY,
     &select::FAMILY,
     &fista::FAMILY,
     &exact::FAMILY,
     &matmul::VEC4,
     &kernel_hmc::FAMILY,
-    &tangent::FAMILY,
     &dense::FAMILY,
     &dense::ADAM_FAMILY,
 ];
@@ -549,30 +463,93 @@ const fn reads(kernel: Kernel, layout: &Layout) -> bool {
     true
 }
 
+/// The pipeline of entry `entry` of family `family` (compiled as `module`) for `model`, with its
+/// explicit layout: binding 0 the family's params uniform (a dynamic offset picks the slot), then
+/// the entry's storage bindings that the model holds.
+fn pipeline(
+    device: &wgpu::Device,
+    model: &ModelWgsl,
+    module: &wgpu::ShaderModule,
+    family: usize,
+    entry: usize,
+) -> (wgpu::BindGroupLayout, wgpu::ComputePipeline) {
+    let Entry {
+        entry_point,
+        bindings,
+        ..
+    } = FAMILIES[family].entries[entry];
+    let params_size = std::num::NonZeroU64::new(FAMILIES[family].params.size as u64);
+    let mut entries = vec![wgpu::BindGroupLayoutEntry {
+        binding: 0,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: true,
+            min_binding_size: params_size,
+        },
+        count: None,
+    }];
+    let bindings = bindings.iter().filter(|b| model.holds(b.condition));
+    entries.extend(bindings.map(|binding| wgpu::BindGroupLayoutEntry {
+        binding: binding.number,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage {
+                read_only: binding.read_only,
+            },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }));
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(entry_point),
+        entries: &entries,
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(entry_point),
+        bind_group_layouts: &[Some(&layout)],
+        immediate_size: 0,
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry_point),
+        layout: Some(&pipeline_layout),
+        module,
+        entry_point: Some(entry_point),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    (layout, pipeline)
+}
+
 /// Compiled pipelines with their explicit bind group layouts, indexed by `Kernel`'s discriminant.
 pub struct Kernels {
     pipelines: Vec<(wgpu::BindGroupLayout, wgpu::ComputePipeline)>,
-    /// Built for a prior with per-chain state: the `prior_state` bindings are in the layouts.
-    stateful: bool,
+    /// The model the pipelines were built for: which conditional bindings their layouts hold.
+    model: ModelWgsl,
     /// The products' tile these pipelines were built with.
     tile: GemmTile,
 }
 
 impl Kernels {
-    /// Compiles every family's module, with `prior_wgsl` (a `Prior::wgsl()` of a prior without
-    /// state) where a family takes the prior, and builds every pipeline (once per device and prior).
-    pub fn new(device: &wgpu::Device, prior_wgsl: &str) -> Kernels {
-        Kernels::with_state(device, prior_wgsl, false, Precision::F32, GemmTile::Narrow)
+    /// Compiles every family's module, with the paper's model, f32 and the narrow tile.
+    pub fn new(device: &wgpu::Device) -> Kernels {
+        Kernels::build(
+            device,
+            &ModelWgsl::paper(),
+            Precision::F32,
+            GemmTile::Narrow,
+        )
     }
 
-    /// `new` for any prior and dictionary storage: with `stateful` (`Prior::has_state`) the
-    /// entries that splice the prior also bind its per-chain state, `prior_state`; with
-    /// `precision` F16 the products read A stored as f16 (`upload_dictionary`); the products
-    /// (and the kernels fused with them) run `tile`.
-    pub fn with_state(
+    /// Compiles every family's module with the `model`'s WGSL spliced where a family takes the
+    /// prior or the likelihood (the entries that splice them also bind what the model declares:
+    /// its params, per-chain state or data, scratch), with A stored in `precision` (F16: the
+    /// products read it with `unpack2x16float`, `upload_dictionary`) and the products (and the
+    /// kernels fused with them) on `tile`; builds every pipeline.
+    pub fn build(
         device: &wgpu::Device,
-        prior_wgsl: &str,
-        stateful: bool,
+        model: &ModelWgsl,
         precision: Precision,
         tile: GemmTile,
     ) -> Kernels {
@@ -582,7 +559,7 @@ impl Kernels {
                 let source: String = family
                     .sources
                     .iter()
-                    .map(|part| part.text(prior_wgsl, precision, tile))
+                    .map(|part| part.text(model, precision, tile))
                     .collect();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(family.module),
@@ -592,60 +569,11 @@ impl Kernels {
             .collect();
         let pipelines = LOCATION
             .iter()
-            .map(|&(family, entry)| {
-                let Entry {
-                    entry_point,
-                    bindings,
-                    ..
-                } = FAMILIES[family].entries[entry];
-                let params_size = std::num::NonZeroU64::new(FAMILIES[family].params.size as u64);
-                let mut entries = vec![wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: true,
-                        min_binding_size: params_size,
-                    },
-                    count: None,
-                }];
-                let bindings = bindings.iter().filter(|b| stateful || !b.state_only);
-                entries.extend(bindings.map(|binding| wgpu::BindGroupLayoutEntry {
-                    binding: binding.number,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage {
-                            read_only: binding.read_only,
-                        },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                }));
-                let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some(entry_point),
-                    entries: &entries,
-                });
-                let pipeline_layout =
-                    device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                        label: Some(entry_point),
-                        bind_group_layouts: &[Some(&layout)],
-                        immediate_size: 0,
-                    });
-                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry_point),
-                    layout: Some(&pipeline_layout),
-                    module: &modules[family],
-                    entry_point: Some(entry_point),
-                    compilation_options: Default::default(),
-                    cache: None,
-                });
-                (layout, pipeline)
-            })
+            .map(|&(family, entry)| pipeline(device, model, &modules[family], family, entry))
             .collect();
         Kernels {
             pipelines,
-            stateful,
+            model: *model,
             tile,
         }
     }
@@ -660,9 +588,9 @@ impl Kernels {
         self.tile.groups(rows, columns)
     }
 
-    /// The bindings of `entry` these pipelines' layouts hold (its `prior_state` only when stateful).
+    /// The bindings of `entry` these pipelines' layouts hold (the model's where it has them).
     fn active(&self, entry: &Entry) -> Vec<Binding> {
-        let keep = |b: &&Binding| self.stateful || !b.state_only;
+        let keep = |b: &&Binding| self.model.holds(b.condition);
         entry.bindings.iter().filter(keep).copied().collect()
     }
 
@@ -729,21 +657,14 @@ impl Kernels {
         Launch {
             kernel,
             group,
-            slots: Slots {
-                buffer: slots.buffer,
-                first: slots.first,
-                stride: slots.stride,
-                count: slots.count,
-                per_step: slots.per_step,
-                params: PhantomData,
-            },
+            slots: slots.untyped(),
         }
     }
 
     /// `bind` for a family's typed buffer set: `names` must be the entry's binding names, in
     /// its order (checked, so a buffer set cannot bind a kernel it does not describe). A set's
-    /// `prior_state` buffer is dropped where the pipelines have no prior state (any buffer
-    /// stands in for it there).
+    /// buffer for a binding the model does not declare (`prior_state`, `likelihood_params`, ...)
+    /// is dropped (any buffer stands in for it there).
     ///
     /// # Panics
     /// When `names` are not `kernel`'s bindings (a programming error).
@@ -763,7 +684,7 @@ impl Kernels {
             .bindings
             .iter()
             .zip(buffers)
-            .filter(|(b, _)| self.stateful || !b.state_only)
+            .filter(|(b, _)| self.model.holds(b.condition))
             .map(|(_, &buffer)| buffer)
             .collect();
         self.bind(device, kernel, params, slots, &buffers)
@@ -787,309 +708,79 @@ impl Kernels {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{Laplace, Prior};
-    use wgpu::naga;
+/// The environment variable that overrides `GemmTile::choose`: `narrow`, `wide` or `auto`.
+pub const GEMM_TILE_VARIABLE: &str = "RMLD_GEMM_TILE";
 
-    /// The priors whose WGSL the families splice.
-    fn priors() -> [Prior; 2] {
-        [
-            Prior::Laplace(Laplace { lam: 0.0 }),
-            Prior::Ssgl(crate::model::Ssgl::default()),
-        ]
+impl GpuContext {
+    /// The pipelines of the paper's model (the Laplace prior, the Gaussian likelihood), f32 and
+    /// the narrow tile: what the kernels outside the chains' (FISTA, the dense network, the
+    /// probes) run, compiled on first use.
+    pub fn kernels(&self) -> Result<Arc<Kernels>> {
+        self.kernels_with(&ModelWgsl::paper(), Precision::F32, GemmTile::Narrow)
     }
 
-    /// A family's module source as `Kernels::new` concatenates it, with `prior`'s WGSL.
-    fn source(family: &Family, prior: &Prior) -> String {
-        source_tiled(family, prior, Precision::F32, GemmTile::Narrow)
-    }
-
-    /// `source` with the dictionary stored in `precision` and the products' `tile`.
-    fn source_tiled(
-        family: &Family,
+    /// The pipelines compiled with `prior`'s WGSL and the Gaussian likelihood's, A stored in
+    /// `precision` and the products' `tile`.
+    pub fn kernels_for(
+        &self,
         prior: &Prior,
         precision: Precision,
         tile: GemmTile,
-    ) -> String {
-        let prior = prior.wgsl();
-        family
-            .sources
-            .iter()
-            .map(|part| part.text(prior, precision, tile))
-            .collect()
-    }
-
-    /// The WGSL name of a naga type: `u32`, `f32`, a struct's name, or its debug form.
-    fn wgsl_type(module: &naga::Module, ty: naga::Handle<naga::Type>) -> String {
-        let t = &module.types[ty];
-        match &t.inner {
-            naga::TypeInner::Scalar(naga::Scalar {
-                kind: naga::ScalarKind::Uint,
-                width: 4,
-            }) => "u32".into(),
-            naga::TypeInner::Scalar(naga::Scalar {
-                kind: naga::ScalarKind::Float,
-                width: 4,
-            }) => "f32".into(),
-            naga::TypeInner::Struct { .. } => t.name.clone().unwrap_or_default(),
-            other => format!("{other:?}"),
-        }
-    }
-
-    /// Every difference between the WGSL struct `ty` of `module` and the Rust `layout`: name,
-    /// size, and each member's name, type and offset (nested structs member by member), each
-    /// named by its path with both values.
-    fn differences(
-        module: &naga::Module,
-        ty: naga::Handle<naga::Type>,
-        layout: &Layout,
-        path: &str,
-    ) -> Vec<String> {
-        let mut out = Vec::new();
-        let t = &module.types[ty];
-        let name = t.name.as_deref().unwrap_or("?");
-        if name != layout.name {
-            out.push(format!(
-                "{path}: struct {name} in the WGSL, {} in Rust",
-                layout.name
-            ));
-        }
-        let naga::TypeInner::Struct { members, span } = &t.inner else {
-            out.push(format!("{path}: not a struct in the WGSL ({:?})", t.inner));
-            return out;
+    ) -> Result<Arc<Kernels>> {
+        let model = ModelWgsl {
+            prior: prior.wgsl_model(),
+            ..ModelWgsl::paper()
         };
-        if *span as usize != layout.size {
-            out.push(format!(
-                "{path}: size {span} in the WGSL, {} in Rust",
-                layout.size
-            ));
+        self.kernels_with(&model, precision, tile)
+    }
+
+    /// The pipelines compiled with `model`'s WGSL, A stored in `precision` and the products'
+    /// `tile`, once per device and shared (cached by the four).
+    ///
+    /// Fails (`Error::Gpu`) when the tile passes the adapter's limits or compiling fails.
+    pub fn kernels_with(
+        &self,
+        model: &ModelWgsl,
+        precision: Precision,
+        tile: GemmTile,
+    ) -> Result<Arc<Kernels>> {
+        if !tile.fits(&self.limits) {
+            return Err(Error::Gpu(format!(
+                "the {} GEMM tile needs {} invocations and {} bytes of workgroup memory per \
+                 workgroup; this adapter allows {} and {}",
+                tile.name(),
+                tile.invocations(),
+                tile.workgroup_bytes(),
+                self.limits.max_compute_invocations_per_workgroup,
+                self.limits.max_compute_workgroup_storage_size
+            )));
         }
-        for i in 0..members.len().max(layout.members.len()) {
-            match (members.get(i), layout.members.get(i)) {
-                (Some(w), Some(r)) => {
-                    let wname = w.name.as_deref().unwrap_or("?");
-                    let at = format!("{path}.{}", r.name);
-                    if wname != r.name {
-                        out.push(format!(
-                            "{path}: member {i} is {wname} in the WGSL, {} in Rust",
-                            r.name
-                        ));
-                    }
-                    let wty = wgsl_type(module, w.ty);
-                    if wty != r.ty {
-                        out.push(format!("{at}: type {wty} in the WGSL, {} in Rust", r.ty));
-                    }
-                    if w.offset as usize != r.offset {
-                        out.push(format!(
-                            "{at}: offset {} in the WGSL, {} in Rust",
-                            w.offset, r.offset
-                        ));
-                    }
-                    if let Some(nested) = r.nested {
-                        out.extend(differences(module, w.ty, nested, &at));
-                    }
-                }
-                (Some(w), None) => out.push(format!(
-                    "{path}.{}: at offset {} in the WGSL only",
-                    w.name.as_deref().unwrap_or("?"),
-                    w.offset
-                )),
-                (None, Some(r)) => out.push(format!(
-                    "{path}.{}: at offset {} in Rust only",
-                    r.name, r.offset
-                )),
-                (None, None) => {}
-            }
-        }
-        out
-    }
-
-    /// The differences between a family's WGSL (its `var<uniform> params` at binding 0 and that
-    /// variable's struct) and the Rust `layout`.
-    fn family_differences(family: &Family, layout: &Layout) -> Vec<String> {
-        priors()
-            .iter()
-            .flat_map(|prior| family_differences_with(family, layout, prior))
-            .collect()
-    }
-
-    /// `family_differences` with one prior's WGSL spliced in.
-    fn family_differences_with(family: &Family, layout: &Layout, prior: &Prior) -> Vec<String> {
-        let module = match naga::front::wgsl::parse_str(&source(family, prior)) {
-            Ok(module) => module,
-            Err(e) => return vec![format!("{}: {}", family.module, e.emit_to_string(""))],
-        };
-        let params = module
-            .global_variables
-            .iter()
-            .map(|(_, v)| v)
-            .find(|v| v.name.as_deref() == Some("params"));
-        let Some(params) = params else {
-            return vec![format!("{}: no `params` variable", family.module)];
-        };
-        let mut out = Vec::new();
-        let binding = params.binding.as_ref().map(|b| (b.group, b.binding));
-        if params.space != naga::AddressSpace::Uniform || binding != Some((0, 0)) {
-            out.push(format!(
-                "{}: params is {:?} at {binding:?}, not a uniform at (0, 0)",
-                family.module, params.space
-            ));
-        }
-        out.extend(differences(&module, params.ty, layout, family.module));
-        out
-    }
-
-    fn slots(per_step: bool) -> Slots<GatherParams> {
-        Slots {
-            buffer: 0,
-            first: 64,
-            stride: 32,
-            count: if per_step { 3 } else { 1 },
-            per_step,
-            params: PhantomData,
-        }
-    }
-
-    /// A dispatch at step s reads slot s of a per-step section, the one slot of the others.
-    #[test]
-    fn slots_give_each_step_its_own_offset() {
-        let per_step = slots(true);
-        let offsets: Vec<u32> = (0..3).map(|s| per_step.offset(s)).collect();
-        assert_eq!(offsets, [64, 96, 128]);
-        let once = slots(false);
-        assert_eq!((once.offset(0), once.offset(7)), (64, 64));
-    }
-
-    /// A step past a per-step section is refused, never another slot.
-    #[test]
-    #[should_panic(expected = "step 3 outside the 3 params slots")]
-    fn slots_refuse_a_step_past_the_section() {
-        slots(true).offset(3);
-    }
-
-    /// Every family's params struct in Rust matches its WGSL struct: name, size, and each
-    /// member's name, type and offset (parsed by naga, the front end wgpu compiles with).
-    #[test]
-    fn params_match_the_wgsl() {
-        let mut all = Vec::new();
-        for family in FAMILIES {
-            all.extend(family_differences(family, family.params));
-        }
-        assert!(
-            all.is_empty(),
-            "{} differences:\n{}",
-            all.len(),
-            all.join("\n")
+        let key = format!(
+            "kernels: prior {}, likelihood {}, {precision:?}, {} tile",
+            model.prior.name,
+            model.likelihood.name,
+            tile.name()
         );
+        self.cached(&key, "compiling the kernels", || {
+            Ok(Kernels::build(&self.device, model, precision, tile))
+        })
     }
 
-    /// The comparison reports a wrong layout member by member (so the test above can fail).
-    #[test]
-    fn params_check_reports_each_difference() {
-        let found = family_differences(&select::FAMILY, &<FistaParams as WgslStruct>::LAYOUT);
-        for expected in [
-            "select: struct SelectParams in the WGSL, FistaParams in Rust",
-            "select: size 16 in the WGSL, 32 in Rust",
-            "select: member 2 is _pad0 in the WGSL, lam in Rust",
-            "select.lam: type u32 in the WGSL, f32 in Rust",
-            "select.tau: at offset 16 in Rust only",
-        ] {
-            assert!(
-                found.iter().any(|f| f == expected),
-                "missing {expected:?} in {found:#?}"
-            );
+    /// The products' tile for `chains` chains: `asked` when given, else `RMLD_GEMM_TILE`'s
+    /// (`narrow`, `wide`; `auto` or unset: `GemmTile::choose` from this adapter's type and
+    /// limits). A value it cannot read is refused by name.
+    pub fn gemm_tile(&self, asked: Option<GemmTile>, chains: usize) -> Result<GemmTile> {
+        if let Some(tile) = asked {
+            return Ok(tile);
         }
-        let found = family_differences(&gather::FAMILY, &<TangentParams as WgslStruct>::LAYOUT);
-        for expected in [
-            "gather: member 0 is stream in the WGSL, d in Rust",
-            "gather.d: type Stream in the WGSL, u32 in Rust",
-            "gather._pad0: offset 16 in the WGSL, 4 in Rust",
-            "gather.gather_factor: at offset 32 in the WGSL only",
-        ] {
-            assert!(
-                found.iter().any(|f| f == expected),
-                "missing {expected:?} in {found:#?}"
-            );
+        let chosen = GemmTile::choose(self.device_type(), &self.limits, chains);
+        match std::env::var(GEMM_TILE_VARIABLE) {
+            Err(_) => Ok(chosen),
+            Ok(value) if value == "auto" || value.is_empty() => Ok(chosen),
+            Ok(value) => GemmTile::parse(&value).ok_or_else(|| Error::Usage {
+                field: GEMM_TILE_VARIABLE,
+                message: format!("expected narrow, wide or auto, found {value:?}"),
+            }),
         }
-    }
-
-    /// Every family's declared layout matches its WGSL: each entry point exists, and each
-    /// binding is declared in the module's sources with that number, name and access.
-    #[test]
-    fn declared_layouts_match_the_wgsl() {
-        for family in FAMILIES {
-            let source: String = family
-                .sources
-                .iter()
-                .map(|part| part.text("", Precision::F32, GemmTile::Narrow))
-                .collect();
-            // A stateful prior's bindings are declared by its WGSL (SSGL's `prior_state`).
-            let stateful = source.clone() + Prior::Ssgl(crate::model::Ssgl::default()).wgsl();
-            for entry in family.entries {
-                let function = format!("fn {}(", entry.entry_point);
-                assert!(source.contains(&function), "{}: {function}", family.module);
-                for binding in entry.bindings {
-                    let source = if binding.state_only {
-                        &stateful
-                    } else {
-                        &source
-                    };
-                    let access = if binding.read_only {
-                        "read"
-                    } else {
-                        "read_write"
-                    };
-                    let declaration = format!(
-                        "@group(0) @binding({}) var<storage, {access}> {}:",
-                        binding.number, binding.name
-                    );
-                    assert!(
-                        source.contains(&declaration),
-                        "{} {}: {declaration}",
-                        family.module,
-                        entry.entry_point
-                    );
-                }
-            }
-        }
-    }
-
-    /// Every family's module parses and validates (naga, as wgpu does before compiling) with
-    /// each products' tile, dictionary precision and prior, so a tile that only a GPU would pick
-    /// is checked without one.
-    #[test]
-    fn every_module_validates_with_each_tile() {
-        let mut failures = Vec::new();
-        for family in FAMILIES {
-            for tile in [GemmTile::Narrow, GemmTile::Wide] {
-                for precision in [Precision::F32, Precision::F16] {
-                    for prior in priors() {
-                        let text = source_tiled(family, &prior, precision, tile);
-                        let at = format!("{} ({tile:?}, {precision:?}, {prior:?})", family.module);
-                        let module = match naga::front::wgsl::parse_str(&text) {
-                            Ok(module) => module,
-                            Err(e) => {
-                                failures.push(format!("{at}: {}", e.emit_to_string(&text)));
-                                continue;
-                            }
-                        };
-                        // unpack2x16float (the f16 dictionary) is core WGSL that naga files
-                        // under this capability; wgpu grants it on every adapter we run.
-                        let capabilities = naga::valid::Capabilities::default()
-                            | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
-                        let mut validator = naga::valid::Validator::new(
-                            naga::valid::ValidationFlags::all(),
-                            capabilities,
-                        );
-                        if let Err(e) = validator.validate(&module) {
-                            failures.push(format!("{at}: {}", e.emit_to_string(&text)));
-                        }
-                    }
-                }
-            }
-        }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }

@@ -15,10 +15,10 @@ pub(crate) mod kernels;
 pub(crate) mod probe;
 pub(crate) mod timer;
 
-pub use context::{adapter_available, software_adapter, GpuContext, GEMM_TILE_VARIABLE};
+pub use context::{adapter_available, software_adapter, GpuContext};
 use dataset::{gather_params, upload_observations};
 pub use kernel_hmc::KernelHmcGpu;
-pub use kernels::{GemmTile, WIDE_TILE_MIN_CHAINS};
+pub use kernels::{GemmTile, ModelWgsl, GEMM_TILE_VARIABLE, WIDE_TILE_MIN_CHAINS};
 
 /// The device-side pieces the GPU twin tests and kernel benchmarks drive directly (kernel
 /// handles, the params block, buffer helpers, the Philox probe). Not a stable API.
@@ -26,19 +26,20 @@ pub use kernels::{GemmTile, WIDE_TILE_MIN_CHAINS};
 pub mod testing {
     pub use super::buffers::{storage, upload, ParamSlots, SlotLayout};
     pub use super::dataset::{gather_params, upload_observations};
-    pub use super::kernels::ssgl::sa_update;
+    pub use super::kernels::prior_update::prior_update;
     pub use super::kernels::*;
     pub use super::probe::*;
 }
 
 use std::sync::Arc;
 
-use super::{Backend, BackendInfo, DynamicsSettings, MhTerms};
+use super::{Backend, BackendInfo, DynamicsSettings, Encode, MhTerms, ModelState, Tuning};
 use crate::methods::ChainOp;
-use crate::model::Likelihood;
-use crate::model::Target;
+use crate::model::wgsl::WgslBytes;
+use crate::model::{Likelihood, Target};
 use crate::{Error, Result};
-use group::{CachedEnergy, ChainGroup, Constants, Shared, TERMS};
+use group::{ChainGroup, Constants, GroupLikelihood, GroupSpec, Shared, TERMS};
+use kernels::prior_update::{PriorUpdateKernel, UpdateBuffers};
 use timer::PassTimer;
 
 /// Options of the GPU backend.
@@ -94,17 +95,17 @@ pub struct GpuBackend {
     chains: usize,
     shared: Shared,
     xbar_rows: Vec<f32>,
-    /// The likelihood keeps per-chain energies and scaled residuals (mixture, tangent).
-    caches_energy: bool,
-    /// What those add per chain, in bytes.
+    /// The likelihood, as data.
+    likelihood: Likelihood,
+    /// What its cached energies, per-chain data and scratch add per chain, in bytes.
     cached_bytes_per_chain: usize,
     groups: Vec<ChainGroup>,
     group_size: usize,
     limit: u64,
     lipschitz: Option<f32>,
     clock: Option<DeviceClock>,
-    /// The SSGL prior's update pipeline (None for a prior without state).
-    ssgl_update: Option<kernels::ssgl::SsglUpdateKernel>,
+    /// The prior's update pipeline (None for a prior without state).
+    prior_update: Option<Arc<PriorUpdateKernel>>,
     /// The learned noise precision τ per chain as last set (`--noise gibbs`), None for a
     /// fixed σ².
     precision: Option<Vec<f32>>,
@@ -185,102 +186,68 @@ impl GpuBackend {
             .max_binding_bytes
             .unwrap_or(u64::MAX)
             .min(device_limit);
-        // The likelihood as data: what each chain's residual subtracts (its mean, nothing for
-        // the mixture, whose residual buffers hold A X, or its anchor) and its cached energy.
+        // The likelihood and the prior as data: what each chain's residual subtracts, the
+        // passes and per-chain data the likelihood needs, the prior's latent state.
         let likelihood = target.likelihood(chains)?;
-        let caches_energy = likelihood.caches_energy();
-        // The prior's latent state (SSGL's), as the CPU backend starts it.
         let prior_state = target.initial_prior_state(&likelihood, chains)?;
-        let stride = crate::model::prior::ssgl::stride(p);
-        let (xbar_rows, tangent, mixture_info) = match likelihood {
-            Likelihood::Gaussian { means } => (means, None, Vec::new()),
-            Likelihood::Mixture { info } => (vec![0.0; chains * d], None, info),
-            Likelihood::Tangent {
-                anchors,
-                basis,
-                inv_sigma2,
-            } => (anchors, Some((basis, inv_sigma2)), Vec::new()),
+        let state_width = target.prior.state_width(p);
+        let chain_data = likelihood.gpu_chains();
+        let scratch_words = likelihood.scratch_words(settings.batch);
+        // Bytes per chain a caching likelihood adds: its scaled residuals (2d), energies (2),
+        // per-chain data and scratch.
+        let cached_bytes_per_chain = if likelihood.caches_energy() {
+            4 * (2 * d + 2) + likelihood.reported_chain_bytes() + 4 * scratch_words
+        } else {
+            0
         };
-        // Bytes per chain the cached energy adds: the mixture its scaled residuals (2d),
-        // energies (2), picks and weights (2m); the tangent target its scaled residuals,
-        // energies, k directions and shrinkages.
-        let cached_bytes_per_chain = match (&tangent, mixture_info.is_empty()) {
-            (Some((b, _)), _) => 4 * (2 * d + 2 + b.k * (d + 1)),
-            (None, false) => 4 * (2 * d + 2 + 2 * settings.batch as usize),
-            (None, true) => 0,
-        };
-        // The tangent target's directions are the widest per-chain buffer when k·d > p.
-        // SSGL's latent state (3p + 2 per chain) is wider than any of them.
+        // The widest per-chain buffer: a row of d or p, the likelihood's data or scratch, or the
+        // prior's state.
         let width = d
             .max(p)
-            .max(tangent.as_ref().map_or(0, |(b, _)| b.k * d))
-            .max(prior_state.as_ref().map_or(0, |_| stride));
+            .max(chain_data.as_ref().map_or(0, |c| c.bytes_per_chain / 4))
+            .max(scratch_words)
+            .max(state_width);
         let group_size = group_size(limit, width, chains)?;
         // The gather kernel reads chain `chain_offset + c`'s rows (the stream's global index):
         // a shard's rows follow `chain_offset` unused entries.
         let mut chain_rows = vec![[0u32; 2]; settings.chain_offset as usize];
         chain_rows.extend(target.chain_rows(chains)?);
         let tile = context.gemm_tile(options.gemm_tile, chains)?;
-        let shared = context.checked("uploading A and the data", || -> Result<Shared> {
-            Ok(Shared {
-                dict: upload_dictionary(&context, &target.dictionary, target.precision),
-                data: upload_observations(&context, &target.observations)?,
-                chain_rows: buffers::upload(&context, "rows", bytemuck::cast_slice(&chain_rows)),
-                kernels: context.kernels_for(&target.prior, target.precision, tile)?,
-            })
-        })??;
+        let shared = upload_shared(&context, &target, &likelihood, &chain_rows, tile)?;
         let ranges = group_ranges(
             &chain_rows[settings.chain_offset as usize..],
             group_size,
             options.class_groups,
         );
+        let model = GroupModel {
+            likelihood: &likelihood,
+            chain_data: chain_data.as_ref(),
+            scratch_words,
+            prior_state: prior_state.as_deref(),
+            state_width,
+            update_bytes: target
+                .prior
+                .update_kernel(1, 1, (d, p))
+                .map_or(0, |(_, params)| params.bytes.len()),
+            // The precision the gradient kernels apply: 1 where the residuals arrive scaled.
+            precision: if likelihood.caches_energy() {
+                1.0
+            } else {
+                target.inv_sigma2()
+            },
+        };
         let groups = context.checked("allocating the chain state", || {
             ranges
                 .iter()
-                .map(|&(offset, count)| {
-                    let means = &xbar_rows[offset * d..(offset + count) * d];
-                    let mixture = match &tangent {
-                        Some((b, inv_sigma2)) => Some(CachedEnergy::Tangent {
-                            basis: &b.basis[offset * b.k * d..(offset + count) * b.k * d],
-                            gamma: &b.gamma[offset * b.k..(offset + count) * b.k],
-                            k: b.k as u32,
-                            inv_sigma2: *inv_sigma2,
-                        }),
-                        None => (!mixture_info.is_empty()).then(|| {
-                            CachedEnergy::Mixture(
-                                &mixture_info[offset..offset + count],
-                                settings.batch,
-                            )
-                        }),
-                    };
-                    ChainGroup::new(
-                        &context,
-                        &shared,
-                        d,
-                        p,
-                        offset,
-                        count,
-                        settings.steps,
-                        means,
-                        mixture,
-                        prior_state
-                            .as_deref()
-                            .map(|s| &s[offset * stride..(offset + count) * stride]),
-                        // As `constants`: the cached-energy targets' residuals arrive scaled.
-                        if caches_energy {
-                            1.0
-                        } else {
-                            target.inv_sigma2()
-                        },
-                    )
-                })
+                .map(|&range| model.group(&context, &shared, (d, p), settings.steps, range))
                 .collect::<Vec<_>>()
         })?;
-        let ssgl_update = match &prior_state {
-            Some(_) => Some(context.checked("compiling ssgl_update", || {
-                kernels::ssgl::SsglUpdateKernel::new(&context.device)
-            })?),
-            None => None,
+        let xbar_rows = likelihood.offsets().to_vec();
+        let prior_update = match target.prior.update_kernel(1, 1, (d, p)) {
+            Some((wgsl, _)) if prior_state.is_some() => {
+                Some(PriorUpdateKernel::for_prior(&context, wgsl)?)
+            }
+            _ => None,
         };
         let clock = match (
             options.timestamps,
@@ -302,14 +269,14 @@ impl GpuBackend {
             chains,
             shared,
             xbar_rows,
-            caches_energy,
+            likelihood,
             cached_bytes_per_chain,
             groups,
             group_size,
             limit,
             lipschitz: None,
             clock,
-            ssgl_update,
+            prior_update,
             precision: None,
             group_steps: None,
         })
@@ -349,17 +316,10 @@ impl GpuBackend {
             batch: s.batch,
             u8_data: gather.u8_data,
             gather_factor: gather.gather_factor,
-            lam: t.prior.gpu_scalar(),
             eta: s.eta,
             noise: s.sghmc_noise as u32,
             noise_scale: (2.0 * s.eta).sqrt(),
             delta: s.delta(),
-            // The mixture's and the tangent target's residuals arrive scaled already.
-            inv_sigma2: if self.caches_energy {
-                1.0
-            } else {
-                t.inv_sigma2()
-            },
             kinetic: 0,
             preconditioned: self.precision.is_some() as u32,
         }
@@ -429,58 +389,100 @@ fn group_size(limit: u64, width: usize, chains: usize) -> Result<usize> {
     Ok(fit.min(chains))
 }
 
+/// A's, the data's and the model's device buffers every group binds, and the pipelines compiled
+/// for the target's prior and likelihood.
+fn upload_shared(
+    context: &Arc<GpuContext>,
+    target: &Target,
+    likelihood: &Likelihood,
+    chain_rows: &[[u32; 2]],
+    tile: GemmTile,
+) -> Result<Shared> {
+    let model = ModelWgsl {
+        prior: target.prior.wgsl_model(),
+        likelihood: likelihood.wgsl_model(),
+    };
+    let params = |label, bytes: Option<WgslBytes>| {
+        let bytes = bytes.map_or_else(|| vec![0; 4], |b| b.bytes);
+        buffers::upload(context, label, &bytes)
+    };
+    context.checked("uploading A and the data", || -> Result<Shared> {
+        Ok(Shared {
+            dict: upload_dictionary(context, &target.dictionary, target.precision),
+            data: upload_observations(context, &target.observations)?,
+            chain_rows: buffers::upload(context, "rows", bytemuck::cast_slice(chain_rows)),
+            prior_params: params("prior params", target.prior.gpu_params()),
+            likelihood_params: params("likelihood params", likelihood.gpu_params()),
+            kernels: context.kernels_with(&model, target.precision, tile)?,
+        })
+    })?
+}
+
+/// What each group takes of the model: the likelihood's passes and per-chain data, the prior's
+/// latent state, and the precision the chains start with.
+struct GroupModel<'a> {
+    likelihood: &'a Likelihood,
+    chain_data: Option<&'a crate::model::ChainData>,
+    scratch_words: usize,
+    prior_state: Option<&'a [f32]>,
+    state_width: usize,
+    update_bytes: usize,
+    precision: f32,
+}
+
+impl GroupModel<'_> {
+    /// The group of chains `offset..offset + count`.
+    fn group(
+        &self,
+        context: &GpuContext,
+        shared: &Shared,
+        (d, p): (usize, usize),
+        steps: u32,
+        (offset, count): (usize, usize),
+    ) -> ChainGroup {
+        let l = self.likelihood;
+        let width = self.state_width;
+        let spec = GroupSpec {
+            offset,
+            chains: count,
+            shape: (d, p),
+            steps,
+            offsets: &l.offsets()[offset * d..(offset + count) * d],
+            likelihood: GroupLikelihood {
+                gathers: l.gathers(),
+                has_step: l.has_step(),
+                caches_energy: l.caches_energy(),
+                chains: self.chain_data.map(|c| {
+                    let w = c.bytes_per_chain;
+                    &c.bytes[offset * w..(offset + count) * w]
+                }),
+                scratch_words: self.scratch_words,
+            },
+            prior_state: self.prior_state.map(|s| {
+                let rows = &s[offset * width..(offset + count) * width];
+                (rows, self.update_bytes)
+            }),
+            precision: self.precision,
+        };
+        ChainGroup::new(context, shared, &spec)
+    }
+}
+
 impl Backend for GpuBackend {
-    fn set_step_size(&mut self, eta: f32) -> Result<()> {
-        self.settings.eta = eta;
-        self.group_steps = None;
-        Ok(())
-    }
-
-    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
-        super::check_chain_steps(steps, self.chains, self.settings.method)?;
-        let mut per_group = Vec::with_capacity(self.groups.len());
-        for g in &self.groups {
-            let own = &steps[g.offset..g.offset + g.chains];
-            if own.iter().any(|s| s.to_bits() != own[0].to_bits()) {
-                return Err(Error::Internal(format!(
-                    "chains {}..{} share a group but not a step size: build the backend with \
-                     GpuOptions::class_groups",
-                    g.offset,
-                    g.offset + g.chains
-                )));
-            }
-            per_group.push(own[0]);
-        }
-        self.group_steps = Some(per_group);
-        Ok(())
-    }
-
-    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
-        self.settings.leapfrog_steps = steps;
-        Ok(())
-    }
-
-    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
-        let p = self.target.p();
-        let z = self.read_rows(|g| g.proposal_buffers().0, p)?;
-        let r = self.read_rows(|g| g.proposal_buffers().1, p)?;
-        Ok((z, r))
-    }
-
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
             kind: "gpu".into(),
             device: self.context.describe(),
             // X, Z, both gradients, r (p each); both residuals, Ybar, step residual, the
-            // chain's mean (d each); the MH terms, the mask word and its two row words; SSGL's
-            // latent state and its status word.
+            // chain's offset (d each); the MH terms, the mask word and its two row words; the
+            // prior's latent state and its status word.
             bytes_per_chain: 4 * (5 * p + 5 * d + TERMS + 3)
                 + self.cached_bytes_per_chain
                 + self
-                    .ssgl_update
+                    .prior_update
                     .as_ref()
-                    .map_or(0, |_| 4 * (crate::model::prior::ssgl::stride(p) + 1)),
+                    .map_or(0, |_| 4 * (self.target.prior.state_width(p) + 1)),
         }
     }
 
@@ -634,21 +636,94 @@ impl Backend for GpuBackend {
         Ok(residual)
     }
 
+    fn device_seconds(&mut self) -> Result<Option<f64>> {
+        let Some(clock) = &mut self.clock else {
+            return Ok(None);
+        };
+        if clock.accept_unread {
+            let bytes = buffers::read_back(&self.context, &[clock.accept.piece()])?;
+            clock.seconds += clock.accept.seconds(&bytes).iter().sum::<f64>();
+            clock.accept_unread = false;
+        }
+        Ok(Some(clock.seconds))
+    }
+
+    super::offers_every_capability!();
+}
+
+impl Tuning for GpuBackend {
+    fn set_step_size(&mut self, eta: f32) -> Result<()> {
+        self.settings.eta = eta;
+        self.group_steps = None;
+        Ok(())
+    }
+
+    fn set_chain_step_sizes(&mut self, steps: &[f32]) -> Result<()> {
+        super::check_chain_steps(steps, self.chains, self.settings.method)?;
+        let mut per_group = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            let own = &steps[g.offset..g.offset + g.chains];
+            if own.iter().any(|s| s.to_bits() != own[0].to_bits()) {
+                return Err(Error::Internal(format!(
+                    "chains {}..{} share a group but not a step size: build the backend with \
+                     GpuOptions::class_groups",
+                    g.offset,
+                    g.offset + g.chains
+                )));
+            }
+            per_group.push(own[0]);
+        }
+        self.group_steps = Some(per_group);
+        Ok(())
+    }
+
+    fn set_leapfrog_steps(&mut self, steps: u32) -> Result<()> {
+        self.settings.leapfrog_steps = steps;
+        Ok(())
+    }
+
+    fn proposals(&mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        let p = self.target.p();
+        let z = self.read_rows(|g| g.proposal_buffers().0, p)?;
+        let r = self.read_rows(|g| g.proposal_buffers().1, p)?;
+        Ok((z, r))
+    }
+}
+
+impl Encode for GpuBackend {
+    fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
+        let lipschitz = *self
+            .lipschitz
+            .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32);
+        fista::encode(self, images, lam, iterations, lipschitz)
+    }
+
+    /// FISTA here runs every iteration.
+    fn set_lasso_tolerance(&mut self, tolerance: f32) {
+        let _ = tolerance;
+    }
+
+    fn encode_stats(&self) -> Option<super::EncodeStats> {
+        None
+    }
+}
+
+impl ModelState for GpuBackend {
     fn prior_update(&mut self, outer: u32) -> Result<Vec<u32>> {
-        let (Some(ssgl), Some(kernel)) = (self.target.prior.ssgl(), &self.ssgl_update) else {
+        let Some(kernel) = &self.prior_update else {
             return Err(Error::Internal(
                 "prior_update: the prior has no adaptive state".into(),
             ));
         };
         let (d, p) = (self.target.d(), self.target.p());
-        let scalars = crate::backend::cpu::ssgl::UpdateScalars::new(ssgl, outer, d, p);
         let mut pieces = Vec::with_capacity(self.groups.len());
         for g in &self.groups {
             let prior = g.prior()?;
-            let params = kernels::ssgl::SsglParams::new(&scalars, g.chains, d, p);
-            self.context
-                .queue
-                .write_buffer(&prior.params, 0, bytemuck::bytes_of(&params));
+            if let Some((_, params)) = self.target.prior.update_kernel(outer, g.chains, (d, p)) {
+                self.context
+                    .queue
+                    .write_buffer(&prior.params, 0, &params.bytes);
+            }
             pieces.push((&prior.status, 0, (4 * g.chains) as u64));
         }
         // The update of every group, submitted; then X's residual and gradient under the new
@@ -658,20 +733,19 @@ impl Backend for GpuBackend {
                 self.context
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("ssgl_update"),
+                        label: Some("prior_update"),
                     });
             for g in &self.groups {
                 if let Some(prior) = &g.prior {
-                    kernel.record(
-                        &self.context.device,
-                        &mut encoder,
-                        &prior.params,
-                        g.chains as u32,
-                        &g.x,
-                        &g.residual_x,
-                        &prior.state,
-                        &prior.status,
-                    );
+                    let buffers = UpdateBuffers {
+                        params: &prior.params,
+                        x: &g.x,
+                        residual: &g.residual_x,
+                        state: &prior.state,
+                        status: &prior.status,
+                        chains: g.chains as u32,
+                    };
+                    kernel.record(&self.context.device, &mut encoder, &buffers);
                 }
             }
             self.context.queue.submit([encoder.finish()]);
@@ -691,10 +765,10 @@ impl Backend for GpuBackend {
     }
 
     fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
-        if self.ssgl_update.is_none() {
+        if self.prior_update.is_none() {
             return Ok(None);
         }
-        let width = crate::model::prior::ssgl::stride(self.target.p());
+        let width = self.target.prior.state_width(self.target.p());
         let mut pieces = Vec::with_capacity(self.groups.len());
         for g in &self.groups {
             pieces.push((&g.prior()?.state, 0, (4 * g.chains * width) as u64));
@@ -707,18 +781,18 @@ impl Backend for GpuBackend {
 
     fn load_prior_state(&mut self, state: &[f32]) -> Result<()> {
         let (d, p) = (self.target.d(), self.target.p());
-        let width = crate::model::prior::ssgl::stride(p);
+        let width = self.target.prior.state_width(p);
         if let Some(i) = state.iter().position(|v| !v.is_finite()) {
             return Err(Error::Internal(format!(
                 "load_prior_state: value {i} is {} (the prior's state must be finite)",
                 state[i]
             )));
         }
-        if self.ssgl_update.is_none() || state.len() != self.chains * width {
+        if self.prior_update.is_none() || state.len() != self.chains * width {
             return Err(Error::Internal(format!(
                 "load_prior_state: {} values, the backend holds {:?}",
                 state.len(),
-                self.ssgl_update.as_ref().map(|_| self.chains * width)
+                self.prior_update.as_ref().map(|_| self.chains * width)
             )));
         }
         for g in &self.groups {
@@ -734,7 +808,7 @@ impl Backend for GpuBackend {
     }
 
     fn set_noise_precision(&mut self, precision: &[f32]) -> Result<()> {
-        crate::backend::check_precision(precision, self.chains, self.caches_energy)?;
+        crate::backend::check_precision(precision, self.chains, &self.likelihood)?;
         // The kernels read √τ (gradients in noise units, preconditioned moves), the f32 square
         // roots of the f32 τ as the CPU backend takes them.
         let roots: Vec<f32> = precision.iter().map(|t| t.sqrt()).collect();
@@ -749,25 +823,6 @@ impl Backend for GpuBackend {
 
     fn noise_precision(&mut self) -> Result<Option<Vec<f32>>> {
         Ok(self.precision.clone())
-    }
-
-    fn device_seconds(&mut self) -> Result<Option<f64>> {
-        let Some(clock) = &mut self.clock else {
-            return Ok(None);
-        };
-        if clock.accept_unread {
-            let bytes = buffers::read_back(&self.context, &[clock.accept.piece()])?;
-            clock.seconds += clock.accept.seconds(&bytes).iter().sum::<f64>();
-            clock.accept_unread = false;
-        }
-        Ok(Some(clock.seconds))
-    }
-
-    fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
-        let lipschitz = *self
-            .lipschitz
-            .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32);
-        fista::encode(self, images, lam, iterations, lipschitz)
     }
 }
 

@@ -3,10 +3,10 @@
 use super::buffers::{read_f32, storage, upload, ParamSlots};
 use super::context::GpuContext;
 use super::kernels::{
-    gather, matmul, philox_probe, GemmTile, Kernels, Launch, MatmulParams, PhiloxProbeParams,
-    Slots, WgslStruct,
+    gather, matmul, philox_probe, GemmTile, Kernels, Launch, MatmulParams, ModelWgsl,
+    PhiloxProbeParams, Slots, WgslStruct,
 };
-use crate::model::{Laplace, Observations, Precision, Prior};
+use crate::model::{Observations, Precision};
 use crate::Result;
 
 /// Output words per probe case: 4 raw, 4 indices, 4 normals (f32 bits).
@@ -20,7 +20,7 @@ fn run<P: WgslStruct>(
     bind: impl FnOnce(&Kernels, &wgpu::Device, &ParamSlots, Slots<P>) -> Launch,
     workgroups: [u32; 3],
 ) -> Result<()> {
-    run_with(context, &context.kernels, params, bind, workgroups)
+    run_with(context, &*context.kernels()?, params, bind, workgroups)
 }
 
 /// `run` with the given pipelines.
@@ -96,9 +96,9 @@ pub fn philox(context: &GpuContext, cases: &[([u32; 4], [u32; 2], u32)]) -> Resu
         .collect())
 }
 
-/// The default pipelines (Laplace, f32) built with the products' `tile`.
+/// The paper's model's pipelines (f32) built with the products' `tile`.
 fn tiled(context: &GpuContext, tile: GemmTile) -> Result<std::sync::Arc<Kernels>> {
-    context.kernels_for(&Prior::Laplace(Laplace { lam: 0.0 }), Precision::F32, tile)
+    context.kernels_with(&ModelWgsl::paper(), Precision::F32, tile)
 }
 
 /// out (C × d) = Z (C × p) · Aᵀ − Y, Y being C × d or one row of d broadcast, by the `tile`

@@ -1,4 +1,6 @@
-//! CPU twin of `shaders/kernel_hmc.wgsl`, and the kernel-HMC CPU backend (rayon over chains).
+//! CPU twin of `shaders/kernel_hmc.wgsl`, and the kernel-HMC CPU backend (rayon over chains); the
+//! kernel density's minibatch weights and energy are the mixture likelihood's
+//! (`model::likelihood::mixture`).
 
 use std::sync::Arc;
 
@@ -7,47 +9,14 @@ use rayon::prelude::*;
 use super::{ChainInfo, KernelTarget};
 use crate::backend::cpu::gradient_step::draw_momentum;
 use crate::backend::{Backend, BackendInfo, DynamicsSettings, MhTerms};
-use crate::io::Pixels;
 use crate::methods::{ChainOp, Method};
+use crate::model::likelihood::mixture::{kernel_energy, minibatch_mean, StepScratch};
+use crate::model::likelihood::StepDraw;
 use crate::model::Observations;
 use crate::rng::{Purpose, Stream};
 use crate::{Error, Result};
 
-/// Class rows per chunk of the full-class energy, as `CHUNK` in the WGSL (its workgroup memory).
-pub const CHUNK: usize = 256;
-
-/// The running maximum's start: exp(NEG_HUGE − anything finite) is 0, without an infinity.
-const NEG_HUGE: f32 = -3.0e38;
-
-/// Calls `f(j, x_ij)` for every coordinate of row `i` in model units (raw × scale), as the
-/// WGSL's `model_value`.
-#[inline]
-fn visit_row(observations: &Observations, i: usize, scale: f32, mut f: impl FnMut(usize, f32)) {
-    let range = i * observations.d..(i + 1) * observations.d;
-    match &observations.pixels {
-        Pixels::U8(v) => v[range]
-            .iter()
-            .enumerate()
-            .for_each(|(j, &x)| f(j, x as f32 * scale)),
-        Pixels::F32(v) => v[range]
-            .iter()
-            .enumerate()
-            .for_each(|(j, &x)| f(j, x * scale)),
-    }
-}
-
-/// −||z − x_i||²/(2h²) for row `i`, the squared distance summed in coordinate order.
-#[inline]
-fn exponent(observations: &Observations, info: &ChainInfo, i: usize, z: &[f32]) -> f32 {
-    let mut dist2 = 0f32;
-    visit_row(observations, i, info.scale, |j, v| {
-        let diff = z[j] - v;
-        dist2 += diff * diff;
-    });
-    -0.5 * info.inv_h2 * dist2
-}
-
-/// Which step of which outer iteration, and the step's constants (the WGSL's `Params`).
+/// Which step of which outer iteration, and the step's constants (the WGSL's `KernelHmcParams`).
 #[derive(Clone, Copy, Debug)]
 pub struct StepParams {
     /// Seed of every stream.
@@ -56,91 +25,14 @@ pub struct StepParams {
     pub outer: u32,
     /// Step t (1-based).
     pub step: u32,
+    /// Minibatch size m.
+    pub batch: u32,
     /// Step size (and friction) eta.
     pub eta: f32,
     /// Inject SGHMC noise `noise_scale`·ξ into the momentum.
     pub noise: bool,
     /// sqrt(2·eta), rounded on the host as the GPU receives it.
     pub noise_scale: f32,
-}
-
-/// One chain's scratch for `kernel_step`.
-pub struct StepScratch {
-    /// Minibatch rows, m.
-    pub picks: Vec<u32>,
-    /// Exponents, then unnormalised softmax weights, m.
-    pub weights: Vec<f32>,
-    /// Σ_b w_b x_b before normalisation, d.
-    pub mean: Vec<f32>,
-    /// SGHMC noise ξ, d (empty without noise).
-    pub noise: Vec<f32>,
-}
-
-impl StepScratch {
-    /// Scratch for minibatches of `batch` rows in dimension `d`.
-    pub fn new(batch: usize, d: usize, noise: bool) -> Self {
-        StepScratch {
-            picks: vec![0; batch],
-            weights: vec![0.0; batch],
-            mean: vec![0.0; d],
-            noise: vec![0.0; if noise { d } else { 0 }],
-        }
-    }
-}
-
-/// The minibatch of step (outer, step) of chain `chain`: m rows drawn i.i.d. from the class by
-/// the stream (seed, chain, outer, step, Minibatch), softmax weights w_b ∝ exp(−||z − x_b||²/(2h²))
-/// (max exponent subtracted) and the unnormalised Σ_b w_b x_b into `scratch.mean`; returns Σ_b w_b.
-fn minibatch_mean(
-    observations: &Observations,
-    info: &ChainInfo,
-    chain: u32,
-    p: &StepParams,
-    z: &[f32],
-    scratch: &mut StepScratch,
-) -> f32 {
-    let StepScratch {
-        picks,
-        weights,
-        mean,
-        ..
-    } = scratch;
-    Stream::new(p.seed, chain, p.outer, p.step, Purpose::Minibatch).fill_index(info.count, picks);
-    let mut max = NEG_HUGE;
-    for (pick, w) in picks.iter_mut().zip(weights.iter_mut()) {
-        *pick += info.start;
-        *w = exponent(observations, info, *pick as usize, z);
-        max = max.max(*w);
-    }
-    let mut total = 0f32;
-    for w in weights.iter_mut() {
-        *w = (*w - max).exp();
-        total += *w;
-    }
-    mean.fill(0.0);
-    for (&pick, &w) in picks.iter().zip(weights.iter()) {
-        visit_row(observations, pick as usize, info.scale, |j, v| {
-            mean[j] += w * v
-        });
-    }
-    total
-}
-
-/// The mixture target's minibatch residual (twin of `mixture_residual` in the WGSL), in place:
-/// `image` holds A z on entry and (A z − Σ_b w_b x_b)/h² on return, with the minibatch and
-/// weights of `kernel_step` (h² = σ², so the caller's product Aᵀ· is the gradient's data term).
-pub fn mixture_residual(
-    observations: &Observations,
-    info: &ChainInfo,
-    chain: u32,
-    params: &StepParams,
-    image: &mut [f32],
-    scratch: &mut StepScratch,
-) {
-    let total = minibatch_mean(observations, info, chain, params, image, scratch);
-    for (v, m) in image.iter_mut().zip(&scratch.mean) {
-        *v = (*v - m / total) * info.inv_h2;
-    }
 }
 
 /// One momentum step of Algorithm 1 for chain `chain` on its minibatch kernel gradient (the
@@ -154,7 +46,14 @@ pub fn kernel_step(
     momentum: &mut [f32],
     scratch: &mut StepScratch,
 ) {
-    let total = minibatch_mean(observations, info, chain, params, z, scratch);
+    let draw = StepDraw {
+        seed: params.seed,
+        first_chain: 0,
+        outer: params.outer,
+        step: params.step,
+        batch: params.batch,
+    };
+    let total = minibatch_mean(observations, info, chain, &draw, z, scratch);
     let StepScratch { mean, noise, .. } = scratch;
     let p = params;
     if p.noise {
@@ -169,44 +68,6 @@ pub fn kernel_step(
         momentum[j] = next;
         z[j] += p.eta * next;
     }
-}
-
-/// U(at) over the chain's full class and ∇U(at) into `gradient`, by an online log-sum-exp over
-/// chunks of `CHUNK` rows: per chunk the exponents, the new running max M, the running sum and
-/// the weighted row sum rescaled by exp(M_old − M) and the chunk's exp(e_i − M) added. Returns
-/// U = −(M + ln S); ∇U = (at − Σ_i w_i x_i / S)/h². `weights` is scratch.
-pub fn kernel_energy(
-    observations: &Observations,
-    info: &ChainInfo,
-    at: &[f32],
-    gradient: &mut [f32],
-    weights: &mut Vec<f32>,
-) -> f32 {
-    let (start, count) = (info.start as usize, info.count as usize);
-    gradient.fill(0.0);
-    let (mut running_max, mut running_sum) = (NEG_HUGE, 0f32);
-    for first in (0..count).step_by(CHUNK) {
-        let rows = start + first..start + count.min(first + CHUNK);
-        weights.clear();
-        weights.extend(rows.clone().map(|i| exponent(observations, info, i, at)));
-        let new_max = weights.iter().fold(running_max, |m, &e| m.max(e));
-        let rescale = (running_max - new_max).exp();
-        let mut chunk_sum = 0f32;
-        for w in weights.iter_mut() {
-            *w = (*w - new_max).exp();
-            chunk_sum += *w;
-        }
-        running_sum = running_sum * rescale + chunk_sum;
-        gradient.iter_mut().for_each(|g| *g *= rescale);
-        for (i, &w) in rows.zip(weights.iter()) {
-            visit_row(observations, i, info.scale, |j, v| gradient[j] += w * v);
-        }
-        running_max = new_max;
-    }
-    for (g, &x) in gradient.iter_mut().zip(at) {
-        *g = (x - *g / running_sum) * info.inv_h2;
-    }
-    -(running_max + running_sum.ln())
 }
 
 /// The MH terms of one chain as Algorithm 3 defines them (kinetic difference 0).
@@ -300,14 +161,6 @@ pub(crate) fn check_settings(settings: &DynamicsSettings) -> Result<()> {
     Ok(())
 }
 
-/// The error `encode` returns: these chains have no codes.
-pub(crate) fn no_codes() -> Error {
-    Error::usage(
-        "backend",
-        "kernel-hmc has no sparse codes: its chains are images (p = d), there is nothing to encode",
-    )
-}
-
 /// C chains of kernel HMC on the host: current (x, ∇U(x), U(x)), the proposal alike, momenta.
 pub struct KernelHmcCpu {
     target: Arc<KernelTarget>,
@@ -383,6 +236,7 @@ impl KernelHmcCpu {
             seed: s.seed,
             outer,
             step,
+            batch: s.batch,
             eta: s.eta,
             noise: s.sghmc_noise,
             noise_scale: (2.0 * s.eta).sqrt(),
@@ -432,14 +286,6 @@ impl KernelHmcCpu {
 }
 
 impl Backend for KernelHmcCpu {
-    fn set_step_size(&mut self, eta: f32) -> Result<()> {
-        let _ = eta;
-        Err(crate::Error::usage(
-            "adapt",
-            "kernel-hmc does not adapt its step size (it runs RMLD's dynamics)",
-        ))
-    }
-
     fn info(&self) -> BackendInfo {
         let (d, m) = (self.target.d(), self.settings.batch as usize);
         BackendInfo {
@@ -530,9 +376,5 @@ impl Backend for KernelHmcCpu {
 
     fn images(&mut self) -> Result<Vec<f32>> {
         Ok(self.x.clone())
-    }
-
-    fn encode(&mut self, _images: &[f32], _lam: f32, _iterations: u32) -> Result<Vec<f32>> {
-        Err(no_codes())
     }
 }

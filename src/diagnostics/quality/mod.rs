@@ -21,6 +21,7 @@
 
 pub(crate) mod classifier;
 pub(crate) mod distances;
+pub(crate) mod inputs;
 
 use std::time::Instant;
 
@@ -32,6 +33,7 @@ use crate::rng::{Purpose, Stream};
 use crate::{Error, Result};
 pub use classifier::{train, train_until, Softmax, TrainSettings};
 pub use distances::{mean_pairwise_distance, nearest_neighbours, Stop};
+pub use inputs::{load_generated, load_test_split, GeneratedImages, TestSplit};
 
 /// The fraction of the training images of each class held out as the reference when there is no
 /// test split.
@@ -507,6 +509,108 @@ fn label_scores(
     (preservation, accuracy, summary)
 }
 
+/// Novelty of the generated images, per class and overall, in units of the reference images'
+/// median nearest-training-image distance; and the reference images' own. `None` when stopped.
+fn novelty(
+    inputs: &QualityInputs,
+    generated_classes: &[u32],
+    stop: Stop,
+) -> Result<Option<(Novelty, NoveltyStats)>> {
+    let QualityInputs {
+        train,
+        reference,
+        generated,
+        ..
+    } = inputs;
+    let d = train.d;
+    let Some(reference_nn) = nearest_neighbours(&reference.values, &train.values, d, stop) else {
+        return Ok(None);
+    };
+    let Some(generated_nn) = nearest_neighbours(&generated.values, &train.values, d, stop) else {
+        return Ok(None);
+    };
+    let mut reference_distances: Vec<f64> = reference_nn.iter().map(|&(v, _)| v).collect();
+    reference_distances.sort_by(f64::total_cmp);
+    let unit = quantile(&reference_distances, 0.5);
+    if unit.is_nan() || unit <= 0.0 {
+        return Err(Error::usage(
+            "reference images",
+            "their median distance to the nearest training image is 0 (copies of training \
+             images): novelty has no unit",
+        ));
+    }
+    let novelty: Vec<f64> = generated_nn.iter().map(|&(v, _)| v / unit).collect();
+    let reference_novelty: Vec<f64> = reference_nn.iter().map(|&(v, _)| v / unit).collect();
+    let per_class = generated_classes
+        .iter()
+        .map(|&c| {
+            let values: Vec<f64> = generated
+                .rows_of(c)
+                .into_iter()
+                .map(|i| novelty[i])
+                .collect();
+            ClassNovelty {
+                label: c,
+                stats: novelty_stats(&values),
+            }
+        })
+        .collect();
+    let novelty = Novelty {
+        overall: novelty_stats(&novelty),
+        near_copy_threshold: NEAR_COPY_NOVELTY,
+        reference_median_distance: unit,
+        per_class,
+    };
+    Ok(Some((novelty, novelty_stats(&reference_novelty))))
+}
+
+/// Diversity of the generated images per class, against the class's training images; and the
+/// reference images' mean ratio.
+fn diversity(
+    inputs: &QualityInputs,
+    classes: &[u32],
+    generated_classes: &[u32],
+) -> (Diversity, Option<f64>) {
+    let QualityInputs {
+        train,
+        reference,
+        generated,
+        ..
+    } = inputs;
+    // Diversity.
+    let mut per_class = Vec::new();
+    let mut reference_ratios = Vec::new();
+    for &c in generated_classes {
+        let k = classes.binary_search(&c).unwrap_or(0) as u32;
+        let real = subsampled_spread(train, &train.rows_of(c), inputs.seed, 3 * k);
+        let rows = generated.rows_of(c);
+        let spread = subsampled_spread(generated, &rows, inputs.seed, 3 * k + 1);
+        let reference_spread =
+            subsampled_spread(reference, &reference.rows_of(c), inputs.seed, 3 * k + 2);
+        let ratio = |v: Option<f64>| match (v, real) {
+            (Some(v), Some(r)) if r > 0.0 => Some(v / r),
+            _ => None,
+        };
+        if let Some(r) = ratio(reference_spread) {
+            reference_ratios.push(r);
+        }
+        per_class.push(ClassDiversity {
+            label: c,
+            generated: rows.len(),
+            ratio: ratio(spread),
+            generated_mean_distance: spread,
+            train_mean_distance: real,
+            reference_ratio: ratio(reference_spread),
+        });
+    }
+    let diversity = Diversity {
+        mean: mean_of(per_class.iter().filter_map(|c| c.ratio)),
+        max_images_per_side: MAX_DIVERSITY_IMAGES,
+        per_class,
+    };
+    (diversity, mean_of(reference_ratios.into_iter()))
+}
+
 /// Computes every metric. `None` when `stop` asked to stop midway.
 ///
 /// # Errors
@@ -570,81 +674,13 @@ pub fn evaluate(inputs: &QualityInputs, stop: Stop) -> Result<Option<QualityRepo
         None => (None, None, None),
     };
 
-    // Novelty.
-    let Some(reference_nn) = nearest_neighbours(&reference.values, &train.values, d, stop) else {
+    let Some((novelty, reference_novelty)) = novelty(inputs, &generated_classes, stop)? else {
         return Ok(None);
-    };
-    let Some(generated_nn) = nearest_neighbours(&generated.values, &train.values, d, stop) else {
-        return Ok(None);
-    };
-    let mut reference_distances: Vec<f64> = reference_nn.iter().map(|&(v, _)| v).collect();
-    reference_distances.sort_by(f64::total_cmp);
-    let unit = quantile(&reference_distances, 0.5);
-    if unit.is_nan() || unit <= 0.0 {
-        return Err(Error::usage(
-            "reference images",
-            "their median distance to the nearest training image is 0 (copies of training \
-             images): novelty has no unit",
-        ));
-    }
-    let novelty: Vec<f64> = generated_nn.iter().map(|&(v, _)| v / unit).collect();
-    let reference_novelty: Vec<f64> = reference_nn.iter().map(|&(v, _)| v / unit).collect();
-    let per_class = generated_classes
-        .iter()
-        .map(|&c| {
-            let values: Vec<f64> = generated
-                .rows_of(c)
-                .into_iter()
-                .map(|i| novelty[i])
-                .collect();
-            ClassNovelty {
-                label: c,
-                stats: novelty_stats(&values),
-            }
-        })
-        .collect();
-    let novelty = Novelty {
-        overall: novelty_stats(&novelty),
-        near_copy_threshold: NEAR_COPY_NOVELTY,
-        reference_median_distance: unit,
-        per_class,
     };
     if stop() {
         return Ok(None);
     }
-
-    // Diversity.
-    let mut per_class = Vec::new();
-    let mut reference_ratios = Vec::new();
-    for &c in &generated_classes {
-        let k = classes.binary_search(&c).unwrap_or(0) as u32;
-        let real = subsampled_spread(train, &train.rows_of(c), inputs.seed, 3 * k);
-        let rows = generated.rows_of(c);
-        let spread = subsampled_spread(generated, &rows, inputs.seed, 3 * k + 1);
-        let reference_spread =
-            subsampled_spread(reference, &reference.rows_of(c), inputs.seed, 3 * k + 2);
-        let ratio = |v: Option<f64>| match (v, real) {
-            (Some(v), Some(r)) if r > 0.0 => Some(v / r),
-            _ => None,
-        };
-        if let Some(r) = ratio(reference_spread) {
-            reference_ratios.push(r);
-        }
-        per_class.push(ClassDiversity {
-            label: c,
-            generated: rows.len(),
-            ratio: ratio(spread),
-            generated_mean_distance: spread,
-            train_mean_distance: real,
-            reference_ratio: ratio(reference_spread),
-        });
-    }
-    let diversity = Diversity {
-        mean: mean_of(per_class.iter().filter_map(|c| c.ratio)),
-        max_images_per_side: MAX_DIVERSITY_IMAGES,
-        per_class,
-    };
-    let reference_novelty = novelty_stats(&reference_novelty);
+    let (diversity, reference_diversity) = diversity(inputs, &classes, &generated_classes);
     Ok(Some(QualityReport {
         reference: inputs.reference_kind,
         counts: Counts {
@@ -662,7 +698,7 @@ pub fn evaluate(inputs: &QualityInputs, stop: Stop) -> Result<Option<QualityRepo
             label_preservation: classifier_test_accuracy,
             novelty_median: reference_novelty.median,
             novelty_mean: reference_novelty.mean,
-            diversity: mean_of(reference_ratios.into_iter()),
+            diversity: reference_diversity,
         },
         seconds: started.elapsed().as_secs_f64(),
     }))

@@ -1,6 +1,14 @@
 //! The likelihoods: which energy of A X the chains sample (the paper's Gaussian around the class
 //! mean or one image, a mixture over the class's images, a Gaussian along the span of one image's
-//! nearest neighbours), each in its own file, and the kernel density behind Kernel HMC.
+//! nearest neighbours), each in its own file with its CPU terms, its typed params and its WGSL
+//! twin in `shaders/likelihood/` under the same name, and the kernel density behind Kernel HMC.
+//!
+//! A likelihood is data the backends run, never a kind they match on: what each chain's residual
+//! subtracts (`offsets`), whether a step's residual subtracts a gathered minibatch mean instead
+//! (`gathers`), what turns a step's residual into the one the gradient product reads
+//! (`step_residual`), what turns a state's residual into a cached energy and that scaled residual
+//! (`energy`), and its part of the MH terms (`energy_terms`), on the CPU here and in WGSL
+//! (`wgsl_model`).
 
 pub(crate) mod gaussian;
 pub(crate) mod kernel_density;
@@ -12,11 +20,13 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
+use super::wgsl::{WgslBytes, WgslModel};
 use super::{ChainClasses, Target};
 use crate::rng::{philox::index_from_word, Purpose, Stream};
 use crate::{Error, Result};
-use kernel_density::ChainInfo;
-use tangent::{TangentBasis, TangentSettings};
+pub use gaussian::Gaussian;
+pub use mixture::Mixture;
+pub use tangent::{Tangent, TangentBasis, TangentSettings};
 
 /// The energy U(X) the chains sample (`--target`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +46,25 @@ pub enum TargetKind {
     /// span of its k nearest same-class images n_j: ½(A X − a)ᵀ C⁻¹ (A X − a) + lam·||X||₁ with
     /// C = (s²/k)·B Bᵀ + σ²·I, B = [n_j − a] (`--tangent-k`, `--tangent-scale`).
     Tangent,
+}
+
+impl TargetKind {
+    /// Whether its likelihood reads a Gaussian residual (paper, local): the noise precision can
+    /// be learned beside it (`--noise gibbs`), and the SSGL prior's σ update reads it.
+    pub fn is_gaussian_residual(&self) -> bool {
+        match self {
+            TargetKind::Paper | TargetKind::Local => true,
+            TargetKind::Mixture | TargetKind::Tangent => false,
+        }
+    }
+
+    /// Every target, for the tests that run each on every backend.
+    pub const ALL: [TargetKind; 4] = [
+        TargetKind::Paper,
+        TargetKind::Mixture,
+        TargetKind::Local,
+        TargetKind::Tangent,
+    ];
 }
 
 /// The row each chain starts from: a uniform pick within its rows from the stream
@@ -169,54 +198,242 @@ impl Target {
     /// chains.
     pub fn likelihood(&self, chains: usize) -> Result<Likelihood> {
         Ok(match self.kind {
-            TargetKind::Paper | TargetKind::Local => Likelihood::Gaussian {
+            TargetKind::Paper | TargetKind::Local => Likelihood::Gaussian(Gaussian {
                 means: self.xbar_rows(chains)?,
-            },
-            TargetKind::Mixture => Likelihood::Mixture {
-                info: self.mixture_chain_info(chains)?,
-            },
-            TargetKind::Tangent => Likelihood::Tangent {
+            }),
+            TargetKind::Mixture => Likelihood::Mixture(Mixture::new(
+                self.mixture_chain_info(chains)?,
+                self.observations.clone(),
+            )),
+            TargetKind::Tangent => Likelihood::Tangent(Tangent {
                 anchors: self.xbar_rows(chains)?,
                 basis: self.tangent_bases(chains)?,
                 inv_sigma2: self.inv_sigma2(),
-            },
+            }),
         })
     }
 }
 
-/// The likelihood of A X for C chains, as data the backends run (no flags to match): what each
-/// chain's residual subtracts, and what turns a residual into an energy and a gradient.
+/// The likelihood of A X for C chains, as data the backends run.
 #[derive(Clone, Debug)]
 pub enum Likelihood {
-    /// ½||A X − m_c||²/σ² around a per-chain mean m_c (C × d): the data's or the class's mean
-    /// (`paper`), or the chain's start image (`local`). Step gradients use per-chain minibatch
-    /// means of the chain's rows instead.
-    Gaussian {
-        /// m_c, C × d.
-        means: Vec<f32>,
-    },
-    /// −log Σ_i exp(−||A X − x_i||²/(2σ²)) over the chain's class (`mixture`): the residual is
-    /// A X itself, and the energy and the scaled residual come from the kernel pass.
-    Mixture {
-        /// Per chain: its class's rows, 1/σ² and the observations' scale.
-        info: Vec<ChainInfo>,
-    },
+    /// ½||A X − m_c||²/σ² around a per-chain mean m_c (`paper`, `local`).
+    Gaussian(Gaussian),
+    /// −log Σ_i exp(−||A X − x_i||²/(2σ²)) over the chain's class (`mixture`).
+    Mixture(Mixture),
     /// ½ rᵀ C⁻¹ r with r = A X − a_c, C = (s²/k)·B Bᵀ + σ²·I (`tangent`).
-    Tangent {
-        /// The anchors a_c, C × d.
-        anchors: Vec<f32>,
-        /// The per-chain neighbour bases and shrinkages.
-        basis: Arc<TangentBasis>,
-        /// 1/σ².
-        inv_sigma2: f32,
-    },
+    Tangent(Tangent),
+}
+
+/// Which minibatch step a likelihood's step residual belongs to: chain c of the rows draws from
+/// the stream (seed, first_chain + c, outer, step, Minibatch), `batch` rows.
+#[derive(Clone, Copy, Debug)]
+pub struct StepDraw {
+    /// Seed of every stream.
+    pub seed: u64,
+    /// Global index of row 0's chain.
+    pub first_chain: u32,
+    /// Outer iteration (1-based).
+    pub outer: u32,
+    /// Step t (1-based).
+    pub step: u32,
+    /// Minibatch size m.
+    pub batch: u32,
+}
+
+/// What the MH terms' energy parts are made of, for C chains.
+#[derive(Clone, Copy, Debug)]
+pub struct TermsInputs<'a> {
+    /// Residuals at X and at Z, C × d each.
+    pub residuals: (&'a [f32], &'a [f32]),
+    /// The cached energies at X and at Z (C each), for a likelihood that caches them.
+    pub energies: Option<(&'a [f32], &'a [f32])>,
+    /// Per chain the prior's −log p(X) and −log p(Z) + log p(X).
+    pub prior: &'a [(f32, f32)],
+    /// The likelihood's precision: one value for every chain (1/σ²) or one per chain (√τ with
+    /// `preconditioned`).
+    pub precision: &'a [f32],
+    /// `--noise gibbs`: the terms are the chain's in noise units (docs/noise.md).
+    pub preconditioned: bool,
+}
+
+/// Chain c's value of a setting given once for every chain or once per chain.
+#[inline]
+pub fn chain_value(values: &[f32], chain: usize) -> f32 {
+    if values.len() == 1 {
+        values[0]
+    } else {
+        values[chain]
+    }
+}
+
+/// Per-chain data a likelihood's WGSL reads (`likelihood_chains`): C rows of `bytes_per_chain`.
+#[derive(Clone, Debug)]
+pub struct ChainData {
+    /// The rows, chain after chain.
+    pub bytes: Vec<u8>,
+    /// Bytes per chain.
+    pub bytes_per_chain: usize,
 }
 
 impl Likelihood {
-    /// Whether the energy is kept per chain and the gradient products read residuals already
-    /// scaled (by the mixture's weights or the inverse covariance): then they are not divided
-    /// by σ² again.
-    pub fn caches_energy(&self) -> bool {
-        !matches!(self, Likelihood::Gaussian { .. })
+    /// The paper's likelihood's WGSL and what it reads (the Gaussian's): what the kernels outside
+    /// a run's chains are compiled with.
+    pub const PAPER_WGSL: WgslModel = gaussian::WGSL_MODEL;
+
+    /// Every likelihood's WGSL and what it reads, for the backends' layout tests.
+    pub const WGSL_MODELS: [WgslModel; 3] = [
+        gaussian::WGSL_MODEL,
+        mixture::WGSL_MODEL,
+        tangent::WGSL_MODEL,
+    ];
+
+    /// What the GPU splices and binds: its WGSL, which defines `likelihood_step_residual(c, t)`,
+    /// `likelihood_energy(c, t)`, `likelihood_fit(c, t)` and `likelihood_terms(c, fit, prior)`
+    /// (`shaders/likelihood.wgsl` calls them), and what that WGSL reads.
+    pub fn wgsl_model(&self) -> WgslModel {
+        match self {
+            Likelihood::Gaussian(_) => gaussian::WGSL_MODEL,
+            Likelihood::Mixture(_) => mixture::WGSL_MODEL,
+            Likelihood::Tangent(_) => tangent::WGSL_MODEL,
+        }
     }
+
+    /// Per chain the row its residual subtracts (C × d): the chain's mean, zero (the mixture's
+    /// residual is A X itself), or its anchor.
+    pub fn offsets(&self) -> &[f32] {
+        match self {
+            Likelihood::Gaussian(g) => &g.means,
+            Likelihood::Mixture(m) => &m.zeros,
+            Likelihood::Tangent(t) => &t.anchors,
+        }
+    }
+
+    /// Whether a minibatch step's residual subtracts the chain's gathered minibatch mean
+    /// (the Gaussian's Algorithm 2), rather than its offset.
+    pub fn gathers(&self) -> bool {
+        match self {
+            Likelihood::Gaussian(_) => true,
+            Likelihood::Mixture(_) | Likelihood::Tangent(_) => false,
+        }
+    }
+
+    /// Whether a step's residual goes through `step_residual` before the gradient product.
+    pub fn has_step(&self) -> bool {
+        match self {
+            Likelihood::Gaussian(_) => false,
+            Likelihood::Mixture(_) | Likelihood::Tangent(_) => true,
+        }
+    }
+
+    /// Whether the energy is kept per chain (`energy`) and the gradient products read a residual
+    /// already scaled (by the mixture's weights or the inverse covariance), not divided by σ²
+    /// again; else the gradient is Aᵀ r times the precision and the MH terms reduce the residuals.
+    pub fn caches_energy(&self) -> bool {
+        match self {
+            Likelihood::Gaussian(_) => false,
+            Likelihood::Mixture(_) | Likelihood::Tangent(_) => true,
+        }
+    }
+
+    /// Whether the noise precision can be learned (`--noise gibbs`, whose update reads the
+    /// Gaussian residual), and the prior's adaptive state (SSGL's σ update reads it too).
+    pub fn is_gaussian_residual(&self) -> bool {
+        match self {
+            Likelihood::Gaussian(_) => true,
+            Likelihood::Mixture(_) | Likelihood::Tangent(_) => false,
+        }
+    }
+
+    /// Whether the residual the gradient product reads is a linear map of A z − a (the
+    /// Gaussian's identity, the tangent target's C⁻¹; not the mixture's softmax weights), so
+    /// HMC may carry it through a trajectory (`backend::cpu::leapfrog_carry`).
+    pub fn is_linear_in_residual(&self) -> bool {
+        match self {
+            Likelihood::Gaussian(_) | Likelihood::Tangent(_) => true,
+            Likelihood::Mixture(_) => false,
+        }
+    }
+
+    /// A step's residual A Z − offset (C × d), in place, into the residual the gradient product
+    /// reads; nothing for a likelihood without a step pass.
+    pub fn step_residual(&self, draw: &StepDraw, residual: &mut [f32]) {
+        match self {
+            Likelihood::Gaussian(_) => {}
+            Likelihood::Mixture(m) => m.step_residual(draw, residual),
+            Likelihood::Tangent(t) => t.step_residual(residual),
+        }
+    }
+
+    /// Per chain the cached energy's data term (`energy`, C) and the scaled residual the gradient
+    /// product reads (`scaled`, C × d) from the residuals A X − offset (C × d); nothing for a
+    /// likelihood that caches no energy.
+    pub fn energy(&self, residual: &[f32], energy: &mut [f32], scaled: &mut [f32]) {
+        match self {
+            Likelihood::Gaussian(_) => {}
+            Likelihood::Mixture(m) => m.energy(residual, energy, scaled),
+            Likelihood::Tangent(t) => t.energy(residual, energy, scaled),
+        }
+    }
+
+    /// Per chain U(X) and U(Z) − U(X), the likelihood's part with the prior's, as the MH rule
+    /// reads them (`methods::MhTerms`); the Gaussian's difference is one reduction of
+    /// per-element differences.
+    pub fn energy_terms(&self, inputs: &TermsInputs) -> Vec<(f32, f32)> {
+        match self {
+            Likelihood::Gaussian(g) => g.energy_terms(inputs),
+            Likelihood::Mixture(_) | Likelihood::Tangent(_) => cached_energy_terms(inputs),
+        }
+    }
+
+    /// Its hyper-parameters as its WGSL reads them (`likelihood_params`), or None.
+    pub fn gpu_params(&self) -> Option<WgslBytes> {
+        match self {
+            Likelihood::Gaussian(_) | Likelihood::Mixture(_) => None,
+            Likelihood::Tangent(t) => Some(WgslBytes::of(&t.params())),
+        }
+    }
+
+    /// Per-chain data its WGSL reads (`likelihood_chains`), or None.
+    pub fn gpu_chains(&self) -> Option<ChainData> {
+        match self {
+            Likelihood::Gaussian(_) => None,
+            Likelihood::Mixture(m) => Some(m.chain_data()),
+            Likelihood::Tangent(t) => Some(t.chain_data()),
+        }
+    }
+
+    /// 32-bit words of per-chain scratch its WGSL writes (`likelihood_scratch`) for minibatches
+    /// of `batch` rows (0: none).
+    pub fn scratch_words(&self, batch: u32) -> usize {
+        match self {
+            Likelihood::Gaussian(_) | Likelihood::Tangent(_) => 0,
+            Likelihood::Mixture(_) => 2 * batch as usize,
+        }
+    }
+
+    /// Bytes per chain of its per-chain data that a backend's memory report counts (the
+    /// tangent target's directions and shrinkages; the mixture's 16-byte chain info aside).
+    pub fn reported_chain_bytes(&self) -> usize {
+        match self {
+            Likelihood::Gaussian(_) | Likelihood::Mixture(_) => 0,
+            Likelihood::Tangent(t) => 4 * t.basis.k * (t.basis.d + 1),
+        }
+    }
+}
+
+/// U(X) and U(Z) − U(X) of a likelihood that caches its energies: the cached data terms at X
+/// and Z (a log-sum-exp has no per-element form) plus the prior's.
+fn cached_energy_terms(inputs: &TermsInputs) -> Vec<(f32, f32)> {
+    let Some((ex, ez)) = inputs.energies else {
+        return vec![(f32::NAN, f32::NAN); inputs.prior.len()];
+    };
+    inputs
+        .prior
+        .iter()
+        .enumerate()
+        .map(|(c, &(prior_x, prior_difference))| {
+            (ex[c] + prior_x, (ez[c] - ex[c]) + prior_difference)
+        })
+        .collect()
 }

@@ -3,7 +3,7 @@
 //! Their params: `DenseParams`, mirrored in `shaders/dense.wgsl`; `AdamParams`, in
 //! `shaders/adam.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, WgslStruct};
+use super::{read, wgsl_struct, write, Entry, Family, Kernel, Source, WgslStruct};
 
 const DENSE: &str = include_str!("../../../../shaders/dense.wgsl");
 const ADAM: &str = include_str!("../../../../shaders/adam.wgsl");

@@ -2,7 +2,7 @@
 //!
 //! Its params: `ExactParams`, mirrored in `shaders/exact.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
+use super::{read, wgsl_struct, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
 
 const EXACT: &str = include_str!("../../../../shaders/exact.wgsl");
 

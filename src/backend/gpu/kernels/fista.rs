@@ -2,7 +2,7 @@
 //!
 //! Its params: `FistaParams`, mirrored in `shaders/fista.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, WgslStruct};
+use super::{read, wgsl_struct, write, Entry, Family, Kernel, Source, WgslStruct};
 
 const FISTA: &str = include_str!("../../../../shaders/fista.wgsl");
 

@@ -2,7 +2,7 @@
 //!
 //! Its params: `GatherParams`, mirrored in `shaders/gather.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
+use super::{read, wgsl_struct, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX};
 
 const GATHER: &str = include_str!("../../../../shaders/gather.wgsl");
 

@@ -1,10 +1,11 @@
-//! Launcher for `kernel_hmc.wgsl`: Kernel HMC's steps, energies, MH terms and accept, and the
-//! mixture target's minibatch step residual.
+//! Launcher for `kernel_hmc.wgsl`: Kernel HMC's steps, energies, MH terms and accept, on the
+//! mixture likelihood's kernel density (its WGSL, `shaders/likelihood/mixture.wgsl`, is spliced in).
 //!
 //! Its params: `KernelHmcParams`, mirrored in `shaders/kernel_hmc.wgsl`.
 
 use super::{
-    read, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX, WORKGROUP_SUM,
+    read, wgsl_struct, write, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX,
+    WORKGROUP_SUM,
 };
 
 const KERNEL_HMC: &str = include_str!("../../../../shaders/kernel_hmc.wgsl");
@@ -33,12 +34,13 @@ wgsl_struct! {
     }
 }
 
-/// The kernel-HMC module and its five entry points.
+/// The kernel-HMC module and its four entry points.
 pub(super) const FAMILY: Family = Family {
     module: "kernel_hmc",
     sources: &[
         Source::File(PHILOX),
         Source::File(WORKGROUP_SUM),
+        Source::File(crate::model::likelihood::mixture::WGSL),
         Source::File(KERNEL_HMC),
     ],
     params: &KernelHmcParams::LAYOUT,
@@ -48,11 +50,10 @@ pub(super) const FAMILY: Family = Family {
             entry_point: "kernel_step",
             bindings: &[
                 read(1, "data"),
-                read(2, "chain_info"),
+                read(17, "likelihood_chains"),
                 write(3, "position"),
                 write(4, "momentum"),
-                write(5, "picks"),
-                write(6, "weights"),
+                write(18, "likelihood_scratch"),
             ],
         },
         Entry {
@@ -60,10 +61,10 @@ pub(super) const FAMILY: Family = Family {
             entry_point: "kernel_energy",
             bindings: &[
                 read(1, "data"),
-                read(2, "chain_info"),
+                read(17, "likelihood_chains"),
                 read(7, "at"),
                 write(8, "energy"),
-                write(9, "gradient"),
+                write(9, "scaled"),
             ],
         },
         Entry {
@@ -83,24 +84,13 @@ pub(super) const FAMILY: Family = Family {
             kernel: Kernel::KernelSelect,
             entry_point: "kernel_select",
             bindings: &[
-                read(17, "accepted"),
+                read(23, "accepted"),
                 read(11, "z"),
-                write(18, "x_out"),
+                write(24, "x_out"),
                 read(13, "gradient_z"),
                 write(19, "gradient_x_out"),
                 read(15, "energy_z"),
                 write(20, "energy_x_out"),
-            ],
-        },
-        Entry {
-            kernel: Kernel::MixtureResidual,
-            entry_point: "mixture_residual",
-            bindings: &[
-                read(1, "data"),
-                read(2, "chain_info"),
-                write(5, "picks"),
-                write(6, "weights"),
-                write(21, "step_image"),
             ],
         },
     ],
@@ -108,12 +98,12 @@ pub(super) const FAMILY: Family = Family {
 
 buffers! {
     /// Buffers of `kernel_step`.
-    KernelStepBuffers(KernelHmcParams) => Kernel::KernelStep, { data, chain_info, position, momentum, picks, weights }
+    KernelStepBuffers(KernelHmcParams) => Kernel::KernelStep, { data, likelihood_chains, position, momentum, likelihood_scratch }
 }
 
 buffers! {
     /// Buffers of `kernel_energy`.
-    KernelEnergyBuffers(KernelHmcParams) => Kernel::KernelEnergy, { data, chain_info, at, energy, gradient }
+    KernelEnergyBuffers(KernelHmcParams) => Kernel::KernelEnergy, { data, likelihood_chains, at, energy, scaled }
 }
 
 buffers! {
@@ -124,9 +114,4 @@ buffers! {
 buffers! {
     /// Buffers of `kernel_select`.
     KernelSelectBuffers(KernelHmcParams) => Kernel::KernelSelect, { accepted, z, x_out, gradient_z, gradient_x_out, energy_z, energy_x_out }
-}
-
-buffers! {
-    /// Buffers of `mixture_residual`.
-    MixtureResidualBuffers(KernelHmcParams) => Kernel::MixtureResidual, { data, chain_info, picks, weights, step_image }
 }

@@ -4,7 +4,8 @@
 //! Its params: `MatmulParams`, mirrored in `shaders/matmul.wgsl`.
 
 use super::{
-    read, write, Binding, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX, PRIOR_STATE,
+    read, wgsl_struct, write, Binding, Entry, Family, Kernel, Source, Stream, WgslStruct, PHILOX,
+    PRIOR_PARAMS, PRIOR_STATE,
 };
 
 const MATMUL: &str = include_str!("../../../../shaders/matmul.wgsl");
@@ -142,15 +143,15 @@ wgsl_struct! {
         eta: f32,
         /// sqrt(2 eta), rounded on the host like the CPU.
         noise_scale: f32,
-        /// 1/sigma², the likelihood's precision.
-        inv_sigma2: f32,
-        /// The prior's scalar (`Prior::gpu_scalar`; Laplace: lam), read by its WGSL.
-        lam: f32,
         /// 1: `--noise gibbs`, chain_precision holds √τ and gradient_step moves the position
         /// by (eta·r)/√τ (preconditioned by 1/τ).
         preconditioned: u32,
         /// Padding to 16 bytes.
+        _pad0: u32,
+        /// Padding to 16 bytes.
         _pad1: u32,
+        /// Padding to 16 bytes.
+        _pad2: u32,
     }
 }
 
@@ -169,6 +170,7 @@ const GRADIENT_STEP_BINDINGS: &[Binding] = &[
     write(6, "momentum"),
     read(13, "chain_precision"),
     PRIOR_STATE,
+    PRIOR_PARAMS,
 ];
 const FULL_GRADIENT: &[Binding] = &[
     read(1, "dict"),
@@ -177,6 +179,7 @@ const FULL_GRADIENT: &[Binding] = &[
     write(5, "position"),
     read(13, "chain_precision"),
     PRIOR_STATE,
+    PRIOR_PARAMS,
 ];
 
 /// The scalar-load module (any shape); takes the prior's WGSL.
@@ -292,12 +295,12 @@ buffers! {
 
 buffers! {
     /// Buffers of `gradient_step`.
-    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum, chain_precision, prior_state }
+    shaped GradientStepBuffers(MatmulParams) => Kernel::GradientStep, { dict, lhs, position, momentum, chain_precision, prior_state, prior_params }
 }
 
 buffers! {
     /// Buffers of `full_gradient`.
-    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position, chain_precision, prior_state }
+    shaped FullGradientBuffers(MatmulParams) => Kernel::FullGradient, { dict, lhs, out, position, chain_precision, prior_state, prior_params }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! Its params: `PhiloxProbeParams`, mirrored in `shaders/philox_probe.wgsl` (the key comes with
 //! each case).
 
-use super::{read, write, Entry, Family, Kernel, Source, WgslStruct, PHILOX};
+use super::{read, wgsl_struct, write, Entry, Family, Kernel, Source, WgslStruct, PHILOX};
 
 const PHILOX_PROBE: &str = include_str!("../../../../shaders/philox_probe.wgsl");
 

@@ -1,8 +1,9 @@
-//! Launcher for `select.wgsl`: X ← Z (with its gradient and residual) where accepted.
+//! Launcher for `select.wgsl`: X ← Z (with its gradient and residual, and a likelihood's cached
+//! energy and scaled residual) where accepted.
 //!
 //! Its params: `SelectParams`, mirrored in `shaders/select.wgsl`.
 
-use super::{read, write, Entry, Family, Kernel, Source, WgslStruct};
+use super::{read, wgsl_struct, write, Entry, Family, Kernel, Source, WgslStruct};
 
 const SELECT: &str = include_str!("../../../../shaders/select.wgsl");
 
@@ -20,27 +21,45 @@ wgsl_struct! {
     }
 }
 
-/// The select module and its one entry point.
+/// The select module and its two entry points.
 pub(super) const FAMILY: Family = Family {
     module: "select",
     sources: &[Source::File(SELECT)],
     params: &SelectParams::LAYOUT,
-    entries: &[Entry {
-        kernel: Kernel::Select,
-        entry_point: "select_accepted",
-        bindings: &[
-            read(1, "accepted"),
-            read(2, "z"),
-            write(3, "x"),
-            read(4, "gradient_z"),
-            write(5, "gradient_x"),
-            read(6, "residual_z"),
-            write(7, "residual_x"),
-        ],
-    }],
+    entries: &[
+        Entry {
+            kernel: Kernel::Select,
+            entry_point: "select_accepted",
+            bindings: &[
+                read(1, "accepted"),
+                read(2, "z"),
+                write(3, "x"),
+                read(4, "gradient_z"),
+                write(5, "gradient_x"),
+                read(6, "residual_z"),
+                write(7, "residual_x"),
+            ],
+        },
+        Entry {
+            kernel: Kernel::SelectCached,
+            entry_point: "select_cached",
+            bindings: &[
+                read(1, "accepted"),
+                read(8, "energy_z"),
+                write(9, "energy_x"),
+                read(10, "scaled_z"),
+                write(11, "scaled_x"),
+            ],
+        },
+    ],
 };
 
 buffers! {
     /// Buffers of `select_accepted`.
     SelectBuffers(SelectParams) => Kernel::Select, { accepted, z, x, gradient_z, gradient_x, residual_z, residual_x }
+}
+
+buffers! {
+    /// Buffers of `select_cached`.
+    SelectCachedBuffers(SelectParams) => Kernel::SelectCached, { accepted, energy_z, energy_x, scaled_z, scaled_x }
 }

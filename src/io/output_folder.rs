@@ -1,0 +1,151 @@
+//! A run's output folder: never written over an input or another run's files (checked against its inputs and the folder's contents before any work), and locked while a run writes into it.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// The lock file that keeps two runs out of one folder.
+pub const LOCK: &str = ".rmld.lock";
+
+/// A sampling run's checkpoint inside its output folder.
+pub const CHECKPOINT: &str = "checkpoint.rmld";
+
+/// The one check every run makes of its output folder before it loads anything: none of
+/// `outputs` in `out` is, or resolves to, one of `inputs` (never, even with `force`), and, unless
+/// `force`, none of them exists already (it was written by another run, or is the user's own:
+/// replacing it is asked for with `force`). A folder another run holds is named as such.
+/// Nothing is created or written.
+pub fn check_output_folder(
+    out: &Path,
+    outputs: &[&str],
+    inputs: &[Option<&Path>],
+    force: bool,
+) -> Result<()> {
+    refuse_overwriting_inputs(out, outputs, inputs)?;
+    if force {
+        return Ok(());
+    }
+    let Some(existing) = outputs
+        .iter()
+        .map(|name| out.join(name))
+        .find(|path| path.symlink_metadata().is_ok())
+    else {
+        return Ok(());
+    };
+    if held_by_another_run(out) {
+        return Err(Error::usage(
+            "out",
+            format!(
+                "another rmld run is writing into {} (it holds {})",
+                out.display(),
+                out.join(LOCK).display()
+            ),
+        ));
+    }
+    let resumable = outputs.contains(&CHECKPOINT) && out.join(CHECKPOINT).is_file();
+    Err(Error::usage(
+        "out",
+        format!(
+            "{} already exists (from another run, or a file of yours) and this run would replace \
+             it: choose another output folder, or give `force` to replace the files this run \
+             writes{}",
+            existing.display(),
+            if resumable {
+                format!(
+                    " (the folder holds a checkpoint: `rmld resume {}` continues that run)",
+                    out.display()
+                )
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+/// True when the folder's run lock exists and another process holds it.
+fn held_by_another_run(out: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(out.join(LOCK)) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
+}
+
+/// Fails (`Error::Usage` on `out`) when one of `outputs` in the folder `out` is, or resolves to,
+/// one of `inputs`: a file, or every file directly inside a folder (a dataset folder holds its
+/// splits and labels). Nothing is created or written.
+pub fn refuse_overwriting_inputs(
+    out: &Path,
+    outputs: &[&str],
+    inputs: &[Option<&Path>],
+) -> Result<()> {
+    let mut files: HashSet<PathBuf> = HashSet::new();
+    for input in inputs.iter().flatten() {
+        if input.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(input) {
+                for entry in entries.flatten() {
+                    if let Ok(path) = entry.path().canonicalize() {
+                        files.insert(path);
+                    }
+                }
+            }
+        } else if let Ok(path) = input.canonicalize() {
+            files.insert(path);
+        }
+    }
+    for name in outputs {
+        let path = out.join(name);
+        if path
+            .canonicalize()
+            .is_ok_and(|resolved| files.contains(&resolved))
+        {
+            return Err(Error::usage(
+                "out",
+                format!(
+                    "{} is an input of this run: writing the outputs into {} would replace it; \
+                     choose another output folder",
+                    path.display(),
+                    out.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open: a second run
+/// into the same folder is refused.
+pub fn lock_output(out: &Path) -> Result<File> {
+    let path = out.join(LOCK);
+    let file = File::create(&path).map_err(|source| Error::Output {
+        path: path.clone(),
+        source,
+    })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
+            "out",
+            format!(
+                "another rmld run is writing into {} (it holds {})",
+                out.display(),
+                path.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(source)) => Err(Error::Output { path, source }),
+    }
+}
+
+/// Removes `path` if it exists.
+pub fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,260 @@
+//! Every signal's chain of a dictionary-learning run, in parallel chunks, checkpointed after each so a stopped run resumes bit for bit.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::hyper::{DictionaryHyper, ParamPrior};
+use super::signal_chain::{group_names, run_signal, Initial, SignalResult};
+use crate::io;
+use crate::model::AtomFamily;
+use crate::{Error, Result};
+
+/// The checkpoint file of an unfinished dictionary-learning run, in its output folder.
+pub const DICTIONARY_CHECKPOINT: &str = "dictionary-checkpoint.bin";
+
+/// How every signal's chain runs (the part of a run's settings the chains read).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainSettings {
+    /// MCMC iterations per signal M.
+    pub iterations: u32,
+    /// Iterations left out of the Geweke diagnostic.
+    pub burn_in: u32,
+    /// The seed of every draw.
+    pub seed: u64,
+    /// Signals per checkpoint.
+    pub chunk: usize,
+    /// The model's hyperparameters.
+    pub hyper: DictionaryHyper,
+}
+
+/// What a learning run returns: every finished signal's result, and whether it stopped early.
+#[derive(Clone, Debug)]
+pub struct Learned {
+    /// One result per finished signal, in signal order.
+    pub results: Vec<SignalResult>,
+    /// True when the run was asked to stop before every signal was done.
+    pub interrupted: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Checkpoint {
+    fingerprint: u64,
+    results: Vec<SignalResult>,
+}
+
+/// A fingerprint of everything a run's results depend on.
+fn fingerprint(
+    family: &AtomFamily,
+    signals: &[Vec<f64>],
+    atoms: &[usize],
+    settings: &ChainSettings,
+) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let key = serde_json::json!({
+        "family": family, "iterations": settings.iterations, "burn_in": settings.burn_in,
+        "seed": settings.seed, "hyper": settings.hyper, "atoms": atoms,
+    });
+    h.update(key.to_string().as_bytes());
+    for s in signals {
+        for v in s {
+            h.update(&v.to_le_bytes());
+        }
+    }
+    h.digest()
+}
+
+/// Checks the settings that depend on the family (ν0 > Q − 1).
+pub fn check_family(family: &AtomFamily, hyper: &DictionaryHyper) -> Result<()> {
+    let q = family.q();
+    let nu = hyper.wishart_dof_for(q);
+    if nu <= q as f64 - 1.0 {
+        return Err(Error::usage(
+            "wishart_dof",
+            format!(
+                "must exceed the number of atom parameters − 1 ({} for {}), got {nu}",
+                q - 1,
+                family.label(),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The chains of a run's signals (signal i with `atoms[i]` atoms), with the results a checkpoint
+/// in its folder already holds.
+pub struct SignalLearning<'a> {
+    family: &'a AtomFamily,
+    signals: &'a [Vec<f64>],
+    atoms: &'a [usize],
+    settings: &'a ChainSettings,
+    initial: Initial,
+    prior: ParamPrior,
+    fingerprint: u64,
+    checkpoint: PathBuf,
+    results: Vec<SignalResult>,
+    resumed: bool,
+}
+
+impl<'a> SignalLearning<'a> {
+    /// The run's chains, resuming from a checkpoint in `out` that the same data and settings
+    /// wrote. Errors: settings the family refuses, or another run's checkpoint in `out`.
+    pub fn open(
+        family: &'a AtomFamily,
+        signals: &'a [Vec<f64>],
+        atoms: &'a [usize],
+        settings: &'a ChainSettings,
+        out: &Path,
+    ) -> Result<Self> {
+        check_family(family, &settings.hyper)?;
+        if atoms.len() != signals.len() || signals.iter().any(|s| s.len() != family.dim()) {
+            return Err(Error::Internal(format!(
+                "{} signals, {} atom counts, family dimension {}",
+                signals.len(),
+                atoms.len(),
+                family.dim()
+            )));
+        }
+        let initial = Initial::new(family);
+        let prior = ParamPrior::from_grid(&initial.params, family.q());
+        let print = fingerprint(family, signals, atoms, settings);
+        let path = out.join(DICTIONARY_CHECKPOINT);
+        let mut results: Vec<SignalResult> = Vec::new();
+        let resumed = path.exists();
+        if resumed {
+            let bytes = std::fs::read(&path).map_err(|source| Error::Output {
+                path: path.clone(),
+                source,
+            })?;
+            let checkpoint: Checkpoint = postcard::from_bytes(&bytes)
+                .map_err(|e| Error::input(&path, format!("not a dictionary checkpoint: {e}")))?;
+            if checkpoint.fingerprint != print || checkpoint.results.len() > signals.len() {
+                return Err(Error::usage(
+                    "out",
+                    format!(
+                        "{} holds the checkpoint of a different run (other data or settings): \
+                         remove it or choose another output folder",
+                        path.display()
+                    ),
+                ));
+            }
+            results = checkpoint.results;
+        }
+        Ok(SignalLearning {
+            family,
+            signals,
+            atoms,
+            settings,
+            initial,
+            prior,
+            fingerprint: print,
+            checkpoint: path,
+            results,
+            resumed,
+        })
+    }
+
+    /// Signals done: those of the checkpoint resumed from, if any (`None`: a fresh start).
+    pub fn resumed(&self) -> Option<usize> {
+        self.resumed.then_some(self.results.len())
+    }
+
+    /// Signals done so far.
+    pub fn done(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Runs the remaining chains a chunk at a time: after each, `progress` is told the signals
+    /// done and the checkpoint written; `stop` is asked before each, and true ends the run early
+    /// (`interrupted`). A finished run removes the checkpoint.
+    pub fn run(
+        mut self,
+        progress: &mut dyn FnMut(usize),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Learned> {
+        let total = self.signals.len();
+        let mut interrupted = false;
+        while self.results.len() < total {
+            if stop() {
+                interrupted = true;
+                break;
+            }
+            let start = self.results.len();
+            let end = (start + self.settings.chunk).min(total);
+            let chunk: Vec<SignalResult> = (start..end)
+                .into_par_iter()
+                .map(|i| self.run_one(i))
+                .collect();
+            self.results.extend(chunk);
+            progress(self.results.len());
+            if self.results.len() < total {
+                self.write_checkpoint()?;
+            }
+        }
+        let path = &self.checkpoint;
+        if !interrupted && path.exists() {
+            std::fs::remove_file(path).map_err(|source| Error::Output {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(Learned {
+            results: self.results,
+            interrupted,
+        })
+    }
+
+    /// Signal i's chain.
+    fn run_one(&self, i: usize) -> SignalResult {
+        let s = self.settings;
+        run_signal(
+            self.family,
+            &self.initial,
+            &self.prior,
+            &s.hyper,
+            &self.signals[i],
+            self.atoms[i],
+            s.iterations,
+            s.burn_in,
+            s.seed,
+            i as u32,
+        )
+    }
+
+    fn write_checkpoint(&mut self) -> Result<()> {
+        let checkpoint = Checkpoint {
+            fingerprint: self.fingerprint,
+            results: std::mem::take(&mut self.results),
+        };
+        let bytes = postcard::to_allocvec(&checkpoint);
+        self.results = checkpoint.results;
+        let bytes = bytes.map_err(|e| Error::Internal(format!("dictionary checkpoint: {e}")))?;
+        io::write_atomic(&self.checkpoint, |w| w.write_all(&bytes))
+    }
+}
+
+/// MH acceptance, Geweke pass rates per group and the mean OMP errors of a run's results, as JSON.
+pub fn summarize(family: &AtomFamily, results: &[SignalResult]) -> serde_json::Value {
+    let accepted: u64 = results.iter().map(|r| r.accepted).sum();
+    let proposed: u64 = results.iter().map(|r| r.proposed).sum();
+    let names = group_names(family);
+    let mut geweke = serde_json::Map::new();
+    for (g, name) in names.iter().enumerate() {
+        let (pass, total) = results.iter().fold((0u64, 0u64), |(p, t), r| {
+            let c = r.geweke.get(g).copied().unwrap_or([0, 0]);
+            (p + c[0] as u64, t + c[1] as u64)
+        });
+        if total > 0 {
+            geweke.insert(name.clone(), serde_json::json!(pass as f64 / total as f64));
+        }
+    }
+    let n = results.len().max(1) as f64;
+    serde_json::json!({
+        "mh_acceptance": if proposed > 0 { accepted as f64 / proposed as f64 } else { 0.0 },
+        "mh_proposals": proposed,
+        "geweke_pass": geweke,
+        "initial_error_mean": results.iter().map(|r| r.initial_error).sum::<f64>() / n,
+        "best_error_mean": results.iter().map(|r| r.best_error).sum::<f64>() / n,
+    })
+}

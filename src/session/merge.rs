@@ -1,0 +1,52 @@
+//! `rmld merge`: the shard folders of one run read back and checked, then joined by the command that wrote them.
+
+use std::path::{Path, PathBuf};
+
+use crate::io::shards::{self, MANIFEST};
+use crate::session::Outcome;
+use crate::{Error, Result};
+
+/// Merges the shard folders `dirs` (in any order) into `out`: checks that they are every shard
+/// of one run (one configuration and seed, each part exactly once, every file as its manifest
+/// says), then writes the files the single run writes. Nothing is written when a check fails;
+/// files of those names already in `out` are replaced only with `force` (as a single run's).
+///
+/// The merged report.json equals the single run's except for timings, `backend` (the first
+/// shard's machine) and, for augment, `code_cache` and `lasso` (how this process encoded: a
+/// merge encodes nothing).
+pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
+    let shards = shards::read_shards(dirs)?;
+    if let Ok(resolved) = out.canonicalize() {
+        if dirs
+            .iter()
+            .any(|d| d.canonicalize().is_ok_and(|d| d == resolved))
+        {
+            return Err(Error::usage(
+                "out",
+                format!(
+                    "{} is one of the shards' folders: merge into another folder",
+                    out.display()
+                ),
+            ));
+        }
+    }
+    use crate::session::outputs;
+    // Like the single run, the merge replaces files already in `out` only when asked to.
+    let command = shards[0].manifest.command.as_str();
+    let outputs = match command {
+        "encode" => outputs::ENCODE_OUTPUTS,
+        "sample" => outputs::SAMPLE_OUTPUTS,
+        "augment" => outputs::AUGMENT_OUTPUTS,
+        _ => &[],
+    };
+    outputs::check_output_folder(out, outputs, &[], force)?;
+    match command {
+        "encode" => crate::session::encode::merge_shards(out, &shards),
+        "sample" => crate::session::sample::merge_shards(out, &shards),
+        "augment" => crate::session::augment::merge_shards(out, &shards),
+        other => Err(Error::input(
+            shards[0].dir.join(MANIFEST),
+            format!("shards of `{other}` cannot be merged by this rmld"),
+        )),
+    }
+}

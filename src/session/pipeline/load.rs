@@ -1,0 +1,297 @@
+//! Stage "dataset load": the labelled data (and test split), the settings fitted to it, the per-class plan, the posterior, this run's chains and the backend they run on.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::fit::{fit, Fitted};
+use super::sampler::sampler_settings;
+use super::stage::Pipeline;
+use crate::backend::kernel_hmc::KernelTarget;
+use crate::backend::Backend;
+use crate::io::{labelled, Dataset, ShardFiles, Split};
+use crate::measure::memory;
+use crate::model::{Dictionary, Target, TargetKind};
+use crate::orchestrator::estimate::{estimate_augment, AugmentWork};
+use crate::orchestrator::identity::input_hashes;
+use crate::orchestrator::shard::{check_inputs, shard_trace};
+use crate::orchestrator::{AugmentPlan, SamplerSettings};
+use crate::session::observer::Notice;
+use crate::session::problem::{build_problem, make_grouped_backend, make_kernel_backend, Problem};
+use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::{Error, Result};
+
+/// The phase's name.
+pub(super) const PHASE: &str = "dataset load";
+
+/// What the stages after the load read.
+pub(super) struct Loaded {
+    /// The settings as given (a shard's trace holds them).
+    pub asked: AugmentSettings,
+    /// The settings fitted to the data.
+    pub args: AugmentSettings,
+    /// What fitting changed.
+    pub fitted: Fitted,
+    /// The training data, labelled.
+    pub dataset: Arc<Dataset>,
+    /// The test split (with `encode_test`).
+    pub test: Option<Dataset>,
+    /// The classes, their rows and chains.
+    pub plan: AugmentPlan,
+    /// The originals: every image of the chosen classes, in dataset order.
+    pub originals: Dataset,
+    /// The data (class-sorted), the dictionary and the posterior.
+    pub problem: Problem,
+    /// The chains' posterior: per-class means and the target kind (a shard's chains only).
+    pub target: Arc<Target>,
+    /// The whole run's sampler settings.
+    pub whole: SamplerSettings,
+    /// This run's (a shard's chains).
+    pub settings: SamplerSettings,
+    /// This run's chains of the whole run's.
+    pub chains: Range<usize>,
+    /// Kernel HMC: images are the codes, nothing is LASSO-encoded.
+    pub kernel: bool,
+    /// The data's and the dictionary's hashes.
+    pub hashes: (u64, u64),
+    /// The pixels d and the code size p (d for Kernel HMC).
+    pub d: usize,
+    pub p: usize,
+}
+
+/// The device: the backend (none in a merge), its description and the run's estimate on it.
+pub(super) struct Device {
+    pub backend: Option<Box<dyn Backend>>,
+    pub info: Value,
+    pub estimate: Value,
+}
+
+/// Loads everything and opens the output folder (a stop is noticed after it).
+pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Loaded, Device)> {
+    let dataset = labelled::labelled(
+        asked.problem.load_dataset()?,
+        asked.labels.as_deref(),
+        asked.limit,
+    )?;
+    // Checked before any work: a missing test split must not cost a whole run.
+    let test = match asked.encode_test {
+        true => Some(labelled::test_split(
+            asked.problem.data.as_deref(),
+            &dataset,
+            asked.test_limit,
+        )?),
+        false => None,
+    };
+    let labels = dataset.labels.clone().unwrap_or_default();
+    let (args, fitted) = fit(asked, &dataset, &labels);
+    let samples_per_chain = match args.method {
+        AugmentMethod::Compression => 1,
+        _ => args.samples,
+    };
+    let plan = AugmentPlan::new(
+        &labels,
+        args.classes.as_deref(),
+        args.ratio,
+        samples_per_chain,
+        args.dynamics.batch,
+    )?;
+    let mut original_rows = plan.order.clone();
+    original_rows.sort_unstable();
+    let originals = dataset.try_subset(&original_rows)?;
+    let sorted = dataset.try_subset(&plan.order)?;
+    let kernel = args.method == AugmentMethod::KernelHmc;
+    refuse_kernel_hmc_without_codes(&args)?;
+    let problem = build_problem(&args.problem_settings(), Arc::new(sorted))?
+        .with_adapt_iterations(args.burn_in_cap());
+    crate::session::sample::refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
+    let d = problem.target.d();
+    let means = plan.class_means(&problem.target.observations);
+    // Kernel HMC samples images on the 0..1 scale, where its step size means the same for
+    // every dataset; its "dictionary" is the identity (codes are the images).
+    let base = match kernel {
+        true => Target::new(
+            Arc::new(Dictionary::identity(d)),
+            problem.target.observations.clone(),
+            0.0,
+        ),
+        false => Target::clone(&problem.target),
+    };
+    let whole = sampler_settings(&args, &plan)?;
+    // The chains' state, their class means, and the generated codes and images kept in memory.
+    let p = if kernel { d } else { problem.target.p() };
+    memory::check_fits(
+        "ratio",
+        &format!(
+            "{} generated samples from {} chains of {p} atoms over {d} pixels",
+            plan.generated(),
+            whole.chains
+        ),
+        memory::sampler_bytes(whole.chains, d, p)
+            + 4.0 * (whole.chains * d) as f64
+            + plan.generated() as f64 * 4.0 * (p + d) as f64,
+    )?;
+    if kernel && args.problem.target != TargetKind::Paper {
+        return Err(Error::usage(
+            "target",
+            "kernel-hmc has its own target (a kernel density of the class's images)",
+        ));
+    }
+    let target = base
+        .with_classes(plan.chain_classes(&means, d)?)
+        .with_kind(args.problem.target, whole.chains, whole.dynamics.seed)?;
+    // A shard runs its range of the chains, keyed by their global index, with its products
+    // computed as over the whole run's chains.
+    let chains = pipe.split.chains(whole.chains)?;
+    let mut settings = whole.clone();
+    let target = match pipe.split {
+        Split::Shard(_) => {
+            settings.chains = chains.len();
+            settings.dynamics.chain_offset = chains.start as u32;
+            settings.dynamics.run_chains = whole.chains as u32;
+            target.chain_slice(whole.chains, chains.clone())?
+        }
+        _ => target,
+    };
+    let hashes = input_hashes(&problem.target);
+    if let Split::Merge(shards) = pipe.split {
+        let sources = (
+            problem.dataset.source.as_path(),
+            problem.dictionary_source.as_str(),
+        );
+        check_inputs(&shards[0], &shard_trace(&shards[0])?, hashes, sources)?;
+    }
+    let loaded = Loaded {
+        asked: asked.clone(),
+        args,
+        fitted,
+        dataset,
+        test,
+        plan,
+        originals,
+        problem,
+        target: Arc::new(target),
+        whole,
+        settings,
+        chains,
+        kernel,
+        hashes,
+        d,
+        p,
+    };
+    let stale: &[&str] = match pipe.split {
+        Split::Shard(_) => &[crate::io::MANIFEST],
+        _ => &[],
+    };
+    pipe.output.open(stale)?;
+    let device = device(pipe, &loaded)?;
+    Ok((loaded, device))
+}
+
+/// Kernel HMC samples images: it has no codes to generate, replace or encode the test split for.
+fn refuse_kernel_hmc_without_codes(args: &AugmentSettings) -> Result<()> {
+    if args.method != AugmentMethod::KernelHmc {
+        return Ok(());
+    }
+    let refuse = |setting, why| Err(Error::usage(setting, why));
+    if args.sampler == SamplerChoice::Amortized {
+        return refuse(
+            "sampler",
+            "the amortized sampler generates codes; kernel-hmc has none",
+        );
+    }
+    if args.reencode {
+        return refuse(
+            "reencode",
+            "kernel-hmc samples images and has no codes to replace",
+        );
+    }
+    if args.encode_test {
+        return refuse(
+            "encode_test",
+            "kernel-hmc samples images and has no codes to encode the test split for",
+        );
+    }
+    Ok(())
+}
+
+/// The backend of this run's chains (none in a merge, which reports the first shard's device
+/// and estimate), and the whole run's estimate on it, announced when long.
+fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
+    let (args, settings, observer) = (&run.args, &run.settings, pipe.observer);
+    let mut backend = match (pipe.split, run.kernel) {
+        (Split::Merge(shards), _) => return merged_device(shards),
+        (_, true) => {
+            let kernel_target = KernelTarget::with_median_bandwidth(
+                run.target.observations.clone(),
+                run.target.chain_rows(settings.chains)?,
+                args.problem.seed,
+            )?;
+            make_kernel_backend(
+                args.problem.backend,
+                observer,
+                &Arc::new(kernel_target),
+                &settings.dynamics,
+            )?
+        }
+        (_, false) => make_grouped_backend(
+            args.problem.backend,
+            observer,
+            &run.target,
+            &settings.dynamics,
+            settings.chains,
+            args.adapt,
+        )?,
+    };
+    backend.set_lasso_tolerance(args.lasso_tolerance);
+    let info = backend.info();
+    let estimate = estimate_augment(&work(run), &info);
+    let amortized = args.sampler == SamplerChoice::Amortized;
+    if estimate.worth_announcing() && matches!(pipe.split, Split::Whole) && !amortized {
+        observer.notice(&Notice::Estimate {
+            seconds: estimate.seconds,
+            device: info.device.clone(),
+            how: estimate.how.clone(),
+        });
+    }
+    Ok(Device {
+        backend: Some(backend),
+        info: json!(info),
+        estimate: json!(estimate),
+    })
+}
+
+/// A merge's device: the first shard's (each shard reckons the whole run's estimate).
+fn merged_device(shards: &[ShardFiles]) -> Result<Device> {
+    let report = shards[0].json("report.json")?;
+    Ok(Device {
+        backend: None,
+        info: report["backend"].clone(),
+        estimate: report["estimate"].clone(),
+    })
+}
+
+/// The whole run's work, for its estimate.
+fn work(run: &Loaded) -> AugmentWork {
+    let args = &run.args;
+    let compression = args.method == AugmentMethod::Compression;
+    AugmentWork {
+        method: args.method,
+        d: run.d,
+        p: run.p,
+        chains: run.whole.chains,
+        outer: if compression { 0 } else { run.whole.samples },
+        steps: args.dynamics.steps,
+        batch: args.dynamics.batch,
+        leapfrog_steps: args.dynamics.leapfrog_steps,
+        lasso_iterations: args.dynamics.lasso_iterations,
+        class_images: run.originals.n / run.plan.classes.len().max(1),
+        generated: run.plan.generated(),
+        reencode: args.reencode,
+        original_codes: match args.no_original_codes || run.kernel {
+            true => 0,
+            false => run.originals.n,
+        },
+        test_codes: run.test.as_ref().map_or(0, |t| t.n),
+    }
+}

@@ -1,0 +1,282 @@
+//! The augmentation as a pipeline of named stages, one file each with typed input and output; the pipeline, not the stages, times the phases, ends a stopped run, owns the output folder, and splits the work into shards and merges them.
+//!
+//! The stages, in run order ([`AUGMENT_PHASES`]): [`load`], [`starts`], [`burn_in`],
+//! [`sampling`], [`reencode`], [`quality`], [`original_codes`], [`test_codes`], [`writing`].
+//! [`Pipeline::stage`] runs one: its wall time goes to its phase, and a stop requested during
+//! it ends the run after it (a stage polls for one where it can stop midway). Every file goes
+//! through the pipeline's [`Output`](crate::io::Output), so a stopped run takes back all it
+//! wrote and keeps only report.json, which says where it stopped. A shard
+//! ([`Split`](crate::io::Split)) runs its part of the stages that have parts (the chains, the
+//! encodings) and saves them ([`parts`]); a merge joins the parts in their place and runs the
+//! rest as the whole run does.
+
+mod burn_in;
+mod clock;
+mod encoding;
+mod fit;
+mod load;
+mod original_codes;
+mod parts;
+mod quality;
+mod reencode;
+mod report;
+mod sampler;
+mod sampling;
+mod stage;
+mod starts;
+mod test_codes;
+mod writing;
+
+use serde_json::Value;
+
+use crate::io::{Output, Split};
+use crate::orchestrator::shard::join_augment;
+use crate::orchestrator::{AugmentSink, SampleRun};
+use crate::session::observer::Observer;
+use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::Outcome;
+use crate::{Error, Result};
+use encoding::Encoder;
+use load::{Device, Loaded};
+use sampling::Generated;
+use stage::{Halt, Pipeline, Step};
+
+/// The phases of an augmentation, in run order: each one's wall time is in report.json's
+/// `phase_seconds` (0 for a phase the settings leave out).
+pub const AUGMENT_PHASES: [&str; 9] = [
+    load::PHASE,
+    starts::PHASE,
+    burn_in::PHASE,
+    sampling::PHASE,
+    reencode::PHASE,
+    quality::PHASE,
+    original_codes::PHASE,
+    test_codes::PHASE,
+    writing::PHASE,
+];
+
+/// Runs the augmentation `args` split as `split` (a merge: `args` are the shards').
+pub(crate) fn augment(
+    args: &AugmentSettings,
+    observer: &dyn Observer,
+    split: Split,
+) -> Result<Outcome> {
+    args.validate()?;
+    let output = match split {
+        Split::Merge(_) => Output::unchecked(&args.problem.out),
+        _ => {
+            let names = match split {
+                Split::Shard(_) => parts::SHARD_OUTPUTS,
+                _ => crate::session::outputs::AUGMENT_OUTPUTS,
+            };
+            let inputs = [
+                args.problem.data.as_deref(),
+                args.labels.as_deref(),
+                args.problem.dictionary.as_deref(),
+            ];
+            Output::check(&args.problem.out, names, &inputs, args.problem.force)?
+        }
+    };
+    let mut pipe = Pipeline::new(observer, split, output, &AUGMENT_PHASES);
+    match run(&mut pipe, args) {
+        Ok(outcome) => Ok(outcome),
+        Err(Halt::Stopped) => pipe.stopped(),
+        Err(Halt::Failed(e)) => Err(e),
+    }
+}
+
+/// The stages, in order.
+fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
+    let (run, mut device) = pipe.stage(load::PHASE, None, |pipe| Ok(load::load(pipe, args)?))?;
+    let generated = generate(pipe, &run, &mut device)?;
+    let args = &run.args;
+    let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
+    let full = args.problem_settings().pixel_max;
+    let sink = &generated.sink;
+    let pixels = args
+        .postprocess()
+        .to_pixels(&sink.images.concat(), h, w, full);
+    let mut caches = ["off"; 3];
+    let mut encoder = Encoder {
+        args,
+        target: &run.problem.target,
+        observer: pipe.observer,
+        split: pipe.split,
+        backend: device.backend.as_deref_mut(),
+    };
+    let mut codes = sink.codes.concat();
+    // A merge's codes were re-encoded by the shards.
+    if args.reencode && !matches!(pipe.split, Split::Merge(_)) {
+        codes = pipe.stage(reencode::PHASE, None, |_| {
+            let encoding = (&run.plan, sink);
+            reencode::reencode(
+                &mut encoder,
+                encoding,
+                &pixels,
+                (run.d, full),
+                &mut caches[2],
+            )
+        })?;
+    }
+    let labels: Vec<u32> = run
+        .plan
+        .classes
+        .iter()
+        .zip(&sink.kept)
+        .flat_map(|(c, &k)| std::iter::repeat_n(c.label, k))
+        .collect();
+    let (mut report, verdict) = match pipe.split {
+        Split::Shard(_) => (Value::Null, None),
+        _ => {
+            let device = (&device.info, &device.estimate);
+            report::report(&run, device, &generated, labels.len())
+        }
+    };
+    let quality = match (pipe.split, args.no_quality) {
+        (Split::Shard(_), _) | (_, true) => None,
+        _ => pipe.stage(quality::PHASE, None, |pipe| {
+            let generated = (pixels.as_slice(), labels.as_slice());
+            quality::quality(args, &run.originals, generated, pipe.observer, &mut report)
+        })?,
+    };
+    let mut original = None;
+    if !args.no_original_codes && !run.kernel {
+        original = Some(pipe.stage(original_codes::PHASE, None, |pipe| {
+            let output = &mut pipe.output;
+            original_codes::original_codes(&mut encoder, output, &run.originals, &mut caches[0])
+        })?);
+    }
+    let mut test = None;
+    if let Some(split) = &run.test {
+        test = Some(pipe.stage(test_codes::PHASE, None, |pipe| {
+            test_codes::test_codes(&mut encoder, &mut pipe.output, split, &mut caches[1])
+        })?);
+    }
+    pipe.clock.begin(writing::PHASE, None);
+    if let Split::Shard(shard) = pipe.split {
+        let encoded = (original, test);
+        return Ok(parts::save(
+            pipe,
+            (&run, &mut device),
+            &generated,
+            &codes,
+            encoded,
+            shard,
+        )?);
+    }
+    let samples = writing::Samples {
+        pixels: &pixels,
+        labels: &labels,
+        codes: &codes,
+    };
+    let encoded = writing::Encoded {
+        originals: original,
+        test: test.map(|codes| {
+            (
+                codes,
+                run.test.as_ref().expect("test codes of a test split"),
+            )
+        }),
+    };
+    let labelled_codes = !args.no_original_codes && !run.kernel;
+    let (problem, plan) = (&run.problem, &run.plan);
+    writing::write(
+        &mut pipe.output,
+        pipe.observer,
+        (problem, plan, sink),
+        &run.originals,
+        samples,
+        encoded,
+        (run.kernel, labelled_codes),
+    )?;
+    let (phases, seconds) = pipe.finish();
+    let finished = report::Finished {
+        phases,
+        phases_line: pipe.clock.summary(),
+        seconds,
+        caches,
+        lasso: device.backend.as_ref().and_then(|b| b.encode_stats()),
+        verdict,
+        quality,
+    };
+    Ok(report::finish(
+        &pipe.output,
+        report,
+        &run,
+        &device,
+        &generated,
+        finished,
+    )?)
+}
+
+/// The samples: the chains' (their starts, burn-in and sampling), the amortized sampler's, or
+/// a merge's joined from its shards'.
+fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Generated> {
+    let args = &run.args;
+    let compression = args.method == AugmentMethod::Compression;
+    let cap = if compression { 0 } else { args.burn_in_cap() };
+    let (sink, state, amortized) = match (pipe.split, device.backend.as_deref_mut()) {
+        (Split::Merge(shards), _) => {
+            let shape = (run.kernel, run.d, run.p);
+            let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
+            (sink, state, None)
+        }
+        (_, Some(_)) if args.sampler == SamplerChoice::Amortized => {
+            let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
+            let (sink, state, info) = pipe.stage(sampling::PHASE, None, |_| {
+                Ok(sampling::amortized(args, &run.plan, &run.target, (h, w))?)
+            })?;
+            (sink, state, Some(info))
+        }
+        (_, Some(backend)) => {
+            let (sink, state) = chains(pipe, run, backend, cap)?;
+            (sink, state, None)
+        }
+        (_, None) => return Err(Error::Internal("augment without a backend".into()).into()),
+    };
+    let burn_in = state
+        .burn_in
+        .as_ref()
+        .and_then(|m| m.ended_at)
+        .unwrap_or(cap);
+    Ok(Generated {
+        sink,
+        run: state,
+        burn_in,
+        amortized,
+        seconds: pipe.started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The chains' stages: their starts, their burn-in, their kept iterations.
+fn chains(
+    pipe: &mut Pipeline,
+    run: &Loaded,
+    backend: &mut dyn crate::backend::Backend,
+    cap: u32,
+) -> Step<(AugmentSink, SampleRun)> {
+    let (target, settings) = (run.target.as_ref(), &run.settings);
+    let range = run.chains.clone();
+    let state = pipe.stage(starts::PHASE, None, |_| {
+        Ok(starts::starts(backend, target, settings)?)
+    })?;
+    if run.args.method == AugmentMethod::Compression {
+        let mut sink = AugmentSink::for_chains(&run.plan, range, 0, !run.kernel);
+        let state = starts::starts_as_samples(backend, state, &mut sink)?;
+        return Ok((sink, state));
+    }
+    let state = match cap {
+        0 => state,
+        _ => pipe.stage(burn_in::PHASE, Some(cap as u64), |pipe| {
+            burn_in::burn_in(pipe, backend, target, settings, state, cap)
+        })?,
+    };
+    let burn_in = state.burn_in.as_ref().map_or(cap, |m| m.burn_in());
+    let mut sink = AugmentSink::for_chains(&run.plan, range, burn_in, !run.kernel);
+    let kept = (settings.samples - cap) as u64;
+    let state = pipe.stage(sampling::PHASE, Some(kept), |pipe| {
+        let problem = (target, settings);
+        sampling::sampling(pipe, backend, problem, state, burn_in, &mut sink)
+    })?;
+    Ok((sink, state))
+}

@@ -1,0 +1,130 @@
+//! The sampler settings of an augmentation: one chain per `samples` generated images of a class, its warm-up (fixed or automatic) and the per-class adaptation.
+
+use crate::methods::Method;
+use crate::orchestrator::{self, Adaptation, AugmentPlan, Init, SamplerSettings};
+use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::{Error, Result};
+
+/// The sampler settings of `args` for `plan`'s chains (the whole run's).
+pub(crate) fn sampler_settings(
+    args: &AugmentSettings,
+    plan: &AugmentPlan,
+) -> Result<SamplerSettings> {
+    let method = match args.method {
+        AugmentMethod::Mala => Method::Mala,
+        AugmentMethod::Hmc => Method::Hmc,
+        AugmentMethod::Rmld | AugmentMethod::Compression | AugmentMethod::KernelHmc => Method::Rmld,
+    };
+    let samples = match args.method {
+        AugmentMethod::Compression => 1,
+        _ => args
+            .burn_in_cap()
+            .checked_add(args.samples)
+            .ok_or_else(|| {
+                Error::usage(
+                    "burn_in/samples",
+                    format!(
+                        "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
+                        args.burn_in_cap(),
+                        args.samples
+                    ),
+                )
+            })?,
+    };
+    if plan.chains() > u32::MAX as usize {
+        return Err(Error::usage(
+            "ratio",
+            format!(
+                "{} generated samples need {} chains, more than the 4294967295 a run can hold: \
+                 lower the generated part of `ratio` or raise `samples`",
+                plan.generated(),
+                plan.chains()
+            ),
+        ));
+    }
+    let settings = SamplerSettings {
+        chains: plan.chains(),
+        samples,
+        dynamics: args.dynamics.settings(method, args.problem.seed),
+        mh: !args.dynamics.no_mh,
+        discount: args.dynamics.discount,
+        init: if args.method == AugmentMethod::KernelHmc {
+            Init::Data
+        } else {
+            Init::Lasso
+        },
+        lasso_iterations: args.dynamics.lasso_iterations,
+        adapt: class_adaptation(args, method)?,
+        auto_burn_in: automatic_burn_in(args)?,
+    };
+    settings.validate()?;
+    Ok(settings)
+}
+
+/// `args.adapt`'s warm-up: each class's step size (and with HMC the trajectory length) adapted
+/// over the burn-in; None when it is off.
+fn class_adaptation(args: &AugmentSettings, method: Method) -> Result<Option<Adaptation>> {
+    if !args.adapt {
+        return Ok(None);
+    }
+    let exact = matches!(args.method, AugmentMethod::Mala | AugmentMethod::Hmc);
+    if !exact || args.dynamics.no_mh {
+        return Err(Error::usage(
+            "adapt",
+            "adapts the step size of method mala or hmc with their MH test on; this run has none \
+             to adapt (give method mala or hmc, or leave adapt off)",
+        ));
+    }
+    if args.burn_in_cap() == 0 {
+        return Err(Error::usage(
+            "adapt",
+            "adapts during the burn-in, and burn_in is 0: give a burn-in (e.g. 50, or auto)",
+        ));
+    }
+    if args.sampler == SamplerChoice::Amortized {
+        return Err(Error::usage(
+            "adapt",
+            "tunes the MCMC chains' step sizes, and the amortized sampler runs none: leave adapt \
+             off with sampler amortized",
+        ));
+    }
+    if args.problem.shard.is_some() {
+        return Err(Error::usage(
+            "adapt",
+            "a shard sees only its own chains, so its adapted steps would not be the single \
+             run's: leave adapt off for a sharded run",
+        ));
+    }
+    Ok(
+        Adaptation::for_method(method, args.burn_in_cap()).map(|a| Adaptation {
+            per_class: true,
+            ..a
+        }),
+    )
+}
+
+/// `args.auto_burn_in`'s monitor (up to `burn_in_cap`); None for a fixed burn-in. A shard would
+/// end its warm-up on its own chains, and Compression runs no chains: both refuse it.
+fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::AutoBurnIn>> {
+    if !args.auto_burn_in {
+        return Ok(None);
+    }
+    if args.method == AugmentMethod::Compression {
+        return Err(Error::usage(
+            "burn_in",
+            "method compression runs no chains to warm up: give a count, not auto",
+        ));
+    }
+    if let Some(shard) = args.problem.shard {
+        return Err(Error::usage(
+            "burn_in",
+            format!(
+                "shard {shard} would end its automatic burn-in on its own chains only, so the \
+                 shards would not make the single run's samples: give a fixed burn-in"
+            ),
+        ));
+    }
+    Ok(Some(orchestrator::AutoBurnIn {
+        cap: args.burn_in_cap(),
+    }))
+}
