@@ -332,9 +332,11 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
     assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
 }
 
-/// With no --preset and no --method, `rmld augment` runs the quality preset (tangent target, HMC,
-/// re-encoded codes); an option given on the command line overrides its value; an explicit
-/// --method falls back to the paper's settings.
+/// With no --preset and no --method, `rmld augment` runs the quality preset: method deform
+/// (exact draws along the transformation tangents, docs/usefulness.md), pixel-max 1, re-encoded
+/// codes, the same run as an explicit `--preset quality`; `--preset quality --method hmc` runs
+/// the preset's chains (tangent target, HMC); an option given on the command line overrides
+/// its value; an explicit --method falls back to the paper's settings.
 #[test]
 fn the_default_preset_is_quality_and_options_override_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -347,6 +349,41 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let r = report(&defaults);
     assert_eq!(r["preset"], "quality");
+    assert_eq!(r["method"], "deform");
+    assert_eq!(r["pixel_max"], 1.0);
+    assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
+    // The explicit preset and the implicit one are the same run.
+    let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(images(&quality), images(&defaults));
+    let generated =
+        rmld::io::read_idx_images(&defaults.join("generated-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(generated.n, r["generated_count"].as_u64().unwrap() as usize);
+    let codes = std::fs::read(defaults.join("generated-codes.npy")).unwrap();
+    assert!(codes.len() > 128, "re-encoded codes are written");
+    // Without re-encoding, deform writes no codes (its draws are images).
+    let bare = dir.path().join("bare");
+    let run = augment_with_defaults(
+        &bare,
+        &["--classes", "0,1", "--reencode", "false", "--no-quality"],
+    );
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    assert!(!bare.join("generated-codes.npy").exists());
+    assert!(!bare.join("codes.npy").exists());
+    assert_eq!(images(&bare), images(&defaults), "the same draws");
+    // Deform draws every image at once: a shard is refused, naming the setting.
+    let shard = dir.path().join("shard");
+    let run = augment_with_defaults(&shard, &["--classes", "0,1", "--shard", "0/2"]);
+    assert_eq!(run.status.code(), Some(2), "stderr: {}", stderr(&run));
+    assert!(stderr(&run).contains("shard"), "{}", stderr(&run));
+
+    let chains = dir.path().join("chains");
+    let run = augment(
+        &chains,
+        &["--preset", "quality", "--method", "hmc", "--classes", "0,1"],
+    );
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let r = report(&chains);
+    assert_eq!(r["preset"], "quality");
     assert_eq!(r["method"], "hmc");
     assert_eq!(r["target"], "tangent");
     assert_eq!(r["pixel_max"], 1.0);
@@ -357,9 +394,6 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["tangent"]["scale"], 3.0);
     assert_eq!(r["settings"]["dynamics"]["leapfrog_steps"], 60);
     assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
-    // The explicit preset and the implicit one are the same run.
-    let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
-    assert_eq!(images(&quality), images(&defaults));
 
     let overridden = dir.path().join("overridden");
     let run = augment(
@@ -367,6 +401,8 @@ fn the_default_preset_is_quality_and_options_override_it() {
         &[
             "--preset",
             "quality",
+            "--method",
+            "hmc",
             "--classes",
             "0,1",
             "--eta",

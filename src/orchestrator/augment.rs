@@ -25,6 +25,11 @@ pub enum AugmentMethod {
     /// on a Gaussian kernel density of the class (bandwidth by the median heuristic), with the
     /// same momentum dynamics and MH; no codes.
     KernelHmc,
+    /// Exact draws along each image's transformation tangents (rotation, scale, shears,
+    /// thickness; anchors moved by one whole pixel on images of 28 px or more), one per image
+    /// in turn (docs/usefulness.md, "The Rust implementation"); no chains, and the codes are
+    /// the generated images' LASSO codes (`reencode`; none written without it).
+    Deform,
 }
 
 impl AugmentMethod {
@@ -36,6 +41,19 @@ impl AugmentMethod {
             AugmentMethod::Hmc => "hmc",
             AugmentMethod::Compression => "compression",
             AugmentMethod::KernelHmc => "kernel-hmc",
+            AugmentMethod::Deform => "deform",
+        }
+    }
+
+    /// Whether each "chain" is one draw made at once, with no burn-in or kept iterations
+    /// (Compression's starts, Deform's draws).
+    pub fn one_draw_per_chain(self) -> bool {
+        match self {
+            AugmentMethod::Compression | AugmentMethod::Deform => true,
+            AugmentMethod::Rmld
+            | AugmentMethod::Mala
+            | AugmentMethod::Hmc
+            | AugmentMethod::KernelHmc => false,
         }
     }
 }

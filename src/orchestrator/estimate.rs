@@ -105,12 +105,15 @@ pub fn estimate_augment(work: &AugmentWork, backend: &BackendInfo) -> Estimate {
         AugmentMethod::Rmld => (work.steps as f64 + 1.0) * product,
         AugmentMethod::Mala => 2.0 * product,
         AugmentMethod::Hmc => (work.leapfrog_steps as f64 + 1.0) * product,
-        AugmentMethod::Compression => 0.0,
+        AugmentMethod::Compression | AugmentMethod::Deform => 0.0,
         AugmentMethod::KernelHmc => {
             4.0 * d * (work.steps as f64 * work.batch as f64 + work.class_images as f64)
         }
     };
-    let starts = if work.method == AugmentMethod::KernelHmc {
+    let starts = if matches!(
+        work.method,
+        AugmentMethod::KernelHmc | AugmentMethod::Deform
+    ) {
         0.0
     } else {
         lasso(work.chains)

@@ -85,9 +85,9 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     };
     let labels = dataset.labels.clone().unwrap_or_default();
     let (args, fitted) = fit(asked, &dataset, &labels);
-    let samples_per_chain = match args.method {
-        AugmentMethod::Compression => 1,
-        _ => args.samples,
+    let samples_per_chain = match args.method.one_draw_per_chain() {
+        true => 1,
+        false => args.samples,
     };
     let plan = AugmentPlan::new(
         &labels,
@@ -137,9 +137,14 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
             "kernel-hmc has its own target (a kernel density of the class's images)",
         ));
     }
+    // Deform's draws need no chain target (only the dictionary, to re-encode them).
+    let kind = match args.method {
+        AugmentMethod::Deform => TargetKind::Paper,
+        _ => args.problem.target,
+    };
     let target = base
         .with_classes(plan.chain_classes(&means, d)?)
-        .with_kind(args.problem.target, whole.chains, whole.dynamics.seed)?;
+        .with_kind(kind, whole.chains, whole.dynamics.seed)?;
     // A shard runs its range of the chains, keyed by their global index, with its products
     // computed as over the whole run's chains.
     let chains = pipe.split.chains(whole.chains)?;
@@ -274,7 +279,7 @@ fn merged_device(shards: &[ShardFiles]) -> Result<Device> {
 /// The whole run's work, for its estimate.
 fn work(run: &Loaded) -> AugmentWork {
     let args = &run.args;
-    let compression = args.method == AugmentMethod::Compression;
+    let compression = args.method.one_draw_per_chain();
     AugmentWork {
         method: args.method,
         d: run.d,

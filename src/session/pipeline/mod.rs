@@ -12,6 +12,7 @@
 
 mod burn_in;
 mod clock;
+mod deform;
 mod encoding;
 mod fit;
 mod load;
@@ -139,8 +140,10 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
             quality::quality(args, &run.originals, generated, pipe.observer, &mut report)
         })?,
     };
+    // Kernel HMC has no codes; Deform's are its images' re-encodings, none without them.
+    let no_codes = run.kernel || (args.method == AugmentMethod::Deform && !args.reencode);
     let mut original = None;
-    if !args.no_original_codes && !run.kernel {
+    if !args.no_original_codes && !no_codes {
         original = Some(pipe.stage(original_codes::PHASE, None, |pipe| {
             let output = &mut pipe.output;
             original_codes::original_codes(&mut encoder, output, &run.originals, &mut caches[0])
@@ -178,7 +181,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
             )
         }),
     };
-    let labelled_codes = !args.no_original_codes && !run.kernel;
+    let labelled_codes = !args.no_original_codes && !no_codes;
     let (problem, plan) = (&run.problem, &run.plan);
     writing::write(
         &mut pipe.output,
@@ -187,7 +190,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
         &run.originals,
         samples,
         encoded,
-        (run.kernel, labelled_codes),
+        (no_codes, labelled_codes),
     )?;
     let (phases, seconds) = pipe.finish();
     let finished = report::Finished {
@@ -213,12 +216,20 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings) -> Step<Outcome> {
 /// a merge's joined from its shards'.
 fn generate(pipe: &mut Pipeline, run: &Loaded, device: &mut Device) -> Step<Generated> {
     let args = &run.args;
-    let compression = args.method == AugmentMethod::Compression;
-    let cap = if compression { 0 } else { args.burn_in_cap() };
+    let cap = match args.method.one_draw_per_chain() {
+        true => 0,
+        false => args.burn_in_cap(),
+    };
     let (sink, state, amortized) = match (pipe.split, device.backend.as_deref_mut()) {
         (Split::Merge(shards), _) => {
             let shape = (run.kernel, run.d, run.p);
             let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
+            (sink, state, None)
+        }
+        (_, Some(_)) if args.method == AugmentMethod::Deform => {
+            let (sink, state) = pipe.stage(sampling::PHASE, None, |_| {
+                Ok(deform::deform(run, &run.plan)?)
+            })?;
             (sink, state, None)
         }
         (_, Some(_)) if args.sampler == SamplerChoice::Amortized => {

@@ -13,11 +13,15 @@ pub(crate) fn sampler_settings(
     let method = match args.method {
         AugmentMethod::Mala => Method::Mala,
         AugmentMethod::Hmc => Method::Hmc,
-        AugmentMethod::Rmld | AugmentMethod::Compression | AugmentMethod::KernelHmc => Method::Rmld,
+        AugmentMethod::Rmld
+        | AugmentMethod::Compression
+        | AugmentMethod::KernelHmc
+        | AugmentMethod::Deform => Method::Rmld,
     };
-    let samples = match args.method {
-        AugmentMethod::Compression => 1,
-        _ => args
+    super::deform::refuse_what_it_has_not(args)?;
+    let samples = match args.method.one_draw_per_chain() {
+        true => 1,
+        false => args
             .burn_in_cap()
             .checked_add(args.samples)
             .ok_or_else(|| {
@@ -109,10 +113,13 @@ fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::Auto
     if !args.auto_burn_in {
         return Ok(None);
     }
-    if args.method == AugmentMethod::Compression {
+    if args.method.one_draw_per_chain() {
         return Err(Error::usage(
             "burn_in",
-            "method compression runs no chains to warm up: give a count, not auto",
+            format!(
+                "method {} runs no chains to warm up: give a count, not auto",
+                args.method.name()
+            ),
         ));
     }
     if let Some(shard) = args.problem.shard {
