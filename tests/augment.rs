@@ -594,3 +594,49 @@ fn automatic_burn_in_ends_the_warm_up_where_it_settles() {
     );
     assert_refused(&["--burn-in", "auto:0"], &["--burn-in", "auto:CAP"]);
 }
+
+/// `--balance` sets the samples per class as imbalanced-learn's `sampling_strategy`: counts per
+/// class after augmenting, or `auto` (every class up to the majority's); a class not in the
+/// data, or a count below a class's own, is a usage error naming the class, nothing written.
+#[test]
+fn balance_sets_each_class_count_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let quiet = ["--limit", "200", "--no-quality", "--no-original-codes"];
+    let counts_of = |out: &Path| {
+        let all = io::read_idx_labels(&out.join("train-labels-idx1-ubyte.gz")).unwrap();
+        let generated = labels_of(&out.join("generated-labels.npy"));
+        let mut counts = std::collections::BTreeMap::new();
+        for label in all {
+            *counts.entry(label as u32).or_insert(0usize) += 1;
+        }
+        let mut new = std::collections::BTreeMap::new();
+        for label in generated {
+            *new.entry(label).or_insert(0usize) += 1;
+        }
+        (counts, new)
+    };
+    let given = dir.path().join("given");
+    let run = augment_with_defaults(&given, &[&quiet[..], &["--balance", "3:30,5:25"]].concat());
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let (counts, new) = counts_of(&given);
+    assert_eq!((counts[&3], counts[&5]), (30, 25), "{counts:?}");
+    assert_eq!(new.keys().copied().collect::<Vec<_>>(), vec![3, 5]);
+
+    let auto = dir.path().join("auto");
+    let run = augment_with_defaults(&auto, &[&quiet[..], &["--balance", "auto"]].concat());
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let (counts, _) = counts_of(&auto);
+    let top = *counts.values().max().unwrap();
+    assert!(counts.values().all(|&n| n == top), "{counts:?}");
+
+    for (balance, class) in [("42:100", "class 42"), ("3:1", "class 3")] {
+        let out = dir.path().join("refused");
+        let run = augment_with_defaults(&out, &[&quiet[..], &["--balance", balance]].concat());
+        assert_eq!(run.status.code(), Some(2), "{balance}: {}", stderr(&run));
+        assert!(stderr(&run).contains(class), "{balance}: {}", stderr(&run));
+        assert!(!out.join("generated-labels.npy").exists());
+    }
+    let out = dir.path().join("both");
+    let run = augment_with_defaults(&out, &["--balance", "auto", "--ratio", "2"]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+}

@@ -503,6 +503,9 @@ pub struct AugmentSettings {
     pub labels: Option<PathBuf>,
     /// Originals per generated sample, per class (6: the paper's 6:1).
     pub ratio: f64,
+    /// Samples per class in imbalanced-learn's words instead of `ratio` (None: `ratio`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<crate::orchestrator::Balance>,
     /// Only these classes (label values); `None`: every class in the data.
     pub classes: Option<Vec<u32>>,
     /// Use only the first N training images (before `classes` filters them).
@@ -692,6 +695,7 @@ impl AugmentSettings {
             problem: ProblemSettings::default(),
             labels: None,
             ratio: 6.0,
+            balance: None,
             classes: None,
             limit: None,
             samples: 4,

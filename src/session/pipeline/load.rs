@@ -89,13 +89,18 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         true => 1,
         false => args.samples,
     };
-    let plan = AugmentPlan::new(
-        &labels,
-        args.classes.as_deref(),
-        args.ratio,
-        samples_per_chain,
-        args.dynamics.batch,
-    )?;
+    let plan = match &args.balance {
+        Some(balance) => {
+            AugmentPlan::balanced(&labels, balance, samples_per_chain, args.dynamics.batch)?
+        }
+        None => AugmentPlan::new(
+            &labels,
+            args.classes.as_deref(),
+            args.ratio,
+            samples_per_chain,
+            args.dynamics.batch,
+        )?,
+    };
     let mut original_rows = plan.order.clone();
     original_rows.sort_unstable();
     let originals = dataset.try_subset(&original_rows)?;
