@@ -51,3 +51,5 @@ py="$(bash scripts/venv.sh python/requirements-test.txt target/python-venv \
 venv="$(dirname "$(dirname "$py")")"
 VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --locked --quiet -m python/Cargo.toml
 RMLD_BIN="$(pwd)/target/debug/rmld" "$py" -m pytest -q -p no:cacheprovider python/tests
+# The usefulness benchmark's self-test (synthetic images, seconds).
+"$py" -m unittest discover -s scripts/usefulness -p 'test_*.py' -q

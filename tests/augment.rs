@@ -332,9 +332,11 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
     assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
 }
 
-/// With no --preset and no --method, `rmld augment` runs the quality preset (tangent target, HMC,
-/// re-encoded codes); an option given on the command line overrides its value; an explicit
-/// --method falls back to the paper's settings.
+/// With no --preset and no --method, `rmld augment` runs the quality preset: method deform
+/// (exact draws along the transformation tangents, docs/usefulness.md), pixel-max 1, re-encoded
+/// codes, the same run as an explicit `--preset quality`; `--preset quality --method hmc` runs
+/// the preset's chains (tangent target, HMC); an option given on the command line overrides
+/// its value; an explicit --method falls back to the paper's settings.
 #[test]
 fn the_default_preset_is_quality_and_options_override_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -347,6 +349,41 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let r = report(&defaults);
     assert_eq!(r["preset"], "quality");
+    assert_eq!(r["method"], "deform");
+    assert_eq!(r["pixel_max"], 1.0);
+    assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
+    // The explicit preset and the implicit one are the same run.
+    let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(images(&quality), images(&defaults));
+    let generated =
+        rmld::io::read_idx_images(&defaults.join("generated-images-idx3-ubyte.gz")).unwrap();
+    assert_eq!(generated.n, r["generated_count"].as_u64().unwrap() as usize);
+    let codes = std::fs::read(defaults.join("generated-codes.npy")).unwrap();
+    assert!(codes.len() > 128, "re-encoded codes are written");
+    // Without re-encoding, deform writes no codes (its draws are images).
+    let bare = dir.path().join("bare");
+    let run = augment_with_defaults(
+        &bare,
+        &["--classes", "0,1", "--reencode", "false", "--no-quality"],
+    );
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    assert!(!bare.join("generated-codes.npy").exists());
+    assert!(!bare.join("codes.npy").exists());
+    assert_eq!(images(&bare), images(&defaults), "the same draws");
+    // Deform draws every image at once: a shard is refused, naming the setting.
+    let shard = dir.path().join("shard");
+    let run = augment_with_defaults(&shard, &["--classes", "0,1", "--shard", "0/2"]);
+    assert_eq!(run.status.code(), Some(2), "stderr: {}", stderr(&run));
+    assert!(stderr(&run).contains("shard"), "{}", stderr(&run));
+
+    let chains = dir.path().join("chains");
+    let run = augment(
+        &chains,
+        &["--preset", "quality", "--method", "hmc", "--classes", "0,1"],
+    );
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let r = report(&chains);
+    assert_eq!(r["preset"], "quality");
     assert_eq!(r["method"], "hmc");
     assert_eq!(r["target"], "tangent");
     assert_eq!(r["pixel_max"], 1.0);
@@ -357,9 +394,6 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["tangent"]["scale"], 3.0);
     assert_eq!(r["settings"]["dynamics"]["leapfrog_steps"], 60);
     assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
-    // The explicit preset and the implicit one are the same run.
-    let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
-    assert_eq!(images(&quality), images(&defaults));
 
     let overridden = dir.path().join("overridden");
     let run = augment(
@@ -367,6 +401,8 @@ fn the_default_preset_is_quality_and_options_override_it() {
         &[
             "--preset",
             "quality",
+            "--method",
+            "hmc",
             "--classes",
             "0,1",
             "--eta",
@@ -557,4 +593,50 @@ fn automatic_burn_in_ends_the_warm_up_where_it_settles() {
         &["--burn-in", "compression"],
     );
     assert_refused(&["--burn-in", "auto:0"], &["--burn-in", "auto:CAP"]);
+}
+
+/// `--balance` sets the samples per class as imbalanced-learn's `sampling_strategy`: counts per
+/// class after augmenting, or `auto` (every class up to the majority's); a class not in the
+/// data, or a count below a class's own, is a usage error naming the class, nothing written.
+#[test]
+fn balance_sets_each_class_count_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let quiet = ["--limit", "200", "--no-quality", "--no-original-codes"];
+    let counts_of = |out: &Path| {
+        let all = io::read_idx_labels(&out.join("train-labels-idx1-ubyte.gz")).unwrap();
+        let generated = labels_of(&out.join("generated-labels.npy"));
+        let mut counts = std::collections::BTreeMap::new();
+        for label in all {
+            *counts.entry(label as u32).or_insert(0usize) += 1;
+        }
+        let mut new = std::collections::BTreeMap::new();
+        for label in generated {
+            *new.entry(label).or_insert(0usize) += 1;
+        }
+        (counts, new)
+    };
+    let given = dir.path().join("given");
+    let run = augment_with_defaults(&given, &[&quiet[..], &["--balance", "3:30,5:25"]].concat());
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let (counts, new) = counts_of(&given);
+    assert_eq!((counts[&3], counts[&5]), (30, 25), "{counts:?}");
+    assert_eq!(new.keys().copied().collect::<Vec<_>>(), vec![3, 5]);
+
+    let auto = dir.path().join("auto");
+    let run = augment_with_defaults(&auto, &[&quiet[..], &["--balance", "auto"]].concat());
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let (counts, _) = counts_of(&auto);
+    let top = *counts.values().max().unwrap();
+    assert!(counts.values().all(|&n| n == top), "{counts:?}");
+
+    for (balance, class) in [("42:100", "class 42"), ("3:1", "class 3")] {
+        let out = dir.path().join("refused");
+        let run = augment_with_defaults(&out, &[&quiet[..], &["--balance", balance]].concat());
+        assert_eq!(run.status.code(), Some(2), "{balance}: {}", stderr(&run));
+        assert!(stderr(&run).contains(class), "{balance}: {}", stderr(&run));
+        assert!(!out.join("generated-labels.npy").exists());
+    }
+    let out = dir.path().join("both");
+    let run = augment_with_defaults(&out, &["--balance", "auto", "--ratio", "2"]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
 }

@@ -140,7 +140,7 @@ fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
         (
             "augment",
             format!(
-                "augment --labels {labels} --limit 120 --batch 8 --samples 2 --burn-in 2 \
+                "augment --preset quality --method hmc --labels {labels} --limit 120 --batch 8 --samples 2 --burn-in 2 \
                  --no-quality --seed 1"
             ),
         ),
@@ -214,7 +214,7 @@ fn shards_on_different_paths_merge_into_the_single_runs_bytes() {
         (
             "augment",
             format!(
-                "augment --labels {labels} --limit 90 --batch 6 --samples 2 --burn-in 1 \
+                "augment --preset quality --method hmc --labels {labels} --limit 90 --batch 6 --samples 2 --burn-in 1 \
                  --no-quality --seed 4 --no-code-cache"
             ),
         ),

@@ -54,7 +54,7 @@ const CPU_CASES: &[(&str, &str)] = &[
     ),
     (
         "augment-quality",
-        "augment --preset quality --limit 400 --batch 8 --no-quality --samples 2 --burn-in 2 --seed 1",
+        "augment --preset quality --method hmc --limit 400 --batch 8 --no-quality --samples 2 --burn-in 2 --seed 1",
     ),
     ("augment-paper", "augment --preset paper --limit 400 --batch 8 --no-quality --seed 1"),
     (

@@ -339,7 +339,7 @@ fn augment_help_shows_what_the_default_preset_sets() {
     for shown in [
         "[quality preset: 1]",
         "[quality preset: tangent]",
-        "[quality preset: hmc]",
+        "[quality preset: deform]",
         "[quality preset: 0.007]",
     ] {
         assert!(help.contains(shown), "augment --help lacks {shown}: {help}");
@@ -378,6 +378,10 @@ fn the_default_tangent_k_fits_small_classes_and_an_explicit_one_is_checked() {
         let out = tmp.path().join(name);
         let mut args = vec![
             "augment",
+            "--preset",
+            "quality",
+            "--method",
+            "hmc",
             "--limit",
             "150",
             "--samples",

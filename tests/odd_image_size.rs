@@ -90,6 +90,10 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
     let out = dir.path().join("augment");
     let run = rmld(&[
         "augment",
+        "--preset",
+        "quality",
+        "--method",
+        "hmc",
         "--data",
         data,
         "--backend",
@@ -151,6 +155,10 @@ fn twenty_by_twenty_csv_images_sample_and_augment() {
     let out = dir.path().join("augment-eta");
     let run = rmld(&[
         "augment",
+        "--preset",
+        "quality",
+        "--method",
+        "hmc",
         "--data",
         data,
         "--backend",

@@ -205,7 +205,7 @@ fn quality_preset_verdict_does_not_ask_for_longer_chains() {
     // reported with what the run is judged by, not with advice to run longer.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("quality");
-    let run = small_augment_with(&out, "quality", &["--seed", "4"]);
+    let run = small_augment_with(&out, "quality", &["--method", "hmc", "--seed", "4"]);
     assert!(run.status.success(), "{}", stderr(&run));
     let report = json(&out, "report.json");
     let per_class = &report["diagnostics_per_class"];

@@ -206,7 +206,7 @@ fn settings_errors_name_the_setting_and_write_nothing() {
 fn presets_hold_the_documented_values() {
     let quality = AugmentSettings::quality();
     assert_eq!(quality.preset, Some(Preset::Quality));
-    assert_eq!(quality.method, AugmentMethod::Chains(Method::Hmc));
+    assert_eq!(quality.method, AugmentMethod::Deform);
     assert_eq!(quality.problem.target, TargetKind::Tangent);
     assert_eq!(
         (

@@ -250,6 +250,10 @@ fn bad_shard_options_are_refused() {
         (
             vec![
                 "augment",
+                "--preset",
+                "quality",
+                "--method",
+                "hmc",
                 "--limit",
                 "150",
                 "--ratio",

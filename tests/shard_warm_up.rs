@@ -24,11 +24,15 @@ const SAMPLE: &[&str] = &[
     "3",
 ];
 
-/// `rmld augment` at its defaults (the quality preset: HMC, a fixed burn-in of 20) on the first
-/// 150 embedded digits, 5 originals per new sample (10 chains over 10 classes), seed 4; the
-/// cases give `--samples`.
+/// `rmld augment` with the quality preset's HMC chains (its default method before deform; a
+/// fixed burn-in of 20) on the first 150 embedded digits, 5 originals per new sample (10 chains
+/// over 10 classes), seed 4; the cases give `--samples`.
 const AUGMENT: &[&str] = &[
     "augment",
+    "--preset",
+    "quality",
+    "--method",
+    "hmc",
     "--limit",
     "150",
     "--ratio",
@@ -101,19 +105,30 @@ fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
 /// order) and their merge, in `dir`: the merge's files equal the single run's byte for byte,
 /// its report but for timings.
 fn shards_from_warm_up_match(dir: &Path, backend: &str, base: &[&str], extra: &[&str]) {
+    shards_match(dir, backend, (base, extra), true);
+}
+
+/// As [`shards_from_warm_up_match`], the shards started from the warm-up when `warm_up`, else
+/// run on their own (a run with no burn-in to share).
+fn shards_match(dir: &Path, backend: &str, (base, extra): (&[&str], &[&str]), warm_up: bool) {
     let what = format!("{} {extra:?} on {backend}", base[0]);
     let single = dir.join("single");
     run(base, backend, &single, extra);
     let warm = dir.join("warm-up");
-    let mut warm_extra = extra.to_vec();
-    warm_extra.push("--warm-up-only");
-    run(base, backend, &warm, &warm_extra);
+    if warm_up {
+        let mut warm_extra = extra.to_vec();
+        warm_extra.push("--warm-up-only");
+        run(base, backend, &warm, &warm_extra);
+    }
     let mut dirs = Vec::new();
     for i in (0..3).rev() {
         let out = dir.join(format!("shard-{i}"));
         let shard = format!("{i}/3");
         let mut all = extra.to_vec();
-        all.extend(["--shard", &shard, "--warm-up", warm.to_str().unwrap()]);
+        all.extend(["--shard", &shard]);
+        if warm_up {
+            all.extend(["--warm-up", warm.to_str().unwrap()]);
+        }
         run(base, backend, &out, &all);
         dirs.push(out);
     }
@@ -158,6 +173,30 @@ fn sample_shards_from_a_warm_up_equal_the_single_run_on_the_cpu() {
     assert!(settled.is_boolean(), "no automatic burn-in in {report}");
 }
 
+/// augment's default method (deform: one exact draw per image, no chains to warm up, codes by
+/// re-encoding) sharded by its draws: the merge is the single run's files.
+#[test]
+fn augment_default_shards_equal_the_single_run_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "augment",
+        "--limit",
+        "160",
+        "--ratio",
+        "4:1",
+        "--lasso-iterations",
+        "30",
+        "--seed",
+        "7",
+    ];
+    shards_match(dir.path(), "cpu", (&base, &[]), false);
+    let report = json(&dir.path().join("single"), "report.json");
+    assert_eq!(
+        report["method"], "deform",
+        "not the default method: {report}"
+    );
+}
+
 #[test]
 fn augment_shards_from_a_warm_up_equal_the_single_run_on_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
@@ -193,7 +232,9 @@ fn shards_from_a_warm_up_equal_the_single_run_on_lavapipe() {
         "--samples",
         "4",
     ];
-    shards_from_warm_up_match(&case, "gpu", AUGMENT, &extra);
+    // AUGMENT without its preset and method.
+    let base = [&AUGMENT[..1], &AUGMENT[5..]].concat();
+    shards_from_warm_up_match(&case, "gpu", &base, &extra);
 }
 
 /// `base` + `extra` on the CPU into `dir/refused` fails with exit status 2, a message holding
@@ -263,7 +304,11 @@ fn shards_that_cannot_reproduce_their_run_refuse_it_by_name() {
         "2",
         "--warm-up-only",
     ];
-    assert_refused(d, AUGMENT, &extra, &["--warm-up-only", "compression"]);
+    let base = [&AUGMENT[..1], &AUGMENT[5..]].concat();
+    assert_refused(d, &base, &extra, &["--warm-up-only", "compression"]);
+    // Nor does deform, the default method.
+    let extra = ["--warm-up-only"];
+    assert_refused(d, &base, &extra, &["--warm-up-only", "deform"]);
     // A warm-up's state changed since it was written.
     let state = warm.join("warm-up.rmld");
     let mut bytes = std::fs::read(&state).unwrap();

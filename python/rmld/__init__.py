@@ -364,7 +364,8 @@ def augment(
         result = AugmentResult(
             images=_read_idx(run.out / "generated-images-idx3-ubyte.gz"),
             labels=np.load(run.out / "generated-labels.npy").astype(np.int64),
-            codes=np.load(run.out / "generated-codes.npy"),
+            # None written where the run has no codes (kernel-hmc; deform without reencode).
+            codes=_load_if(run.out / "generated-codes.npy"),
             augmented_images=_read_idx_if(run.out / "train-images-idx3-ubyte.gz"),
             augmented_labels=_read_idx_if(run.out / "train-labels-idx1-ubyte.gz").astype(np.int64),
             report=raw["report"],
@@ -380,6 +381,10 @@ def augment(
 
 def _read_idx_if(path: Path) -> np.ndarray:
     return _read_idx(path) if path.exists() else np.empty(0, dtype=np.uint8)
+
+
+def _load_if(path: Path) -> np.ndarray:
+    return np.load(path) if path.exists() else np.empty((0, 0), dtype=np.float32)
 
 
 def encode(

@@ -24,8 +24,8 @@ first run the whole run's warm-up as one task (``warm_up_only``, into ``OUT/shar
 every chain up to the end of the burn-in, where the step size adapts across the chains and an
 automatic burn-in ends), then start every shard from it (``warm_up``), so adaptive settings
 (MALA's and HMC's defaults, ``adapt``, ``burn_in="auto"``) merge into the single run's files
-too (docs/scale-out.md); augment's ``method="compression"`` and the amortized sampler run no
-chains and go without one. Each attempt of a shard appends
+too (docs/scale-out.md); augment's ``method="compression"``, ``"deform"`` (the default) and the
+amortized sampler run no chains and go without one. Each attempt of a shard appends
 ``index pid`` to ``OUT/shards/attempts.log`` and starts from an empty shard folder, so a retry
 after a killed attempt never meets that attempt's partial files.
 
@@ -88,7 +88,12 @@ def _needs_warm_up(command: str, settings: Dict[str, Any]) -> bool:
     if command == "sample":
         return True
     if command == "augment":
-        return settings.get("method") != "compression" and settings.get("sampler") != "amortized"
+        # Without a method, the preset's: deform (quality, the default) or rmld (paper).
+        method = settings.get("method") or (
+            "rmld" if settings.get("preset") == "paper" else "deform"
+        )
+        one_draw = method in ("compression", "deform")
+        return not one_draw and settings.get("sampler") != "amortized"
     return False
 
 

@@ -1,41 +1,86 @@
-"""scikit-learn / imbalanced-learn integration: ``RMLDAugmenter.fit_resample(X, y)``."""
+"""scikit-learn / imbalanced-learn integration: ``RMLDAugmenter(...).fit_resample(X, y)``."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import numbers
+from collections import Counter, OrderedDict
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 try:
-    from sklearn.base import BaseEstimator
-except ImportError:  # pragma: no cover - the class still works without scikit-learn
-    BaseEstimator = object  # type: ignore[misc,assignment]
+    from imblearn.over_sampling.base import BaseOverSampler as _Base
+
+    _IMBLEARN = True
+except ImportError:  # pragma: no cover - exercised by test_sklearn_fallback.py
+    _IMBLEARN = False
+    try:
+        from sklearn.base import BaseEstimator as _Base
+    except ImportError:
+        _Base = object  # type: ignore[misc,assignment]
 
 from . import augment
 
-__all__ = ["RMLDAugmenter"]
+__all__ = ["RMLDAugmenter", "generate_per_class", "resolve_sampling_strategy"]
+
+SamplingStrategy = Union[str, float, Mapping[Any, int], Callable[[np.ndarray], Mapping[Any, int]]]
+_STRATEGIES = ("auto", "minority", "not minority", "not majority", "all")
 
 
-class RMLDAugmenter(BaseEstimator):
-    """Adds RMLD samples to a labelled image set, as an imbalanced-learn sampler does.
+class RMLDAugmenter(_Base):
+    """An oversampler whose new images are rmld's samples, imbalanced-learn's way.
 
-    ``fit_resample(X, y)`` returns the originals followed by the generated samples (one per
-    ``ratio`` originals of each class), so it drops into ``imblearn.pipeline.Pipeline`` before
-    any classifier. ``X`` is (N, d) or (N, h, w), uint8 or float; the generated rows come back
-    in ``X``'s layout: (N, d) rows for (N, d) input, float32 in [0, 1] for float input within
-    [0, 1]. ``image_shape`` gives (h, w) for (N, d) rows that are not square images.
-    Other keyword settings go to :func:`rmld.augment` (``method``, ``samples``, ``seed``, ...).
+    ``fit_resample(X, y)`` returns ``(X_resampled, y_resampled)``: the originals first, then
+    the generated images, ``sampling_strategy_[c]`` of each class c. ``X`` is (N, d) rows or
+    (N, h, w) images, uint8 or float; the generated rows come back in ``X``'s layout and dtype
+    (float input within [0, 1] gets floats in [0, 1]). ``image_shape`` gives (h, w) for (N, d)
+    rows that are not square images.
+
+    Parameters (stored as given, checked in ``fit_resample``, so ``get_params``, ``set_params``,
+    ``clone`` and ``GridSearchCV`` work):
+
+    - ``sampling_strategy``: imbalanced-learn's meanings: ``"auto"`` (= ``"not majority"``),
+      ``"minority"``, ``"not minority"``, ``"not majority"``, ``"all"`` (each targeted class
+      raised to the majority's count), a float (binary only: minority / majority after
+      resampling), a dict {class: count after resampling}, or a callable ``y -> dict``.
+    - ``ratio``: when given, ignore ``sampling_strategy`` and generate round(n_c / ratio) new
+      images for every class c (``rmld augment --ratio``: originals per generated image).
+    - ``random_state``: None, an int or a ``numpy.random.RandomState`` (the sampler's seed is
+      drawn from it); ``seed`` is the older name, used when ``random_state`` is None.
+    - ``preset``, ``backend``, ``settings``: passed to :func:`rmld.augment` (``settings`` a dict
+      of its keyword settings: ``method``, ``samples``, ``tangent_scale``, ...).
+
+    Bad input raises ``ValueError`` naming the class (a targeted class with fewer than two
+    images, a count below the images a class has, a class not in ``y``) before anything runs.
+    Subclasses imbalanced-learn's ``BaseOverSampler`` when it is installed (the ``sklearn``
+    extra); without it the same strategies are resolved here.
     """
+
+    _sampling_type = "over-sampling"
+    if _IMBLEARN:
+        _parameter_constraints: dict = {
+            **_Base._parameter_constraints,
+            "ratio": [numbers.Real, None],
+            "preset": [str, None],
+            "backend": [str],
+            "seed": [numbers.Integral],
+            "image_shape": [tuple, list, None],
+            "settings": [dict, None],
+        }
 
     def __init__(
         self,
-        ratio: float = 1.0,
+        sampling_strategy: SamplingStrategy = "auto",
+        random_state: Any = None,
+        ratio: Optional[float] = None,
         preset: Optional[str] = None,
         backend: str = "auto",
         seed: int = 0,
-        image_shape: Optional[tuple] = None,
+        image_shape: Optional[Tuple[int, int]] = None,
         settings: Optional[Dict[str, Any]] = None,
     ):
+        self.sampling_strategy = sampling_strategy
+        self.random_state = random_state
         self.ratio = ratio
         self.preset = preset
         self.backend = backend
@@ -43,42 +88,191 @@ class RMLDAugmenter(BaseEstimator):
         self.image_shape = image_shape
         self.settings = settings
 
-    def fit(self, X, y):
-        """Nothing to learn ahead: the sampler runs on the data given to ``fit_resample``."""
-        self.fit_resample(X, y)
+    # --- the imbalanced-learn entry points -------------------------------------------------
+
+    def fit(self, X, y, **params):
+        """Checks ``X``, ``y`` and resolves ``sampling_strategy_``; generates nothing."""
+        rows, y = self._rows_and_labels(X, y)
+        if _IMBLEARN:
+            return super().fit(rows, y, **params)
+        self.sampling_strategy_ = self._counts(y)
         return self
 
-    def fit_resample(self, X, y):
+    def fit_resample(self, X, y, **params):
         """(X_resampled, y_resampled): the originals, then the generated samples."""
+        rows, y = self._rows_and_labels(X, y)
+        if _IMBLEARN:
+            X_res, y_res = super().fit_resample(rows, y, **params)
+        else:
+            self.sampling_strategy_ = self._counts(y)
+            X_res, y_res = self._fit_resample(rows, y)
+        shape = np.shape(X)
+        return np.asarray(X_res).reshape((-1,) + tuple(shape[1:])), y_res
+
+    def _fit_resample(self, X, y, **params):
+        if self.ratio is not None:  # the counts `ratio` asks for, not the strategy's
+            self.sampling_strategy_ = self._counts(y)
+        counts = dict(self.sampling_strategy_)
+        images = X.reshape((len(X),) + self._image_shape_)
+        top = 1.0
+        floats = not np.issubdtype(images.dtype, np.integer)
+        if floats and images.size:
+            top = max(1.0, float(np.nanmax(images)))
+        generated, labels, report = generate_per_class(
+            images, y, counts, seed=self._seed(), preset=self.preset, backend=self.backend,
+            settings=self.settings, with_report=True,
+        )
+        generated = generated.reshape(len(generated), -1)
+        if floats:
+            generated = (generated.astype(np.float64) * (top / 255.0)).astype(X.dtype)
+        else:
+            generated = generated.astype(X.dtype)
+        self.report_ = report
+        self.classes_ = np.unique(y)
+        return np.concatenate([X, generated]), np.concatenate([y, labels.astype(y.dtype)])
+
+    # --- checks -------------------------------------------------------------------------
+
+    def _rows_and_labels(self, X, y):
+        """X as (N, d) rows (``_image_shape_`` remembers the images' shape) and y, after the
+        checks that name a class: done before imbalanced-learn's own checks."""
         X = np.asarray(X)
         y = np.asarray(y)
         if X.ndim not in (2, 3):
-            raise ValueError(f"X must be (N, d) or (N, h, w), got shape {X.shape}")
-        classes, codes = np.unique(y, return_inverse=True)
-        images = X
-        if X.ndim == 2 and self.image_shape is not None:
-            images = X.reshape(len(X), *self.image_shape)
-        floats = not np.issubdtype(X.dtype, np.integer)
-        scale = 1.0
-        if floats:
-            top = float(np.nanmax(X)) if X.size else 1.0
-            scale = 1.0 if top <= 1.0 else top
-        result = augment(
-            images,
-            codes,
-            preset=self.preset,
-            ratio=self.ratio,
-            backend=self.backend,
-            seed=self.seed,
-            **(self.settings or {}),
-        )
-        generated = result.images.reshape(len(result.images), *X.shape[1:])
-        if floats:
-            generated = generated.astype(X.dtype) / 255.0 * scale
+            raise ValueError(f"X must be (N, d) rows or (N, h, w) images, got shape {X.shape}")
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(f"y must be one label per row of X: shape ({len(X)},), got {y.shape}")
+        if X.ndim == 3:
+            self._image_shape_ = tuple(X.shape[1:])
+        elif self.image_shape is not None:
+            shape = tuple(int(s) for s in self.image_shape)
+            if len(shape) != 2 or shape[0] * shape[1] != X.shape[1]:
+                raise ValueError(
+                    f"image_shape {self.image_shape} does not hold {X.shape[1]} pixels")
+            self._image_shape_ = shape
         else:
-            generated = generated.astype(X.dtype)
-        self.report_ = result.report
-        self.classes_ = classes
-        X_res = np.concatenate([X, generated])
-        y_res = np.concatenate([y, classes[result.labels]])
-        return X_res, y_res
+            side = int(round(X.shape[1] ** 0.5))
+            self._image_shape_ = (side, side) if side * side == X.shape[1] else (1, X.shape[1])
+        if self.ratio is not None and not (isinstance(self.ratio, numbers.Real) and self.ratio > 0):
+            raise ValueError("ratio must be a positive number (originals per generated image), "
+                             f"got {self.ratio!r}")
+        self._counts(y)  # the class-naming checks, before anything else runs
+        return X.reshape(len(X), -1), y
+
+    def _counts(self, y) -> "OrderedDict[Any, int]":
+        """{class: images to generate}, with the checks that name the class."""
+        present = Counter(y.tolist())
+        if self.ratio is not None:
+            counts = OrderedDict((c, int(round(present[c] / self.ratio))) for c in sorted(present))
+        else:
+            counts = resolve_sampling_strategy(self.sampling_strategy, y)
+        for c, n in counts.items():
+            if n > 0 and present[c] < 2:
+                raise ValueError(
+                    f"class {c!r} has {present[c]} image: rmld's sampler needs at least 2 images "
+                    f"of a class to generate {n} more (the tangent target's neighbour span); "
+                    "drop the class from sampling_strategy or give more images")
+        return counts
+
+    def _seed(self) -> int:
+        if self.random_state is None:
+            return int(self.seed)
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        if isinstance(self.random_state, np.random.RandomState):
+            return int(self.random_state.randint(np.iinfo(np.int32).max))
+        raise ValueError("random_state must be None, an int or a numpy RandomState, "
+                         f"got {self.random_state!r}")
+
+
+def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any, int]":
+    """{class: number of images to generate} for an oversampler, as imbalanced-learn's
+    ``check_sampling_strategy(strategy, y, "over-sampling")`` gives it, but every error names
+    the class. Classes not targeted are absent (a dict strategy) or 0 (a string)."""
+    y = np.asarray(y)
+    present = Counter(y.tolist())
+    if len(present) < 2:
+        raise ValueError(f"y needs at least 2 classes to resample, got {len(present)}")
+    # One majority and one minority class, the first in sorted order on a tie (as imbalanced-learn).
+    classes = sorted(present, key=_order)
+    majority_class = max(classes, key=lambda c: present[c])
+    minority_class = min(classes, key=lambda c: present[c])
+    majority = present[majority_class]
+    if isinstance(strategy, str):
+        if strategy not in _STRATEGIES:
+            raise ValueError(
+                f"sampling_strategy {strategy!r} is not one of {', '.join(_STRATEGIES)}")
+        targeted = {
+            "auto": lambda c: c != majority_class,
+            "not majority": lambda c: c != majority_class,
+            "all": lambda c: True,
+            "minority": lambda c: c == minority_class,
+            "not minority": lambda c: c != minority_class,
+        }[strategy]
+        return OrderedDict((c, majority - present[c] if targeted(c) else 0) for c in classes)
+    if isinstance(strategy, numbers.Real) and not isinstance(strategy, bool):
+        if len(present) != 2:
+            raise ValueError("sampling_strategy as a float is for two classes only; "
+                             f"y has {len(present)}: give a dict of counts per class")
+        if not 0 < strategy <= 1:
+            raise ValueError(f"sampling_strategy as a float must be in (0, 1], got {strategy}")
+        target = int(strategy * majority)
+        c = minority_class
+        if target < present[c]:
+            raise ValueError(f"sampling_strategy {strategy} asks class {c!r} for {target} images, "
+                             f"fewer than the {present[c]} it has")
+        return OrderedDict((k, target - present[k] if k == c else 0) for k in classes)
+    if callable(strategy) and not isinstance(strategy, Mapping):
+        strategy = strategy(y)
+    if isinstance(strategy, Mapping):
+        unknown = [c for c in strategy if c not in present]
+        if unknown:
+            raise ValueError(f"sampling_strategy names class {unknown[0]!r}, which is not in y "
+                             f"(classes: {sorted(present, key=_order)})")
+        out = OrderedDict()
+        for c in sorted(strategy, key=_order):
+            n = strategy[c]
+            if not isinstance(n, numbers.Integral) or n < 0:
+                raise ValueError(
+                    f"sampling_strategy asks class {c!r} for {n!r} images: give a count >= 0")
+            if n < present[c]:
+                raise ValueError(
+                    f"sampling_strategy asks class {c!r} for {n} images, fewer than the "
+                    f"{present[c]} it has (an oversampler only adds images)")
+            out[c] = int(n) - present[c]
+        return out
+    raise ValueError("sampling_strategy must be a string, a float, a dict or a callable, "
+                     f"got {strategy!r}")
+
+
+def _order(c):
+    return (str(type(c)), c)
+
+
+def generate_per_class(images, labels, counts, *, seed=0, preset=None, backend="auto",
+                       settings=None, with_report=False):
+    """``counts[c]`` new images of every class c, from ``images`` (N, h, w) and ``labels``:
+    (images uint8 (G, h, w), labels (G,)) and, with ``with_report``, the run's report (a list
+    of one, or none when no class gets any).
+
+    One ``rmld.augment`` run with the library's per-class counts (``balance``: each class's
+    count after augmenting, imbalanced-learn's dict form), classes numbered 0..K-1 in sorted
+    order as the library wants them.
+    """
+    labels = np.asarray(labels)
+    present = Counter(labels.tolist())
+    codes, numbers_of = np.unique(labels, return_inverse=True)
+    number = {c: i for i, c in enumerate(codes.tolist())}
+    wanted = {str(number[c]): present[c] + int(n) for c, n in counts.items() if n > 0}
+    if not wanted:
+        shape = (0,) + tuple(np.shape(images)[1:])
+        empty = (np.zeros(shape, np.uint8), labels[:0])
+        return (*empty, []) if with_report else empty
+    # Only the images come back: no quality metrics, no codes of the originals, and no LASSO
+    # re-encoding of the generated images (`reencode` changes the codes, not the images).
+    runs = dict(no_quality=True, no_original_codes=True, reencode=False)
+    runs.update(settings or {})
+    result = augment(images, numbers_of, preset=preset, backend=backend, seed=seed,
+                     balance={"counts": wanted}, **runs)
+    generated = (result.images, codes[result.labels])
+    return (*generated, [result.report]) if with_report else generated

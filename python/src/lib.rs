@@ -191,6 +191,11 @@ fn merge(mut defaults: Value, overrides: Map<String, Value>) -> PyResult<Value> 
             top.insert(name, value);
             continue;
         }
+        // Optional top-level settings left out of the serialised defaults while unset.
+        if name == "balance" {
+            top.insert(name, value);
+            continue;
+        }
         // Optional problem settings left out of the serialised defaults while unset.
         if OPTIONAL_PROBLEM_SETTINGS.contains(&name.as_str()) {
             if let Some(Value::Object(problem)) = top.get_mut("problem") {

@@ -34,7 +34,7 @@ run sample-rmld-mixture-sigma sample --target mixture --sigma2 0.5 --chains 6 --
 run sample-rmld-noise-sghmc sample --init noise --sghmc-noise --chains 5 --samples 3 --seed 3
 run sample-rmld-nomh sample --no-mh --chains 5 --samples 2 --seed 3 --keep last --burn-in 1
 run sample-rmld-discount sample --discount 1.3 --chains 5 --samples 3 --seed 5 --atoms 100
-run augment-quality augment --preset quality --limit 400 --batch 8 --no-quality --samples 2 --burn-in 2 --seed 1
+run augment-quality augment --preset quality --method hmc --limit 400 --batch 8 --no-quality --samples 2 --burn-in 2 --seed 1
 run augment-paper augment --preset paper --limit 400 --batch 8 --no-quality --seed 1
 run augment-mala augment --method mala --limit 400 --batch 8 --no-quality --seed 2 --eta 0.001
 run augment-kernel-hmc augment --method kernel-hmc --limit 400 --batch 8 --no-quality --seed 2

@@ -18,6 +18,11 @@ pub enum AugmentMethod {
     /// a Gaussian kernel density of the class (bandwidth by the median heuristic), with RMLD's
     /// momentum dynamics and MH; no codes.
     KernelHmc,
+    /// Exact draws along each image's transformation tangents (rotation, scale, shears,
+    /// thickness; anchors moved by one whole pixel on images of 28 px or more), one per image
+    /// in turn (docs/usefulness.md, "The Rust implementation"); no chains, and the codes are
+    /// the generated images' LASSO codes (`reencode`; none written without it).
+    Deform,
 }
 
 impl Default for AugmentMethod {
@@ -28,7 +33,11 @@ impl Default for AugmentMethod {
 
 impl AugmentMethod {
     /// The baselines, after the methods in the lists of names.
-    const BASELINES: [AugmentMethod; 2] = [AugmentMethod::Compression, AugmentMethod::KernelHmc];
+    const BASELINES: [AugmentMethod; 3] = [
+        AugmentMethod::Compression,
+        AugmentMethod::KernelHmc,
+        AugmentMethod::Deform,
+    ];
 
     /// Every one: each method's chains, then the baselines (the command line's order).
     pub fn all() -> impl Iterator<Item = AugmentMethod> {
@@ -44,6 +53,7 @@ impl AugmentMethod {
             AugmentMethod::Chains(method) => method.name(),
             AugmentMethod::Compression => "compression",
             AugmentMethod::KernelHmc => "kernel-hmc",
+            AugmentMethod::Deform => "deform",
         }
     }
 
@@ -57,7 +67,9 @@ impl AugmentMethod {
     pub fn dynamics(self) -> Method {
         match self {
             AugmentMethod::Chains(method) => method,
-            AugmentMethod::Compression | AugmentMethod::KernelHmc => Method::Rmld,
+            AugmentMethod::Compression | AugmentMethod::KernelHmc | AugmentMethod::Deform => {
+                Method::Rmld
+            }
         }
     }
 
@@ -65,16 +77,17 @@ impl AugmentMethod {
     pub fn method(self) -> Option<Method> {
         match self {
             AugmentMethod::Chains(method) => Some(method),
-            AugmentMethod::Compression | AugmentMethod::KernelHmc => None,
+            AugmentMethod::Compression | AugmentMethod::KernelHmc | AugmentMethod::Deform => None,
         }
     }
 
     /// Whether its chains move from their starts: false for Compression, whose samples are
-    /// the starts themselves (one per chain, no burn-in, no MH).
+    /// the starts themselves, and Deform, one exact draw per image (one per chain, no burn-in,
+    /// no MH).
     pub fn moves(self) -> bool {
         match self {
             AugmentMethod::Chains(_) | AugmentMethod::KernelHmc => true,
-            AugmentMethod::Compression => false,
+            AugmentMethod::Compression | AugmentMethod::Deform => false,
         }
     }
 
@@ -82,7 +95,7 @@ impl AugmentMethod {
     /// write, replace or learn from; the 0..1 pixel scale; chains start at the class's images).
     pub fn samples_images(self) -> bool {
         match self {
-            AugmentMethod::Chains(_) | AugmentMethod::Compression => false,
+            AugmentMethod::Chains(_) | AugmentMethod::Compression | AugmentMethod::Deform => false,
             AugmentMethod::KernelHmc => true,
         }
     }
@@ -127,6 +140,11 @@ impl clap::ValueEnum for AugmentMethod {
                  --pixel-max) on a Gaussian kernel density of the class (bandwidth by the median \
                  heuristic), with RMLD's momentum dynamics and MH; no codes",
             )),
+            AugmentMethod::Deform => Some(PossibleValue::new(self.name()).help(
+                "Exact draws along each image's transformation tangents (rotation, scale, \
+                 shears, thickness), one per image in turn; codes are the new images' LASSO \
+                 codes (docs/usefulness.md)",
+            )),
         }
     }
 }
@@ -164,7 +182,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         let all: Vec<AugmentMethod> = AugmentMethod::all().collect();
-        assert_eq!(all.len(), Method::ALL.len() + 2);
+        assert_eq!(all.len(), Method::ALL.len() + 3);
         for m in &all {
             let text = serde_json::to_string(m).unwrap();
             assert_eq!(text, format!("\"{}\"", m.name()));
@@ -178,7 +196,7 @@ mod tests {
         let err = serde_json::from_str::<AugmentMethod>("\"nuts\"").unwrap_err();
         assert!(
             err.to_string()
-                .contains("rmld, mala, hmc, compression, kernel-hmc"),
+                .contains("rmld, mala, hmc, compression, kernel-hmc, deform"),
             "{err}"
         );
     }

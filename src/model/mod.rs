@@ -13,6 +13,7 @@
 pub(crate) mod atoms;
 pub(crate) mod classes;
 pub(crate) mod data_scale;
+pub(crate) mod deformation;
 pub(crate) mod dictionary;
 pub(crate) mod likelihood;
 pub(crate) mod posterior;

@@ -81,6 +81,57 @@ impl AugmentPlan {
                 format!("must be positive, got {ratio}"),
             ));
         }
+        let generated = |count: usize| ((count as f64 / ratio).round() as usize).max(1);
+        Self::planned(
+            labels,
+            wanted,
+            &|_, count| generated(count),
+            (samples_per_chain, batch),
+        )
+    }
+
+    /// Plans the run for `labels` with `balance`'s samples per class: the classes that get
+    /// some, each of at least two images (one image has nothing to vary against).
+    pub fn balanced(
+        labels: &[u32],
+        balance: &super::Balance,
+        samples_per_chain: u32,
+        batch: u32,
+    ) -> Result<Self> {
+        let mut counts = std::collections::BTreeMap::new();
+        for &label in labels {
+            *counts.entry(label).or_insert(0usize) += 1;
+        }
+        let generated = balance.generated(&counts)?;
+        if let Some((label, _)) = generated.iter().find(|(l, _)| counts[*l] < 2) {
+            return Err(Error::usage(
+                "balance",
+                format!("class {label} has one image: too few to generate from"),
+            ));
+        }
+        if generated.is_empty() {
+            return Err(Error::usage(
+                "balance",
+                "asks for no new image of any class",
+            ));
+        }
+        let wanted: Vec<u32> = generated.keys().copied().collect();
+        let per_class = |label: u32, _| generated[&label];
+        Self::planned(
+            labels,
+            Some(&wanted),
+            &per_class,
+            (samples_per_chain, batch),
+        )
+    }
+
+    /// The plan of `wanted`'s classes, `generated(label, count)` samples each.
+    fn planned(
+        labels: &[u32],
+        wanted: Option<&[u32]>,
+        generated: &dyn Fn(u32, usize) -> usize,
+        (samples_per_chain, batch): (u32, u32),
+    ) -> Result<Self> {
         if samples_per_chain == 0 {
             return Err(Error::usage("samples", "must be at least 1"));
         }
@@ -120,7 +171,7 @@ impl AugmentPlan {
                     ),
                 ));
             }
-            let generated = ((count as f64 / ratio).round() as usize).max(1);
+            let generated = generated(label, count);
             classes.push(ClassPlan {
                 label,
                 rows: [first as u32, count as u32],
@@ -313,6 +364,25 @@ mod tests {
         assert_eq!(some.classes.len(), 2);
         assert!(AugmentPlan::new(&labels, Some(&[5]), 2.0, 2, 2).is_err());
         assert!(AugmentPlan::new(&labels, None, 2.0, 2, 3).is_err());
+    }
+
+    #[test]
+    fn balanced_plan_gives_each_class_its_count_and_refuses_a_single_image() {
+        let labels = [0, 0, 0, 0, 1, 1, 2, 2, 2];
+        let plan = AugmentPlan::balanced(&labels, &crate::orchestrator::Balance::NotMajority, 1, 1)
+            .unwrap();
+        let generated: Vec<_> = plan
+            .classes
+            .iter()
+            .map(|c| (c.label, c.generated))
+            .collect();
+        assert_eq!(generated, vec![(1, 2), (2, 1)]);
+        assert_eq!(plan.order, vec![4, 5, 6, 7, 8]);
+        let lonely = [0, 0, 0, 1];
+        let error = AugmentPlan::balanced(&lonely, &crate::orchestrator::Balance::All, 1, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("class 1"), "{error}");
     }
 
     #[test]

@@ -110,15 +110,16 @@ pub fn estimate_augment(work: &AugmentWork, backend: &BackendInfo) -> Estimate {
             };
             method.products_per_proposal(&dynamics) * product
         }
-        AugmentMethod::Compression => 0.0,
+        AugmentMethod::Compression | AugmentMethod::Deform => 0.0,
         AugmentMethod::KernelHmc => {
             4.0 * d * (work.steps as f64 * work.batch as f64 + work.class_images as f64)
         }
     };
-    // Kernel HMC starts at the class's images; the others at LASSO codes.
-    let starts = match work.method.samples_images() {
-        true => 0.0,
-        false => lasso(work.chains),
+    // Kernel HMC starts at the class's images, Deform draws around them; the others start at
+    // LASSO codes.
+    let starts = match work.method {
+        AugmentMethod::KernelHmc | AugmentMethod::Deform => 0.0,
+        AugmentMethod::Chains(_) | AugmentMethod::Compression => lasso(work.chains),
     };
     let flops = [
         ("LASSO starts", starts),

@@ -56,6 +56,10 @@ pub enum Purpose {
     MalaNoise = 9,
     /// The Gamma draw of a chain's noise precision (`--noise gibbs`), once per outer iteration.
     NoisePrecision = 10,
+    /// The coefficients of a deformation draw along its anchor's transformation tangents.
+    Deformation = 11,
+    /// The order in which a class's images anchor deformation draws, one permutation per round.
+    DeformationAnchors = 12,
     /// Parametric dictionary learning (one stream per signal and MCMC iteration).
     DictionaryLearning = 20,
 }

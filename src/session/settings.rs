@@ -486,10 +486,12 @@ impl SampleSettings {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
-    /// The best measured on the sample-quality metrics and the Table 2 SVM (docs/quality.md):
-    /// --target tangent --method hmc --pixel-max 1 --lambda 0.05 --sigma2 0.01 --eta 0.007
-    /// --leapfrog-steps 60 --burn-in 20 --tangent-k 16 --tangent-scale 3 --reencode, with
-    /// --eta, --sigma2 and --smooth scaled to the data unless given (docs/adaptation.md).
+    /// The samples that help classifiers most (docs/usefulness.md): --method deform (exact
+    /// draws along each image's transformation tangents) --pixel-max 1 --lambda 0.05
+    /// --reencode, with --smooth scaled to the data unless given; with --method hmc, the best
+    /// chains measured on the sample-quality metrics (docs/quality.md): --target tangent
+    /// --sigma2 0.01 --eta 0.007 --leapfrog-steps 60 --burn-in 20 --tangent-k 16
+    /// --tangent-scale 3, --eta and --sigma2 scaled to the data (docs/adaptation.md).
     Quality,
     /// The paper's settings: every option at its own default (--target paper --method rmld
     /// --pixel-max 255 --lambda 5 --sigma2 1 --eta 0.01, no burn-in).
@@ -522,6 +524,9 @@ pub struct AugmentSettings {
     pub labels: Option<PathBuf>,
     /// Originals per generated sample, per class (6: the paper's 6:1).
     pub ratio: f64,
+    /// Samples per class in imbalanced-learn's words instead of `ratio` (None: `ratio`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<crate::orchestrator::Balance>,
     /// Only these classes (label values); `None`: every class in the data.
     pub classes: Option<Vec<u32>>,
     /// Use only the first N training images (before `classes` filters them).
@@ -711,6 +716,7 @@ impl AugmentSettings {
             problem: ProblemSettings::default(),
             labels: None,
             ratio: 6.0,
+            balance: None,
             classes: None,
             limit: None,
             samples: 4,
@@ -737,15 +743,17 @@ impl AugmentSettings {
         }
     }
 
-    /// The best settings measured on the sample-quality metrics and the Table 2 SVM
-    /// (docs/quality.md): the tangent target, HMC, pixel-max 1, λ 0.05, σ² 0.01, η 0.007, 60
-    /// leapfrog steps, burn-in 20, k 16, s 3, re-encoding; η, σ² and the smoothing rescaled to
-    /// the data's length scales and s narrowed where classes sit closer than MNIST's
-    /// (`fit_scale_to_data`; on MNIST the factors are about 1).
+    /// The settings whose samples help classifiers most (docs/usefulness.md): method deform,
+    /// pixel-max 1, λ 0.05, re-encoding, the smoothing rescaled to the image side. The chain
+    /// settings are the best measured on the sample-quality metrics and the Table 2 SVM
+    /// (docs/quality.md), for `method` hmc: the tangent target, σ² 0.01, η 0.007, 60 leapfrog
+    /// steps, burn-in 20, k 16, s 3; η, σ² and the smoothing rescaled to the data's length
+    /// scales and s narrowed where classes sit closer than MNIST's (`fit_scale_to_data`; on
+    /// MNIST the factors are about 1).
     pub fn quality() -> Self {
         let mut s = AugmentSettings::paper();
         s.preset = Some(Preset::Quality);
-        s.method = AugmentMethod::Chains(Method::Hmc);
+        s.method = AugmentMethod::Deform;
         s.problem.target = TargetKind::Tangent;
         s.problem.pixel_max = 1.0;
         s.problem.lambda = 0.05;

@@ -125,6 +125,14 @@ pub struct AugmentArgs {
           allow_hyphen_values = true)]
     pub ratio: Ratio,
 
+    /// Samples per class as imbalanced-learn's `sampling_strategy`, instead of --ratio: `auto`
+    /// (= `not-majority`), `minority`, `not-minority`, `all` (those classes up to the majority's
+    /// count), a ratio in (0, 1] (two classes: the minority's count over the majority's after),
+    /// or each class's count after augmenting, `LABEL:COUNT,LABEL:COUNT`.
+    #[arg(long, value_name = "STRATEGY", value_parser = rmld::orchestrator::Balance::parse,
+          conflicts_with_all = ["ratio", "classes"])]
+    pub balance: Option<rmld::orchestrator::Balance>,
+
     /// Only these classes (comma-separated label values); default: every class in the data.
     #[arg(long, value_name = "L,L,...", value_delimiter = ',')]
     pub classes: Option<Vec<u32>>,
@@ -277,6 +285,7 @@ impl AugmentArgs {
             problem: self.problem.settings(),
             labels: self.labels.clone(),
             ratio: self.ratio.0,
+            balance: self.balance.clone(),
             classes: self.classes.clone(),
             limit: self.limit,
             samples: self.samples,

@@ -12,6 +12,7 @@ use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::Backend;
 use crate::io::{labelled, Dataset, ShardFiles, Split};
 use crate::measure::memory;
+use crate::methods::AugmentMethod;
 use crate::model::{Dictionary, Target, TargetKind};
 use crate::orchestrator::estimate::{estimate_augment, AugmentWork};
 use crate::orchestrator::identity::input_hashes;
@@ -89,13 +90,18 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         false => 1,
         true => args.samples,
     };
-    let plan = AugmentPlan::new(
-        &labels,
-        args.classes.as_deref(),
-        args.ratio,
-        samples_per_chain,
-        args.dynamics.batch,
-    )?;
+    let plan = match &args.balance {
+        Some(balance) => {
+            AugmentPlan::balanced(&labels, balance, samples_per_chain, args.dynamics.batch)?
+        }
+        None => AugmentPlan::new(
+            &labels,
+            args.classes.as_deref(),
+            args.ratio,
+            samples_per_chain,
+            args.dynamics.batch,
+        )?,
+    };
     let mut original_rows = plan.order.clone();
     original_rows.sort_unstable();
     let originals = dataset.try_subset(&original_rows)?;
@@ -138,9 +144,14 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
             "kernel-hmc has its own target (a kernel density of the class's images)",
         ));
     }
+    // Deform's draws need no chain target (only the dictionary, to re-encode them).
+    let kind = match args.method {
+        AugmentMethod::Deform => TargetKind::Paper,
+        _ => args.problem.target,
+    };
     let target = base
         .with_classes(plan.chain_classes(&means, d)?)
-        .with_kind(args.problem.target, whole.chains, whole.dynamics.seed)?;
+        .with_kind(kind, whole.chains, whole.dynamics.seed)?;
     // A shard runs its range of the chains, keyed by their global index.
     let chains = pipe.split.chains(whole.chains)?;
     let mut settings = whole.clone();

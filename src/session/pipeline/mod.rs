@@ -12,6 +12,7 @@
 
 mod burn_in;
 mod clock;
+mod deform;
 mod encoding;
 mod fit;
 mod load;
@@ -30,6 +31,7 @@ mod writing;
 use serde_json::Value;
 
 use crate::io::{Output, Split};
+use crate::methods::AugmentMethod;
 use crate::orchestrator::shard::join_augment;
 use crate::orchestrator::warm_up::WarmUp;
 use crate::orchestrator::{AugmentSink, SampleRun};
@@ -161,8 +163,10 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
             quality::quality(args, &run.originals, generated, pipe.observer, &mut report)
         })?,
     };
+    // Kernel HMC has no codes; Deform's are its images' re-encodings, none without them.
+    let no_codes = run.kernel || (args.method == AugmentMethod::Deform && !args.reencode);
     let mut original = None;
-    if !args.no_original_codes && !run.kernel {
+    if !args.no_original_codes && !no_codes {
         original = Some(pipe.stage(original_codes::PHASE, None, |pipe| {
             let output = &mut pipe.output;
             original_codes::original_codes(&mut encoder, output, &run.originals, &mut caches[0])
@@ -200,7 +204,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
             )
         }),
     };
-    let labelled_codes = !args.no_original_codes && !run.kernel;
+    let labelled_codes = !args.no_original_codes && !no_codes;
     let (problem, plan) = (&run.problem, &run.plan);
     writing::write(
         &mut pipe.output,
@@ -209,7 +213,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
         &run.originals,
         samples,
         encoded,
-        (run.kernel, labelled_codes),
+        (no_codes, labelled_codes),
     )?;
     let (phases, seconds) = pipe.finish();
     let finished = report::Finished {
@@ -249,6 +253,12 @@ fn generate(
         (Split::Merge(shards), _) => {
             let shape = (run.kernel, run.d, run.p);
             let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
+            (sink, state, None)
+        }
+        (_, Some(_)) if args.method == AugmentMethod::Deform => {
+            let (sink, state) = pipe.stage(sampling::PHASE, None, |_| {
+                Ok(deform::deform(run, &run.plan)?)
+            })?;
             (sink, state, None)
         }
         (_, Some(_)) if args.sampler.is_amortized() => {

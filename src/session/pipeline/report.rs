@@ -7,6 +7,7 @@ use super::sampling::Generated;
 use crate::backend::EncodeStats;
 use crate::diagnostics::per_class as cd;
 use crate::io::Output;
+use crate::methods::AugmentMethod;
 use crate::orchestrator::report as parts;
 use crate::session::problem::dictionary_json;
 use crate::session::settings::Preset;
@@ -41,7 +42,7 @@ pub(super) fn report(
         "burn_in_auto": chains.burn_in.as_ref().map(parts::burn_in_json),
         "adaptation": parts::adaptation_json(chains, Some(&class_labels)),
         "postprocess": args.postprocess(),
-        "generated_codes": if run.kernel {
+        "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
         } else if args.reencode {
             "LASSO codes of the post-processed generated images (--reencode)"

@@ -11,6 +11,7 @@ pub(crate) fn sampler_settings(
     plan: &AugmentPlan,
 ) -> Result<SamplerSettings> {
     let method = args.method.dynamics();
+    super::deform::refuse_what_it_has_not(args)?;
     let samples = match args.method.moves() {
         false => 1,
         true => args
@@ -106,7 +107,10 @@ fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::Auto
     if !args.method.moves() {
         return Err(Error::usage(
             "burn_in",
-            "method compression runs no chains to warm up: give a count, not auto",
+            format!(
+                "method {} runs no chains to warm up: give a count, not auto",
+                args.method.name()
+            ),
         ));
     }
     if let (Some(shard), None) = (args.problem.shard, &args.problem.warm_up) {
@@ -118,8 +122,8 @@ fn automatic_burn_in(args: &AugmentSettings) -> Result<Option<orchestrator::Auto
     }))
 }
 
-/// A warm-up (`warm_up_only`, `warm_up`) is the chains' burn-in: Compression and the amortized
-/// sampler run no chains.
+/// A warm-up (`warm_up_only`, `warm_up`) is the chains' burn-in: Compression, Deform and the
+/// amortized sampler run no chains.
 fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
     let field = match (args.problem.warm_up_only, &args.problem.warm_up) {
         (true, _) => "warm_up_only",
@@ -127,8 +131,8 @@ fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
         (false, None) => return Ok(()),
     };
     let what = match (args.method.moves(), args.sampler) {
-        (false, _) => "method compression",
-        (true, SamplerChoice::Amortized) => "the amortized sampler",
+        (false, _) => format!("method {}", args.method.name()),
+        (true, SamplerChoice::Amortized) => "the amortized sampler".to_string(),
         (true, SamplerChoice::Mcmc) => return Ok(()),
     };
     Err(Error::usage(

@@ -1,0 +1,164 @@
+"""RMLDAugmenter the imbalanced-learn way: sampling_strategy, random_state, Pipeline and
+GridSearchCV, and the errors that name the class."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import rmld
+from rmld import sklearn as rmld_sklearn
+from rmld.sklearn import RMLDAugmenter, resolve_sampling_strategy
+
+imblearn = pytest.importorskip("imblearn")
+FAST = dict(backend="cpu")
+
+
+def imbalanced_digits(majority=40, minority=8):
+    """The embedded digits cut to classes 0-4 of `majority` and 5-9 of `minority` images."""
+    images, labels = rmld.load_digits()
+    keep = np.concatenate([np.flatnonzero(labels == c)[: majority if c < 5 else minority]
+                           for c in range(10)])
+    return images[keep], labels[keep]
+
+
+def test_strategies_resolve_as_imbalanced_learn_does():
+    from imblearn.utils import check_sampling_strategy
+
+    _, y = imbalanced_digits()
+    y = y.copy()
+    y[y == 9] = 8  # classes of 40, 40, 40, 40, 40, 8, 8, 8, 16: one minority-most tie broken
+    y = y[:-3]  # ... and class 8 at 13: a single minority class
+    binary = np.array([0] * 30 + [1] * 7)
+    strategies = [("auto", y), ("minority", y), ("not minority", y), ("not majority", y),
+                  ("all", y), ({5: 40, 6: 45}, y), (lambda labels: {7: 50}, y), (0.5, binary),
+                  (1.0, binary)]
+    for strategy, labels in strategies:
+        ours = {c: n for c, n in resolve_sampling_strategy(strategy, labels).items() if n > 0}
+        resolved = check_sampling_strategy(strategy, labels, "over-sampling")
+        theirs = {c: n for c, n in resolved.items() if n > 0}
+        assert ours == theirs, (strategy, ours, theirs)
+
+
+def test_auto_balances_the_classes_with_new_images_after_the_originals():
+    X, y = imbalanced_digits()
+    augmenter = RMLDAugmenter(sampling_strategy="auto", random_state=0, **FAST)
+    X_res, y_res = augmenter.fit_resample(X, y)
+    assert set(Counter(y_res.tolist()).values()) == {40}
+    np.testing.assert_array_equal(X_res[: len(X)], X)
+    assert X_res.shape[1:] == X.shape[1:] and X_res.dtype == X.dtype
+    assert 0.0 <= X_res.min() and X_res.max() <= 1.0
+    assert dict(augmenter.sampling_strategy_) == {c: (32 if c >= 5 else 0) for c in range(1, 10)}
+    # New images are not copies of the originals.
+    new = X_res[len(X):].reshape(len(X_res) - len(X), -1)
+    old = X.reshape(len(X), -1)
+    nearest = np.min(((new[:, None, :] - old[None, :, :]) ** 2).sum(-1), axis=1)
+    assert np.median(nearest) > 0.01
+
+
+def test_dict_float_callable_and_rows():
+    X, y = imbalanced_digits()
+    rows = X.reshape(len(X), -1)
+    X_res, y_res = RMLDAugmenter(sampling_strategy={5: 20, 6: 9}, random_state=1,
+                                 **FAST).fit_resample(rows, y)
+    assert X_res.shape == (len(X) + 13, 64)
+    assert Counter(y_res[len(X):].tolist()) == {5: 12, 6: 1}
+    _, y_res = RMLDAugmenter(sampling_strategy=lambda labels: {9: 30}, random_state=1,
+                             **FAST).fit_resample(X, y)
+    assert Counter(y_res[len(X):].tolist()) == {9: 22}
+    binary = (y >= 5).astype(int)
+    _, y_res = RMLDAugmenter(sampling_strategy=0.5, random_state=1, **FAST).fit_resample(X, binary)
+    assert Counter(y_res.tolist()) == {0: 200, 1: 100}
+
+
+def test_ratio_keeps_its_meaning():
+    X, y = imbalanced_digits()
+    _, y_res = RMLDAugmenter(ratio=4, random_state=0, **FAST).fit_resample(X, y)
+    assert Counter(y_res[len(X):].tolist()) == {c: (10 if c < 5 else 2) for c in range(10)}
+
+
+def test_random_state_gives_the_same_images():
+    X, y = imbalanced_digits()
+    first = RMLDAugmenter(sampling_strategy={5: 12}, random_state=3, **FAST).fit_resample(X, y)[0]
+    again = RMLDAugmenter(sampling_strategy={5: 12}, random_state=3, **FAST).fit_resample(X, y)[0]
+    other = RMLDAugmenter(sampling_strategy={5: 12}, random_state=4, **FAST).fit_resample(X, y)[0]
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    from_state = RMLDAugmenter(sampling_strategy={5: 12}, random_state=np.random.RandomState(0),
+                               **FAST).fit_resample(X, y)[0]
+    assert from_state.shape == first.shape
+
+
+@pytest.mark.parametrize("strategy, message", [
+    ({5: 4}, "class 5 for 4 images, fewer than the 8"),
+    ({11: 50}, "class 11, which is not in y"),
+    ({5: -1}, "class 5 for -1 images"),
+    ("most", "'most' is not one of"),
+    (0.5, "for two classes only"),
+])
+def test_bad_strategies_name_the_class_and_run_nothing(monkeypatch, strategy, message):
+    monkeypatch.setattr(rmld_sklearn, "augment", _never)
+    X, y = imbalanced_digits()
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        RMLDAugmenter(sampling_strategy=strategy).fit_resample(X, y)
+
+
+def test_a_class_of_one_image_is_named(monkeypatch):
+    monkeypatch.setattr(rmld_sklearn, "augment", _never)
+    X, y = imbalanced_digits()
+    keep = np.ones(len(y), bool)
+    keep[np.flatnonzero(y == 7)[1:]] = False
+    with pytest.raises(ValueError, match="class 7 has 1 image"):
+        RMLDAugmenter().fit_resample(X[keep], y[keep])
+    # Not targeted: no error, and class 7 gets nothing.
+    monkeypatch.undo()
+    _, y_res = RMLDAugmenter(sampling_strategy={5: 9}, **FAST).fit_resample(X[keep], y[keep])
+    assert Counter(y_res.tolist())[7] == 1
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("the sampler ran despite bad input")
+
+
+def test_params_clone_and_grid_search_in_a_pipeline():
+    from imblearn.pipeline import Pipeline
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    augmenter = RMLDAugmenter(sampling_strategy="minority", random_state=2, **FAST)
+    params = augmenter.get_params()
+    assert params["sampling_strategy"] == "minority" and params["random_state"] == 2
+    copy = clone(augmenter).set_params(sampling_strategy={5: 20})
+    assert copy.sampling_strategy == {5: 20} and augmenter.sampling_strategy == "minority"
+
+    X, y = imbalanced_digits()
+    rows = X.reshape(len(X), -1)
+    model = Pipeline([("augment", augmenter), ("classify", LogisticRegression(max_iter=300))])
+    search = GridSearchCV(model, {"augment__sampling_strategy": ["auto", "not minority"]},
+                          cv=StratifiedKFold(2, shuffle=True, random_state=0),
+                          scoring="balanced_accuracy")
+    search.fit(rows, y)
+    assert search.best_params_["augment__sampling_strategy"] in ("auto", "not minority")
+    assert search.best_score_ > 0.6
+    # The pipeline resamples while fitting only: predicting gives one label per row.
+    assert search.predict(rows).shape == (len(rows),)
+
+
+def test_is_an_imbalanced_learn_sampler():
+    from imblearn.over_sampling.base import BaseOverSampler
+
+    assert isinstance(RMLDAugmenter(), BaseOverSampler)
+    fitted = RMLDAugmenter(sampling_strategy="not majority").fit(*imbalanced_digits())
+    assert dict(fitted.sampling_strategy_)[9] == 32
+
+
+def test_per_class_runs_give_rmld_augment_s_images():
+    """generate_per_class skips the re-encoding (codes only): its images are rmld.augment's with
+    the preset's re-encoding, byte for byte, for the classes and ratio it runs."""
+    X, y = imbalanced_digits()
+    images, labels = rmld_sklearn.generate_per_class(X, y, {5: 16, 6: 16}, seed=2, **FAST)
+    direct = rmld.augment(X, y, classes=[5, 6], ratio=0.5, seed=2, no_quality=True,
+                          no_original_codes=True, **FAST)
+    np.testing.assert_array_equal(images, direct.images)
+    np.testing.assert_array_equal(labels, direct.labels)

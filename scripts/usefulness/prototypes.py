@@ -1,0 +1,300 @@
+"""numpy prototypes of changes to rmld's sampler, measured in the benchmark before any Rust.
+
+The quality preset's target is, in image space, a Gaussian around each chain's start image a
+(src/model/likelihood/tangent.rs): covariance (s²/k)·B Bᵀ + σ²·I with B = [n_j − a] the k
+nearest images of a's class. The prototypes draw from that Gaussian exactly (no chain, no
+sparse code), post-process as `rmld augment` does (Gaussian smoothing, clip) and vary one thing
+at a time:
+
+- the span: neighbour directions (today), transformation tangents of a (Simard's tangent
+  distance: x/y shift, rotation, scale, two hyperbolic shears, thickness), or both;
+- how far: the scale s of the neighbour span, the standard deviations τ of the tangents;
+- the noise σ off the span;
+- a label filter: a draw is kept only if a classifier of the real training images gives its
+  class at least a probability p (else it is drawn again, at most `tries` times);
+- warps: the start image moved by a random small affine map before the Gaussian draw.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import numpy as np
+from scipy import ndimage
+
+# Standard deviations of the transformation tangents' coefficients, in natural units: pixels
+# (shifts, thickness, at 28 px: scaled with the side) and relative (rotation in radians, scale,
+# shears).
+DEFORM = dict(shift=1.0, rotation=0.15, scale=0.12, shear=0.12, thickness=0.4)
+
+
+def transformation_tangents(image: np.ndarray, smooth_px: float) -> Dict[str, np.ndarray]:
+    """Simard's tangent vectors of `image` (h, w): the derivative of the image under each
+    transformation at the identity, computed on the image smoothed by `smooth_px` (so that the
+    derivative exists). Units: per pixel (shifts, thickness) or per unit parameter."""
+    g = ndimage.gaussian_filter(image.astype(np.float64), smooth_px)
+    gy, gx = np.gradient(g)
+    h, w = image.shape
+    rows, cols = np.meshgrid(np.arange(h) - (h - 1) / 2, np.arange(w) - (w - 1) / 2, indexing="ij")
+    return {
+        "shift_x": -gx,
+        "shift_y": -gy,
+        "rotation": rows * gx - cols * gy,
+        "scale": -(cols * gx + rows * gy),
+        "shear_parallel": cols * gx - rows * gy,
+        "shear_diagonal": rows * gx + cols * gy,
+        "thickness": np.hypot(gx, gy),
+        # Smooth non-affine displacement fields u = (u_x, u_y), quadratic in the coordinates
+        # normalised to [-1, 1]: the image changes by -(g_x u_x + g_y u_y), per pixel of
+        # displacement at the corners.
+        **{f"bend_{axis}_{name}": -(gx if axis == "x" else gy) * field
+           for axis in ("x", "y")
+           for name, field in (("xx", (cols / (w / 2)) ** 2), ("xy", cols * rows / (w * h / 4)),
+                               ("yy", (rows / (h / 2)) ** 2))},
+    }
+
+
+def _tangent_stds(side: int, deform: Dict[str, float]) -> Dict[str, float]:
+    """Each tangent's coefficient std: the pixel ones scaled to the image side."""
+    pixels = side / 28.0
+    out = {}
+    for name in ("shift_x", "shift_y"):
+        if deform.get("shift"):
+            out[name] = deform["shift"] * pixels
+    for name, key in (("rotation", "rotation"), ("scale", "scale"),
+                      ("shear_parallel", "shear"), ("shear_diagonal", "shear")):
+        if deform.get(key):
+            out[name] = deform[key]
+    if deform.get("thickness"):
+        out["thickness"] = deform["thickness"] * pixels
+    if deform.get("bend"):
+        for axis in ("x", "y"):
+            for name in ("xx", "xy", "yy"):
+                out[f"bend_{axis}_{name}"] = deform["bend"] * pixels
+    return out
+
+
+def _warp(image: np.ndarray, rng, deform: Dict[str, float]) -> np.ndarray:
+    """The image under a random affine map with the same stds as the tangents (exact, not
+    linearised)."""
+    h, w = image.shape
+    pixels = w / 28.0
+    angle = rng.normal(0, deform.get("rotation", 0))
+    zoom = np.exp(rng.normal(0, deform.get("scale", 0)))
+    s1, s2 = rng.normal(0, deform.get("shear", 0), 2)
+    rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    matrix = rot @ np.array([[1 + s1, s2], [s2, 1 - s1]]) / zoom
+    shift = rng.normal(0, deform.get("shift", 0) * pixels, 2)
+    centre = np.array([(h - 1) / 2, (w - 1) / 2])
+    offset = centre - matrix @ centre - shift
+    return ndimage.affine_transform(image, matrix, offset=offset, order=1)
+
+
+class LabelFilter:
+    """Keeps a draw when a multinomial logistic regression of the real training images gives
+    its class a probability of at least `p`."""
+
+    def __init__(self, x, y, p: float):
+        from sklearn.linear_model import LogisticRegression
+
+        self.model = LogisticRegression(C=0.05, max_iter=2000).fit(x.reshape(len(x), -1), y)
+        self.column = {c: i for i, c in enumerate(self.model.classes_)}
+        self.p = p
+
+    def keep(self, draws: np.ndarray, c) -> np.ndarray:
+        probs = self.model.predict_proba(draws.reshape(len(draws), -1))[:, self.column[c]]
+        return probs >= self.p
+
+
+def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
+                      noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
+                      warp: bool = False, tries: int = 10, per_anchor: int = 0,
+                      anchor_shift: bool = False):
+    """An augmenter drawing from the image-space tangent target (options in the module doc).
+    `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
+    post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
+    Anchors: every image in turn (a permutation, repeated), or with `per_anchor` = K as
+    `rmld augment` picks chain starts today: ceil(n / K) chains, each start drawn uniformly
+    with replacement from the class, K draws per chain. `anchor_shift`: the draw is centred on
+    the anchor moved by one pixel (right, left, down or up, each image's four in turn) instead
+    of the anchor itself."""
+
+    def augment(x, y, counts, seed):
+        rng = np.random.default_rng(seed)
+        side = x.shape[-1]
+        pixels = side / 28.0
+        label_filter = LabelFilter(x, y, filter_p) if filter_p else None
+        out_x, out_y = [], []
+        for c, n in sorted(counts.items()):
+            if n <= 0:
+                continue
+            images = x[y == c].astype(np.float64)
+            flat = images.reshape(len(images), -1)
+            kk = min(k, len(images) - 1)
+            squared = (flat ** 2).sum(1)
+            dist = squared[:, None] + squared[None, :] - 2 * flat @ flat.T
+            np.fill_diagonal(dist, np.inf)
+            neighbours = np.argsort(dist, axis=1)[:, :kk]
+            if per_anchor:
+                chains = rng.integers(0, len(images), int(np.ceil(n / per_anchor)))
+                starts = np.repeat(chains, per_anchor)[:n]
+            else:
+                starts = np.concatenate([rng.permutation(len(images))
+                                         for _ in range(int(np.ceil(n / len(images))))])[:n]
+            kept = []
+            tangents = {}
+            turns = np.zeros(len(images), int)
+            for start in starts:
+                move = None
+                if anchor_shift:
+                    from augmenters import SHIFTS
+
+                    move = SHIFTS[(turns[start] + start) % 4]
+                    turns[start] += 1
+                if deform and not warp and (start, move) not in tangents:
+                    base = images[start] if move is None else shift_image(images[start], move)
+                    fields = transformation_tangents(base, max(0.5, 0.9 * pixels))
+                    tangents[(start, move)] = [(std, fields[name].reshape(-1))
+                                               for name, std in _tangent_stds(side, deform).items()]
+                for attempt in range(tries):
+                    draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
+                                 smooth * pixels, warp, rng, tangents.get((start, move), ()), move)
+                    if label_filter is None or label_filter.keep(draw[None], c)[0] or attempt == tries - 1:
+                        break
+                kept.append(draw)
+            out_x += kept
+            out_y += [c] * n
+        if not out_x:
+            return np.zeros((0,) + x.shape[1:], np.float32), np.zeros(0, np.int64)
+        return np.stack(out_x).astype(np.float32), np.array(out_y, np.int64)
+
+    return augment
+
+
+def shift_image(image, move):
+    """The image moved by `move` (rows, columns) times side/28 pixels: one pixel at 28 px, a
+    linearly interpolated fraction of one on smaller images."""
+    from augmenters import shift
+
+    step = image.shape[-1] / 28.0
+    if step >= 1.0:
+        return shift(image, *move)
+    return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
+
+
+def proposal(factor: float = 0.5):
+    """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
+    draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
+    scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
+    anchoring in turn; the translation comes from the anchor, moved by one whole pixel (each
+    image's four directions in turn) on images of 28 px or more, and from the shift tangents
+    (τ = DEFORM's 1 px · side/28) on smaller ones, where one whole pixel is too far (the 8×8
+    digits: 1-pixel shifts cost logistic regression 2.2 points)."""
+    large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
+                              anchor_shift=True)
+    small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
+                              noise=0.0)
+
+    def augment(x, y, counts, seed):
+        return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
+
+    return augment
+
+
+def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents,
+          move=None):
+    anchor = images[start] if move is None else shift_image(images[start], move)
+    if warp and deform:
+        anchor = _warp(anchor, rng, deform)
+    x = anchor.reshape(-1).copy()
+    if scale > 0 and k > 0:
+        span = flat[neighbours[start]] - flat[start]
+        x += (scale / np.sqrt(k)) * rng.standard_normal(k) @ span
+    for std, tangent in tangents:
+        x += rng.normal(0, std) * tangent
+    if noise > 0:
+        x += noise * rng.standard_normal(x.shape)
+    image = x.reshape(anchor.shape)
+    if smooth > 0:
+        image = ndimage.gaussian_filter(image, smooth)
+    return np.clip(image, 0.0, 1.0)
+
+
+def _scaled(factor: float, drop=()) -> Dict[str, float]:
+    return {k: v * factor for k, v in DEFORM.items() if k not in drop}
+
+
+PROTOTYPES = {
+    # The quality preset's target, drawn exactly: neighbour span s = 3, k = 16, σ = 0.1.
+    "p-tangent": tangent_augmenter(),
+    "p-tangent-s1": tangent_augmenter(scale=1.0),
+    "p-tangent-nonoise": tangent_augmenter(noise=0.0),
+    # Transformation tangents only (Simard), linearised, no neighbour span.
+    "p-deform": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0),
+    "p-deform-shift": tangent_augmenter(scale=0.0, deform=dict(shift=1.0), noise=0.0),
+    "p-deform-x0.5": tangent_augmenter(scale=0.0, deform=_scaled(0.5), noise=0.0),
+    "p-deform-x1.5": tangent_augmenter(scale=0.0, deform=_scaled(1.5), noise=0.0),
+    "p-deform-x2": tangent_augmenter(scale=0.0, deform=_scaled(2.0), noise=0.0),
+    "p-deform-shift1.5": tangent_augmenter(scale=0.0, deform=dict(DEFORM, shift=1.5), noise=0.0),
+    "p-deform-noshift": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)), noise=0.0),
+    "p-deform-nothick": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("thickness",)), noise=0.0),
+    "p-deform-noise": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.1),
+    # Both spans.
+    "p-tangent-deform": tangent_augmenter(scale=1.0, deform=DEFORM, noise=0.0),
+    "p-tangent3-deform": tangent_augmenter(scale=3.0, deform=DEFORM, noise=0.1),
+    # Exact warps instead of linear tangents.
+    "p-warp": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, warp=True),
+    "p-warp-tangent": tangent_augmenter(scale=1.0, deform=DEFORM, noise=0.0, warp=True),
+    # Non-affine (quadratic) displacement fields beside the affine ones and thickness.
+    "p-deform-bend": tangent_augmenter(scale=0.0, deform=dict(DEFORM, bend=1.0), noise=0.0),
+    "p-deform-bend2": tangent_augmenter(scale=0.0, deform=dict(DEFORM, bend=2.0), noise=0.0),
+    # The anchor moved by one pixel (each image's four shifts in turn), then the tangents.
+    "p-shift-deform": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, anchor_shift=True),
+    "p-shift-deform-noshift": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)),
+                                                noise=0.0, anchor_shift=True),
+    "p-shift-deform-x1.5": tangent_augmenter(scale=0.0, deform=_scaled(1.5), noise=0.0,
+                                             anchor_shift=True),
+    "p-shift-deform-noshift-x0.5": tangent_augmenter(scale=0.0, deform=_scaled(0.5, ("shift",)),
+                                                     noise=0.0, anchor_shift=True),
+    "p-shift-deform-noshift-x0.75": tangent_augmenter(scale=0.0, deform=_scaled(0.75, ("shift",)),
+                                                      noise=0.0, anchor_shift=True),
+    # ... with the target's off-span noise σ (0.1 = the preset's σ² 0.01) kept in the draw.
+    "p-shift-deform-noshift-noise": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)),
+                                                      noise=0.1, anchor_shift=True),
+    "p-shift-deform-noshift-noise2": tangent_augmenter(scale=0.0, deform=_scaled(1.0, ("shift",)),
+                                                       noise=0.2, anchor_shift=True),
+    # Chain starts as rmld picks them today: uniform with replacement, 4 draws per chain.
+    "p-deform-rand4": tangent_augmenter(scale=0.0, deform=DEFORM, noise=0.0, per_anchor=4),
+    "p-tangent-rand4": tangent_augmenter(per_anchor=4),
+    # The preset's target with a label filter.
+    "p-tangent-filter": tangent_augmenter(filter_p=0.5),
+}
+
+
+def through_dictionary(inner, lam: float = 0.05):
+    """`inner`'s draws replaced by their LASSO reconstructions A z under rmld's random Gaussian
+    dictionary (`rmld.encode`, pixel-max 1, λ as the quality preset), then smoothed and clipped
+    as `rmld augment` post-processes: what the sparse-code representation does to a sample."""
+
+    def augment(x, y, counts, seed):
+        import os
+        import sys
+
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        import rmld
+
+        gx, gy = inner(x, y, counts, seed)
+        if not len(gx):
+            return gx, gy
+        encoded = rmld.encode(gx, lam=lam, pixel_max=1.0, seed=seed,
+                              backend=os.environ.get("RMLD_BACKEND", "cpu"))
+        side = x.shape[-1]
+        images = encoded.reconstructions.reshape(gx.shape)
+        images = np.stack([ndimage.gaussian_filter(i, 0.5 * side / 28.0) for i in images])
+        return np.clip(images, 0, 1).astype(np.float32), gy
+
+    return augment
+
+
+PROTOTYPES["p-deform-lasso"] = through_dictionary(PROTOTYPES["p-deform"])
+PROTOTYPES["proposal"] = proposal()

@@ -1,0 +1,118 @@
+"""Self-test of the usefulness benchmark on synthetic images (no dataset, no rmld build needed):
+`python -m unittest discover -s scripts/usefulness -p 'test_*.py'`."""
+
+import sys
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import augmenters  # noqa: E402
+import data  # noqa: E402
+import prototypes  # noqa: E402
+import report  # noqa: E402
+import run  # noqa: E402
+
+
+def blobs(side=12, per_class=(8, 8, 3), seed=0):
+    """Per class a bright square at its own place, jittered: (x (n, side, side), y)."""
+    rng = np.random.default_rng(seed)
+    xs, ys = [], []
+    for c, n in enumerate(per_class):
+        for _ in range(n):
+            image = np.zeros((side, side), np.float32)
+            r, col = 2 + 3 * c + rng.integers(0, 2), 3 + rng.integers(0, 3)
+            image[r:r + 3, col:col + 4] = rng.uniform(0.6, 1.0)
+            xs.append(image)
+            ys.append(c)
+    return np.stack(xs), np.array(ys, np.int64)
+
+
+class Augmenters(unittest.TestCase):
+    def test_every_augmenter_gives_the_counts_asked_in_range(self):
+        x, y = blobs()
+        counts = {0: 5, 1: 0, 2: 9}
+        names = list(augmenters.BASELINES) + ["proposal", "p-deform", "p-tangent", "p-warp"]
+        for name in names:
+            if name in ("adasyn", "borderline-smote"):
+                continue  # they choose their own counts near class borders
+            gx, gy = run.augmenter(name)(x, y, counts, 0)
+            with self.subTest(name=name):
+                self.assertEqual(gx.shape[1:], x.shape[1:])
+                self.assertEqual({c: int((gy == c).sum()) for c in counts}, counts)
+                self.assertGreaterEqual(gx.min(), 0.0)
+                self.assertLessEqual(gx.max(), 1.0)
+
+    def test_shifts_are_each_images_four_one_pixel_moves_once(self):
+        x, y = blobs(per_class=(3, 2))
+        gx, gy = augmenters.shifts(x, y, {0: 12, 1: 8}, 0)
+        for c in (0, 1):
+            expected = {(i, move) for i in np.flatnonzero(y == c) for move in augmenters.SHIFTS}
+            found = set()
+            for image in gx[gy == c]:
+                for i, move in expected:
+                    if np.array_equal(image, augmenters.shift(x[i], *move)):
+                        found.add((i, move))
+            self.assertEqual(found, expected)
+
+    def test_shift_moves_content_and_fills_zeros(self):
+        image = np.arange(9, dtype=np.float32).reshape(3, 3) + 1
+        moved = augmenters.shift(image, 0, 1)
+        np.testing.assert_array_equal(moved[:, 1:], image[:, :2])
+        np.testing.assert_array_equal(moved[:, 0], 0)
+
+    def test_same_seed_same_images(self):
+        x, y = blobs()
+        first = run.augmenter("proposal")(x, y, {2: 6}, 3)[0]
+        again = run.augmenter("proposal")(x, y, {2: 6}, 3)[0]
+        np.testing.assert_array_equal(first, again)
+
+
+class Prototypes(unittest.TestCase):
+    def test_shift_tangent_is_the_derivative_of_a_shift(self):
+        # A smooth image: the linear tangent predicts a sub-pixel move to first order.
+        rows, cols = np.mgrid[0:28, 0:28]
+        image = np.exp(-((rows - 14.0) ** 2 + (cols - 12.0) ** 2) / 18.0)
+        tangent = prototypes.transformation_tangents(image, 0.5)["shift_x"]
+        from scipy import ndimage
+
+        moved = ndimage.shift(ndimage.gaussian_filter(image, 0.5), (0, 0.1), order=3)
+        predicted = ndimage.gaussian_filter(image, 0.5) + 0.1 * tangent
+        self.assertLess(np.abs(moved - predicted).max(), 0.01 * np.abs(0.1 * tangent).max() + 1e-3)
+
+    def test_every_image_anchors_in_turn(self):
+        x, y = blobs(per_class=(4, 4))
+        gx, _ = prototypes.tangent_augmenter(scale=0.0, deform=None, noise=0.0, smooth=0.0)(
+            x, y, {0: 4, 1: 0}, 0)
+        # No span, no noise, no smoothing: the draws are the anchors, each image once.
+        self.assertEqual(sorted(map(bytes, gx)), sorted(map(bytes, x[y == 0])))
+
+
+class Harness(unittest.TestCase):
+    def test_share_splits_the_new_images(self):
+        new = {0: 7, 1: 0, 2: 4}
+        parts = [run.share(new, 2, i) for i in range(2)]
+        self.assertEqual({c: parts[0][c] + parts[1][c] for c in new}, new)
+
+    def test_counts_and_minority(self):
+        pools = data.Pools("t", *blobs(per_class=(10, 10, 10, 10)), *blobs(per_class=(2, 2, 2, 2)))
+        self.assertEqual(data.minority_classes(pools), [2, 3])
+        self.assertEqual(data.class_counts(pools, 6, [2, 3], 2), {0: 6, 1: 6, 2: 2, 3: 2})
+        x, y = data.training_cut(pools, {0: 3, 1: 1, 2: 1, 3: 1}, seed=0)
+        self.assertEqual(np.bincount(y).tolist(), [3, 1, 1, 1])
+
+    def test_table_has_a_row_per_augmentation_with_its_seeds(self):
+        rows = [dict(dataset="d", regime="few", setting="5/class", seed=s, test=10, augmenter=a,
+                     classifier="lr", n_generated=n, gen_s=0.1, fit_s=0.1, acc=v, bacc=v, f1=v)
+                for s in range(2) for a, n, v in (("none", 0, 50.0 + s), ("shifts", 20, 60.0))]
+        rows.append(dict(rows[-1], seed=2, acc=61.0, bacc=61.0, f1=61.0))
+        text = report.tables(rows, dict(datasets=["d"], augmenters=["none", "shifts"],
+                                        classifiers=["lr"], seeds=3))
+        self.assertIn("| none (2 seeds) | 0 | 50.5 / 50.5 ± 0.5 / 50.5 |", text)
+        self.assertIn("| shifts | 20 | 60.3 / **60.3** ± 0.5 / 60.3 |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

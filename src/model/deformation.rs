@@ -1,0 +1,383 @@
+//! Deformation draws: a class's images moved along their transformation tangents (Simard's tangent distance), the exact Gaussian draws of docs/usefulness.md's "Proposed change".
+//!
+//! For an anchor image a (h × w, on the 0..1 scale), the tangents T are the derivatives of a
+//! under rotation, scale, the two shears and thickness (plus the x and y shifts on images under
+//! 28 px), computed on a smoothed by a Gaussian of max(0.5, 0.9 w/28) px with central
+//! differences (numpy's `np.gradient`), coordinates in pixels from the image centre. A draw is
+//! x = a + T (τ ∘ z), z ~ N(0, I): a Gaussian in image space with the low-rank covariance
+//! T diag(τ²) Tᵀ, drawn exactly (no chain). Every image of a class anchors in turn (a seeded
+//! permutation per round); on images of 28 px or more the anchor is first moved by one whole
+//! pixel (right, left, down, up in turn for each image, zeros shifted in). The numbers are the
+//! numpy prototype's (`scripts/usefulness/prototypes.py`, `proposal`), which this file
+//! reproduces to rounding.
+
+use crate::rng::{index_from_word, Purpose, Stream};
+
+/// The image width (pixels) from which an anchor is moved by one whole pixel instead of
+/// drawing along the shift tangents (one pixel is too far on the 8 × 8 digits).
+pub const WHOLE_PIXEL_WIDTH: usize = 28;
+
+/// The anchor moves (rows, columns) in turn: right, left, down, up.
+pub const ANCHOR_MOVES: [(isize, isize); 4] = [(0, 1), (0, -1), (1, 0), (-1, 0)];
+
+/// Standard deviations of the tangents' coefficients at 28 px: the prototype's DEFORM halved
+/// (rotation 0.15 rad, scale and shears 0.12, thickness 0.4 px, times 0.5); the shift tangents'
+/// is 1 px. Pixel quantities scale with the width over 28.
+const ROTATION: f64 = 0.075;
+const SCALE: f64 = 0.06;
+const SHEAR: f64 = 0.06;
+const THICKNESS_PX: f64 = 0.2;
+const SHIFT_PX: f64 = 1.0;
+
+/// scipy.ndimage's default truncation of a Gaussian filter, in standard deviations.
+const TRUNCATE: f64 = 4.0;
+
+/// Whether images `width` pixels wide draw their translation from moved anchors (else from the
+/// shift tangents).
+pub fn moves_anchor(width: usize) -> bool {
+    width >= WHOLE_PIXEL_WIDTH
+}
+
+/// The coefficients' standard deviations τ, in the order of [`transformation_tangents`]'s
+/// columns: the two shifts (images under 28 px only), rotation, scale, the two shears,
+/// thickness.
+pub fn tangent_stds(width: usize) -> Vec<f64> {
+    let pixels = width as f64 / 28.0;
+    let mut stds = Vec::with_capacity(7);
+    if !moves_anchor(width) {
+        stds.extend([SHIFT_PX * pixels; 2]);
+    }
+    stds.extend([ROTATION, SCALE, SHEAR, SHEAR, THICKNESS_PX * pixels]);
+    stds
+}
+
+/// Reflects index `i` into 0..n as scipy.ndimage's `reflect` mode (d c b a | a b c d | d c b a).
+fn reflect(i: isize, n: usize) -> usize {
+    let period = 2 * n as isize;
+    let m = i.rem_euclid(period);
+    if m >= n as isize {
+        (period - 1 - m) as usize
+    } else {
+        m as usize
+    }
+}
+
+/// The image (rows of `width`) convolved with a Gaussian of `sigma` pixels along the rows'
+/// axis then the columns', as `scipy.ndimage.gaussian_filter` (truncated at 4σ, borders
+/// reflected).
+pub fn gaussian_filter(image: &[f64], height: usize, width: usize, sigma: f64) -> Vec<f64> {
+    let radius = (TRUNCATE * sigma + 0.5) as isize;
+    let weights: Vec<f64> = (-radius..=radius)
+        .map(|i| (-0.5 * (i * i) as f64 / (sigma * sigma)).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let weights: Vec<f64> = weights.iter().map(|w| w / total).collect();
+    let mut across_rows = vec![0f64; image.len()];
+    for r in 0..height {
+        for c in 0..width {
+            across_rows[r * width + c] = (-radius..=radius)
+                .zip(&weights)
+                .map(|(k, w)| w * image[reflect(r as isize + k, height) * width + c])
+                .sum();
+        }
+    }
+    let mut out = vec![0f64; image.len()];
+    for r in 0..height {
+        for c in 0..width {
+            out[r * width + c] = (-radius..=radius)
+                .zip(&weights)
+                .map(|(k, w)| w * across_rows[r * width + reflect(c as isize + k, width)])
+                .sum();
+        }
+    }
+    out
+}
+
+/// numpy's `np.gradient` of an image: (d/d row, d/d column), central differences inside and
+/// one-sided ones on the borders (a side of one pixel has none: 0).
+pub fn gradient(image: &[f64], height: usize, width: usize) -> (Vec<f64>, Vec<f64>) {
+    let at = |r: usize, c: usize| image[r * width + c];
+    let difference = |i: usize, n: usize, f: &dyn Fn(usize) -> f64| -> f64 {
+        match (n, i) {
+            (0 | 1, _) => 0.0,
+            (_, 0) => f(1) - f(0),
+            (_, i) if i == n - 1 => f(n - 1) - f(n - 2),
+            _ => (f(i + 1) - f(i - 1)) / 2.0,
+        }
+    };
+    let mut rows = vec![0f64; image.len()];
+    let mut cols = vec![0f64; image.len()];
+    for r in 0..height {
+        for c in 0..width {
+            rows[r * width + c] = difference(r, height, &|i| at(i, c));
+            cols[r * width + c] = difference(c, width, &|j| at(r, j));
+        }
+    }
+    (rows, cols)
+}
+
+/// The transformation tangents of `image` (h × w, 0..1 scale), one column of d each, in the
+/// order of [`tangent_stds`]: shift x, shift y (images under 28 px), rotation, scale, the
+/// parallel and the diagonal shear, thickness; per pixel (shifts, thickness) or per unit
+/// parameter, computed on the image smoothed by max(0.5, 0.9 w/28) px.
+pub fn transformation_tangents(image: &[f64], height: usize, width: usize) -> Vec<Vec<f64>> {
+    let smooth = (0.9 * width as f64 / 28.0).max(0.5);
+    let smoothed = gaussian_filter(image, height, width, smooth);
+    let (gy, gx) = gradient(&smoothed, height, width);
+    let centre = ((height as f64 - 1.0) / 2.0, (width as f64 - 1.0) / 2.0);
+    let column = |f: &dyn Fn(f64, f64, f64, f64) -> f64| -> Vec<f64> {
+        (0..height * width)
+            .map(|i| {
+                let (row, col) = ((i / width) as f64 - centre.0, (i % width) as f64 - centre.1);
+                f(row, col, gy[i], gx[i])
+            })
+            .collect()
+    };
+    let mut tangents = Vec::with_capacity(7);
+    if !moves_anchor(width) {
+        tangents.push(column(&|_, _, _, gx| -gx));
+        tangents.push(column(&|_, _, gy, _| -gy));
+    }
+    tangents.push(column(&|row, col, gy, gx| row * gx - col * gy));
+    tangents.push(column(&|row, col, gy, gx| -(col * gx + row * gy)));
+    tangents.push(column(&|row, col, gy, gx| col * gx - row * gy));
+    tangents.push(column(&|row, col, gy, gx| row * gx + col * gy));
+    tangents.push(column(&|_, _, gy, gx| gx.hypot(gy)));
+    tangents
+}
+
+/// The image moved by (rows, columns) whole pixels, zeros shifted in.
+pub fn moved(image: &[f64], height: usize, width: usize, (dy, dx): (isize, isize)) -> Vec<f64> {
+    let mut out = vec![0f64; image.len()];
+    for r in 0..height {
+        for c in 0..width {
+            let (from_r, from_c) = (r as isize - dy, c as isize - dx);
+            if (0..height as isize).contains(&from_r) && (0..width as isize).contains(&from_c) {
+                out[r * width + c] = image[from_r as usize * width + from_c as usize];
+            }
+        }
+    }
+    out
+}
+
+/// The anchors of `count` draws from a class of `n` images: every image in turn, a permutation
+/// per round drawn from (`seed`, `label`, round).
+pub fn anchors(n: usize, count: usize, seed: u64, label: u32) -> Vec<usize> {
+    let mut out = Vec::with_capacity(count);
+    let mut round = 0u32;
+    while out.len() < count && n > 0 {
+        let mut words = vec![0u32; n];
+        Stream::new(seed, label, round, 0, Purpose::DeformationAnchors).fill_u32(&mut words);
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, index_from_word(words[i], i as u32 + 1) as usize);
+        }
+        out.extend(order.into_iter().take(count - out.len()));
+        round += 1;
+    }
+    out
+}
+
+/// `count` deformation draws of the class whose `n` images (rows of h × w, 0..1 scale) are
+/// `images`, as rows of h × w (before post-processing): draw j anchors on [`anchors`]' j-th
+/// image, moved in its turn on images of 28 px or more, its coefficients z the normals of
+/// (`seed`, `label`, j).
+pub fn class_draws(
+    images: &[f32],
+    (height, width): (usize, usize),
+    count: usize,
+    seed: u64,
+    label: u32,
+) -> Vec<f32> {
+    let d = height * width;
+    let n = images.len() / d.max(1);
+    let stds = tangent_stds(width);
+    let mut turns = vec![0usize; n];
+    let mut out = Vec::with_capacity(count * d);
+    let mut z = vec![0f32; stds.len()];
+    for (j, start) in anchors(n, count, seed, label).into_iter().enumerate() {
+        let image: Vec<f64> = images[start * d..(start + 1) * d]
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        let anchor = match moves_anchor(width) {
+            true => {
+                let step = ANCHOR_MOVES[(turns[start] + start) % 4];
+                turns[start] += 1;
+                moved(&image, height, width, step)
+            }
+            false => image,
+        };
+        let tangents = transformation_tangents(&anchor, height, width);
+        Stream::new(seed, label, j as u32, 0, Purpose::Deformation).fill_normal(&mut z);
+        let mut draw = anchor;
+        for ((tangent, std), &zi) in tangents.iter().zip(&stds).zip(&z) {
+            let coefficient = std * zi as f64;
+            draw.iter_mut()
+                .zip(tangent)
+                .for_each(|(x, t)| *x += coefficient * t);
+        }
+        out.extend(draw.iter().map(|&v| v as f32));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ramp rising to the right: its x-shift tangent (the change when the image moves right)
+    /// is minus its slope inside, and its y-shift tangent is 0.
+    #[test]
+    fn shift_tangent_of_a_ramp_is_minus_its_slope() {
+        let (h, w) = (8, 12);
+        let ramp: Vec<f64> = (0..h * w).map(|i| (i % w) as f64 * 0.1).collect();
+        let tangents = transformation_tangents(&ramp, h, w);
+        for r in 0..h {
+            for c in 3..w - 3 {
+                assert!((tangents[0][r * w + c] + 0.1).abs() < 1e-9, "({r}, {c})");
+                assert!(tangents[1][r * w + c].abs() < 1e-9, "({r}, {c})");
+            }
+        }
+    }
+
+    /// A bright dot right of the centre: a small rotation by +θ (the prototype's convention,
+    /// rows down) moves it down, so the rotation tangent is positive below the dot and
+    /// negative above it.
+    #[test]
+    fn rotation_tangent_turns_a_dot_right_of_centre_downwards() {
+        let (h, w) = (9, 9);
+        let mut image = vec![0f64; h * w];
+        image[4 * w + 7] = 1.0;
+        let tangents = transformation_tangents(&image, h, w);
+        let rotation = &tangents[2];
+        assert!(rotation[5 * w + 7] > 1e-3, "{}", rotation[5 * w + 7]);
+        assert!(rotation[3 * w + 7] < -1e-3, "{}", rotation[3 * w + 7]);
+    }
+
+    /// The tangents of a fixed 6 × 5 image against numpy's: `transformation_tangents(image,
+    /// 0.5)` of scripts/usefulness/prototypes.py (scipy 1.17.1), keys shift_x, shift_y,
+    /// rotation, scale, shear_parallel, shear_diagonal, thickness, at pixels 0, 7, 14, 29.
+    #[test]
+    fn tangents_match_the_numpy_prototype() {
+        let (h, w) = (6, 5);
+        let image: Vec<f64> = (0..h * w).map(|i| ((i * 7) % 11) as f64 / 10.0).collect();
+        let tangents = transformation_tangents(&image, h, w);
+        for (k, (tangent, expected)) in tangents.iter().zip(NUMPY_TANGENTS).enumerate() {
+            for (&at, want) in [0usize, 7, 14, 29].iter().zip(expected) {
+                assert!(
+                    (tangent[at] - want).abs() < 1e-12,
+                    "tangent {k}, pixel {at}: {} against {want}",
+                    tangent[at]
+                );
+            }
+        }
+    }
+
+    const NUMPY_TANGENTS: [[f64; 4]; 7] = [
+        [
+            -0.5077908193398114,
+            0.190222343859307,
+            -0.4155202204535099,
+            0.24014357089209248,
+        ],
+        [
+            -0.16610845852710615,
+            -0.08459246266193343,
+            0.24492334872698596,
+            -0.17831420115569585,
+        ],
+        [
+            -0.9372601312953163,
+            0.2853335157889605,
+            0.28208658722721697,
+            -0.9569873295416229,
+        ],
+        [
+            1.4308527849973882,
+            0.12688869399290015,
+            -0.9535021152705128,
+            0.03450163889494534,
+        ],
+        [
+            -0.6003104923618574,
+            0.12688869399290015,
+            0.7085787665435268,
+            -0.9260726446734246,
+        ],
+        [
+            -1.601693965403741,
+            0.2853335157889605,
+            -0.6976068076807269,
+            -0.2437305249188395,
+        ],
+        [
+            0.5342691608169503,
+            0.2081836325039484,
+            0.48233235466571617,
+            0.29910681866951716,
+        ],
+    ];
+
+    #[test]
+    fn moved_shifts_in_zeros() {
+        let image: Vec<f64> = (1..=6).map(f64::from).collect();
+        assert_eq!(
+            moved(&image, 2, 3, (0, 1)),
+            vec![0.0, 1.0, 2.0, 0.0, 4.0, 5.0]
+        );
+        assert_eq!(
+            moved(&image, 2, 3, (-1, 0)),
+            vec![4.0, 5.0, 6.0, 0.0, 0.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn every_image_anchors_once_per_round() {
+        let anchors = anchors(5, 12, 7, 3);
+        for round in anchors.chunks(5).take(2) {
+            let mut sorted = round.to_vec();
+            sorted.sort_unstable();
+            assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+        }
+        assert_eq!(anchors.len(), 12);
+        assert_ne!(anchors[..5], anchors[5..10], "a new permutation per round");
+    }
+
+    /// On 28-px images the draws move their anchor by one whole pixel, each image's four moves
+    /// in turn; with z = 0 a draw would be the moved anchor, and the tangent part is small.
+    #[test]
+    fn draws_on_large_images_stay_near_a_moved_anchor() {
+        let (h, w) = (28, 28);
+        let mut image = vec![0f32; h * w];
+        for r in 8..20 {
+            image[r * w + 13] = 1.0;
+            image[r * w + 14] = 1.0;
+        }
+        let draws = class_draws(&image, (h, w), 4, 1, 0);
+        assert_eq!(draws.len(), 4 * h * w);
+        let base: Vec<f64> = image.iter().map(|&v| v as f64).collect();
+        for (j, draw) in draws.chunks(h * w).enumerate() {
+            let anchor = moved(&base, h, w, ANCHOR_MOVES[j % 4]);
+            let distance: f64 = draw
+                .iter()
+                .zip(&anchor)
+                .map(|(&x, a)| (x as f64 - a).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            let others = ANCHOR_MOVES
+                .iter()
+                .filter(|&&m| m != ANCHOR_MOVES[j % 4])
+                .map(|&m| {
+                    let other = moved(&base, h, w, m);
+                    draw.iter()
+                        .zip(&other)
+                        .map(|(&x, a)| (x as f64 - a).powi(2))
+                        .sum::<f64>()
+                        .sqrt()
+                })
+                .fold(f64::INFINITY, f64::min);
+            assert!(distance < others, "draw {j}: {distance} vs {others}");
+        }
+    }
+}

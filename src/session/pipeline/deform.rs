@@ -1,0 +1,75 @@
+//! Method "deform": each class's images moved along their transformation tangents, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
+
+use crate::model::deformation::{anchors, class_draws};
+use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
+use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::{Error, Result};
+
+use super::load::Loaded;
+
+/// Every class's draws (model units) in a sink of one-draw chains, class by class, and a run
+/// of no iterations. The draws are made on the 0..1 scale (the images divided by pixel-max),
+/// where the tangents' scales are set, and brought back to the model's. A shard draws every
+/// class as the whole run does (a second or so) and keeps its range of the chains, so that the
+/// shards' merge is the whole run's draws.
+pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, SampleRun)> {
+    let observations = &run.problem.target.observations;
+    let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
+    let d = h * w;
+    let full = run.args.problem_settings().pixel_max;
+    let seed = run.args.problem.seed;
+    // One row per chain of the whole run: a class's draws, then zeros for any chain past them
+    // (their rows are never kept); each draw's start is the image it was drawn around, so that
+    // the report's distance moved is the draw's distance from its original.
+    let mut images = Vec::with_capacity(plan.chains() * d);
+    let mut starts = Vec::with_capacity(plan.chains() * d);
+    for class in &plan.classes {
+        let [first, count] = class.rows.map(|v| v as usize);
+        let originals: Vec<f32> = (first..first + count)
+            .flat_map(|i| observations.row(i))
+            .map(|v| v / full)
+            .collect();
+        let draws = class_draws(&originals, (h, w), class.generated, seed, class.label);
+        images.extend(draws.iter().map(|v| v * full));
+        for anchor in anchors(count, class.generated, seed, class.label) {
+            starts.extend(observations.row(first + anchor));
+        }
+        let extra = class.chains.saturating_sub(class.generated);
+        images.resize(images.len() + extra * d, 0.0);
+        starts.resize(images.len(), 0.0);
+    }
+    let range = run.chains.clone();
+    let rows = range.start * d..range.end * d;
+    let (Some(kept), Some(started)) = (images.get(rows.clone()), starts.get(rows)) else {
+        return Err(Error::Internal(
+            "deform: the shard's chains past the draws".into(),
+        ));
+    };
+    let mut sink = AugmentSink::for_chains(plan, range.clone(), 0, false);
+    sink.record(1, &[], kept)?;
+    let chains = range.len();
+    let state = SampleRun {
+        completed: 0,
+        accepted: vec![0; chains],
+        divergent: vec![0; chains],
+        trace_stride: 1,
+        start_images: started.to_vec(),
+        final_images: kept.to_vec(),
+        ..SampleRun::default()
+    };
+    Ok((sink, state))
+}
+
+/// Deform draws images directly: no amortized sampler (which generates codes).
+pub(super) fn refuse_what_it_has_not(args: &AugmentSettings) -> Result<()> {
+    if args.method != AugmentMethod::Deform {
+        return Ok(());
+    }
+    if args.sampler == SamplerChoice::Amortized {
+        return Err(Error::usage(
+            "sampler",
+            "method deform draws its images directly; the amortized sampler generates codes",
+        ));
+    }
+    Ok(())
+}
