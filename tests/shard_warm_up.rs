@@ -235,6 +235,9 @@ fn shards_from_a_warm_up_equal_the_single_run_on_lavapipe() {
     // AUGMENT without its preset and method.
     let base = [&AUGMENT[..1], &AUGMENT[5..]].concat();
     shards_from_warm_up_match(&case, "gpu", &base, &extra);
+    // augment's default (deform: draws on the CPU, re-encoding on the GPU), shards on their own.
+    let case = dir.path().join("augment-default");
+    shards_match(&case, "gpu", (&base, &["--samples", "2"]), false);
 }
 
 /// `base` + `extra` on the CPU into `dir/refused` fails with exit status 2, a message holding
