@@ -320,3 +320,38 @@ fn a_sampling_folder_not_named_in_utf8_is_refused_by_name() {
     );
     assert!(!out.exists(), "nothing is made for a refused run");
 }
+
+/// A class of one image is named by its label and its row in the user's data (not by the rows
+/// sorted by class), for the targets that need more than one image of a class; nothing is
+/// written.
+#[test]
+fn a_class_too_small_for_its_target_is_named_by_label_and_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.npy");
+    write_data(&data, 31, 64, 1.0);
+    let labels = dir.path().join("labels.txt");
+    let mut rows: Vec<&str> = vec!["0"; 31];
+    rows[10] = "2";
+    rows[20..].iter_mut().for_each(|r| *r = "1");
+    std::fs::write(&labels, rows.join("\n")).unwrap();
+    let cases: [(&[&str], &str); 2] = [
+        (&["--preset", "quality", "--method", "hmc"], "--tangent-k"),
+        (&["--preset", "paper", "--method", "kernel-hmc"], "--method"),
+    ];
+    for (k, (extra, setting)) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("out-{k}"));
+        let mut args = vec!["augment", "--data", path(&data), "--labels", path(&labels)];
+        args.extend_from_slice(extra);
+        args.extend(["--backend", "cpu", "--out", path(&out)]);
+        let done = rmld(&args);
+        let message = stderr(&done);
+        assert_eq!(done.status.code(), Some(2), "{extra:?}: {message}");
+        for text in [*setting, "class 2 has 1 image", "row(s) 10 of the data"] {
+            assert!(
+                message.contains(text),
+                "{extra:?}: no {text:?} in {message}"
+            );
+        }
+        assert!(!out.exists(), "{extra:?} wrote {}", out.display());
+    }
+}

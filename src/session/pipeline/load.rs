@@ -108,6 +108,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     let sorted = dataset.try_subset(&plan.order)?;
     let kernel = args.method.samples_images();
     refuse_kernel_hmc_without_codes(&args)?;
+    refuse_classes_too_small(&args, &plan)?;
     let problem = build_problem(&args.problem_settings(), Arc::new(sorted))?
         .with_adapt_iterations(args.burn_in_cap());
     crate::session::sample::refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
@@ -195,6 +196,45 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
 }
 
 /// Kernel HMC samples images: it has no codes to generate, replace or encode the test split for.
+/// A class with too few images for its chains' target, named by its label and its rows in the
+/// data (the target's own check sees only the rows sorted by class).
+fn refuse_classes_too_small(args: &AugmentSettings, plan: &AugmentPlan) -> Result<()> {
+    let k = args.problem.tangent_k;
+    let (setting, needed, why) = match (args.method.moves(), args.problem.target) {
+        (false, _) => return Ok(()),
+        (true, _) if args.method.samples_images() => (
+            "method",
+            2,
+            "kernel-hmc's bandwidth is the median distance between the class's images".to_string(),
+        ),
+        (true, TargetKind::Tangent) => (
+            "tangent_k",
+            k as usize + 1,
+            format!("the tangent target needs the anchor and its k = {k} neighbours"),
+        ),
+        (true, TargetKind::Paper | TargetKind::Mixture | TargetKind::Local) => return Ok(()),
+    };
+    for class in &plan.classes {
+        let [first, count] = class.rows.map(|v| v as usize);
+        if count >= needed {
+            continue;
+        }
+        let rows = &plan.order[first..first + count];
+        let shown: Vec<String> = rows.iter().take(5).map(usize::to_string).collect();
+        let more = if rows.len() > 5 { ", …" } else { "" };
+        return Err(Error::usage(
+            setting,
+            format!(
+                "class {} has {count} image(s) (row(s) {}{more} of the data, counting from 0), \
+                 fewer than {needed}: {why}",
+                class.label,
+                shown.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn refuse_kernel_hmc_without_codes(args: &AugmentSettings) -> Result<()> {
     if !args.method.samples_images() {
         return Ok(());
