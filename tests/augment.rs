@@ -370,11 +370,12 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert!(!bare.join("generated-codes.npy").exists());
     assert!(!bare.join("codes.npy").exists());
     assert_eq!(images(&bare), images(&defaults), "the same draws");
-    // Deform draws every image at once: a shard is refused, naming the setting.
+    // A shard of deform draws every image as the whole run does and keeps its part (its merge
+    // is the single run: tests/shard_warm_up.rs).
     let shard = dir.path().join("shard");
     let run = augment_with_defaults(&shard, &["--classes", "0,1", "--shard", "0/2"]);
-    assert_eq!(run.status.code(), Some(2), "stderr: {}", stderr(&run));
-    assert!(stderr(&run).contains("shard"), "{}", stderr(&run));
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    assert!(shard.join("manifest.json").exists(), "a shard writes its manifest");
 
     let chains = dir.path().join("chains");
     let run = augment(
