@@ -375,7 +375,10 @@ fn the_default_preset_is_quality_and_options_override_it() {
     let shard = dir.path().join("shard");
     let run = augment_with_defaults(&shard, &["--classes", "0,1", "--shard", "0/2"]);
     assert!(run.status.success(), "stderr: {}", stderr(&run));
-    assert!(shard.join("manifest.json").exists(), "a shard writes its manifest");
+    assert!(
+        shard.join("manifest.json").exists(),
+        "a shard writes its manifest"
+    );
 
     let chains = dir.path().join("chains");
     let run = augment(

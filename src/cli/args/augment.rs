@@ -251,7 +251,14 @@ pub fn apply_preset(preset: Preset, args: &mut AugmentArgs, given: impl Fn(&str)
             write();
         }
     };
-    set("method", &mut || args.method = values.method);
+    // The amortized sampler stands in for chains (its model learned a chain method's codes):
+    // under a preset whose method draws without chains (quality's deform), it takes the
+    // preset's chain method, HMC, the quality preset's method before deform.
+    let method = match (values.method.moves(), args.sampler.is_amortized()) {
+        (false, true) => rmld::AugmentMethod::Chains(rmld::methods::Method::Hmc),
+        _ => values.method,
+    };
+    set("method", &mut || args.method = method);
     set("target", &mut || problem.target = values.problem.target);
     set("pixel_max", &mut || {
         problem.pixel_max = values.problem.pixel_max

@@ -12,21 +12,27 @@ pub(crate) fn sampler_settings(
 ) -> Result<SamplerSettings> {
     let method = args.method.dynamics();
     super::deform::refuse_what_it_has_not(args)?;
+    // Checked whatever the method, so that a setting refused for one method is refused for
+    // all (a method without chains ignores both).
+    if args.samples == 0 {
+        return Err(Error::usage("samples", "must be at least 1"));
+    }
+    let outer = args
+        .burn_in_cap()
+        .checked_add(args.samples)
+        .ok_or_else(|| {
+            Error::usage(
+                "burn_in/samples",
+                format!(
+                    "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
+                    args.burn_in_cap(),
+                    args.samples
+                ),
+            )
+        })?;
     let samples = match args.method.moves() {
         false => 1,
-        true => args
-            .burn_in_cap()
-            .checked_add(args.samples)
-            .ok_or_else(|| {
-                Error::usage(
-                    "burn_in/samples",
-                    format!(
-                        "the burn-in ({}) plus the samples ({}) pass 4294967295 outer iterations",
-                        args.burn_in_cap(),
-                        args.samples
-                    ),
-                )
-            })?,
+        true => outer,
     };
     if plan.chains() > u32::MAX as usize {
         return Err(Error::usage(
