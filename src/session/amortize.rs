@@ -15,18 +15,14 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::amortize::{CodeModel, CodeTrainSettings, ModelShape};
+use crate::amortize::{read_teacher, CodeModel, CodeTrainSettings, MAX_JSON_BYTES};
 use crate::io;
-use crate::orchestrator::checkpoint::hash_values;
 use crate::{Error, Result};
 
 use super::amortized::{device_name, generation_device, GenerationDevice};
 use super::observer::{Observer, Phase};
 use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
-
-/// The most bytes of the teacher's stamp or report read.
-const MAX_JSON_BYTES: u64 = 64 << 20;
 
 /// Seconds between two checkpoints of a training (one is also written at a stop).
 const CHECKPOINT_SECONDS: f64 = 60.0;
@@ -183,64 +179,6 @@ fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Opt
         reused,
         seconds: t0.elapsed().as_secs_f64(),
     }))
-}
-
-/// What the fitting learns from: the teacher's generated codes per class, and the model's shape.
-struct TeacherSamples {
-    shape: ModelShape,
-    per_class: Vec<Vec<f32>>,
-    samples: usize,
-}
-
-/// Reads the teacher's generated codes, labels, dictionary and report from its folder.
-fn read_teacher(tdir: &Path) -> Result<TeacherSamples> {
-    let codes_path = tdir.join("generated-codes.npy");
-    let (shape, codes) = io::read_npy_matrix_f32(&codes_path)?;
-    let labels = io::read_npy_labels(&tdir.join("generated-labels.npy"))?;
-    let (dshape, dict) = io::read_npy_matrix_f32(&tdir.join("dictionary.npy"))?;
-    let report: serde_json::Value = serde_json::from_slice(&io::read_regular_file(
-        &tdir.join("report.json"),
-        "teacher's report",
-        MAX_JSON_BYTES,
-    )?)
-    .map_err(|e| Error::input(tdir.join("report.json"), e.to_string()))?;
-    let p = shape[1];
-    if labels.len() != shape[0] || dshape[1] != p {
-        return Err(Error::input(
-            &codes_path,
-            "the teacher's codes, labels and dictionary disagree in size",
-        ));
-    }
-    let dim = |k: &str| report["dataset"][k].as_u64().unwrap_or(0) as usize;
-    let mut classes: Vec<u32> = labels.clone();
-    classes.sort_unstable();
-    classes.dedup();
-    let per_class: Vec<Vec<f32>> = classes
-        .iter()
-        .map(|&c| {
-            labels
-                .iter()
-                .zip(codes.chunks_exact(p))
-                .filter(|(&l, _)| l == c)
-                .flat_map(|(_, row)| row.iter().copied())
-                .collect()
-        })
-        .collect();
-    let shape = ModelShape {
-        height: dim("height"),
-        width: dim("width"),
-        p,
-        dictionary_hash: hash_values(
-            &[dshape[0] as u64, dshape[1] as u64],
-            bytemuck::cast_slice(&dict),
-        ),
-        classes,
-    };
-    Ok(TeacherSamples {
-        shape,
-        per_class,
-        samples: labels.len(),
-    })
 }
 
 /// The model to fit: a fresh one, or the checkpoint in `partial` of the same training.

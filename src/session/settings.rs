@@ -10,6 +10,7 @@ use crate::io::Dataset;
 use crate::io::Shard;
 pub use crate::methods::{AugmentMethod, SamplerChoice};
 use crate::methods::{DynamicsSettings, Method};
+pub use crate::model::data_scale::{ScaleFit, PIXELS_PER_TANGENT_DIRECTION};
 use crate::model::{NoiseModel, Precision, Prior, TangentSettings, TargetKind};
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::{Error, Result};
@@ -602,50 +603,6 @@ pub struct AugmentSettings {
     /// (docs/adaptation.md, "Per-class step sizes").
     #[serde(default)]
     pub adapt: bool,
-}
-
-/// Which of the quality preset's MNIST-tuned constants `rmld augment` rescales to the data
-/// (η by r / r_ref, σ² by (r / r_ref)², the smoothing by side / 28; r the median in-class
-/// nearest-neighbour distance, r_ref its value on MNIST; the tangent scale by the class margin
-/// m / m_ref when below 1; the tangent target's k to at most one direction per
-/// `PIXELS_PER_TANGENT_DIRECTION` pixels).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScaleFit {
-    /// Rescale the step size η.
-    pub eta: bool,
-    /// Rescale the noise variance σ².
-    pub sigma2: bool,
-    /// Rescale the smoothing's standard deviation.
-    pub smooth: bool,
-    /// Narrow the tangent target's span s by the class margin (min(1, m / m_ref), s ≥ 1).
-    #[serde(default)]
-    pub tangent_scale: bool,
-    /// Lower the tangent target's k on small images, to at most one neighbour direction per
-    /// `PIXELS_PER_TANGENT_DIRECTION` pixels (never raised).
-    #[serde(default)]
-    pub tangent_k: bool,
-}
-
-/// The tangent target's span keeps to a small share of the image's dimensions: its k neighbour
-/// directions are at most one per this many pixels. MNIST's 784 pixels allow 98, far above the
-/// preset's 16; the 8 × 8 digits' 64 allow 8, where 16 directions span a quarter of all pixel
-/// directions and carried 4-7% of samples across classes on 4 of 8 cuts (docs/adaptation.md).
-pub const PIXELS_PER_TANGENT_DIRECTION: usize = 8;
-
-impl ScaleFit {
-    /// All five rescaled.
-    pub const ALL: ScaleFit = ScaleFit {
-        eta: true,
-        sigma2: true,
-        smooth: true,
-        tangent_scale: true,
-        tangent_k: true,
-    };
-
-    /// Whether any is rescaled.
-    pub fn any(&self) -> bool {
-        self.eta || self.sigma2 || self.smooth || self.tangent_scale || self.tangent_k
-    }
 }
 
 /// `AugmentSettings::lasso_tolerance`'s default: a relative duality gap of 5e-3, which the
