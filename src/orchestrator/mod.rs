@@ -3,6 +3,7 @@
 
 pub(crate) mod adapt;
 pub(crate) mod augment;
+pub(crate) mod backend_choice;
 pub(crate) mod balance;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
@@ -10,6 +11,7 @@ pub(crate) mod draw_stats;
 pub(crate) mod encode;
 pub(crate) mod estimate;
 pub(crate) mod identity;
+pub(crate) mod observer;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod sample_report;

@@ -27,7 +27,7 @@ mod dictionary;
 mod eda_experiment;
 mod encode;
 mod merge;
-mod observer;
+pub(crate) use crate::orchestrator::observer;
 mod outputs;
 mod pipeline;
 mod problem;

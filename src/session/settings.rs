@@ -12,22 +12,9 @@ pub use crate::methods::{AugmentMethod, SamplerChoice};
 use crate::methods::{DynamicsSettings, Method};
 pub use crate::model::data_scale::{ScaleFit, PIXELS_PER_TANGENT_DIRECTION};
 use crate::model::{NoiseModel, Precision, Prior, TangentSettings, TargetKind};
+pub use crate::orchestrator::backend_choice::BackendChoice;
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::{Error, Result};
-
-/// Which device runs the chains.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    /// The GPU when an adapter exists, else the CPU (with a one-line notice).
-    #[default]
-    Auto,
-    /// The CPU (rayon + gemm).
-    Cpu,
-    /// The GPU (wgpu); an error when no adapter exists.
-    Gpu,
-}
 
 /// Where the data and the dictionary come from, the model's scale, the seed, the backend and the
 /// output folder: what every run needs.
