@@ -24,6 +24,7 @@ pub use mixture::Mixture2d;
 pub use mlp::{Adam, Grads, Mlp, Tape};
 pub use sal::{train, Adjust, ChainRun, MhRatio, Operator, Progress, SalSettings, TrainStats};
 pub use targets::Toy;
+pub use teacher::{load_model, partial_path, save_model, teacher_dir};
 pub use teacher::{read_teacher, TeacherSamples, MAX_JSON_BYTES};
 
 use rand::Rng;

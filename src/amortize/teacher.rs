@@ -1,8 +1,8 @@
 //! The teacher run's generated codes read back per class, for the amortised sampler to fit.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::ModelShape;
+use super::{CodeModel, ModelShape};
 use crate::io::{self, hash_values};
 use crate::{Error, Result};
 
@@ -68,4 +68,30 @@ pub fn read_teacher(tdir: &Path) -> Result<TeacherSamples> {
         per_class,
         samples: labels.len(),
     })
+}
+
+/// The teacher's folder for model file `model`: `MODEL.teacher` beside it.
+pub fn teacher_dir(model: &Path) -> PathBuf {
+    with_suffix(model, ".teacher")
+}
+
+/// The checkpoint of a training into `model`: `MODEL.partial` beside it.
+pub fn partial_path(model: &Path) -> PathBuf {
+    with_suffix(model, ".partial")
+}
+
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Reads and checks a model file (magic, version, length, checksum, sizes).
+pub fn load_model(path: &Path) -> Result<CodeModel> {
+    CodeModel::load(path)
+}
+
+/// Writes `model` to `path` atomically.
+pub fn save_model(path: &Path, model: &CodeModel) -> Result<()> {
+    model.save(path)
 }

@@ -12,6 +12,7 @@ pub(crate) mod encode;
 pub(crate) mod estimate;
 pub(crate) mod identity;
 pub(crate) mod observer;
+pub(crate) mod phase_clock;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod sample_report;

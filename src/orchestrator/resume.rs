@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use super::identity::RunIdentity;
+use super::observer::{Notice, Observer};
 use super::Checkpoint;
 use crate::backend::Backend;
 use crate::io::output_folder::CHECKPOINT;
-use crate::io::{self, read_regular_file};
+use crate::io::{self, read_regular_file, Output};
 use crate::model::Target;
 use crate::{Error, Result};
 
@@ -167,4 +168,50 @@ pub fn not_resumable(dir: &Path, path: &Path) -> Error {
         ),
     };
     Error::input(path, message)
+}
+
+/// Tells the observer what the run found of a stopped earlier run in its folder and did about
+/// it (`resumed`: the staging folder a resume continues).
+pub fn tell_recovery(observer: &dyn Observer, output: &Output, resumed: Option<&Path>) {
+    let recovery = output.recovery();
+    if recovery.removed.is_empty() && recovery.completed.is_none() && resumed.is_none() {
+        return;
+    }
+    observer.notice(&Notice::StoppedRunFound {
+        out: output.dir.clone(),
+        completed: recovery.completed.clone(),
+        removed: recovery.removed.clone(),
+        resumed: resumed.map(Path::to_path_buf),
+    });
+}
+
+/// A failure during or after the run (a lost GPU, a full disk) names the checkpoint kept in
+/// the staging folder to resume from; the error stays of its kind (its exit status).
+pub fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
+    let Ok(c) = Checkpoint::read(checkpoint) else {
+        return e;
+    };
+    let hint = format!(
+        "the run's last checkpoint (after outer iteration {}) is kept in {}: `rmld resume {}` \
+         continues from it",
+        c.run.completed,
+        checkpoint.parent().unwrap_or(out).display(),
+        out.display()
+    );
+    match e {
+        Error::Output { path, source } => Error::Output {
+            path,
+            source: std::io::Error::new(source.kind(), format!("{source}; {hint}")),
+        },
+        Error::Input { path, message } => Error::Input {
+            path,
+            message: format!("{message}; {hint}"),
+        },
+        Error::Usage { field, message } => Error::Usage {
+            field,
+            message: format!("{message}; {hint}"),
+        },
+        Error::Gpu(message) => Error::Gpu(format!("{message}; {hint}")),
+        Error::Internal(message) => Error::Internal(format!("{message}; {hint}")),
+    }
 }

@@ -15,6 +15,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::amortize::teacher::with_suffix;
+pub use crate::amortize::{load_model, partial_path, save_model, teacher_dir};
 use crate::amortize::{read_teacher, CodeModel, CodeTrainSettings, MAX_JSON_BYTES};
 use crate::io;
 use crate::{Error, Result};
@@ -45,32 +47,6 @@ pub struct AmortizeSettings {
     pub train: CodeTrainSettings,
     /// Replace an existing model file.
     pub force: bool,
-}
-
-/// The teacher's folder for model file `model`: `MODEL.teacher` beside it.
-pub fn teacher_dir(model: &Path) -> PathBuf {
-    with_suffix(model, ".teacher")
-}
-
-/// The checkpoint of a training into `model`: `MODEL.partial` beside it.
-pub fn partial_path(model: &Path) -> PathBuf {
-    with_suffix(model, ".partial")
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// Reads and checks a model file (magic, version, length, checksum, sizes).
-pub fn load_model(path: &Path) -> Result<CodeModel> {
-    CodeModel::load(path)
-}
-
-/// Writes `model` to `path` atomically.
-pub fn save_model(path: &Path, model: &CodeModel) -> Result<()> {
-    model.save(path)
 }
 
 /// Trains an amortised sampler (see the module's documentation).

@@ -24,6 +24,8 @@ use super::settings::SampleSettings;
 use super::{outputs, warm_up, DrawStats, Outcome};
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
+pub(super) use crate::orchestrator::resume::tell_recovery;
+use crate::orchestrator::resume::with_resume_hint;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
 pub(super) const SHARD_OUTPUTS: &[&str] = &[
@@ -152,21 +154,6 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         output,
     };
     drive(args, &problem, &settings, run, hashes, started, observer)
-}
-
-/// Tells the observer what the run found of a stopped earlier run in its folder and did about
-/// it (`resumed`: the staging folder a resume continues).
-pub(super) fn tell_recovery(observer: &dyn Observer, output: &Output, resumed: Option<&Path>) {
-    let recovery = output.recovery();
-    if recovery.removed.is_empty() && recovery.completed.is_none() && resumed.is_none() {
-        return;
-    }
-    observer.notice(&Notice::StoppedRunFound {
-        out: output.dir.clone(),
-        completed: recovery.completed.clone(),
-        removed: recovery.removed.clone(),
-        resumed: resumed.map(Path::to_path_buf),
-    });
 }
 
 /// The settings a checkpoint stores: the data's and the dictionary's paths made absolute, so
@@ -446,37 +433,6 @@ fn finish(
         summary,
         draw_stats: Some(draw_stats),
     })
-}
-
-/// A failure during or after the run (a lost GPU, a full disk) names the checkpoint kept in
-/// the staging folder to resume from; the error stays of its kind (its exit status).
-fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
-    let Ok(c) = Checkpoint::read(checkpoint) else {
-        return e;
-    };
-    let hint = format!(
-        "the run's last checkpoint (after outer iteration {}) is kept in {}: `rmld resume {}` \
-         continues from it",
-        c.run.completed,
-        checkpoint.parent().unwrap_or(out).display(),
-        out.display()
-    );
-    match e {
-        Error::Output { path, source } => Error::Output {
-            path,
-            source: std::io::Error::new(source.kind(), format!("{source}; {hint}")),
-        },
-        Error::Input { path, message } => Error::Input {
-            path,
-            message: format!("{message}; {hint}"),
-        },
-        Error::Usage { field, message } => Error::Usage {
-            field,
-            message: format!("{message}; {hint}"),
-        },
-        Error::Gpu(message) => Error::Gpu(format!("{message}; {hint}")),
-        Error::Internal(message) => Error::Internal(format!("{message}; {hint}")),
-    }
 }
 
 /// Writes the dictionary, the picture, the per-draw statistics and report.json into `dir`

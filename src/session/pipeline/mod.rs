@@ -11,7 +11,6 @@
 //! rest as the whole run does.
 
 mod burn_in;
-mod clock;
 mod deform;
 mod encoding;
 mod fit;
