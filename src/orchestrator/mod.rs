@@ -9,6 +9,7 @@ pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
 pub(crate) mod draw_stats;
 pub(crate) mod encode;
+pub(crate) mod encoder;
 pub(crate) mod estimate;
 pub(crate) mod identity;
 pub(crate) mod observer;
