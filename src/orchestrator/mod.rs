@@ -2,6 +2,7 @@
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
 pub(crate) mod adapt;
+pub(crate) mod amortized;
 pub(crate) mod augment;
 pub(crate) mod backend_choice;
 pub(crate) mod balance;

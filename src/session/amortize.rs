@@ -9,7 +9,7 @@
 //! continues from it, taking exactly the steps an uninterrupted run takes (the same bytes). The
 //! model is written atomically to `MODEL` at the end.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -21,19 +21,10 @@ use crate::amortize::{read_teacher, CodeModel, CodeTrainSettings, MAX_JSON_BYTES
 use crate::io;
 use crate::{Error, Result};
 
-use super::amortized::{device_name, generation_device, GenerationDevice};
-use super::observer::{Observer, Phase};
+use super::observer::Observer;
 use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
-
-/// Seconds between two checkpoints of a training (one is also written at a stop).
-const CHECKPOINT_SECONDS: f64 = 60.0;
-/// Steps per class between two polls of the stop request.
-const ROUND_STEPS: u32 = 5;
-/// Steps per class between polls when the network trains on the GPU, where a round uploads and
-/// reads back each class's network and optimiser state.
-#[cfg(feature = "gpu")]
-const GPU_ROUND_STEPS: u32 = 50;
+use crate::orchestrator::amortized::{device_name, fit, fresh_or_resumed, generation_device};
 
 /// Settings of `rmld amortize train`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -155,67 +146,6 @@ fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Opt
         reused,
         seconds: t0.elapsed().as_secs_f64(),
     }))
-}
-
-/// The model to fit: a fresh one, or the checkpoint in `partial` of the same training.
-fn fresh_or_resumed(
-    fresh: CodeModel,
-    partial: &Path,
-    observer: &dyn Observer,
-) -> Result<CodeModel> {
-    if !partial.exists() {
-        return Ok(fresh);
-    }
-    let saved = load_model(partial)?;
-    if saved.shape != fresh.shape
-        || saved.settings != fresh.settings
-        || saved.teacher != fresh.teacher
-    {
-        return Err(Error::input(
-            partial,
-            "is the checkpoint of another training (other teacher, data or settings); \
-             remove it to start this one",
-        ));
-    }
-    observer.stage_start("resuming the fitting from its checkpoint");
-    Ok(saved)
-}
-
-/// Fits every class in parallel, a round of steps at a time: the stop request is polled and the
-/// progress moved between rounds, and a checkpoint written to `partial` every
-/// `CHECKPOINT_SECONDS` and at a stop. False when stopped.
-fn fit(
-    model: &mut CodeModel,
-    device: &GenerationDevice,
-    total: u64,
-    partial: &Path,
-    observer: &dyn Observer,
-) -> Result<bool> {
-    observer.phase_start(&Phase {
-        name: "fitting",
-        len: Some(total),
-        unit: "steps",
-    });
-    observer.phase_advance(model.steps_done());
-    let mut last_checkpoint = Instant::now();
-    while !model.complete() {
-        if observer.stop_requested() {
-            save_model(partial, model)?;
-            return Ok(false);
-        }
-        match device {
-            #[cfg(feature = "gpu")]
-            Some(context) => model.train_round_on_gpu(GPU_ROUND_STEPS, context)?,
-            _ => model.train_round(ROUND_STEPS),
-        }
-        observer.phase_advance(model.steps_done());
-        if last_checkpoint.elapsed().as_secs_f64() >= CHECKPOINT_SECONDS && !model.complete() {
-            save_model(partial, model)?;
-            last_checkpoint = Instant::now();
-        }
-    }
-    observer.phase_finish();
-    Ok(true)
 }
 
 fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {

@@ -20,7 +20,6 @@
 //! ```
 
 mod amortize;
-mod amortized;
 mod augment;
 mod bench;
 mod dictionary;
