@@ -15,6 +15,7 @@ pub(crate) mod estimate;
 pub(crate) mod identity;
 pub(crate) mod observer;
 pub(crate) mod phase_clock;
+pub(crate) mod problem;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod sample_report;

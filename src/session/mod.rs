@@ -29,7 +29,7 @@ mod merge;
 pub(crate) use crate::orchestrator::observer;
 mod outputs;
 mod pipeline;
-mod problem;
+pub(crate) use crate::orchestrator::problem;
 pub(crate) mod quality;
 mod resume;
 mod sample;
