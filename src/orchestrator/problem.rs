@@ -398,3 +398,16 @@ pub fn dictionary_json(problem: &Problem, d: usize, p: usize) -> serde_json::Val
     }
     json
 }
+
+/// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
+/// may end earlier, would leave it adapting into the kept draws.
+pub(crate) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Problem) -> Result<()> {
+    let adapting = problem.target.prior.ssgl().is_some_and(|s| s.adapts_at(1));
+    if auto && adapting {
+        return Err(Error::usage(
+            "burn_in",
+            "the ssgl prior in adapt mode adapts over a fixed burn-in: give a count, not auto",
+        ));
+    }
+    Ok(())
+}

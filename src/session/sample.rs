@@ -24,6 +24,7 @@ use super::settings::SampleSettings;
 use super::{outputs, warm_up, DrawStats, Outcome};
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
+pub(crate) use crate::orchestrator::problem::refuse_auto_burn_in_with_adapting_prior;
 pub(super) use crate::orchestrator::resume::tell_recovery;
 use crate::orchestrator::resume::with_resume_hint;
 
@@ -247,19 +248,6 @@ pub(super) fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<P
         Some(shard) => problem.with_chain_slice(args.chains, shard.range(args.chains)),
         None => Ok(problem),
     }
-}
-
-/// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
-/// may end earlier, would leave it adapting into the kept draws.
-pub(super) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Problem) -> Result<()> {
-    let adapting = problem.target.prior.ssgl().is_some_and(|s| s.adapts_at(1));
-    if auto && adapting {
-        return Err(Error::usage(
-            "burn_in",
-            "the ssgl prior in adapt mode adapts over a fixed burn-in: give a count, not auto",
-        ));
-    }
-    Ok(())
 }
 
 /// A sampling run records its settings, paths included, in its checkpoint (JSON, to resume
