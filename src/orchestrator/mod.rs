@@ -16,6 +16,7 @@ pub(crate) mod identity;
 pub(crate) mod observer;
 pub(crate) mod phase_clock;
 pub(crate) mod problem;
+pub(crate) mod quality;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod sample_report;
