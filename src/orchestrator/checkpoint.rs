@@ -29,7 +29,6 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::identity::RunIdentity;
 use super::{SampleRun, Timings, PROJECTIONS};
-pub use crate::io::hash_values;
 use crate::io::{read_regular_file, write_atomic};
 use crate::{Error, Result};
 

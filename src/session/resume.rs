@@ -14,9 +14,18 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer};
 use super::problem::{load_problem, make_backend};
 use super::sample::{drive, identity_config, output_names, shard_problem, tell_recovery};
-use super::sample::{hashes, Continued, CHECKPOINT};
+use super::sample::{hashes, Continued, Sampler, CHECKPOINT};
 use super::settings::SampleSettings;
 use super::Outcome;
+
+impl Sampler {
+    /// Continues the run stopped in `dir` from its checkpoint (the one an interrupted run
+    /// published, or the newer one a run that was killed or failed left in its staging folder);
+    /// the samples equal those of an uninterrupted run on the same backend.
+    pub fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
+        resume(dir, observer)
+    }
+}
 
 /// Where a run continues from: a checkpoint and, when a stopped run left it in its staging
 /// folder, that folder (the run's draws so far are there); else the draws are the published

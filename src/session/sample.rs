@@ -64,13 +64,6 @@ impl Sampler {
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         sample(&self.settings, observer)
     }
-
-    /// Continues the run stopped in `dir` from its checkpoint (the one an interrupted run
-    /// published, or the newer one a run that was killed or failed left in its staging folder);
-    /// the samples equal those of an uninterrupted run on the same backend.
-    pub fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
-        super::resume::resume(dir, observer)
-    }
 }
 
 /// The names a sampling run writes (`shard`: a shard's).
