@@ -2,7 +2,7 @@
 
 use crate::methods::Method;
 use crate::orchestrator::{self, Adaptation, AugmentPlan, Init, SamplerSettings};
-use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
+use crate::session::settings::{AugmentSettings, SamplerChoice};
 use crate::{Error, Result};
 
 /// The sampler settings of `args` for `plan`'s chains (the whole run's).
@@ -11,7 +11,7 @@ pub(crate) fn sampler_settings(
     plan: &AugmentPlan,
 ) -> Result<SamplerSettings> {
     let method = args.method.dynamics();
-    refuse_what_it_has_not(args)?;
+    super::deform::refuse_what_it_has_not(args)?;
     let samples = match args.method.moves() {
         false => 1,
         true => args
@@ -139,18 +139,4 @@ fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
         field,
         format!("{what} runs no chains to warm up: its shards run without a warm-up"),
     ))
-}
-
-/// Deform draws images directly: no amortized sampler (which generates codes).
-fn refuse_what_it_has_not(args: &AugmentSettings) -> Result<()> {
-    if args.method != AugmentMethod::Deform {
-        return Ok(());
-    }
-    if args.sampler == SamplerChoice::Amortized {
-        return Err(Error::usage(
-            "sampler",
-            "method deform draws its images directly; the amortized sampler generates codes",
-        ));
-    }
-    Ok(())
 }
