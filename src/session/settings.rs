@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::io::postprocess::deserialize_rescale;
 use crate::io::postprocess::{PostProcess, Rescale};
 use crate::methods::Method;
 pub use crate::methods::{AugmentMethod, SamplerChoice};
@@ -11,6 +12,8 @@ pub use crate::model::data_scale::{ScaleFit, PIXELS_PER_TANGENT_DIRECTION};
 use crate::model::TargetKind;
 pub use crate::orchestrator::backend_choice::BackendChoice;
 pub use crate::orchestrator::problem::ProblemSettings;
+use crate::orchestrator::settings::check_lasso_tolerance;
+pub use crate::orchestrator::settings::lasso_tolerance_default;
 pub use crate::orchestrator::settings::DynamicsOptions;
 use crate::orchestrator::{Init, KeepPolicy, SamplerSettings};
 use crate::{Error, Result};
@@ -304,52 +307,10 @@ pub struct AugmentSettings {
     pub adapt: bool,
 }
 
-/// `AugmentSettings::lasso_tolerance`'s default: a relative duality gap of 5e-3, which the
-/// CPU's ADMM encoder reaches on MNIST in about 50 iterations against FISTA's 200, with an
-/// objective level with FISTA's (whose own gaps there are 0.7% to 1.7%); docs/benchmarks.md,
-/// "LASSO by ADMM". 0 brings back FISTA's fixed iterations and the codes of earlier runs.
-pub fn lasso_tolerance_default() -> f32 {
-    5e-3
-}
-
-/// Refuses a `lasso_tolerance` outside [0, 1).
-fn check_lasso_tolerance(tolerance: f32) -> Result<()> {
-    if tolerance.is_finite() && (0.0..1.0).contains(&tolerance) {
-        return Ok(());
-    }
-    Err(Error::usage(
-        "lasso_tolerance",
-        format!(
-            "must be at least 0 and below 1 (a relative duality gap; 0 runs every iteration), \
-             got {tolerance}"
-        ),
-    ))
-}
-
 /// `fit_batch_to_classes`'s and `fit_tangent_k_to_classes`'s default, for settings written
 /// before they existed.
 fn fit_batch_default() -> bool {
     true
-}
-
-/// `Rescale` as it serialises ("clip", "stretch").
-fn deserialize_rescale<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<Rescale, D::Error> {
-    let name = String::deserialize(deserializer)?;
-    [Rescale::Clip, Rescale::Stretch]
-        .into_iter()
-        .find(|r| {
-            serde_json::to_value(r)
-                .ok()
-                .and_then(|v| v.as_str().map(|s| s == name))
-                == Some(true)
-        })
-        .ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "unknown rescale {name:?}: expected clip or stretch"
-            ))
-        })
 }
 
 impl Default for AugmentSettings {
