@@ -15,6 +15,7 @@ pub(crate) mod mixture;
 pub(crate) mod mlp;
 pub(crate) mod sal;
 pub(crate) mod targets;
+pub(crate) mod teacher;
 
 pub use agsvgd::{stein_gradient, step as agsvgd_step, AgSvgdSettings};
 pub use codes::{ClassModel, CodeModel, CodeTrainSettings, ModelShape, MODEL_MAGIC, MODEL_VERSION};
@@ -23,6 +24,8 @@ pub use mixture::Mixture2d;
 pub use mlp::{Adam, Grads, Mlp, Tape};
 pub use sal::{train, Adjust, ChainRun, MhRatio, Operator, Progress, SalSettings, TrainStats};
 pub use targets::Toy;
+pub use teacher::{load_model, partial_path, save_model, teacher_dir};
+pub use teacher::{read_teacher, TeacherSamples, MAX_JSON_BYTES};
 
 use rand::Rng;
 

@@ -9,6 +9,7 @@ pub(crate) mod csv;
 pub(crate) mod dataset;
 pub(crate) mod discover;
 pub(crate) mod fault;
+pub(crate) mod hash;
 pub(crate) mod idx;
 pub(crate) mod input;
 pub(crate) mod labelled;
@@ -28,6 +29,7 @@ pub use atomic::{prepare_output_dir, write_atomic, write_json_atomic};
 pub use code_cache::default_code_cache;
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
 pub use dataset::{geometry, shared_datasets_dir, EMBEDDED_SOURCE};
+pub use hash::hash_values;
 pub use idx::{
     read_idx_images, read_idx_images_with_limit, read_idx_labels, read_idx_labels_with_limit,
     write_idx_images, write_idx_labels, IdxImages,

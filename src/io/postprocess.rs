@@ -1,6 +1,6 @@
 //! Post-processing of generated images A X into 8-bit pixels: Gaussian smoothing, soft-thresholding, rescaling.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
@@ -150,6 +150,26 @@ fn smooth_separable(
     };
     pass(image, scratch, true);
     pass(scratch, image, false);
+}
+
+/// `Rescale` as it serialises ("clip", "stretch").
+pub(crate) fn deserialize_rescale<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Rescale, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    [Rescale::Clip, Rescale::Stretch]
+        .into_iter()
+        .find(|r| {
+            serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s == name))
+                == Some(true)
+        })
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown rescale {name:?}: expected clip or stretch"
+            ))
+        })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub(crate) mod classes;
 pub(crate) mod data_scale;
 pub(crate) mod deformation;
 pub(crate) mod dictionary;
+pub(crate) mod fit;
 pub(crate) mod likelihood;
 pub(crate) mod posterior;
 pub(crate) mod prior;

@@ -25,7 +25,7 @@ use std::path::Path;
 
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::identity::RunIdentity;
 use super::{SampleRun, Timings, PROJECTIONS};
@@ -174,16 +174,6 @@ fn decode_exact<'a, T: Deserialize<'a>>(
         )),
         Err(e) => Err(format!("corrupt checkpoint {what}: {e}")),
     }
-}
-
-/// xxh3-64 of float values and a context (dimensions, scale), for data and dictionary identity.
-pub fn hash_values(context: &[u64], bytes: &[u8]) -> u64 {
-    let mut hasher = Xxh3::new();
-    for v in context {
-        hasher.update(&v.to_le_bytes());
-    }
-    hasher.update(bytes);
-    hasher.digest()
 }
 
 impl Checkpoint {

@@ -1,6 +1,6 @@
 //! What a run was made from, as hashes that checkpoints and shards carry: the data the chains sample and the dictionary.
 
-use super::checkpoint::hash_values;
+use crate::io::hash_values;
 use crate::io::Pixels;
 use crate::model::Target;
 

@@ -2,14 +2,21 @@
 //! host, hands the samples to a sink and keeps a small per-iteration trace for diagnostics.
 
 pub(crate) mod adapt;
+pub(crate) mod amortized;
 pub(crate) mod augment;
+pub(crate) mod backend_choice;
 pub(crate) mod balance;
 pub(crate) mod burn_in;
 pub(crate) mod checkpoint;
 pub(crate) mod draw_stats;
 pub(crate) mod encode;
+pub(crate) mod encoder;
 pub(crate) mod estimate;
 pub(crate) mod identity;
+pub(crate) mod observer;
+pub(crate) mod phase_clock;
+pub(crate) mod problem;
+pub(crate) mod quality;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod sample_report;

@@ -2,8 +2,12 @@
 
 use std::path::Path;
 
+use super::identity::RunIdentity;
+use super::observer::{Notice, Observer};
 use super::Checkpoint;
 use crate::backend::Backend;
+use crate::io::output_folder::CHECKPOINT;
+use crate::io::{self, read_regular_file, Output};
 use crate::model::Target;
 use crate::{Error, Result};
 
@@ -64,4 +68,150 @@ pub fn restore(checkpoint: &Checkpoint, backend: &mut dyn Backend) -> Result<()>
         backend.set_noise_precision(&checkpoint.run.noise_precision)?;
     }
     Ok(())
+}
+
+/// The most bytes of a report.json read to check whose outputs a folder holds.
+const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// What a stopped run left in a folder for `resume` to continue.
+pub enum Left {
+    Nothing,
+    /// A published checkpoint only.
+    Checkpoint,
+    /// A staging folder or a publication journal (recovery looks at them under the lock).
+    Staging,
+}
+
+pub fn left_by_a_run(dir: &Path) -> Left {
+    let staging =
+        |name: &str| name.starts_with(io::staging::STAGING_PREFIX) || name == io::staging::JOURNAL;
+    let staged = std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_str().is_some_and(staging))
+    });
+    match (staged, dir.join(CHECKPOINT).symlink_metadata().is_ok()) {
+        (true, _) => Left::Staging,
+        (false, true) => Left::Checkpoint,
+        (false, false) => Left::Nothing,
+    }
+}
+
+/// Checks that the outputs published beside the checkpoint `path` in `dir` are its run's: the
+/// run id report.json gives (when it gives one) is the checkpoint's; else names what differs.
+pub fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<()> {
+    let report_path = dir.join("report.json");
+    let Some(report) = read_report(&report_path)? else {
+        return Ok(());
+    };
+    let Some(run_id) = report["run_id"].as_str() else {
+        return Ok(());
+    };
+    if run_id == identity.run_id {
+        return Ok(());
+    }
+    let settings = &report["settings"];
+    let theirs = (
+        settings["dynamics"]["seed"].as_u64().unwrap_or(u64::MAX),
+        settings["chains"].as_u64().unwrap_or(0) as usize,
+        settings["samples"].as_u64().unwrap_or(0) as u32,
+    );
+    let mut differences = identity.differences(theirs);
+    if differences.is_empty() {
+        differences.push("the same seed, chains and outer iterations, but another run".into());
+    }
+    Err(Error::input(
+        path,
+        format!(
+            "is the checkpoint of run {} (seed {}, {} chains, {} outer iterations), but the \
+             outputs beside it are run {run_id}'s, as {} says (differs: {}): it was copied from \
+             another run's folder; resume each run in its own folder",
+            identity.run_id,
+            identity.seed,
+            identity.chains,
+            identity.samples,
+            report_path.display(),
+            differences.join(", ")
+        ),
+    ))
+}
+
+/// The report.json at `path`, if there is one that parses (bounded, regular files only).
+fn read_report(path: &Path) -> Result<Option<serde_json::Value>> {
+    if path.symlink_metadata().is_err() {
+        return Ok(None);
+    }
+    let bytes = read_regular_file(path, "run report", MAX_REPORT_BYTES)?;
+    Ok(serde_json::from_slice(&bytes).ok())
+}
+
+/// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
+pub fn not_resumable(dir: &Path, path: &Path) -> Error {
+    let report = read_report(&dir.join("report.json")).ok().flatten();
+    let command = report
+        .as_ref()
+        .and_then(|r| r["command"].as_str().map(str::to_string));
+    let interrupted = report.as_ref().is_some_and(|r| r["interrupted"] == true);
+    let message = match command.as_deref() {
+        Some("sample") if !interrupted => {
+            "is missing: the run in this folder finished, there is nothing to continue".to_string()
+        }
+        Some(other @ ("augment" | "encode" | "bench")) => format!(
+            "is missing: this folder holds an `rmld {other}` run, which cannot be resumed \
+             (only `rmld sample` runs can); run `rmld {other}` again, with `force` to reuse the \
+             folder"
+        ),
+        _ => format!(
+            "is missing: {} holds no interrupted `rmld sample` run to continue (one writes its \
+             checkpoint when interrupted, or every `checkpoint_every` iterations)",
+            dir.display()
+        ),
+    };
+    Error::input(path, message)
+}
+
+/// Tells the observer what the run found of a stopped earlier run in its folder and did about
+/// it (`resumed`: the staging folder a resume continues).
+pub fn tell_recovery(observer: &dyn Observer, output: &Output, resumed: Option<&Path>) {
+    let recovery = output.recovery();
+    if recovery.removed.is_empty() && recovery.completed.is_none() && resumed.is_none() {
+        return;
+    }
+    observer.notice(&Notice::StoppedRunFound {
+        out: output.dir.clone(),
+        completed: recovery.completed.clone(),
+        removed: recovery.removed.clone(),
+        resumed: resumed.map(Path::to_path_buf),
+    });
+}
+
+/// A failure during or after the run (a lost GPU, a full disk) names the checkpoint kept in
+/// the staging folder to resume from; the error stays of its kind (its exit status).
+pub fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
+    let Ok(c) = Checkpoint::read(checkpoint) else {
+        return e;
+    };
+    let hint = format!(
+        "the run's last checkpoint (after outer iteration {}) is kept in {}: `rmld resume {}` \
+         continues from it",
+        c.run.completed,
+        checkpoint.parent().unwrap_or(out).display(),
+        out.display()
+    );
+    match e {
+        Error::Output { path, source } => Error::Output {
+            path,
+            source: std::io::Error::new(source.kind(), format!("{source}; {hint}")),
+        },
+        Error::Input { path, message } => Error::Input {
+            path,
+            message: format!("{message}; {hint}"),
+        },
+        Error::Usage { field, message } => Error::Usage {
+            field,
+            message: format!("{message}; {hint}"),
+        },
+        Error::Gpu(message) => Error::Gpu(format!("{message}; {hint}")),
+        Error::Internal(message) => Error::Internal(format!("{message}; {hint}")),
+    }
 }

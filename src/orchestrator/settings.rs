@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::methods::DynamicsSettings;
+use crate::methods::{DynamicsSettings, Method};
 use crate::{Error, Result};
 
 /// How chains start (equation 10 of the paper, or white noise).
@@ -185,4 +185,103 @@ impl KeepPolicy {
             KeepPolicy::Every(n) => (outer.saturating_sub(burn_in) / n) as usize,
         }
     }
+}
+
+/// The momentum dynamics and the MH correction, shared by sampling and augmentation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DynamicsOptions {
+    /// T, momentum steps per outer iteration (Algorithm 1, line 8).
+    pub steps: u32,
+    /// m, minibatch size of the gradient estimate (Algorithm 2), drawn per chain and step.
+    pub batch: u32,
+    /// L, leapfrog steps per proposal of HMC.
+    pub leapfrog_steps: u32,
+    /// η, the step size (and friction) of the momentum dynamics; MALA's step h, HMC's leapfrog step.
+    pub eta: f32,
+    /// The MH discount (Algorithm 3): accept iff α > discount·u. 1 is SpHMC; >1 accepts less.
+    pub discount: f32,
+    /// Accept every proposal (the paper's "RMLD w/o MH").
+    pub no_mh: bool,
+    /// Inject SGHMC noise sqrt(2·η)·ξ into the momentum at every step (equation 2).
+    pub sghmc_noise: bool,
+    /// FISTA iterations of LASSO encodings (LASSO starts, re-encoding, the originals' codes).
+    pub lasso_iterations: u32,
+}
+
+impl Default for DynamicsOptions {
+    fn default() -> Self {
+        DynamicsOptions {
+            steps: 20,
+            batch: 64,
+            leapfrog_steps: 10,
+            eta: 0.01,
+            discount: 1.0,
+            no_mh: false,
+            sghmc_noise: false,
+            lasso_iterations: 200,
+        }
+    }
+}
+
+impl DynamicsOptions {
+    /// The backends' dynamics settings for `method` and `seed`.
+    pub fn settings(&self, method: Method, seed: u64) -> DynamicsSettings {
+        DynamicsSettings {
+            method,
+            leapfrog_steps: self.leapfrog_steps,
+            eta: self.eta,
+            steps: self.steps,
+            batch: self.batch,
+            sghmc_noise: self.sghmc_noise,
+            seed,
+            chain_offset: 0,
+        }
+    }
+
+    /// The orchestrator's settings for `chains` chains, `samples` outer iterations, `method`,
+    /// `init` and `seed`, validated.
+    pub fn sampler(
+        &self,
+        chains: usize,
+        samples: u32,
+        method: Method,
+        init: Init,
+        seed: u64,
+    ) -> Result<SamplerSettings> {
+        let settings = SamplerSettings {
+            chains,
+            samples,
+            dynamics: self.settings(method, seed),
+            mh: !self.no_mh,
+            discount: self.discount,
+            init,
+            lasso_iterations: self.lasso_iterations,
+            adapt: None,
+            auto_burn_in: None,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+/// `AugmentSettings::lasso_tolerance`'s default: a relative duality gap of 5e-3, which the
+/// CPU's ADMM encoder reaches on MNIST in about 50 iterations against FISTA's 200, with an
+/// objective level with FISTA's (whose own gaps there are 0.7% to 1.7%); docs/benchmarks.md,
+/// "LASSO by ADMM". 0 brings back FISTA's fixed iterations and the codes of earlier runs.
+pub fn lasso_tolerance_default() -> f32 {
+    5e-3
+}
+
+/// Refuses a `lasso_tolerance` outside [0, 1).
+pub(crate) fn check_lasso_tolerance(tolerance: f32) -> Result<()> {
+    if tolerance.is_finite() && (0.0..1.0).contains(&tolerance) {
+        return Ok(());
+    }
+    Err(Error::usage(
+        "lasso_tolerance",
+        format!(
+            "must be at least 0 and below 1 (a relative duality gap; 0 runs every iteration), \
+             got {tolerance}"
+        ),
+    ))
 }

@@ -3,12 +3,15 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{json, Value};
 
+use super::problem::ProblemSettings;
+use super::resume::restore;
 use super::shard::chain_slice;
 use super::{continue_run, Checkpoint, ClassSteps, Hooks, SampleRun, SampleSink, SamplerSettings};
 use crate::backend::Backend;
-use crate::io::shards::WarmUpManifest;
+use crate::io::shards::{device_key, settings_hash, WarmUpManifest};
 use crate::model::Target;
 use crate::{Error, Result};
 
@@ -184,4 +187,44 @@ impl WarmUp {
             class_steps: self.state.run.class_steps.clone(),
         })
     }
+}
+
+/// The hash a warm-up and its shards compare: every setting but where the run goes (the output
+/// folder, `force`, the shard, the warm-up's own settings).
+pub(crate) fn hashed<T: Serialize + Clone>(
+    settings: &T,
+    problem: fn(&mut T) -> &mut ProblemSettings,
+) -> String {
+    let mut cleared = settings.clone();
+    problem(&mut cleared).clear_placement();
+    settings_hash(&cleared)
+}
+
+/// The warm-up a shard with `warm_up` starts from, read and checked against the shard's
+/// settings (`hash`) before any work; None for a run without one.
+pub(crate) fn read_for_shard(
+    problem: &ProblemSettings,
+    command: &str,
+    hash: impl FnOnce() -> String,
+) -> Result<Option<WarmUp>> {
+    match (&problem.warm_up, problem.shard) {
+        (Some(dir), Some(_)) => WarmUp::read(dir, command, &hash()).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The shard's chains `range` of `warm`, checked against the shard's device (`backend`) and its
+/// inputs' `hashes`, put on `backend`: positions, the prior's state, the noise precision.
+/// `classes`: each chain's class in the whole run, where the run adapts per class.
+pub(crate) fn start_shard(
+    warm: &WarmUp,
+    backend: &mut dyn Backend,
+    hashes: (u64, u64),
+    range: Range<usize>,
+    classes: Option<&[u32]>,
+) -> Result<ShardStart> {
+    let device = device_key(&json!(backend.info()));
+    let start = warm.shard_start(&device, hashes, range, classes)?;
+    restore(&start.state, backend)?;
+    Ok(start)
 }

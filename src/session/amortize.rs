@@ -9,33 +9,22 @@
 //! continues from it, taking exactly the steps an uninterrupted run takes (the same bytes). The
 //! model is written atomically to `MODEL` at the end.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::amortize::{CodeModel, CodeTrainSettings, ModelShape};
+use crate::amortize::teacher::with_suffix;
+pub use crate::amortize::{load_model, partial_path, save_model, teacher_dir};
+use crate::amortize::{read_teacher, CodeModel, CodeTrainSettings, MAX_JSON_BYTES};
 use crate::io;
-use crate::orchestrator::checkpoint::hash_values;
 use crate::{Error, Result};
 
-use super::amortized::{device_name, generation_device, GenerationDevice};
-use super::observer::{Observer, Phase};
+use super::observer::Observer;
 use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
-
-/// The most bytes of the teacher's stamp or report read.
-const MAX_JSON_BYTES: u64 = 64 << 20;
-
-/// Seconds between two checkpoints of a training (one is also written at a stop).
-const CHECKPOINT_SECONDS: f64 = 60.0;
-/// Steps per class between two polls of the stop request.
-const ROUND_STEPS: u32 = 5;
-/// Steps per class between polls when the network trains on the GPU, where a round uploads and
-/// reads back each class's network and optimiser state.
-#[cfg(feature = "gpu")]
-const GPU_ROUND_STEPS: u32 = 50;
+use crate::orchestrator::amortized::{device_name, fit, fresh_or_resumed, generation_device};
 
 /// Settings of `rmld amortize train`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,32 +38,6 @@ pub struct AmortizeSettings {
     pub train: CodeTrainSettings,
     /// Replace an existing model file.
     pub force: bool,
-}
-
-/// The teacher's folder for model file `model`: `MODEL.teacher` beside it.
-pub fn teacher_dir(model: &Path) -> PathBuf {
-    with_suffix(model, ".teacher")
-}
-
-/// The checkpoint of a training into `model`: `MODEL.partial` beside it.
-pub fn partial_path(model: &Path) -> PathBuf {
-    with_suffix(model, ".partial")
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// Reads and checks a model file (magic, version, length, checksum, sizes).
-pub fn load_model(path: &Path) -> Result<CodeModel> {
-    CodeModel::load(path)
-}
-
-/// Writes `model` to `path` atomically.
-pub fn save_model(path: &Path, model: &CodeModel) -> Result<()> {
-    model.save(path)
 }
 
 /// Trains an amortised sampler (see the module's documentation).
@@ -183,125 +146,6 @@ fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Opt
         reused,
         seconds: t0.elapsed().as_secs_f64(),
     }))
-}
-
-/// What the fitting learns from: the teacher's generated codes per class, and the model's shape.
-struct TeacherSamples {
-    shape: ModelShape,
-    per_class: Vec<Vec<f32>>,
-    samples: usize,
-}
-
-/// Reads the teacher's generated codes, labels, dictionary and report from its folder.
-fn read_teacher(tdir: &Path) -> Result<TeacherSamples> {
-    let codes_path = tdir.join("generated-codes.npy");
-    let (shape, codes) = io::read_npy_matrix_f32(&codes_path)?;
-    let labels = io::read_npy_labels(&tdir.join("generated-labels.npy"))?;
-    let (dshape, dict) = io::read_npy_matrix_f32(&tdir.join("dictionary.npy"))?;
-    let report: serde_json::Value = serde_json::from_slice(&io::read_regular_file(
-        &tdir.join("report.json"),
-        "teacher's report",
-        MAX_JSON_BYTES,
-    )?)
-    .map_err(|e| Error::input(tdir.join("report.json"), e.to_string()))?;
-    let p = shape[1];
-    if labels.len() != shape[0] || dshape[1] != p {
-        return Err(Error::input(
-            &codes_path,
-            "the teacher's codes, labels and dictionary disagree in size",
-        ));
-    }
-    let dim = |k: &str| report["dataset"][k].as_u64().unwrap_or(0) as usize;
-    let mut classes: Vec<u32> = labels.clone();
-    classes.sort_unstable();
-    classes.dedup();
-    let per_class: Vec<Vec<f32>> = classes
-        .iter()
-        .map(|&c| {
-            labels
-                .iter()
-                .zip(codes.chunks_exact(p))
-                .filter(|(&l, _)| l == c)
-                .flat_map(|(_, row)| row.iter().copied())
-                .collect()
-        })
-        .collect();
-    let shape = ModelShape {
-        height: dim("height"),
-        width: dim("width"),
-        p,
-        dictionary_hash: hash_values(
-            &[dshape[0] as u64, dshape[1] as u64],
-            bytemuck::cast_slice(&dict),
-        ),
-        classes,
-    };
-    Ok(TeacherSamples {
-        shape,
-        per_class,
-        samples: labels.len(),
-    })
-}
-
-/// The model to fit: a fresh one, or the checkpoint in `partial` of the same training.
-fn fresh_or_resumed(
-    fresh: CodeModel,
-    partial: &Path,
-    observer: &dyn Observer,
-) -> Result<CodeModel> {
-    if !partial.exists() {
-        return Ok(fresh);
-    }
-    let saved = load_model(partial)?;
-    if saved.shape != fresh.shape
-        || saved.settings != fresh.settings
-        || saved.teacher != fresh.teacher
-    {
-        return Err(Error::input(
-            partial,
-            "is the checkpoint of another training (other teacher, data or settings); \
-             remove it to start this one",
-        ));
-    }
-    observer.stage_start("resuming the fitting from its checkpoint");
-    Ok(saved)
-}
-
-/// Fits every class in parallel, a round of steps at a time: the stop request is polled and the
-/// progress moved between rounds, and a checkpoint written to `partial` every
-/// `CHECKPOINT_SECONDS` and at a stop. False when stopped.
-fn fit(
-    model: &mut CodeModel,
-    device: &GenerationDevice,
-    total: u64,
-    partial: &Path,
-    observer: &dyn Observer,
-) -> Result<bool> {
-    observer.phase_start(&Phase {
-        name: "fitting",
-        len: Some(total),
-        unit: "steps",
-    });
-    observer.phase_advance(model.steps_done());
-    let mut last_checkpoint = Instant::now();
-    while !model.complete() {
-        if observer.stop_requested() {
-            save_model(partial, model)?;
-            return Ok(false);
-        }
-        match device {
-            #[cfg(feature = "gpu")]
-            Some(context) => model.train_round_on_gpu(GPU_ROUND_STEPS, context)?,
-            _ => model.train_round(ROUND_STEPS),
-        }
-        observer.phase_advance(model.steps_done());
-        if last_checkpoint.elapsed().as_secs_f64() >= CHECKPOINT_SECONDS && !model.complete() {
-            save_model(partial, model)?;
-            last_checkpoint = Instant::now();
-        }
-    }
-    observer.phase_finish();
-    Ok(true)
 }
 
 fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {

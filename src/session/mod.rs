@@ -20,17 +20,16 @@
 //! ```
 
 mod amortize;
-mod amortized;
 mod augment;
 mod bench;
 mod dictionary;
 mod eda_experiment;
 mod encode;
 mod merge;
-mod observer;
+pub(crate) use crate::orchestrator::observer;
 mod outputs;
 mod pipeline;
-mod problem;
+pub(crate) use crate::orchestrator::problem;
 pub(crate) mod quality;
 mod resume;
 mod sample;

@@ -1,20 +1,18 @@
 //! Judging generated images (`judge_images`): label preservation, novelty and diversity against the real data (also run by the augmentation).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::diagnostics::quality::{
-    choose_reference, evaluate, load_generated, load_test_split, GeneratedImages, LabelledImages,
-    QualityInputs, QualityReport, TestSplit, TrainSettings,
-};
+use crate::diagnostics::quality::{load_generated, GeneratedImages};
 use crate::io::{self, Dataset};
 use crate::{Error, Result};
 
-use super::observer::{Notice, Observer, Phase};
+use super::observer::Observer;
 use super::Outcome;
+pub(crate) use crate::orchestrator::quality::judge;
 use crate::orchestrator::report::dataset_json;
 
 /// Settings of judging a set of generated images with labels (`judge_images`).
@@ -160,60 +158,5 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
         report: document,
         summary,
         draw_stats: None,
-    })
-}
-
-/// The metrics of `generated` (0..1 scale) against the real `train` images (one class set, any
-/// storage). The reference is the labelled test split of the folder `data` (its first
-/// `test_limit` images), else a seeded 10% of `train` held out. `None` when stopped.
-pub fn judge(
-    data: Option<&Path>,
-    train: &Dataset,
-    test_limit: Option<usize>,
-    generated: &LabelledImages,
-    seed: u64,
-    observer: &dyn Observer,
-) -> Result<Option<QualityReport>> {
-    let train_images = LabelledImages::from_dataset(train, train.full_scale)?;
-    let test = match test_limit {
-        Some(0) => return Err(Error::usage("test_limit", "must be at least 1")),
-        _ => load_test(data, train, test_limit, observer)?,
-    };
-    let (train_images, reference, reference_kind) = choose_reference(train_images, test, seed);
-    observer.phase_start(&Phase {
-        name: "sample quality",
-        len: None,
-        unit: "",
-    });
-    let report = evaluate(
-        &QualityInputs {
-            train: &train_images,
-            reference: &reference,
-            reference_kind,
-            generated,
-            seed,
-            classifier: TrainSettings::default(),
-        },
-        &|| observer.stop_requested(),
-    );
-    observer.phase_finish();
-    report
-}
-
-/// The labelled test split beside `data` as `load_test_split` reads it; `None` (with a notice
-/// when one exists but cannot serve) when there is none to use.
-fn load_test(
-    data: Option<&Path>,
-    train: &Dataset,
-    limit: Option<usize>,
-    observer: &dyn Observer,
-) -> Result<Option<LabelledImages>> {
-    Ok(match load_test_split(data, train, limit)? {
-        TestSplit::Absent => None,
-        TestSplit::Unusable { source, problem } => {
-            observer.notice(&Notice::TestSplitUnusable { source, problem });
-            None
-        }
-        TestSplit::Usable(images) => Some(images),
     })
 }

@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use crate::io::{self, read_regular_file, NpyStream, Output};
+use crate::io::{self, NpyStream, Output};
 use crate::orchestrator::identity::{configuration_hash, RunIdentity};
-use crate::orchestrator::resume::{check_resumable, restore};
+use crate::orchestrator::resume::{check_report, check_resumable, restore};
+use crate::orchestrator::resume::{left_by_a_run, not_resumable, Left};
 use crate::orchestrator::streams::{SampleStreams, CODES, IMAGES};
 use crate::orchestrator::Checkpoint;
 use crate::{Error, Result};
@@ -13,12 +14,18 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer};
 use super::problem::{load_problem, make_backend};
 use super::sample::{drive, identity_config, output_names, shard_problem, tell_recovery};
-use super::sample::{hashes, Continued, CHECKPOINT};
+use super::sample::{hashes, Continued, Sampler, CHECKPOINT};
 use super::settings::SampleSettings;
 use super::Outcome;
 
-/// The most bytes of a report.json read to check whose outputs a folder holds.
-const MAX_REPORT_BYTES: u64 = 64 << 20;
+impl Sampler {
+    /// Continues the run stopped in `dir` from its checkpoint (the one an interrupted run
+    /// published, or the newer one a run that was killed or failed left in its staging folder);
+    /// the samples equal those of an uninterrupted run on the same backend.
+    pub fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
+        resume(dir, observer)
+    }
+}
 
 /// Where a run continues from: a checkpoint and, when a stopped run left it in its staging
 /// folder, that folder (the run's draws so far are there); else the draws are the published
@@ -206,30 +213,6 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     )
 }
 
-/// What a stopped run left in a folder for `resume` to continue.
-enum Left {
-    Nothing,
-    /// A published checkpoint only.
-    Checkpoint,
-    /// A staging folder or a publication journal (recovery looks at them under the lock).
-    Staging,
-}
-
-fn left_by_a_run(dir: &Path) -> Left {
-    let staging =
-        |name: &str| name.starts_with(io::staging::STAGING_PREFIX) || name == io::staging::JOURNAL;
-    let staged = std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| e.file_name().to_str().is_some_and(staging))
-    });
-    match (staged, dir.join(CHECKPOINT).symlink_metadata().is_ok()) {
-        (true, _) => Left::Staging,
-        (false, true) => Left::Checkpoint,
-        (false, false) => Left::Nothing,
-    }
-}
-
 /// Checks that the checkpoint's settings are those its identity was made from (a checkpoint
 /// edited and resealed, or made by hand, is refused).
 fn check_identity(
@@ -256,77 +239,4 @@ fn check_identity(
         ));
     }
     Ok(())
-}
-
-/// Checks that the outputs published beside the checkpoint `path` in `dir` are its run's: the
-/// run id report.json gives (when it gives one) is the checkpoint's; else names what differs.
-fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<()> {
-    let report_path = dir.join("report.json");
-    let Some(report) = read_report(&report_path)? else {
-        return Ok(());
-    };
-    let Some(run_id) = report["run_id"].as_str() else {
-        return Ok(());
-    };
-    if run_id == identity.run_id {
-        return Ok(());
-    }
-    let settings = &report["settings"];
-    let theirs = (
-        settings["dynamics"]["seed"].as_u64().unwrap_or(u64::MAX),
-        settings["chains"].as_u64().unwrap_or(0) as usize,
-        settings["samples"].as_u64().unwrap_or(0) as u32,
-    );
-    let mut differences = identity.differences(theirs);
-    if differences.is_empty() {
-        differences.push("the same seed, chains and outer iterations, but another run".into());
-    }
-    Err(Error::input(
-        path,
-        format!(
-            "is the checkpoint of run {} (seed {}, {} chains, {} outer iterations), but the \
-             outputs beside it are run {run_id}'s, as {} says (differs: {}): it was copied from \
-             another run's folder; resume each run in its own folder",
-            identity.run_id,
-            identity.seed,
-            identity.chains,
-            identity.samples,
-            report_path.display(),
-            differences.join(", ")
-        ),
-    ))
-}
-
-/// The report.json at `path`, if there is one that parses (bounded, regular files only).
-fn read_report(path: &Path) -> Result<Option<serde_json::Value>> {
-    if path.symlink_metadata().is_err() {
-        return Ok(None);
-    }
-    let bytes = read_regular_file(path, "run report", MAX_REPORT_BYTES)?;
-    Ok(serde_json::from_slice(&bytes).ok())
-}
-
-/// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
-fn not_resumable(dir: &Path, path: &Path) -> Error {
-    let report = read_report(&dir.join("report.json")).ok().flatten();
-    let command = report
-        .as_ref()
-        .and_then(|r| r["command"].as_str().map(str::to_string));
-    let interrupted = report.as_ref().is_some_and(|r| r["interrupted"] == true);
-    let message = match command.as_deref() {
-        Some("sample") if !interrupted => {
-            "is missing: the run in this folder finished, there is nothing to continue".to_string()
-        }
-        Some(other @ ("augment" | "encode" | "bench")) => format!(
-            "is missing: this folder holds an `rmld {other}` run, which cannot be resumed \
-             (only `rmld sample` runs can); run `rmld {other}` again, with `force` to reuse the \
-             folder"
-        ),
-        _ => format!(
-            "is missing: {} holds no interrupted `rmld sample` run to continue (one writes its \
-             checkpoint when interrupted, or every `checkpoint_every` iterations)",
-            dir.display()
-        ),
-    };
-    Error::input(path, message)
 }

@@ -24,6 +24,9 @@ use super::settings::SampleSettings;
 use super::{outputs, warm_up, DrawStats, Outcome};
 pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
+pub(crate) use crate::orchestrator::problem::refuse_auto_burn_in_with_adapting_prior;
+pub(super) use crate::orchestrator::resume::tell_recovery;
+use crate::orchestrator::resume::with_resume_hint;
 
 /// What a shard of `rmld sample` writes (its part of every output, its trace and manifest).
 pub(super) const SHARD_OUTPUTS: &[&str] = &[
@@ -60,13 +63,6 @@ impl Sampler {
     /// an earlier run's files in the folder, its checkpoint among them, are replaced then.
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
         sample(&self.settings, observer)
-    }
-
-    /// Continues the run stopped in `dir` from its checkpoint (the one an interrupted run
-    /// published, or the newer one a run that was killed or failed left in its staging folder);
-    /// the samples equal those of an uninterrupted run on the same backend.
-    pub fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
-        super::resume::resume(dir, observer)
     }
 }
 
@@ -152,21 +148,6 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         output,
     };
     drive(args, &problem, &settings, run, hashes, started, observer)
-}
-
-/// Tells the observer what the run found of a stopped earlier run in its folder and did about
-/// it (`resumed`: the staging folder a resume continues).
-pub(super) fn tell_recovery(observer: &dyn Observer, output: &Output, resumed: Option<&Path>) {
-    let recovery = output.recovery();
-    if recovery.removed.is_empty() && recovery.completed.is_none() && resumed.is_none() {
-        return;
-    }
-    observer.notice(&Notice::StoppedRunFound {
-        out: output.dir.clone(),
-        completed: recovery.completed.clone(),
-        removed: recovery.removed.clone(),
-        resumed: resumed.map(Path::to_path_buf),
-    });
 }
 
 /// The settings a checkpoint stores: the data's and the dictionary's paths made absolute, so
@@ -260,19 +241,6 @@ pub(super) fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<P
         Some(shard) => problem.with_chain_slice(args.chains, shard.range(args.chains)),
         None => Ok(problem),
     }
-}
-
-/// An SSGL prior in `adapt` mode adapts over a burn-in fixed in advance: an automatic one, which
-/// may end earlier, would leave it adapting into the kept draws.
-pub(super) fn refuse_auto_burn_in_with_adapting_prior(auto: bool, problem: &Problem) -> Result<()> {
-    let adapting = problem.target.prior.ssgl().is_some_and(|s| s.adapts_at(1));
-    if auto && adapting {
-        return Err(Error::usage(
-            "burn_in",
-            "the ssgl prior in adapt mode adapts over a fixed burn-in: give a count, not auto",
-        ));
-    }
-    Ok(())
 }
 
 /// A sampling run records its settings, paths included, in its checkpoint (JSON, to resume
@@ -446,37 +414,6 @@ fn finish(
         summary,
         draw_stats: Some(draw_stats),
     })
-}
-
-/// A failure during or after the run (a lost GPU, a full disk) names the checkpoint kept in
-/// the staging folder to resume from; the error stays of its kind (its exit status).
-fn with_resume_hint(e: Error, checkpoint: &Path, out: &Path) -> Error {
-    let Ok(c) = Checkpoint::read(checkpoint) else {
-        return e;
-    };
-    let hint = format!(
-        "the run's last checkpoint (after outer iteration {}) is kept in {}: `rmld resume {}` \
-         continues from it",
-        c.run.completed,
-        checkpoint.parent().unwrap_or(out).display(),
-        out.display()
-    );
-    match e {
-        Error::Output { path, source } => Error::Output {
-            path,
-            source: std::io::Error::new(source.kind(), format!("{source}; {hint}")),
-        },
-        Error::Input { path, message } => Error::Input {
-            path,
-            message: format!("{message}; {hint}"),
-        },
-        Error::Usage { field, message } => Error::Usage {
-            field,
-            message: format!("{message}; {hint}"),
-        },
-        Error::Gpu(message) => Error::Gpu(format!("{message}; {hint}")),
-        Error::Internal(message) => Error::Internal(format!("{message}; {hint}")),
-    }
 }
 
 /// Writes the dictionary, the picture, the per-draw statistics and report.json into `dir`

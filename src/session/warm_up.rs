@@ -5,36 +5,24 @@
 //! chain runs on its own. So the warm-up runs once, on every chain, and each shard continues
 //! its chains from the warm-up's state: the shards then draw what the single run draws.
 
-use std::ops::Range;
 use std::path::Path;
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::settings::{AugmentSettings, ProblemSettings, SampleSettings};
+use super::settings::{AugmentSettings, SampleSettings};
 use super::Outcome;
 use crate::backend::Backend;
-use crate::io::shards::{device_key, settings_hash};
+use crate::io::shards::device_key;
 use crate::io::WARM_UP_MANIFEST;
 use crate::orchestrator::report::{adaptation_json, burn_in_json};
-use crate::orchestrator::resume::restore;
-use crate::orchestrator::warm_up::{save_warm_up, ShardStart, WarmUp, WarmUpEnd, WARM_UP_STATE};
+use crate::orchestrator::warm_up::hashed;
+pub(crate) use crate::orchestrator::warm_up::{read_for_shard, start_shard};
+use crate::orchestrator::warm_up::{save_warm_up, WarmUpEnd, WARM_UP_STATE};
 use crate::orchestrator::SampleRun;
 use crate::{Error, Result};
 
 /// What a run with `warm_up_only` writes.
 pub(crate) const WARM_UP_OUTPUTS: &[&str] = &[WARM_UP_STATE, WARM_UP_MANIFEST, "report.json"];
-
-/// The hash a warm-up and its shards compare: every setting but where the run goes (the output
-/// folder, `force`, the shard, the warm-up's own settings).
-fn hashed<T: Serialize + Clone>(
-    settings: &T,
-    problem: fn(&mut T) -> &mut ProblemSettings,
-) -> String {
-    let mut cleared = settings.clone();
-    problem(&mut cleared).clear_placement();
-    settings_hash(&cleared)
-}
 
 /// The settings hash of a sampling run's warm-up.
 pub(crate) fn sample_hash(args: &SampleSettings) -> String {
@@ -44,35 +32,6 @@ pub(crate) fn sample_hash(args: &SampleSettings) -> String {
 /// The settings hash of an augmentation's warm-up (its settings as given).
 pub(crate) fn augment_hash(args: &AugmentSettings) -> String {
     hashed(args, |s| &mut s.problem)
-}
-
-/// The warm-up a shard with `warm_up` starts from, read and checked against the shard's
-/// settings (`hash`) before any work; None for a run without one.
-pub(crate) fn read_for_shard(
-    problem: &ProblemSettings,
-    command: &str,
-    hash: impl FnOnce() -> String,
-) -> Result<Option<WarmUp>> {
-    match (&problem.warm_up, problem.shard) {
-        (Some(dir), Some(_)) => WarmUp::read(dir, command, &hash()).map(Some),
-        _ => Ok(None),
-    }
-}
-
-/// The shard's chains `range` of `warm`, checked against the shard's device (`backend`) and its
-/// inputs' `hashes`, put on `backend`: positions, the prior's state, the noise precision.
-/// `classes`: each chain's class in the whole run, where the run adapts per class.
-pub(crate) fn start_shard(
-    warm: &WarmUp,
-    backend: &mut dyn Backend,
-    hashes: (u64, u64),
-    range: Range<usize>,
-    classes: Option<&[u32]>,
-) -> Result<ShardStart> {
-    let device = device_key(&json!(backend.info()));
-    let start = warm.shard_start(&device, hashes, range, classes)?;
-    restore(&start.state, backend)?;
-    Ok(start)
 }
 
 /// What a finished warm-up is saved from.

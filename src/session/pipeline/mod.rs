@@ -11,7 +11,6 @@
 //! rest as the whole run does.
 
 mod burn_in;
-mod clock;
 mod deform;
 mod encoding;
 mod fit;
@@ -40,7 +39,7 @@ use crate::session::settings::AugmentSettings;
 use crate::session::warm_up;
 use crate::session::Outcome;
 use crate::{Error, Result};
-use encoding::Encoder;
+use encoding::{EncodeArgs, Encoder};
 use load::{Device, Loaded};
 use sampling::Generated;
 use stage::{Halt, Pipeline, Step};
@@ -122,7 +121,14 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
         .to_pixels(&sink.images.concat(), h, w, full);
     let mut caches = ["off"; 3];
     let mut encoder = Encoder {
-        args,
+        args: EncodeArgs {
+            pixel_max: args.problem.pixel_max,
+            lasso_iterations: args.dynamics.lasso_iterations,
+            lasso_tolerance: args.lasso_tolerance,
+            code_cache: args.code_cache.clone(),
+            seed: args.problem.seed,
+            backend: args.problem.backend,
+        },
         target: &run.problem.target,
         observer: pipe.observer,
         split: pipe.split,

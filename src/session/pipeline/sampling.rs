@@ -5,8 +5,8 @@ use serde_json::Value;
 use super::stage::{Halt, Pipeline, Step};
 use crate::backend::Backend;
 use crate::model::Target;
+use crate::orchestrator::amortized::amortized_generation;
 use crate::orchestrator::{self, AugmentPlan, AugmentSink, Hooks, SampleRun, SamplerSettings};
-use crate::session::amortized::amortized_generation;
 use crate::session::settings::AugmentSettings;
 use crate::Result;
 
@@ -55,5 +55,15 @@ pub(super) fn amortized(
     target: &Target,
     (height, width): (usize, usize),
 ) -> Result<(AugmentSink, SampleRun, Value)> {
-    amortized_generation(args, plan, target, height, width)
+    amortized_generation(
+        (
+            args.model.as_deref(),
+            args.problem.backend,
+            args.problem.seed,
+        ),
+        plan,
+        target,
+        height,
+        width,
+    )
 }

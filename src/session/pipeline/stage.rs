@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::clock::PhaseClock;
 use crate::io::{Output, Split};
+use crate::orchestrator::phase_clock::PhaseClock;
 use crate::session::observer::{Notice, Observer};
 use crate::session::Outcome;
 use crate::{Error, Result};

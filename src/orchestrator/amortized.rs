@@ -1,16 +1,28 @@
-//! `augment --sampler amortized`: a trained class-conditional code sampler's samples for every class of the plan, where its network runs.
+//! The amortised code sampler run: where its network runs, its samples for every class of an augmentation's plan (`augment --sampler amortized`), and its fitting a round at a time with checkpoints (`rmld amortize train`).
 
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
 
-use crate::amortize::{CodeModel, ModelShape};
+use crate::amortize::load_model;
+use crate::amortize::{save_model, CodeModel, ModelShape};
 use crate::model::Target;
 use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
 use crate::orchestrator::SampleRun;
 use crate::{Error, Result};
 
-use super::settings::{AugmentSettings, BackendChoice};
+use super::backend_choice::BackendChoice;
+use super::observer::{Observer, Phase};
+
+/// Seconds between two checkpoints of a training (one is also written at a stop).
+const CHECKPOINT_SECONDS: f64 = 60.0;
+/// Steps per class between two polls of the stop request.
+const ROUND_STEPS: u32 = 5;
+/// Steps per class between polls when the network trains on the GPU, where a round uploads and
+/// reads back each class's network and optimiser state.
+#[cfg(feature = "gpu")]
+const GPU_ROUND_STEPS: u32 = 50;
 
 /// Where the learned sampler's network runs (generation and training): the GPU for `gpu`, and
 /// for `auto` when a hardware adapter exists (a software one is slower than the CPU's gemm);
@@ -56,13 +68,13 @@ pub(crate) fn generation_device(choice: BackendChoice) -> Result<GenerationDevic
 /// `augment --sampler amortized`: the model's samples for every class of `plan`, as the MCMC
 /// path's sink and an empty run (no chains) hold them; images are A·z, as the chains' are.
 pub(crate) fn amortized_generation(
-    args: &AugmentSettings,
+    (model_path, backend, seed): (Option<&Path>, BackendChoice, u64),
     plan: &AugmentPlan,
     target: &Target,
     height: usize,
     width: usize,
 ) -> Result<(AugmentSink, SampleRun, serde_json::Value)> {
-    let path = args.model.as_deref().ok_or_else(|| {
+    let path = model_path.ok_or_else(|| {
         Error::usage(
             "model",
             "--sampler amortized needs the model file (--model, from `rmld amortize train`)",
@@ -75,7 +87,7 @@ pub(crate) fn amortized_generation(
             "holds an unfinished training; finish it with `rmld amortize train`",
         ));
     }
-    let (_, dictionary_hash) = super::sample::hashes(target);
+    let (_, dictionary_hash) = super::identity::input_hashes(target);
     let want = ModelShape {
         height,
         width,
@@ -84,7 +96,7 @@ pub(crate) fn amortized_generation(
         classes: plan.classes.iter().map(|c| c.label).collect(),
     };
     model.check_matches(path, &want)?;
-    let gpu = generation_device(args.problem.backend)?;
+    let gpu = generation_device(backend)?;
     let started = Instant::now();
     let mut sink = AugmentSink::new(plan, 0, true);
     let dict = &target.dictionary;
@@ -95,10 +107,8 @@ pub(crate) fn amortized_generation(
             .ok_or_else(|| Error::Internal("class checked above".into()))?;
         let codes = match &gpu {
             #[cfg(feature = "gpu")]
-            Some(context) => {
-                model.sample_on_gpu(context.clone(), k, class.generated, args.problem.seed)?
-            }
-            _ => model.sample(k, class.generated, args.problem.seed),
+            Some(context) => model.sample_on_gpu(context.clone(), k, class.generated, seed)?,
+            _ => model.sample(k, class.generated, seed),
         };
         // A z for every code, as the chains' images are made (Z Aᵀ − 0 through gemm).
         let mut images = vec![0.0f32; class.generated * d];
@@ -127,4 +137,65 @@ pub(crate) fn amortized_generation(
         "samples_per_second": generated as f64 / seconds.max(1e-9),
     });
     Ok((sink, run, info))
+}
+
+/// The model to fit: a fresh one, or the checkpoint in `partial` of the same training.
+pub(crate) fn fresh_or_resumed(
+    fresh: CodeModel,
+    partial: &Path,
+    observer: &dyn Observer,
+) -> Result<CodeModel> {
+    if !partial.exists() {
+        return Ok(fresh);
+    }
+    let saved = load_model(partial)?;
+    if saved.shape != fresh.shape
+        || saved.settings != fresh.settings
+        || saved.teacher != fresh.teacher
+    {
+        return Err(Error::input(
+            partial,
+            "is the checkpoint of another training (other teacher, data or settings); \
+             remove it to start this one",
+        ));
+    }
+    observer.stage_start("resuming the fitting from its checkpoint");
+    Ok(saved)
+}
+
+/// Fits every class in parallel, a round of steps at a time: the stop request is polled and the
+/// progress moved between rounds, and a checkpoint written to `partial` every
+/// `CHECKPOINT_SECONDS` and at a stop. False when stopped.
+pub(crate) fn fit(
+    model: &mut CodeModel,
+    device: &GenerationDevice,
+    total: u64,
+    partial: &Path,
+    observer: &dyn Observer,
+) -> Result<bool> {
+    observer.phase_start(&Phase {
+        name: "fitting",
+        len: Some(total),
+        unit: "steps",
+    });
+    observer.phase_advance(model.steps_done());
+    let mut last_checkpoint = Instant::now();
+    while !model.complete() {
+        if observer.stop_requested() {
+            save_model(partial, model)?;
+            return Ok(false);
+        }
+        match device {
+            #[cfg(feature = "gpu")]
+            Some(context) => model.train_round_on_gpu(GPU_ROUND_STEPS, context)?,
+            _ => model.train_round(ROUND_STEPS),
+        }
+        observer.phase_advance(model.steps_done());
+        if last_checkpoint.elapsed().as_secs_f64() >= CHECKPOINT_SECONDS && !model.complete() {
+            save_model(partial, model)?;
+            last_checkpoint = Instant::now();
+        }
+    }
+    observer.phase_finish();
+    Ok(true)
 }

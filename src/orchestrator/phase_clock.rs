@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::session::observer::{Observer, Phase};
+use super::observer::{Observer, Phase};
 
 /// Wall time per phase, with a progress display through the observer for the phases that have
 /// none of their own.
