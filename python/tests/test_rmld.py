@@ -187,10 +187,12 @@ def test_augment_adapts_each_class_when_asked():
 
 
 def test_augment_uses_given_scales_as_given():
-    # As on the command line: the quality preset fits η, σ², the smoothing and the tangent scale
-    # to the data, except the ones the caller gives.
+    # As on the command line: the quality preset's chains (HMC; the default method, deform, runs
+    # none) fit η, σ², the smoothing and the tangent scale to the data, except the ones the
+    # caller gives.
     images, labels = rmld.load_digits()
-    common = dict(ratio=10, samples=2, burn_in=2, no_quality=True, backend="cpu", seed=1)
+    common = dict(ratio=10, samples=2, burn_in=2, no_quality=True, backend="cpu", seed=1,
+                  preset="quality", method="hmc")
     fitted = rmld.augment(images[:300], labels[:300], **common).report
     scaled = fitted["scale_fitted_to_data"]
     assert scaled["eta"]["used"] != 0.003 and scaled["class_margin"] > 0

@@ -2,7 +2,6 @@
 
 use crate::model::deformation::{anchors, class_draws};
 use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
-use crate::session::settings::{AugmentMethod, AugmentSettings, SamplerChoice};
 use crate::{Error, Result};
 
 use super::load::Loaded;
@@ -58,18 +57,4 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
         ..SampleRun::default()
     };
     Ok((sink, state))
-}
-
-/// Deform draws images directly: no amortized sampler (which generates codes).
-pub(super) fn refuse_what_it_has_not(args: &AugmentSettings) -> Result<()> {
-    if args.method != AugmentMethod::Deform {
-        return Ok(());
-    }
-    if args.sampler == SamplerChoice::Amortized {
-        return Err(Error::usage(
-            "sampler",
-            "method deform draws its images directly; the amortized sampler generates codes",
-        ));
-    }
-    Ok(())
 }

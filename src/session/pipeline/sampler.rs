@@ -1,6 +1,6 @@
 //! The sampler settings of an augmentation: one chain per `samples` generated images of a class, its warm-up (fixed or automatic) and the per-class adaptation.
 
-use crate::methods::Method;
+use crate::methods::{AugmentMethod, Method};
 use crate::orchestrator::{self, Adaptation, AugmentPlan, Init, SamplerSettings};
 use crate::session::settings::{AugmentSettings, SamplerChoice};
 use crate::{Error, Result};
@@ -11,7 +11,7 @@ pub(crate) fn sampler_settings(
     plan: &AugmentPlan,
 ) -> Result<SamplerSettings> {
     let method = args.method.dynamics();
-    super::deform::refuse_what_it_has_not(args)?;
+    refuse_amortized_without_chains(args)?;
     // Checked whatever the method, so that a setting refused for one method is refused for
     // all (a method without chains ignores both).
     if args.samples == 0 {
@@ -145,4 +145,16 @@ fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
         field,
         format!("{what} runs no chains to warm up: its shards run without a warm-up"),
     ))
+}
+
+/// A method that draws images directly (deform) has no chains for the amortized sampler, which
+/// generates codes, to stand in for.
+fn refuse_amortized_without_chains(args: &AugmentSettings) -> Result<()> {
+    match (args.method, args.sampler) {
+        (AugmentMethod::Deform, SamplerChoice::Amortized) => Err(Error::usage(
+            "sampler",
+            "method deform draws its images directly; the amortized sampler generates codes",
+        )),
+        _ => Ok(()),
+    }
 }
