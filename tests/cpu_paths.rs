@@ -315,7 +315,7 @@ const GEMM_ALLOWED: &[(&str, &str)] = &[
     ("src/backend/cpu/matmul.rs", "the gemm products themselves"),
     ("src/measure/cpu.rs", "the bench's gemm ceilings"),
     (
-        "src/session/amortized.rs",
+        "src/orchestrator/amortized.rs",
         "the amortised sampler's generated images",
     ),
     ("src/amortize/mlp.rs", "the amortised sampler's network"),
