@@ -70,9 +70,7 @@ pub(super) fn save(
     });
     pipe.output.report(&report)?;
     let mut hashed = run.asked.clone();
-    hashed.problem.out = std::path::PathBuf::new();
-    hashed.problem.shard = None;
-    hashed.problem.force = false;
+    hashed.problem.clear_placement();
     let end = ShardEnd {
         command: "augment",
         config: serde_json::to_value(&run.asked)
