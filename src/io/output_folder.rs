@@ -80,9 +80,26 @@ fn held_by_another_run(out: &Path) -> bool {
         return false;
     };
     matches!(
-        file.try_lock_shared(),
+        patiently(|| file.try_lock_shared()),
         Err(std::fs::TryLockError::WouldBlock)
     )
+}
+
+/// `try_lock` again for up to 100 ms while the lock is held: a process forked by another
+/// thread of this one shares a just-released lock until it execs (a library caller or a test
+/// binary that spawns processes), which is no other run.
+fn patiently(
+    mut try_lock: impl FnMut() -> std::result::Result<(), std::fs::TryLockError>,
+) -> std::result::Result<(), std::fs::TryLockError> {
+    let mut result = try_lock();
+    for _ in 0..20 {
+        if !matches!(result, Err(std::fs::TryLockError::WouldBlock)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        result = try_lock();
+    }
+    result
 }
 
 /// Fails (`Error::Usage` on `out`) when one of `outputs` in the folder `out` is, or resolves to,
@@ -135,7 +152,7 @@ pub fn lock_output(out: &Path) -> Result<File> {
         path: path.clone(),
         source,
     })?;
-    match file.try_lock() {
+    match patiently(|| file.try_lock()) {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
             "out",
