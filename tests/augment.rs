@@ -351,6 +351,15 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["preset"], "quality");
     assert_eq!(r["method"], "deform");
     assert_eq!(r["pixel_max"], 1.0);
+    // Deform makes no proposals and samples no chain target: the report says neither.
+    assert!(r["acceptance_rate"].is_null(), "{}", r["acceptance_rate"]);
+    assert!(
+        r["target"].is_null() && r["tangent"].is_null(),
+        "{}",
+        r["target"]
+    );
+    let said = String::from_utf8_lossy(&run.stdout);
+    assert!(said.contains("no accept step"), "{said}");
     assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
     // The explicit preset and the implicit one are the same run.
     let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();

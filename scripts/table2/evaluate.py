@@ -8,6 +8,8 @@ percent, mean ± std over seeds:
   Compression  their LASSO codes (codes.npy[:original_count] of --compression-from)
   RMLD         originals' codes + RMLD-generated codes (all of codes.npy of --rmld)
   RMLD w/o MH  the same for --rmld-no-mh
+  Deform       the same for --deform: rmld augment's default method (`--method deform`), its
+               generated images' LASSO codes under the same dictionary (docs/usefulness.md)
   Kernel HMC   originals + Kernel-HMC-generated images (all of the IDX set of --kernel-hmc)
 
 Code rows are tested on test-codes.npy (the LASSO codes of the test images, same dictionary),
@@ -41,7 +43,8 @@ from rmld_io import (  # noqa: E402
     report_int,
 )
 
-ROW_ORDER = ["Original", "Compression", "RMLD", "RMLD w/o MH", "Kernel HMC"]
+CODE_ROWS = [("RMLD", "--rmld"), ("RMLD w/o MH", "--rmld-no-mh"), ("Deform", "--deform")]
+ROW_ORDER = ["Original", "Compression", "RMLD", "RMLD w/o MH", "Deform", "Kernel HMC"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,12 +378,14 @@ def build_rows(args, log):
     for flag, value in [
         ("--rmld", args.rmld),
         ("--rmld-no-mh", args.rmld_no_mh),
+        ("--deform", args.deform),
         ("--kernel-hmc", args.kernel_hmc),
         ("--compression-from", args.compression_from),
     ]:
         if value is not None:
             dirs[flag] = OutDir.open(flag, value)
     compression = dirs.get("--compression-from") or dirs.get("--rmld") or dirs.get("--rmld-no-mh")
+    compression = compression or dirs.get("--deform")
 
     # Checks between runs: the same originals make the rows comparable.
     reference = next(iter(dirs.values()), None)
@@ -400,7 +405,7 @@ def build_rows(args, log):
     code_dirs = {}
     if "Compression" in args.rows and compression is not None:
         code_dirs[id(compression)] = compression
-    for name, flag in [("RMLD", "--rmld"), ("RMLD w/o MH", "--rmld-no-mh")]:
+    for name, flag in CODE_ROWS:
         if name in args.rows and flag in dirs:
             code_dirs[id(dirs[flag])] = dirs[flag]
 
@@ -448,7 +453,7 @@ def build_rows(args, log):
             Row("Compression", "codes", source, codes[:n], labels[:n], tc[:t], tl[:t],
                 compression.pixel_max())
         )
-    for name, flag in [("RMLD", "--rmld"), ("RMLD w/o MH", "--rmld-no-mh")]:
+    for name, flag in CODE_ROWS:
         d = dirs.get(flag)
         if name in args.rows and d is not None:
             codes, labels = d.codes()
@@ -607,7 +612,7 @@ def scale_features(row, code_scaling):
 def run(args, log):
     rows, info = build_rows(args, log)
     if not rows:
-        raise InputError("no rows to evaluate: give --rmld, --rmld-no-mh, --kernel-hmc, "
+        raise InputError("no rows to evaluate: give --rmld, --rmld-no-mh, --deform, --kernel-hmc, "
                          "--compression-from, or keep Original in --rows")
     classifiers = [CLASSIFIERS[k] for k in args.classifiers]
     results = {
@@ -733,12 +738,15 @@ def parse_args(argv):
         "compressed and augmented training sets written by `rmld augment`.",
         epilog="Rows: Original (always, from the first OUT folder's originals or the dataset), "
         "Compression (with --rmld, --rmld-no-mh or --compression-from), RMLD (--rmld), "
-        "RMLD w/o MH (--rmld-no-mh), Kernel HMC (--kernel-hmc).",
+        "RMLD w/o MH (--rmld-no-mh), Deform (--deform), Kernel HMC (--kernel-hmc).",
     )
     p.add_argument("--dataset", required=True, type=Path,
                    help="folder with train-/t10k- images and labels (IDX, gzip'd or raw)")
     p.add_argument("--rmld", type=Path, metavar="OUT", help="rmld augment output (with --encode-test)")
     p.add_argument("--rmld-no-mh", type=Path, metavar="OUT", help="rmld augment --no-mh output")
+    p.add_argument("--deform", type=Path, metavar="OUT",
+                   help="rmld augment --method deform --reencode output (its originals' codes "
+                   "from reuse_codes.py)")
     p.add_argument("--kernel-hmc", type=Path, metavar="OUT",
                    help="rmld augment --method kernel-hmc output (images only)")
     p.add_argument("--compression-from", type=Path, metavar="OUT",
@@ -751,7 +759,7 @@ def parse_args(argv):
     p.add_argument("--classifiers", default="all",
                    help="all, or a comma list of: " + ",".join(CLASSIFIERS))
     p.add_argument("--rows", default="all",
-                   help="all, or a comma list of: original,compression,rmld,rmld-no-mh,kernel-hmc")
+                   help="all, or a comma list of: original,compression,rmld,rmld-no-mh,deform,kernel-hmc")
     p.add_argument("--cv", type=int, default=0, metavar="K",
                    help="choose C/alpha by K-fold CV on the training set (0: fixed values)")
     p.add_argument("--code-scaling", choices=["pixel-max", "standard", "none"], default="pixel-max",
@@ -774,7 +782,7 @@ def parse_args(argv):
                     f"choose from {', '.join(CLASSIFIERS)}")
         args.classifiers = list(dict.fromkeys(keys))
     names = {"original": "Original", "compression": "Compression", "rmld": "RMLD",
-             "rmld-no-mh": "RMLD w/o MH", "kernel-hmc": "Kernel HMC"}
+             "rmld-no-mh": "RMLD w/o MH", "deform": "Deform", "kernel-hmc": "Kernel HMC"}
     if args.rows == "all":
         args.rows = list(ROW_ORDER)
     else:

@@ -23,6 +23,7 @@ pub(super) fn report(
     g: usize,
 ) -> (Value, Option<String>) {
     let (args, settings, problem) = (&run.args, &run.whole, &run.problem);
+    let deform = args.method == AugmentMethod::Deform;
     let Generated {
         run: chains,
         burn_in,
@@ -52,8 +53,13 @@ pub(super) fn report(
         "pixel_max": args.problem.pixel_max,
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
-        "target": args.problem.target,
-        "tangent": { "k": args.problem.tangent_k, "scale": args.problem.tangent_scale },
+        // Deform draws along each anchor's transformation tangents: no chain target.
+        "target": if deform { json!(null) } else { json!(args.problem.target) },
+        "tangent": if deform {
+            json!(null)
+        } else {
+            json!({ "k": args.problem.tangent_k, "scale": args.problem.tangent_scale })
+        },
         "dataset": parts::dataset_json(&run.dataset),
         "dictionary": if run.kernel {
             json!("none: kernel-hmc samples images")
@@ -65,7 +71,8 @@ pub(super) fn report(
         "generated_count": g,
         "interrupted": false,
         "classes": parts::class_report(&run.plan, &generated.sink, chains),
-        "acceptance_rate": chains.acceptance_rate(),
+        // Compression and Deform make no proposals: no rate rather than a made-up 0.
+        "acceptance_rate": args.method.moves().then(|| chains.acceptance_rate()),
         "mh_note": parts::mh_note(
             settings.mh && args.method.method().is_some(),
             settings.dynamics.method,
@@ -183,14 +190,18 @@ fn first_line(report: &Value, run: &Loaded, device: &Device, generated: &Generat
         );
     }
     let seconds = generated.seconds;
+    let acceptance = if args.method.moves() {
+        format!("acceptance {:.1}%", 100.0 * generated.run.acceptance_rate())
+    } else {
+        "no accept step".to_string()
+    };
     format!(
         "rmld augment ({}): {g} samples of {classes} classes from {} chains on {} in \
-         {seconds:.1} s ({:.0} samples/s, acceptance {:.1}%); {} originals; wrote {out}",
+         {seconds:.1} s ({:.0} samples/s, {acceptance}); {} originals; wrote {out}",
         args.method.name(),
         run.whole.chains,
         device.info["device"].as_str().unwrap_or("?"),
         g as f64 / seconds.max(1e-9),
-        100.0 * generated.run.acceptance_rate(),
         run.originals.n,
     )
 }
