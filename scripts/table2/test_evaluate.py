@@ -166,7 +166,9 @@ class EvaluateTest(unittest.TestCase):
 
     def full_run(self, data, rmld, nomh, khmc, *extra):
         tmp = self.tmpdir()
-        argv = ["--dataset", data, "--rmld", rmld, "--rmld-no-mh", nomh, "--kernel-hmc", khmc,
+        # The no-MH run stands in for a deform run too: both are code rows of generated codes.
+        argv = ["--dataset", data, "--rmld", rmld, "--rmld-no-mh", nomh, "--deform", nomh,
+                "--kernel-hmc", khmc,
                 "--seeds", 2, "--json", tmp / "t.json", "--markdown", tmp / "t.md", *extra]
         status, stdout, stderr = run_main(argv)
         self.assertEqual(status, 0, stderr)
@@ -180,7 +182,7 @@ class EvaluateTest(unittest.TestCase):
         self.assertEqual(results["test_count"], TEST)
         expected_rows = {"Original": ORIGINALS, "Compression": ORIGINALS,
                          "RMLD": ORIGINALS + GENERATED, "RMLD w/o MH": ORIGINALS + GENERATED,
-                         "Kernel HMC": ORIGINALS + GENERATED}
+                         "Deform": ORIGINALS + GENERATED, "Kernel HMC": ORIGINALS + GENERATED}
         for name, row in results["rows"].items():
             self.assertEqual(row["train_rows"], expected_rows[name], name)
             self.assertEqual(row["test_rows"], TEST)
