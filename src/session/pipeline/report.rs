@@ -36,7 +36,7 @@ pub(super) fn report(
         "rmld_version": env!("CARGO_PKG_VERSION"),
         "preset": args.preset,
         "method": args.method,
-        "mh": !args.dynamics.no_mh,
+        "mh": args.method.moves().then_some(!args.dynamics.no_mh),
         "settings": settings,
         "ratio": args.ratio,
         "burn_in": burn_in,
