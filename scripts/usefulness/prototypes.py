@@ -298,3 +298,35 @@ def through_dictionary(inner, lam: float = 0.05):
 
 PROTOTYPES["p-deform-lasso"] = through_dictionary(PROTOTYPES["p-deform"])
 PROTOTYPES["proposal"] = proposal()
+
+
+def mirrored(inner):
+    """`inner` anchored on the images and their left-right mirrors, as if the classes were
+    mirror-invariant (Quick Draw's bow ties, lollipops and rainbows look so)."""
+
+    def augment(x, y, counts, seed):
+        return inner(np.concatenate([x, x[..., ::-1]]), np.concatenate([y, y]), counts, seed)
+
+    return augment
+
+
+def half_smote(inner):
+    """Half of each class's new images from SMOTE's interpolation, half from `inner`: an
+    interpolant between class neighbours and a deformation of one image, side by side."""
+
+    def augment(x, y, counts, seed):
+        from augmenters import BASELINES
+
+        first = {c: n // 2 for c, n in counts.items()}
+        rest = {c: n - n // 2 for c, n in counts.items()}
+        ax, ay = BASELINES["smote"](x, y, first, seed)
+        bx, by = inner(x, y, rest, seed)
+        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
+
+    return augment
+
+
+PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
+PROTOTYPES["p-half-smote"] = half_smote(proposal())
+for _factor in (1.0, 2.0, 3.0):
+    PROTOTYPES[f"proposal-x{_factor:g}"] = proposal(0.5 * _factor)

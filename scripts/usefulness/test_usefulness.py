@@ -34,7 +34,8 @@ class Augmenters(unittest.TestCase):
     def test_every_augmenter_gives_the_counts_asked_in_range(self):
         x, y = blobs()
         counts = {0: 5, 1: 0, 2: 9}
-        names = list(augmenters.BASELINES) + ["proposal", "p-deform", "p-tangent", "p-warp"]
+        names = list(augmenters.BASELINES) + ["proposal", "p-deform", "p-tangent", "p-warp",
+                                               "p-mirror-proposal", "p-half-smote", "proposal-x2"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders
