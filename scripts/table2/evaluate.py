@@ -384,8 +384,8 @@ def build_rows(args, log):
     ]:
         if value is not None:
             dirs[flag] = OutDir.open(flag, value)
-    compression = dirs.get("--compression-from") or dirs.get("--rmld") or dirs.get("--rmld-no-mh")
-    compression = compression or dirs.get("--deform")
+    compression = next((dirs[f] for f in ("--compression-from", "--rmld", "--rmld-no-mh",
+                                          "--deform") if f in dirs), None)
 
     # Checks between runs: the same originals make the rows comparable.
     reference = next(iter(dirs.values()), None)
@@ -737,7 +737,7 @@ def parse_args(argv):
         description="The RMLD paper's Table 2: linear classifiers' test error on the original, "
         "compressed and augmented training sets written by `rmld augment`.",
         epilog="Rows: Original (always, from the first OUT folder's originals or the dataset), "
-        "Compression (with --rmld, --rmld-no-mh or --compression-from), RMLD (--rmld), "
+        "Compression (with --rmld, --rmld-no-mh, --deform or --compression-from), RMLD (--rmld), "
         "RMLD w/o MH (--rmld-no-mh), Deform (--deform), Kernel HMC (--kernel-hmc).",
     )
     p.add_argument("--dataset", required=True, type=Path,
