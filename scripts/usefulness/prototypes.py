@@ -22,6 +22,8 @@ from typing import Dict, Optional
 import numpy as np
 from scipy import ndimage
 
+import learned_variation
+
 # Standard deviations of the transformation tangents' coefficients, in natural units: pixels
 # (shifts, thickness, at 28 px: scaled with the side) and relative (rotation in radians, scale,
 # shears).
@@ -310,23 +312,39 @@ def mirrored(inner):
     return augment
 
 
+def halves(first, second):
+    """Half of each class's new images from `first`, the other half from `second`."""
+
+    def augment(x, y, counts, seed):
+        ax, ay = first(x, y, {c: n // 2 for c, n in counts.items()}, seed)
+        bx, by = second(x, y, {c: n - n // 2 for c, n in counts.items()}, seed)
+        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
+
+    return augment
+
+
 def half_smote(inner):
     """Half of each class's new images from SMOTE's interpolation, half from `inner`: an
     interpolant between class neighbours and a deformation of one image, side by side."""
 
-    def augment(x, y, counts, seed):
-        from augmenters import BASELINES
+    def smote(*args):
+        from augmenters import BASELINES  # here: augmenters imports this module
 
-        first = {c: n // 2 for c, n in counts.items()}
-        rest = {c: n - n // 2 for c, n in counts.items()}
-        ax, ay = BASELINES["smote"](x, y, first, seed)
-        bx, by = inner(x, y, rest, seed)
-        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
+        return BASELINES["smote"](*args)
 
-    return augment
+    return halves(smote, inner)
 
 
 PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
 PROTOTYPES["p-half-smote"] = half_smote(proposal())
 for _factor in (1.0, 2.0, 3.0):
     PROTOTYPES[f"proposal-x{_factor:g}"] = proposal(0.5 * _factor)
+
+# Variation learned from the data (learned_variation.py): the Quick Draw study.
+PROTOTYPES["p-morph"] = learned_variation.morphs()
+PROTOTYPES["p-box"] = learned_variation.boxed(proposal())
+for _f in (1.3, 1.5):
+    PROTOTYPES[f"p-stretch{_f:g}"] = learned_variation.stretches(_f)
+PROTOTYPES["p-stretch1.5-free"] = learned_variation.stretches(1.5, box=False)
+PROTOTYPES["p-stretch1.5-turn5"] = learned_variation.stretches(1.5, turn_deg=5.0)
+PROTOTYPES["p-half-stretch"] = halves(proposal(), learned_variation.stretches(1.5))

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import augmenters  # noqa: E402
 import data  # noqa: E402
+import learned_variation  # noqa: E402
 import prototypes  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
@@ -35,7 +36,8 @@ class Augmenters(unittest.TestCase):
         x, y = blobs()
         counts = {0: 5, 1: 0, 2: 9}
         names = list(augmenters.BASELINES) + ["proposal", "p-deform", "p-tangent", "p-warp",
-                                               "p-mirror-proposal", "p-half-smote", "proposal-x2"]
+                                               "p-mirror-proposal", "p-half-smote", "proposal-x2",
+                                               "p-stretch1.5", "p-box", "p-morph"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders
@@ -89,6 +91,28 @@ class Prototypes(unittest.TestCase):
             x, y, {0: 4, 1: 0}, 0)
         # No span, no noise, no smoothing: the draws are the anchors, each image once.
         self.assertEqual(sorted(map(bytes, gx)), sorted(map(bytes, x[y == 0])))
+
+
+    def test_new_images_take_the_sets_box_convention(self):
+        # Every training image: a 6 x 10 ink box centred in the frame. A new image with a
+        # 12 x 4 box away from the centre comes back with its longer side 10, centred.
+        x = np.zeros((5, 28, 28), np.float32)
+        x[:, 11:17, 9:19] = 1.0
+        self.assertEqual(learned_variation.box_convention(x), (10.0, 13.5, 13.5))
+        new = np.zeros((1, 28, 28), np.float32)
+        new[0, 2:14, 3:7] = 1.0
+        top, bottom, left, right, _ = learned_variation.ink_boxes(
+            learned_variation.normalise(new, learned_variation.box_convention(x)))
+        self.assertLessEqual(abs(int(bottom[0] - top[0] + 1) - 10), 1)
+        self.assertLessEqual(abs((top[0] + bottom[0]) / 2 - 13.5), 0.5)
+        self.assertLessEqual(abs((left[0] + right[0]) / 2 - 13.5), 0.5)
+
+    def test_a_set_without_a_shared_box_is_left_alone(self):
+        x, _ = blobs()
+        self.assertEqual(learned_variation.box_convention(x)[1], None)
+        new = blobs(seed=1)[0]
+        np.testing.assert_array_equal(
+            learned_variation.normalise(new, (None, None, None)), new)
 
 
 class Harness(unittest.TestCase):
