@@ -364,6 +364,10 @@ fn the_default_preset_is_quality_and_options_override_it() {
     );
     let said = String::from_utf8_lossy(&run.stdout);
     assert!(said.contains("no accept step"), "{said}");
+    assert!(
+        said.contains("drawn at once") && !said.contains("chains"),
+        "{said}"
+    );
     assert!(r["generated_codes"].as_str().unwrap().starts_with("LASSO"));
     // The explicit preset and the implicit one are the same run.
     let images = |out: &Path| std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap();
@@ -441,6 +445,8 @@ fn the_default_preset_is_quality_and_options_override_it() {
     assert_eq!(r["preset"], "paper");
     assert_eq!(r["target"], "paper");
     assert_eq!(r["pixel_max"], 255.0);
+    // The paper's target has no tangent span: its settings are not reported as if used.
+    assert!(r["tangent"].is_null(), "{}", r["tangent"]);
 }
 
 /// The code cache: a second run reads the originals' and the re-encoded samples' codes (same

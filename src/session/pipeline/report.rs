@@ -8,6 +8,7 @@ use crate::backend::EncodeStats;
 use crate::diagnostics::per_class as cd;
 use crate::io::Output;
 use crate::methods::AugmentMethod;
+use crate::model::TargetKind;
 use crate::orchestrator::report as parts;
 use crate::session::problem::dictionary_json;
 use crate::session::settings::Preset;
@@ -53,9 +54,10 @@ pub(super) fn report(
         "pixel_max": args.problem.pixel_max,
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
-        // Deform draws along each anchor's transformation tangents: no chain target.
+        // Deform draws along each anchor's transformation tangents: no chain target. The
+        // tangent span's settings are shown only where the chains' target uses them.
         "target": if deform { json!(null) } else { json!(args.problem.target) },
-        "tangent": if deform {
+        "tangent": if deform || args.problem.target != TargetKind::Tangent {
             json!(null)
         } else {
             json!({ "k": args.problem.tangent_k, "scale": args.problem.tangent_scale })
@@ -190,16 +192,19 @@ fn first_line(report: &Value, run: &Loaded, device: &Device, generated: &Generat
         );
     }
     let seconds = generated.seconds;
-    let acceptance = if args.method.moves() {
-        format!("acceptance {:.1}%", 100.0 * generated.run.acceptance_rate())
+    // Deform and compression run no chains: their one-draw "chains" are the samples themselves.
+    let (source, acceptance) = if args.method.moves() {
+        (
+            format!("from {} chains", run.whole.chains),
+            format!("acceptance {:.1}%", 100.0 * generated.run.acceptance_rate()),
+        )
     } else {
-        "no accept step".to_string()
+        ("drawn at once".to_string(), "no accept step".to_string())
     };
     format!(
-        "rmld augment ({}): {g} samples of {classes} classes from {} chains on {} in \
+        "rmld augment ({}): {g} samples of {classes} classes {source} on {} in \
          {seconds:.1} s ({:.0} samples/s, {acceptance}); {} originals; wrote {out}",
         args.method.name(),
-        run.whole.chains,
         device.info["device"].as_str().unwrap_or("?"),
         g as f64 / seconds.max(1e-9),
         run.originals.n,
