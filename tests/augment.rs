@@ -662,4 +662,11 @@ fn balance_sets_each_class_count_and_refuses_what_it_cannot_do() {
     let out = dir.path().join("both");
     let run = augment_with_defaults(&out, &["--balance", "auto", "--ratio", "2"]);
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    // Counts no machine can hold are refused before allocating, naming --balance (not --ratio,
+    // which the run was not given), with nothing written.
+    let out = dir.path().join("too-many");
+    let run = augment_with_defaults(&out, &[&quiet[..], &["--balance", "0:2000000000"]].concat());
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("--balance"), "{}", stderr(&run));
+    assert!(!out.join("generated-labels.npy").exists());
 }

@@ -35,11 +35,15 @@ pub(crate) fn sampler_settings(
         true => outer,
     };
     if plan.chains() > u32::MAX as usize {
+        let (setting, what) = match args.balance {
+            Some(_) => ("balance", "the counts of `balance`"),
+            None => ("ratio", "the generated part of `ratio`"),
+        };
         return Err(Error::usage(
-            "ratio",
+            setting,
             format!(
                 "{} generated samples need {} chains, more than the 4294967295 a run can hold: \
-                 lower the generated part of `ratio` or raise `samples`",
+                 lower {what} or raise `samples`",
                 plan.generated(),
                 plan.chains()
             ),
