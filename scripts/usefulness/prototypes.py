@@ -335,8 +335,24 @@ def half_smote(inner):
     return halves(smote, inner)
 
 
+def brightness(inner, spread: float = 0.25, gamma: bool = False):
+    """`inner`'s new images with their intensities scaled by a log-uniform factor within
+    ±spread (gamma: raised to that power instead), then clipped: ink and fabric of another
+    strength."""
+
+    def augment(x, y, counts, seed):
+        gx, gy = inner(x, y, counts, seed)
+        rng = np.random.default_rng(seed + 101)
+        f = np.exp(rng.uniform(-spread, spread, len(gx)))[:, None, None]
+        return np.clip(gx ** f if gamma else gx * f, 0, 1).astype(np.float32), gy
+
+    return augment
+
+
 PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
 PROTOTYPES["p-half-smote"] = half_smote(proposal())
+PROTOTYPES["p-bright"] = brightness(proposal())
+PROTOTYPES["p-gamma"] = brightness(proposal(), 0.4, gamma=True)
 for _factor in (1.0, 2.0, 3.0):
     PROTOTYPES[f"proposal-x{_factor:g}"] = proposal(0.5 * _factor)
 
