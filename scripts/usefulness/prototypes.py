@@ -111,7 +111,7 @@ class LabelFilter:
 def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
                       warp: bool = False, tries: int = 10, per_anchor: int = 0,
-                      anchor_shift: bool = False):
+                      anchor_shift: bool = False, nudge: float = 0.0):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
@@ -119,7 +119,9 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     `rmld augment` picks chain starts today: ceil(n / K) chains, each start drawn uniformly
     with replacement from the class, K draws per chain. `anchor_shift`: the draw is centred on
     the anchor moved by one pixel (right, left, down or up, each image's four in turn) instead
-    of the anchor itself."""
+    of the anchor itself. `nudge`: the draw also moves a uniform fraction within [0, nudge] of
+    the way to one of the anchor's 5 nearest same-class images (moved alike), as SMOTE's
+    interpolants do all the way."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed)
@@ -160,7 +162,8 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                                                for name, std in _tangent_stds(side, deform).items()]
                 for attempt in range(tries):
                     draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
-                                 smooth * pixels, warp, rng, tangents.get((start, move), ()), move)
+                                 smooth * pixels, warp, rng, tangents.get((start, move), ()), move,
+                                 nudge)
                     if label_filter is None or label_filter.keep(draw[None], c)[0] or attempt == tries - 1:
                         break
                 kept.append(draw)
@@ -184,7 +187,7 @@ def shift_image(image, move):
     return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
 
 
-def proposal(factor: float = 0.5):
+def proposal(factor: float = 0.5, nudge: float = 0.0):
     """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
     draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
     scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
@@ -193,9 +196,9 @@ def proposal(factor: float = 0.5):
     (τ = DEFORM's 1 px · side/28) on smaller ones, where one whole pixel is too far (the 8×8
     digits: 1-pixel shifts cost logistic regression 2.2 points)."""
     large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
-                              anchor_shift=True)
+                              anchor_shift=True, nudge=nudge)
     small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
-                              noise=0.0)
+                              noise=0.0, nudge=nudge)
 
     def augment(x, y, counts, seed):
         return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
@@ -204,11 +207,15 @@ def proposal(factor: float = 0.5):
 
 
 def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents,
-          move=None):
+          move=None, nudge=0.0):
     anchor = images[start] if move is None else shift_image(images[start], move)
     if warp and deform:
         anchor = _warp(anchor, rng, deform)
     x = anchor.reshape(-1).copy()
+    if nudge > 0 and k > 0:
+        other = images[neighbours[start][rng.integers(min(5, k))]]
+        other = other if move is None else shift_image(other, move)
+        x += rng.uniform(0, nudge) * (other - anchor).reshape(-1)
     if scale > 0 and k > 0:
         span = flat[neighbours[start]] - flat[start]
         x += (scale / np.sqrt(k)) * rng.standard_normal(k) @ span
@@ -352,6 +359,8 @@ def brightness(inner, spread: float = 0.25, gamma: bool = False):
 PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
 PROTOTYPES["p-half-smote"] = half_smote(proposal())
 PROTOTYPES["p-bright"] = brightness(proposal())
+for _nudge in (0.3, 0.5):
+    PROTOTYPES[f"p-nudge{_nudge:g}"] = proposal(nudge=_nudge)
 PROTOTYPES["p-gamma"] = brightness(proposal(), 0.4, gamma=True)
 for _factor in (1.0, 2.0, 3.0):
     PROTOTYPES[f"proposal-x{_factor:g}"] = proposal(0.5 * _factor)
