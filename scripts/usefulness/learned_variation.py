@@ -84,22 +84,40 @@ def _anchors(idx: np.ndarray, n: int, rng) -> np.ndarray:
     return np.concatenate([rng.permutation(idx) for _ in range(rounds)])[:n]
 
 
+def stretch_image(image: np.ndarray, factor: float, turn: float = 0.0) -> np.ndarray:
+    """The image stretched by `factor` along its rows' direction (down) and squeezed by
+    1/factor across, then turned by `turn` radians, about its centre (bilinear, zeros outside)."""
+    centre = np.full(2, (image.shape[0] - 1) / 2)
+    rotation = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])
+    inverse = np.linalg.inv(rotation @ np.diag([factor, 1 / factor]))
+    return ndimage.affine_transform(image, inverse, offset=centre - inverse @ centre, order=1)
+
+
+def stretched(inner, max_factor: float = 1.5):
+    """`inner`'s new images each stretched as `stretches` does, then box-normalised."""
+
+    def augment(x, y, counts, seed):
+        gx, gy = inner(x, y, counts, seed)
+        rng = np.random.default_rng(seed + 53)
+        logs = rng.uniform(-np.log(max_factor), np.log(max_factor), len(gx))
+        out = np.stack([stretch_image(g, np.exp(f)) for g, f in zip(gx, logs)]) if len(gx) else gx
+        return normalise(np.clip(out, 0, 1).astype(np.float32), box_convention(x)), gy
+
+    return augment
+
+
 def stretches(max_factor: float = 1.5, turn_deg: float = 0.0, box: bool = True):
     """New images: originals stretched by f and squeezed by 1/f (log f uniform within
     ±log max_factor, rows against columns), turned by up to turn_deg, then (box) normalised."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed + 31)
-        centre = np.full(2, (x.shape[1] - 1) / 2)
         out_x, out_y = [], []
         for label, n in counts.items():
             for a in _anchors(np.flatnonzero(y == label), n, rng):
                 f = np.exp(rng.uniform(-np.log(max_factor), np.log(max_factor)))
                 th = np.deg2rad(rng.uniform(-turn_deg, turn_deg))
-                turn = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
-                inverse = np.linalg.inv(turn @ np.diag([f, 1 / f]))
-                out_x.append(ndimage.affine_transform(x[a], inverse, offset=centre - inverse @ centre,
-                                                      order=1))
+                out_x.append(stretch_image(x[a], f, th))
                 out_y.append(label)
         gx = np.clip(np.array(out_x, np.float32).reshape((-1,) + x.shape[1:]), 0, 1)
         return (normalise(gx, box_convention(x)) if box else gx), np.array(out_y, np.int64)

@@ -373,3 +373,5 @@ for _f in (1.3, 1.5):
 PROTOTYPES["p-stretch1.5-free"] = learned_variation.stretches(1.5, box=False)
 PROTOTYPES["p-stretch1.5-turn5"] = learned_variation.stretches(1.5, turn_deg=5.0)
 PROTOTYPES["p-half-stretch"] = halves(proposal(), learned_variation.stretches(1.5))
+PROTOTYPES["p-deform-stretch1.5"] = learned_variation.stretched(proposal(), 1.5)
+PROTOTYPES["p-deform-stretch1.3"] = learned_variation.stretched(proposal(), 1.3)
