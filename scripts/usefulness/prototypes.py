@@ -111,7 +111,7 @@ class LabelFilter:
 def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
                       warp: bool = False, tries: int = 10, per_anchor: int = 0,
-                      anchor_shift: bool = False, nudge: float = 0.0):
+                      anchor_shift: bool = False, nudge: float = 0.0, moves=None):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
@@ -153,7 +153,8 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                 if anchor_shift:
                     from augmenters import SHIFTS
 
-                    move = SHIFTS[(turns[start] + start) % 4]
+                    ring = SHIFTS if moves is None else moves
+                    move = ring[(turns[start] + start) % len(ring)]
                     turns[start] += 1
                 if deform and not warp and (start, move) not in tangents:
                     base = images[start] if move is None else shift_image(images[start], move)
@@ -187,7 +188,7 @@ def shift_image(image, move):
     return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
 
 
-def proposal(factor: float = 0.5, nudge: float = 0.0):
+def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves=None):
     """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
     draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
     scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
@@ -196,9 +197,9 @@ def proposal(factor: float = 0.5, nudge: float = 0.0):
     (τ = DEFORM's 1 px · side/28) on smaller ones, where one whole pixel is too far (the 8×8
     digits: 1-pixel shifts cost logistic regression 2.2 points)."""
     large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
-                              anchor_shift=True, nudge=nudge)
+                              anchor_shift=True, nudge=nudge, smooth=smooth, moves=moves)
     small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
-                              noise=0.0, nudge=nudge)
+                              noise=0.0, nudge=nudge, smooth=smooth)
 
     def augment(x, y, counts, seed):
         return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
@@ -359,6 +360,13 @@ def brightness(inner, spread: float = 0.25, gamma: bool = False):
 PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
 PROTOTYPES["p-half-smote"] = half_smote(proposal())
 PROTOTYPES["p-bright"] = brightness(proposal())
+PROTOTYPES["p-smooth0"] = proposal(smooth=0.0)
+PROTOTYPES["p-smooth0.8"] = proposal(smooth=0.8)
+# The anchor moved in 8 directions in turn (the diagonals too), or by 1 or 2 pixels.
+PROTOTYPES["p-moves8"] = proposal(moves=[(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1),
+                                         (-1, 0), (-1, 1)])
+PROTOTYPES["p-moves2px"] = proposal(moves=[(0, 1), (0, -2), (1, 0), (-2, 0), (0, -1), (0, 2),
+                                           (-1, 0), (2, 0)])
 for _nudge in (0.3, 0.5):
     PROTOTYPES[f"p-nudge{_nudge:g}"] = proposal(nudge=_nudge)
 PROTOTYPES["p-gamma"] = brightness(proposal(), 0.4, gamma=True)
