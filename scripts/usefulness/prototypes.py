@@ -357,9 +357,27 @@ def brightness(inner, spread: float = 0.25, gamma: bool = False):
     return augment
 
 
+def elastic_after(inner, alpha: float, sigma: float = 4.0):
+    """`inner`'s new images each distorted by Simard's elastic field (augmenters.py), α and σ
+    given at 28 px."""
+
+    def augment(x, y, counts, seed):
+        from augmenters import _elastic  # here: augmenters imports this module
+
+        gx, gy = inner(x, y, counts, seed)
+        rng = np.random.default_rng(seed + 211)
+        out = [np.clip(_elastic(g, rng, alpha, sigma), 0, 1) for g in gx]
+        return (np.stack(out).astype(np.float32) if out else gx), gy
+
+    return augment
+
+
 PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
 PROTOTYPES["p-half-smote"] = half_smote(proposal())
 PROTOTYPES["p-bright"] = brightness(proposal())
+PROTOTYPES["p-elastic17"] = elastic_after(proposal(), 17.0)
+PROTOTYPES["p-elastic34"] = elastic_after(proposal(), 34.0)
+PROTOTYPES["p-half-elastic"] = halves(proposal(), lambda *a: __import__("augmenters").elastic(*a))
 PROTOTYPES["p-smooth0"] = proposal(smooth=0.0)
 PROTOTYPES["p-smooth0.8"] = proposal(smooth=0.8)
 # The anchor moved in 8 directions in turn (the diagonals too), or by 1 or 2 pixels.

@@ -38,7 +38,8 @@ class Augmenters(unittest.TestCase):
         names = list(augmenters.BASELINES) + ["proposal", "p-deform", "p-tangent", "p-warp",
                                                "p-mirror-proposal", "p-half-smote", "proposal-x2",
                                                "p-stretch1.5", "p-box", "p-morph",
-                                               "p-deform-stretch1.5", "p-nudge0.3", "p-gamma", "p-moves8"]
+                                               "p-deform-stretch1.5", "p-nudge0.3", "p-gamma", "p-moves8", "p-elastic17",
+                                               "p-half-elastic"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders
