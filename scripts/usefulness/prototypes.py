@@ -111,7 +111,8 @@ class LabelFilter:
 def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str, float]] = None,
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
                       warp: bool = False, tries: int = 10, per_anchor: int = 0,
-                      anchor_shift: bool = False, nudge: float = 0.0, moves=None):
+                      anchor_shift: bool = False, nudge: float = 0.0, moves=None,
+                      hard: float = 0.0):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
@@ -127,6 +128,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
         rng = np.random.default_rng(seed)
         side = x.shape[-1]
         pixels = side / 28.0
+        hardness = _hardness(x, y) if hard > 0 else None
         label_filter = LabelFilter(x, y, filter_p) if filter_p else None
         out_x, out_y = [], []
         for c, n in sorted(counts.items()):
@@ -142,6 +144,9 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
             if per_anchor:
                 chains = rng.integers(0, len(images), int(np.ceil(n / per_anchor)))
                 starts = np.repeat(chains, per_anchor)[:n]
+            elif hardness is not None:
+                weights = hardness[y == c] ** hard
+                starts = rng.permutation(_allocate(weights, n))
             else:
                 starts = np.concatenate([rng.permutation(len(images))
                                          for _ in range(int(np.ceil(n / len(images))))])[:n]
@@ -177,6 +182,30 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     return augment
 
 
+def _hardness(x, y) -> np.ndarray:
+    """Per image: the distance to its nearest same-class image over the distance to its nearest
+    image of another class (above 1: closer to another class than to its own)."""
+    flat = x.reshape(len(x), -1).astype(np.float64)
+    sq = (flat ** 2).sum(1)
+    dist = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2 * flat @ flat.T, 0))
+    np.fill_diagonal(dist, np.inf)
+    same = y[:, None] == y[None, :]
+    near_same = np.where(same, dist, np.inf).min(1)
+    near_other = np.where(~same, dist, np.inf).min(1)
+    ratio = near_same / np.maximum(near_other, 1e-12)
+    return np.where(np.isfinite(ratio), ratio, 1.0)
+
+
+def _allocate(weights: np.ndarray, n: int) -> np.ndarray:
+    """n anchors over the images in proportion to `weights` (largest remainders), each image's
+    index repeated its count of times."""
+    share = n * weights / weights.sum()
+    counts = np.floor(share).astype(int)
+    rest = n - counts.sum()
+    counts[np.argsort(-(share - counts), kind="stable")[:rest]] += 1
+    return np.repeat(np.arange(len(weights)), counts)
+
+
 def shift_image(image, move):
     """The image moved by `move` (rows, columns) times side/28 pixels: one pixel at 28 px, a
     linearly interpolated fraction of one on smaller images."""
@@ -188,7 +217,8 @@ def shift_image(image, move):
     return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
 
 
-def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves=None):
+def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves=None,
+             hard: float = 0.0):
     """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
     draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
     scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
@@ -197,9 +227,10 @@ def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves
     (τ = DEFORM's 1 px · side/28) on smaller ones, where one whole pixel is too far (the 8×8
     digits: 1-pixel shifts cost logistic regression 2.2 points)."""
     large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
-                              anchor_shift=True, nudge=nudge, smooth=smooth, moves=moves)
+                              anchor_shift=True, nudge=nudge, smooth=smooth, moves=moves,
+                              hard=hard)
     small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
-                              noise=0.0, nudge=nudge, smooth=smooth)
+                              noise=0.0, nudge=nudge, smooth=smooth, hard=hard)
 
     def augment(x, y, counts, seed):
         return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
@@ -378,6 +409,9 @@ PROTOTYPES["p-bright"] = brightness(proposal())
 PROTOTYPES["p-elastic17"] = elastic_after(proposal(), 17.0)
 PROTOTYPES["p-elastic34"] = elastic_after(proposal(), 34.0)
 PROTOTYPES["p-half-elastic"] = halves(proposal(), lambda *a: __import__("augmenters").elastic(*a))
+# Anchors in proportion to hardness^γ (closer to another class than to its own: more draws).
+for _hard in (1.0, 2.0, 4.0):
+    PROTOTYPES[f"p-hard{_hard:g}"] = proposal(hard=_hard)
 PROTOTYPES["p-smooth0"] = proposal(smooth=0.0)
 PROTOTYPES["p-smooth0.8"] = proposal(smooth=0.8)
 # The anchor moved in 8 directions in turn (the diagonals too), or by 1 or 2 pixels.

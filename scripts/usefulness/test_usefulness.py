@@ -39,7 +39,7 @@ class Augmenters(unittest.TestCase):
                                                "p-mirror-proposal", "p-half-smote", "proposal-x2",
                                                "p-stretch1.5", "p-box", "p-morph",
                                                "p-deform-stretch1.5", "p-nudge0.3", "p-gamma", "p-moves8", "p-elastic17",
-                                               "p-half-elastic"]
+                                               "p-half-elastic", "p-hard2"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders
