@@ -325,6 +325,15 @@ impl Default for AugmentSettings {
 pub const AUGMENT_AUTO_BURN_IN_CAP: u32 = 200;
 
 impl AugmentSettings {
+    /// The setting that sizes the generated set, as refusals name it: `balance` where given,
+    /// else `ratio`.
+    pub fn count_setting(&self) -> &'static str {
+        match self.balance {
+            Some(_) => "balance",
+            None => "ratio",
+        }
+    }
+
     /// The paper's settings: every setting at its own default (paper target, RMLD, pixel-max
     /// 255, λ 5, σ² 1, η 0.01, no burn-in).
     pub fn paper() -> Self {

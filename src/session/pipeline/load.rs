@@ -127,14 +127,8 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     let whole = sampler_settings(&args, &plan)?;
     // The chains' state, their class means, and the generated codes and images kept in memory.
     let p = if kernel { d } else { problem.target.p() };
-    // The setting that asked for the samples: the counts of `balance` where given.
-    let sized_by = if args.balance.is_some() {
-        "balance"
-    } else {
-        "ratio"
-    };
     memory::check_fits(
-        sized_by,
+        args.count_setting(),
         &format!(
             "{} generated samples from {} chains of {p} atoms over {d} pixels",
             plan.generated(),

@@ -35,15 +35,12 @@ pub(crate) fn sampler_settings(
         true => outer,
     };
     if plan.chains() > u32::MAX as usize {
-        let (setting, what) = match args.balance {
-            Some(_) => ("balance", "the counts of `balance`"),
-            None => ("ratio", "the generated part of `ratio`"),
-        };
+        let setting = args.count_setting();
         return Err(Error::usage(
             setting,
             format!(
                 "{} generated samples need {} chains, more than the 4294967295 a run can hold: \
-                 lower {what} or raise `samples`",
+                 lower `{setting}` or raise `samples`",
                 plan.generated(),
                 plan.chains()
             ),
