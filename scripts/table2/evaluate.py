@@ -384,8 +384,8 @@ def build_rows(args, log):
     ]:
         if value is not None:
             dirs[flag] = OutDir.open(flag, value)
-    compression = next((dirs[f] for f in ("--compression-from", "--rmld", "--rmld-no-mh",
-                                          "--deform") if f in dirs), None)
+    compression = next((dirs[f] for f in ["--compression-from"] + [f for _, f in CODE_ROWS]
+                        if f in dirs), None)
 
     # Checks between runs: the same originals make the rows comparable.
     reference = next(iter(dirs.values()), None)

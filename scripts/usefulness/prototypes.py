@@ -362,16 +362,21 @@ def halves(first, second):
     return augment
 
 
+def baseline(name: str):
+    """augmenters.BASELINES[name], looked up when called: augmenters imports this module."""
+
+    def augment(*args):
+        from augmenters import BASELINES
+
+        return BASELINES[name](*args)
+
+    return augment
+
+
 def half_smote(inner):
     """Half of each class's new images from SMOTE's interpolation, half from `inner`: an
     interpolant between class neighbours and a deformation of one image, side by side."""
-
-    def smote(*args):
-        from augmenters import BASELINES  # here: augmenters imports this module
-
-        return BASELINES["smote"](*args)
-
-    return halves(smote, inner)
+    return halves(baseline("smote"), inner)
 
 
 def brightness(inner, spread: float = 0.25, gamma: bool = False):
@@ -408,7 +413,7 @@ PROTOTYPES["p-half-smote"] = half_smote(proposal())
 PROTOTYPES["p-bright"] = brightness(proposal())
 PROTOTYPES["p-elastic17"] = elastic_after(proposal(), 17.0)
 PROTOTYPES["p-elastic34"] = elastic_after(proposal(), 34.0)
-PROTOTYPES["p-half-elastic"] = halves(proposal(), lambda *a: __import__("augmenters").elastic(*a))
+PROTOTYPES["p-half-elastic"] = halves(proposal(), baseline("elastic"))
 # Anchors in proportion to hardness^γ (closer to another class than to its own: more draws).
 for _hard in (1.0, 2.0, 4.0):
     PROTOTYPES[f"p-hard{_hard:g}"] = proposal(hard=_hard)

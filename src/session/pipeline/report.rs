@@ -24,7 +24,8 @@ pub(super) fn report(
     g: usize,
 ) -> (Value, Option<String>) {
     let (args, settings, problem) = (&run.args, &run.whole, &run.problem);
-    let deform = args.method == AugmentMethod::Deform;
+    // Deform draws along each anchor's transformation tangents: no chain target.
+    let target = (args.method != AugmentMethod::Deform).then_some(args.problem.target);
     let Generated {
         run: chains,
         burn_in,
@@ -54,14 +55,10 @@ pub(super) fn report(
         "pixel_max": args.problem.pixel_max,
         "lambda": args.problem.lambda,
         "sigma2": args.problem.sigma2,
-        // Deform draws along each anchor's transformation tangents: no chain target. The
-        // tangent span's settings are shown only where the chains' target uses them.
-        "target": if deform { json!(null) } else { json!(args.problem.target) },
-        "tangent": if deform || args.problem.target != TargetKind::Tangent {
-            json!(null)
-        } else {
-            json!({ "k": args.problem.tangent_k, "scale": args.problem.tangent_scale })
-        },
+        // The tangent span's settings are shown only where the chains' target uses them.
+        "target": target,
+        "tangent": (target == Some(TargetKind::Tangent))
+            .then(|| json!({ "k": args.problem.tangent_k, "scale": args.problem.tangent_scale })),
         "dataset": parts::dataset_json(&run.dataset),
         "dictionary": if run.kernel {
             json!("none: kernel-hmc samples images")
