@@ -351,6 +351,39 @@ def mirrored(inner):
     return augment
 
 
+def mirror_ratio(images: np.ndarray) -> float:
+    """How far a class's left-right mirrors lie from the class: the mean distance from each
+    image's mirror to its nearest other image of the class, over the mean distance from each
+    image to its nearest other image. About 1 for a mirror-invariant class (a mirror is as
+    close as a real member), above for a handed one (digits, shoes)."""
+    flat = images.reshape(len(images), -1).astype(np.float64)
+    mirror = images[..., ::-1].reshape(len(images), -1).astype(np.float64)
+
+    def nearest(rows):
+        d = (rows ** 2).sum(1)[:, None] - 2 * rows @ flat.T + (flat ** 2).sum(1)[None]
+        np.fill_diagonal(d, np.inf)
+        return np.sqrt(np.maximum(d.min(1), 0)).mean()
+
+    return float(nearest(mirror) / max(nearest(flat), 1e-12))
+
+
+def mirror_symmetric(inner, threshold: float = 1.1):
+    """`inner` anchored also on the left-right mirrors of the classes whose mirrors are as
+    close to the class as its own images are (`mirror_ratio` at most `threshold`): a rule
+    read off the training images, so handed classes (digits, shoes) are never mirrored."""
+
+    def augment(x, y, counts, seed):
+        extra = [c for c in np.unique(y) if (y == c).sum() >= 2
+                 and mirror_ratio(x[y == c]) <= threshold]
+        if not extra:
+            return inner(x, y, counts, seed)
+        pick = np.isin(y, extra)
+        return inner(np.concatenate([x, x[pick][..., ::-1]]), np.concatenate([y, y[pick]]),
+                     counts, seed)
+
+    return augment
+
+
 def halves(first, second):
     """Half of each class's new images from `first`, the other half from `second`."""
 
@@ -410,6 +443,8 @@ def elastic_after(inner, alpha: float, sigma: float = 4.0):
 
 PROTOTYPES["p-mirror-proposal"] = mirrored(proposal())
 PROTOTYPES["p-half-smote"] = half_smote(proposal())
+PROTOTYPES["p-mirror-sym"] = mirror_symmetric(proposal())
+PROTOTYPES["p-mirror-sym1.05"] = mirror_symmetric(proposal(), 1.05)
 PROTOTYPES["p-bright"] = brightness(proposal())
 PROTOTYPES["p-elastic17"] = elastic_after(proposal(), 17.0)
 PROTOTYPES["p-elastic34"] = elastic_after(proposal(), 34.0)
@@ -422,6 +457,7 @@ PROTOTYPES["p-smooth0.8"] = proposal(smooth=0.8)
 # The anchor moved in 8 directions in turn (the diagonals too), or by 1 or 2 pixels.
 PROTOTYPES["p-moves8"] = proposal(moves=[(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1),
                                          (-1, 0), (-1, 1)])
+PROTOTYPES["p-moves-still"] = proposal(moves=[(0, 1), (0, -1), (1, 0), (-1, 0), (0, 0)])
 PROTOTYPES["p-moves2px"] = proposal(moves=[(0, 1), (0, -2), (1, 0), (-2, 0), (0, -1), (0, 2),
                                            (-1, 0), (2, 0)])
 for _nudge in (0.3, 0.5):

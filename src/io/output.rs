@@ -4,9 +4,9 @@
 //! stopped earlier run (see `io::staging`) happens then. [`Output::open`] begins the staging
 //! folder; [`Output::publish`] moves its files over OUT's in one journalled step. A run that
 //! fails or is dropped before publishing leaves OUT as it was, and its staging folder is removed
-//! unless it holds a checkpoint (a sampling run's, which `rmld resume` continues).
+//! unless it holds a checkpoint (a sampling run's, which `rmld resume` continues); a folder the
+//! run created and left empty is removed with its lock file.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -20,7 +20,7 @@ pub struct Output {
     /// The folder.
     pub dir: PathBuf,
     names: Vec<String>,
-    lock: Option<File>,
+    lock: Option<output_folder::RunLock>,
     staging: Option<Staging>,
     recovery: Recovery,
     /// Leftover staging folders to remove once this run has published.
@@ -110,8 +110,11 @@ impl Output {
 
     /// Creates the folder, locks it for this run and begins the run's staging folder.
     pub fn open(&mut self) -> Result<()> {
-        super::prepare_output_dir(&self.dir)?;
-        self.lock_and_recover()?;
+        if self.lock.is_none() {
+            // This run makes the folder: its lock removes it again if nothing is published.
+            self.lock = Some(output_folder::create_and_lock(&self.dir)?);
+            self.recovery = staging::recover(&self.dir)?;
+        }
         self.staging = Some(Staging::begin(&self.dir, &new_run_id()[..16])?);
         Ok(())
     }
@@ -211,12 +214,16 @@ impl Output {
 
 impl Drop for Output {
     /// A staging folder holding a checkpoint outlives a failed run: `rmld resume` continues it.
+    /// A run that leaves the folder empty but for its lock removes the lock file, and the
+    /// folder too when it created it.
     fn drop(&mut self) {
         if let Some(staging) = self.staging.take() {
             if holds_checkpoint(staging.dir()) {
                 staging.keep();
             }
         }
+        // Then the lock is released (its own Drop tidies an empty folder).
+        self.lock = None;
     }
 }
 
@@ -302,5 +309,62 @@ mod tests {
         output.open().unwrap();
         assert!(!output.publish_report_alone(&report).unwrap());
         assert_eq!(names(&out), ["a.json", "report.json"]);
+    }
+
+    #[test]
+    fn a_failed_run_leaves_no_folder_it_made_and_no_lock_in_an_empty_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("new/deeper/out");
+        {
+            let mut output = Output::check(&out, &["a.json"], &[], false).unwrap();
+            output.open().unwrap();
+            std::fs::write(output.path("a.json").unwrap(), "half").unwrap();
+        }
+        assert!(
+            !tmp.path().join("new").exists(),
+            "the folders the run made are gone"
+        );
+        assert!(tmp.path().exists());
+
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        {
+            let mut output = Output::check(&empty, &["a.json"], &[], false).unwrap();
+            output.open().unwrap();
+        }
+        assert!(empty.is_dir(), "a folder the user made stays");
+        assert_eq!(
+            std::fs::read_dir(&empty).unwrap().count(),
+            0,
+            "and holds no lock file"
+        );
+
+        let mut output = Output::check(&empty, &["a.json"], &[], false).unwrap();
+        output.open().unwrap();
+        std::fs::write(output.path("a.json").unwrap(), "1").unwrap();
+        output.publish().unwrap();
+        drop(output);
+        assert_eq!(names(&empty), ["a.json"]);
+        assert!(
+            empty.join(output_folder::LOCK).is_file(),
+            "a published folder keeps its lock"
+        );
+    }
+
+    #[test]
+    fn a_lock_on_a_removed_lock_file_is_not_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        let first = output_folder::lock_output(tmp.path()).unwrap();
+        // A second run's handle on the same file, as if opened just before the holder left.
+        let stale = std::fs::File::open(tmp.path().join(output_folder::LOCK)).unwrap();
+        drop(first);
+        assert!(!tmp.path().join(output_folder::LOCK).exists());
+        assert!(stale.try_lock().is_ok(), "the removed file's lock is free");
+        // Yet the folder is not held: the next run locks the file its path names now.
+        let next = output_folder::lock_output(tmp.path()).unwrap();
+        assert!(tmp.path().join(output_folder::LOCK).is_file());
+        let e = output_folder::lock_output(tmp.path()).err().unwrap();
+        assert!(e.to_string().contains("another rmld run"), "{e}");
+        drop(next);
     }
 }

@@ -144,24 +144,124 @@ pub fn refuse_overwriting_inputs(
     Ok(())
 }
 
-/// Holds an exclusive lock on `DIR/.rmld.lock` for as long as the file is open: a second run
-/// into the same folder is refused.
-pub fn lock_output(out: &Path) -> Result<File> {
-    let path = out.join(LOCK);
-    let file = File::create(&path).map_err(|source| Error::Output {
-        path: path.clone(),
-        source,
-    })?;
-    match patiently(|| file.try_lock()) {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::usage(
-            "out",
-            format!(
-                "another rmld run is writing into {} (it holds {})",
-                out.display(),
-                path.display()
-            ),
-        )),
-        Err(std::fs::TryLockError::Error(source)) => Err(Error::Output { path, source }),
+/// A run's exclusive lock on `DIR/.rmld.lock`, held while the value lives: a second run into
+/// the same folder is refused. Dropped by a run that leaves the folder empty but for the lock,
+/// it removes the lock file, and the folders the run made ([`RunLock::made`]).
+#[derive(Debug)]
+pub struct RunLock {
+    dir: PathBuf,
+    file: Option<File>,
+    created: Option<PathBuf>,
+}
+
+impl RunLock {
+    /// Records that this run made `top` (the topmost folder it created: OUT or an ancestor,
+    /// as [`topmost_missing`] found before creating them), removed on release when empty.
+    pub fn made(mut self, top: Option<PathBuf>) -> RunLock {
+        self.created = top;
+        self
     }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        if let Some(file) = self.file.take() {
+            release_lock(&self.dir, file, self.created.as_deref());
+        }
+    }
+}
+
+/// Locks the existing folder `out` for this run. The lock is taken on the file the path names
+/// when it is taken: a run that opened the file just before its holder removed it (on release)
+/// opens the new one and tries again, so two runs never hold locks on two files of one name.
+pub fn lock_output(out: &Path) -> Result<RunLock> {
+    let path = out.join(LOCK);
+    for _ in 0..8 {
+        let file = File::create(&path).map_err(|source| Error::Output {
+            path: path.clone(),
+            source,
+        })?;
+        match patiently(|| file.try_lock()) {
+            Ok(()) if names_this_file(&path, &file) => {
+                return Ok(RunLock {
+                    dir: out.to_path_buf(),
+                    file: Some(file),
+                    created: None,
+                })
+            }
+            Ok(()) => continue,
+            Err(std::fs::TryLockError::WouldBlock) => return Err(held(out, &path)),
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(Error::Output { path, source })
+            }
+        }
+    }
+    Err(held(out, &path))
+}
+
+/// Creates `out` (and its missing ancestors) and locks it for this run; the folders it made
+/// are removed again if the run leaves them empty.
+pub fn create_and_lock(out: &Path) -> Result<RunLock> {
+    let top = topmost_missing(out);
+    super::prepare_output_dir(out)?;
+    Ok(lock_output(out)?.made(top))
+}
+
+fn held(out: &Path, path: &Path) -> Error {
+    Error::usage(
+        "out",
+        format!(
+            "another rmld run is writing into {} (it holds {})",
+            out.display(),
+            path.display()
+        ),
+    )
+}
+
+/// True when `path` still names the open `file` (it was not removed or replaced meanwhile).
+fn names_this_file(path: &Path, file: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(path), file.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.is_file()
+    }
+}
+
+/// Releases the run lock `lock` of `out` and tidies what a run that published nothing leaves:
+/// when the folder holds nothing but the lock file, the file is removed (while still locked),
+/// and so are the folders this run made (`created`: the topmost of them, `out` or one of its
+/// ancestors), as far as they are empty. A folder with anything else in it keeps its lock file.
+fn release_lock(out: &Path, lock: File, created: Option<&Path>) {
+    let only_lock = std::fs::read_dir(out).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .all(|entry| entry.file_name() == std::ffi::OsStr::new(LOCK))
+    });
+    if only_lock && names_this_file(&out.join(LOCK), &lock) {
+        let _ = std::fs::remove_file(out.join(LOCK));
+        drop(lock);
+        let Some(top) = created else { return };
+        // remove_dir fails, harmlessly, on a folder something was put in meanwhile.
+        for dir in out.ancestors() {
+            if std::fs::remove_dir(dir).is_err() || dir == top {
+                break;
+            }
+        }
+    }
+}
+
+/// The topmost of `dir` and its ancestors that does not exist yet (what creating `dir` makes).
+pub fn topmost_missing(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && a.symlink_metadata().is_err())
+        .last()
+        .map(Path::to_path_buf)
 }

@@ -105,8 +105,7 @@ impl DictionaryLearner {
             }
         }
         check_family(&family, &s.hyper)?;
-        io::prepare_output_dir(&s.out)?;
-        let _lock = super::lock_output(&s.out)?;
+        let _lock = io::output_folder::create_and_lock(&s.out)?;
         let atoms = vec![s.atoms_per_signal; signals.len()];
         let started = Instant::now();
         let learned = learn_signals(&family, &signals, &atoms, s, &s.out, observer)?;

@@ -27,8 +27,7 @@ pub fn eda_experiment(
     let family = AtomFamily::Eda { len: settings.len };
     let (signals, counts) = synthetic_eda(settings.signals, settings.len, settings.learn.seed);
     let atoms: Vec<usize> = counts.iter().map(|r| r + 1).collect();
-    io::prepare_output_dir(&settings.out)?;
-    let _lock = super::lock_output(&settings.out)?;
+    let _lock = io::output_folder::create_and_lock(&settings.out)?;
     let started = Instant::now();
     let learned = learn_signals(
         &family,

@@ -62,7 +62,7 @@ pub use observer::{Notice, Observer, Phase, Silent};
 pub use pipeline::AUGMENT_PHASES;
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
 pub use quality::{judge_images, QualitySettings};
-pub use sample::{lock_output, Sampler, CHECKPOINT, LOCK};
+pub use sample::{lock_output, RunLock, Sampler, CHECKPOINT, LOCK};
 pub use settings::lasso_tolerance_default;
 pub use settings::{
     AugmentMethod, AugmentSettings, BackendChoice, DynamicsOptions, EncodeSettings, Preset,

@@ -22,7 +22,7 @@ use super::observer::{Notice, Observer, Phase};
 use super::problem::{dictionary_json, load_problem, make_backend, Problem};
 use super::settings::SampleSettings;
 use super::{outputs, warm_up, DrawStats, Outcome};
-pub use crate::io::output_folder::{lock_output, CHECKPOINT, LOCK};
+pub use crate::io::output_folder::{lock_output, RunLock, CHECKPOINT, LOCK};
 pub(crate) use crate::orchestrator::identity::input_hashes as hashes;
 pub(crate) use crate::orchestrator::problem::refuse_auto_burn_in_with_adapting_prior;
 pub(super) use crate::orchestrator::resume::tell_recovery;
