@@ -39,7 +39,8 @@ class Augmenters(unittest.TestCase):
                                                "p-mirror-proposal", "p-half-smote", "proposal-x2",
                                                "p-stretch1.5", "p-box", "p-morph",
                                                "p-deform-stretch1.5", "p-nudge0.3", "p-gamma", "p-moves8", "p-elastic17",
-                                               "p-half-elastic", "p-hard2"]
+                                               "p-half-elastic", "p-hard2", "p-mirror-sym",
+                                               "p-moves-still"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders
@@ -94,6 +95,17 @@ class Prototypes(unittest.TestCase):
         # No span, no noise, no smoothing: the draws are the anchors, each image once.
         self.assertEqual(sorted(map(bytes, gx)), sorted(map(bytes, x[y == 0])))
 
+
+    def test_mirror_ratio_tells_symmetric_classes_from_handed_ones(self):
+        rng = np.random.default_rng(1)
+        base = rng.uniform(0, 1, (20, 10, 5)).astype(np.float32)
+        symmetric = np.concatenate([base, base[..., ::-1]], axis=2)  # each image its own mirror
+        noisy = symmetric + 0.01 * rng.standard_normal(symmetric.shape)
+        self.assertAlmostEqual(prototypes.mirror_ratio(noisy), 1.0, delta=0.1)
+        handed = np.zeros((20, 10, 10), np.float32)
+        handed[:, :, :3] = 1.0  # ink on the left only
+        handed += 0.05 * rng.standard_normal(handed.shape)
+        self.assertGreater(prototypes.mirror_ratio(handed), 2.0)
 
     def test_new_images_take_the_sets_box_convention(self):
         # Every training image: a 6 x 10 ink box centred in the frame. A new image with a
