@@ -169,8 +169,8 @@ class RMLDAugmenter(_Base):
         for c, n in counts.items():
             if n > 0 and present[c] < 2:
                 raise ValueError(
-                    f"class {c!r} has {present[c]} image: rmld's sampler needs at least 2 images "
-                    f"of a class to generate {n} more (the tangent target's neighbour span); "
+                    f"class {c!r} has {present[c]} image: rmld needs at least 2 images of a "
+                    f"class to generate {n} more from (one image has nothing to vary against); "
                     "drop the class from sampling_strategy or give more images")
         return counts
 
