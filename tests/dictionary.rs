@@ -57,7 +57,19 @@ fn an_interrupted_run_resumes_bit_for_bit() {
     .unwrap();
     assert!(!whole.interrupted);
     assert_eq!(whole.results.len(), 6);
-    assert!(!whole_dir.join(DICTIONARY_CHECKPOINT).exists());
+    // The finished run's checkpoint stays until its outputs are published (the runner removes
+    // it): run again, it resumes with every signal done and gives the same results.
+    assert!(whole_dir.join(DICTIONARY_CHECKPOINT).exists());
+    let again = learn_signals(
+        &family,
+        &signals,
+        &atoms,
+        &settings(&whole_dir),
+        &whole_dir,
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(again.results, whole.results);
 
     let split_dir = dir.path().join("split");
     std::fs::create_dir(&split_dir).unwrap();
@@ -93,7 +105,6 @@ fn an_interrupted_run_resumes_bit_for_bit() {
             "signal {i}: the resumed result differs from the uninterrupted one"
         );
     }
-    assert!(!split_dir.join(DICTIONARY_CHECKPOINT).exists());
 
     // A checkpoint of other settings is refused, naming the file.
     let other_dir = dir.path().join("other");
@@ -219,6 +230,25 @@ fn an_interrupted_learn_writes_no_dictionary() {
     assert!(outcome.interrupted);
     assert!(!out.join("dictionary.npy").exists());
     assert!(out.join(DICTIONARY_CHECKPOINT).exists());
-    let done = DictionaryLearner::new(s).run(&Silent).unwrap();
+    let done = DictionaryLearner::new(s.clone()).run(&Silent).unwrap();
     assert!(!done.interrupted && out.join("dictionary.npy").exists());
+    assert!(
+        !out.join(DICTIONARY_CHECKPOINT).exists(),
+        "removed once published"
+    );
+
+    // A second run into the folder would replace the first one's files: refused, naming one,
+    // unless it is asked to (`force`), and then every file is the new run's.
+    let before = std::fs::read(out.join("dictionary.npy")).unwrap();
+    let mut other = s.clone();
+    other.seed += 1;
+    let e = DictionaryLearner::new(other.clone())
+        .run(&Silent)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("already exists") && e.contains("force"), "{e}");
+    assert_eq!(std::fs::read(out.join("dictionary.npy")).unwrap(), before);
+    other.force = true;
+    DictionaryLearner::new(other).run(&Silent).unwrap();
+    assert_ne!(std::fs::read(out.join("dictionary.npy")).unwrap(), before);
 }

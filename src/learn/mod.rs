@@ -24,5 +24,6 @@ pub use hyper::DictionaryHyper;
 pub use settings::{family_for, DictionarySettings, EdaExperimentSettings, FamilyKind};
 pub use signal_chain::{group_names, SignalResult, GROUPS};
 pub use signals::{
-    check_family, summarize, ChainSettings, Learned, SignalLearning, DICTIONARY_CHECKPOINT,
+    check_family, remove_checkpoint, summarize, ChainSettings, Learned, SignalLearning,
+    DICTIONARY_CHECKPOINT,
 };

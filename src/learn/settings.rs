@@ -48,6 +48,8 @@ pub struct DictionarySettings {
     pub chunk: usize,
     /// The model's hyperparameters.
     pub hyper: DictionaryHyper,
+    /// Replace the files an earlier run wrote into `out` (otherwise the run is refused).
+    pub force: bool,
 }
 
 impl Default for DictionarySettings {
@@ -64,6 +66,7 @@ impl Default for DictionarySettings {
             seed: 0,
             chunk: 32,
             hyper: DictionaryHyper::default(),
+            force: false,
         }
     }
 }

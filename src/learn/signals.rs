@@ -100,6 +100,17 @@ pub struct SignalLearning<'a> {
     resumed: bool,
 }
 
+/// Removes the checkpoint of a finished run from `out` (none there is fine).
+pub fn remove_checkpoint(out: &Path) -> Result<()> {
+    let path = out.join(DICTIONARY_CHECKPOINT);
+    match std::fs::remove_file(&path) {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::Output { path, source })
+        }
+        _ => Ok(()),
+    }
+}
+
 impl<'a> SignalLearning<'a> {
     /// The run's chains, resuming from a checkpoint in `out` that the same data and settings
     /// wrote. Errors: settings the family refuses, or another run's checkpoint in `out`.
@@ -168,7 +179,9 @@ impl<'a> SignalLearning<'a> {
 
     /// Runs the remaining chains a chunk at a time: after each, `progress` is told the signals
     /// done and the checkpoint written; `stop` is asked before each, and true ends the run early
-    /// (`interrupted`). A finished run removes the checkpoint.
+    /// (`interrupted`). The checkpoint outlives the run, the last chunk's too: the caller removes
+    /// it ([`remove_checkpoint`]) once the outputs are published, so a failure while writing
+    /// them loses no learning.
     pub fn run(
         mut self,
         progress: &mut dyn FnMut(usize),
@@ -189,16 +202,7 @@ impl<'a> SignalLearning<'a> {
                 .collect();
             self.results.extend(chunk);
             progress(self.results.len());
-            if self.results.len() < total {
-                self.write_checkpoint()?;
-            }
-        }
-        let path = &self.checkpoint;
-        if !interrupted && path.exists() {
-            std::fs::remove_file(path).map_err(|source| Error::Output {
-                path: path.clone(),
-                source,
-            })?;
+            self.write_checkpoint()?;
         }
         Ok(Learned {
             results: self.results,

@@ -2,8 +2,9 @@
 //!
 //! Each signal's chain runs independently (rayon, in chunks); after every chunk the finished
 //! signals' results are checkpointed, so an interrupted run resumes where it stopped and ends bit
-//! for bit as an uninterrupted one (`learn::SignalLearning`). Outputs, each written atomically:
-//! dictionary.npy (d × p, what `sample --dictionary` reads), atoms.png and report.json.
+//! for bit as an uninterrupted one (`learn::SignalLearning`). Outputs, published together
+//! (`io::Output`) or not at all: dictionary.npy (d × p, what `sample --dictionary` reads),
+//! atoms.png and report.json.
 
 use std::path::Path;
 use std::time::Instant;
@@ -14,7 +15,8 @@ use crate::learn::combine::{combine, to_dictionary, write_atoms_png};
 use crate::learn::omp::coherence;
 use crate::learn::settings::dataset_rows;
 use crate::learn::{
-    check_family, summarize, Learned, SignalLearning, SignalResult, DICTIONARY_CHECKPOINT,
+    check_family, remove_checkpoint, summarize, Learned, SignalLearning, SignalResult,
+    DICTIONARY_CHECKPOINT,
 };
 pub use crate::learn::{family_for, DictionarySettings, FamilyKind};
 use crate::model::AtomFamily;
@@ -37,7 +39,8 @@ pub(crate) fn interrupted_outcome(learned: &Learned, signals: usize, out: &Path)
 }
 
 /// Runs every signal's chain (signal i with `atoms[i]` atoms), checkpointing into `out` after each
-/// chunk and resuming from a checkpoint there that the same data and settings wrote.
+/// chunk and resuming from a checkpoint there that the same data and settings wrote. The
+/// checkpoint stays: the caller removes it once its outputs are published.
 pub fn learn_signals(
     family: &AtomFamily,
     signals: &[Vec<f64>],
@@ -105,7 +108,13 @@ impl DictionaryLearner {
             }
         }
         check_family(&family, &s.hyper)?;
-        let _lock = io::output_folder::create_and_lock(&s.out)?;
+        let mut output = io::Output::check(
+            &s.out,
+            super::outputs::DICTIONARY_OUTPUTS,
+            &[s.data.as_deref()],
+            s.force,
+        )?;
+        output.open()?;
         let atoms = vec![s.atoms_per_signal; signals.len()];
         let started = Instant::now();
         let learned = learn_signals(&family, &signals, &atoms, s, &s.out, observer)?;
@@ -132,12 +141,14 @@ impl DictionaryLearner {
             obj.extend(more);
         }
         io::write_npy_f32(
-            &s.out.join("dictionary.npy"),
+            &output.path("dictionary.npy")?,
             &[dictionary.d, dictionary.p],
             &dictionary.a,
         )?;
-        write_atoms_png(&s.out.join("atoms.png"), &family, &final_atoms)?;
-        io::write_json_atomic(&s.out.join("report.json"), &report)?;
+        write_atoms_png(&output.path("atoms.png")?, &family, &final_atoms)?;
+        output.report(&report)?;
+        output.publish()?;
+        remove_checkpoint(&s.out)?;
         Ok(Outcome {
             interrupted: false,
             summary: vec![format!(

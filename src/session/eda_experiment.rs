@@ -13,7 +13,7 @@ use crate::learn::combine::write_atoms_png;
 use crate::learn::eda::FoldEvaluation;
 use crate::learn::omp::coherence;
 pub use crate::learn::EdaExperimentSettings;
-use crate::learn::{summarize, synthetic_eda, PAPER_SYNTHETIC};
+use crate::learn::{remove_checkpoint, summarize, synthetic_eda, PAPER_SYNTHETIC};
 use crate::model::AtomFamily;
 use crate::Result;
 
@@ -27,7 +27,13 @@ pub fn eda_experiment(
     let family = AtomFamily::Eda { len: settings.len };
     let (signals, counts) = synthetic_eda(settings.signals, settings.len, settings.learn.seed);
     let atoms: Vec<usize> = counts.iter().map(|r| r + 1).collect();
-    let _lock = io::output_folder::create_and_lock(&settings.out)?;
+    let mut output = io::Output::check(
+        &settings.out,
+        super::outputs::EDA_EXPERIMENT_OUTPUTS,
+        &[],
+        settings.learn.force,
+    )?;
+    output.open()?;
     let started = Instant::now();
     let learned = learn_signals(
         &family,
@@ -50,7 +56,7 @@ pub fn eda_experiment(
         settings.learn.seed,
         settings.omp_iterations,
     );
-    write_atoms_png(&settings.out.join("atoms.png"), &family, &folds.first_fold)?;
+    write_atoms_png(&output.path("atoms.png")?, &family, &folds.first_fold)?;
     let (initial_curve, learned_curve) = (&folds.initial_curve, &folds.learned_curve);
     let summary = summarize(&family, &learned.results);
     let csv: String = std::iter::once("omp_iterations,initial,learned\n".to_string())
@@ -63,9 +69,7 @@ pub fn eda_experiment(
             )
         }))
         .collect();
-    io::write_atomic(&settings.out.join("fig3.csv"), |w| {
-        w.write_all(csv.as_bytes())
-    })?;
+    io::write_atomic(&output.path("fig3.csv")?, |w| w.write_all(csv.as_bytes()))?;
     let report = serde_json::json!({
         "experiment": "Chaspari et al. 2016, Section VII-A/B synthetic EDA, sampling with replacement",
         "settings": settings,
@@ -82,7 +86,9 @@ pub fn eda_experiment(
         "learning": summary,
         "paper": PAPER_SYNTHETIC.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
     });
-    io::write_json_atomic(&settings.out.join("report.json"), &report)?;
+    output.report(&report)?;
+    output.publish()?;
+    remove_checkpoint(&settings.out)?;
     Ok(Outcome {
         interrupted: false,
         summary: summary_lines(settings, &report, &folds, learn_seconds),

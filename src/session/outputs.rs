@@ -46,3 +46,11 @@ pub const ENCODE_OUTPUTS: &[&str] = &[
 
 /// What `rmld bench` writes into its output folder.
 pub const BENCH_OUTPUTS: &[&str] = &["bench.json", "bench.csv", "bench.png"];
+
+/// What `rmld dictionary learn` writes into its output folder (its checkpoint, while it runs,
+/// is not an output: a run resumes from it).
+pub const DICTIONARY_OUTPUTS: &[&str] = &["dictionary.npy", "atoms.png", "report.json"];
+
+/// What `rmld dictionary eda-experiment` writes into its output folder (the CLI draws fig3.png
+/// from the report afterwards).
+pub const EDA_EXPERIMENT_OUTPUTS: &[&str] = &["atoms.png", "fig3.csv", "fig3.png", "report.json"];

@@ -50,6 +50,9 @@ pub struct DictCommonArgs {
     /// atoms are distinct. Default: with replacement (Multinomial, Section II-A).
     #[arg(long)]
     pub without_replacement: bool,
+    /// Replace the files an earlier run wrote into --out (otherwise the run is refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl DictCommonArgs {
@@ -64,6 +67,7 @@ impl DictCommonArgs {
         s.hyper.proposal_dof = self.proposal_dof;
         s.hyper.mode_iterations = self.mode_iterations;
         s.hyper.without_replacement = self.without_replacement;
+        s.force = self.force;
     }
 }
 
