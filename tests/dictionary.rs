@@ -44,32 +44,19 @@ fn an_interrupted_run_resumes_bit_for_bit() {
     let (signals, counts) = synthetic_eda(6, 160, 3);
     let atoms: Vec<usize> = counts.iter().map(|r| r + 1).collect();
 
+    // Every run below learns the same signals into a folder of its own, with `observer`.
+    let learn = |dir: &Path, observer: &dyn Observer| {
+        learn_signals(&family, &signals, &atoms, &settings(dir), dir, observer)
+    };
     let whole_dir = dir.path().join("whole");
     std::fs::create_dir(&whole_dir).unwrap();
-    let whole = learn_signals(
-        &family,
-        &signals,
-        &atoms,
-        &settings(&whole_dir),
-        &whole_dir,
-        &Silent,
-    )
-    .unwrap();
+    let whole = learn(&whole_dir, &Silent).unwrap();
     assert!(!whole.interrupted);
     assert_eq!(whole.results.len(), 6);
     // The finished run's checkpoint stays until its outputs are published (the runner removes
     // it): run again, it resumes with every signal done and gives the same results.
     assert!(whole_dir.join(DICTIONARY_CHECKPOINT).exists());
-    let again = learn_signals(
-        &family,
-        &signals,
-        &atoms,
-        &settings(&whole_dir),
-        &whole_dir,
-        &Silent,
-    )
-    .unwrap();
-    assert_eq!(again.results, whole.results);
+    assert_eq!(learn(&whole_dir, &Silent).unwrap().results, whole.results);
 
     let split_dir = dir.path().join("split");
     std::fs::create_dir(&split_dir).unwrap();
@@ -77,27 +64,11 @@ fn an_interrupted_run_resumes_bit_for_bit() {
         after: 2,
         done: AtomicU64::new(0),
     };
-    let first = learn_signals(
-        &family,
-        &signals,
-        &atoms,
-        &settings(&split_dir),
-        &split_dir,
-        &stop,
-    )
-    .unwrap();
+    let first = learn(&split_dir, &stop).unwrap();
     assert!(first.interrupted);
     assert_eq!(first.results.len(), 2);
     assert!(split_dir.join(DICTIONARY_CHECKPOINT).exists());
-    let rest = learn_signals(
-        &family,
-        &signals,
-        &atoms,
-        &settings(&split_dir),
-        &split_dir,
-        &Silent,
-    )
-    .unwrap();
+    let rest = learn(&split_dir, &Silent).unwrap();
     assert!(!rest.interrupted);
     for (i, (a, b)) in whole.results.iter().zip(&rest.results).enumerate() {
         assert_eq!(
@@ -113,15 +84,7 @@ fn an_interrupted_run_resumes_bit_for_bit() {
         after: 2,
         done: AtomicU64::new(0),
     };
-    learn_signals(
-        &family,
-        &signals,
-        &atoms,
-        &settings(&other_dir),
-        &other_dir,
-        &stop,
-    )
-    .unwrap();
+    learn(&other_dir, &stop).unwrap();
     let mut changed = settings(&other_dir);
     changed.seed = 10;
     let e = learn_signals(&family, &signals, &atoms, &changed, &other_dir, &Silent)
