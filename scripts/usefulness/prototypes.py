@@ -112,7 +112,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
                       warp: bool = False, tries: int = 10, per_anchor: int = 0,
                       anchor_shift: bool = False, nudge: float = 0.0, moves=None,
-                      hard: float = 0.0):
+                      hard: float = 0.0, learned: float = 0.0):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
@@ -122,7 +122,8 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     the anchor moved by one pixel (right, left, down or up, each image's four in turn) instead
     of the anchor itself. `nudge`: the draw also moves a uniform fraction within [0, nudge] of
     the way to one of the anchor's 5 nearest same-class images (moved alike), as SMOTE's
-    interpolants do all the way."""
+    interpolants do all the way. `learned` = f > 0: each tangent's std is f times the spread the
+    class itself shows along it (`learned_tangent_stds`) instead of `deform`'s."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed)
@@ -141,6 +142,10 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
             dist = squared[:, None] + squared[None, :] - 2 * flat @ flat.T
             np.fill_diagonal(dist, np.inf)
             neighbours = np.argsort(dist, axis=1)[:, :kk]
+            stds = _tangent_stds(side, deform or {})
+            if learned > 0:
+                spread = learned_tangent_stds(images, neighbours[:, 0], max(0.5, 0.9 * pixels))
+                stds = {name: learned * spread[name] for name in stds}
             if per_anchor:
                 chains = rng.integers(0, len(images), int(np.ceil(n / per_anchor)))
                 starts = np.repeat(chains, per_anchor)[:n]
@@ -165,7 +170,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                     base = images[start] if move is None else shift_image(images[start], move)
                     fields = transformation_tangents(base, max(0.5, 0.9 * pixels))
                     tangents[(start, move)] = [(std, fields[name].reshape(-1))
-                                               for name, std in _tangent_stds(side, deform).items()]
+                                               for name, std in stds.items()]
                 for attempt in range(tries):
                     draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
                                  smooth * pixels, warp, rng, tangents.get((start, move), ()), move,
@@ -180,6 +185,26 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
         return np.stack(out_x).astype(np.float32), np.array(out_y, np.int64)
 
     return augment
+
+
+LEARNED_TANGENTS = ("rotation", "scale", "shear_parallel", "shear_diagonal", "thickness",
+                    "shift_x", "shift_y")
+
+
+def learned_tangent_stds(images: np.ndarray, nearest: np.ndarray, smooth_px: float) -> Dict[str, float]:
+    """How far a class varies along each transformation tangent: every image's difference to
+    its nearest image of the class (`nearest`), least-squares fitted by the image's tangents, and
+    each coefficient's robust spread (1.4826 × median |c|) over the class. The fit absorbs
+    whatever the tangents can explain of a neighbour difference, so it over-states the
+    deformation; its proportions between the tangents are what a class shows."""
+    flat = images.reshape(len(images), -1)
+    coefs = []
+    for i, image in enumerate(images):
+        fields = transformation_tangents(image, smooth_px)
+        basis = np.stack([fields[name].reshape(-1) for name in LEARNED_TANGENTS], 1)
+        coefs.append(np.linalg.lstsq(basis, flat[nearest[i]] - flat[i], rcond=None)[0])
+    spread = 1.4826 * np.median(np.abs(np.array(coefs)), axis=0)
+    return dict(zip(LEARNED_TANGENTS, spread))
 
 
 def _hardness(x, y) -> np.ndarray:
@@ -218,7 +243,7 @@ def shift_image(image, move):
 
 
 def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves=None,
-             hard: float = 0.0):
+             hard: float = 0.0, learned: float = 0.0):
     """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
     draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
     scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
@@ -228,9 +253,9 @@ def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves
     digits: 1-pixel shifts cost logistic regression 2.2 points)."""
     large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
                               anchor_shift=True, nudge=nudge, smooth=smooth, moves=moves,
-                              hard=hard)
+                              hard=hard, learned=learned)
     small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
-                              noise=0.0, nudge=nudge, smooth=smooth, hard=hard)
+                              noise=0.0, nudge=nudge, smooth=smooth, hard=hard, learned=learned)
 
     def augment(x, y, counts, seed):
         return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
@@ -476,3 +501,8 @@ PROTOTYPES["p-stretch1.5-turn5"] = learned_variation.stretches(1.5, turn_deg=5.0
 PROTOTYPES["p-half-stretch"] = halves(proposal(), learned_variation.stretches(1.5))
 PROTOTYPES["p-deform-stretch1.5"] = learned_variation.stretched(proposal(), 1.5)
 PROTOTYPES["p-deform-stretch1.3"] = learned_variation.stretched(proposal(), 1.3)
+# The class's own spread along each tangent (`learned_tangent_stds`), times 0.5 as the proposal
+# takes half of DEFORM (on MNIST the learned spreads are close to DEFORM), or 0.35 or 1 times.
+PROTOTYPES["p-learned"] = proposal(learned=0.5)
+PROTOTYPES["p-learned0.35"] = proposal(learned=0.35)
+PROTOTYPES["p-learned1"] = proposal(learned=1.0)

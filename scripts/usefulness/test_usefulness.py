@@ -40,7 +40,7 @@ class Augmenters(unittest.TestCase):
                                                "p-stretch1.5", "p-box", "p-morph",
                                                "p-deform-stretch1.5", "p-nudge0.3", "p-gamma", "p-moves8", "p-elastic17",
                                                "p-half-elastic", "p-hard2", "p-mirror-sym",
-                                               "p-moves-still"]
+                                               "p-moves-still", "p-learned"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders
@@ -106,6 +106,20 @@ class Prototypes(unittest.TestCase):
         handed[:, :, :3] = 1.0  # ink on the left only
         handed += 0.05 * rng.standard_normal(handed.shape)
         self.assertGreater(prototypes.mirror_ratio(handed), 2.0)
+
+    def test_learned_spread_recovers_a_known_thickening(self):
+        # Image b is image a thickened along a's own tangent by 0.05 px: the fit of b - a by a's
+        # tangents gives thickness 0.05 exactly and nothing else; the fit of a - b by b's (at
+        # so small a step nearly a's) about -0.05. The spread is 1.4826 x 0.05 along thickness.
+        a = np.zeros((28, 28))
+        a[8:20, 10:18] = 1.0
+        smooth = 0.9
+        thick = prototypes.transformation_tangents(a, smooth)["thickness"]
+        images = np.stack([a, a + 0.05 * thick])
+        spread = prototypes.learned_tangent_stds(images, np.array([1, 0]), smooth)
+        self.assertAlmostEqual(spread["thickness"], 1.4826 * 0.05, delta=0.01)
+        for name in ("rotation", "scale", "shear_parallel", "shear_diagonal", "shift_x", "shift_y"):
+            self.assertLess(abs(spread[name]), 0.005, name)
 
     def test_new_images_take_the_sets_box_convention(self):
         # Every training image: a 6 x 10 ink box centred in the frame. A new image with a
