@@ -75,7 +75,7 @@ fn a_stopped_run_resumes_to_the_uninterrupted_samples() {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole");
     let split = dir.path().join("split");
-    Sampler::new(small_sample(&whole)).run(&Silent).unwrap();
+    let uninterrupted = Sampler::new(small_sample(&whole)).run(&Silent).unwrap();
 
     let stopper = Recorder {
         stop_after: Some(2),
@@ -96,6 +96,11 @@ fn a_stopped_run_resumes_to_the_uninterrupted_samples() {
     let resumed = Sampler::resume(&split, &recorder).unwrap();
     assert!(!resumed.interrupted);
     assert!(recorder.notices.lock().unwrap()[0].contains("from outer iteration 2 of 6"));
+    // The report judges the whole run, not only the draws after the checkpoint.
+    assert_eq!(
+        resumed.report["degenerate"],
+        uninterrupted.report["degenerate"]
+    );
     let stats = rmld::session::SAMPLE_STATS_FILES
         .iter()
         .map(|f| format!("{}/{f}", rmld::session::SAMPLE_STATS_DIR));

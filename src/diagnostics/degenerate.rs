@@ -46,6 +46,18 @@ impl DrawWatch {
         self.draws += 1;
     }
 
+    /// True once further draws cannot change what the watch says: a code was not zero and a
+    /// chain moved.
+    pub fn settled(&self) -> bool {
+        self.any_nonzero && self.any_moved
+    }
+
+    /// Counts `n` more kept draws without looking at them, which only a settled watch may do.
+    pub fn count_unseen(&mut self, n: usize) {
+        debug_assert!(self.settled(), "an unsettled watch must see every draw");
+        self.draws += n;
+    }
+
     /// Kept draws per chain observed.
     pub fn draws(&self) -> usize {
         self.draws

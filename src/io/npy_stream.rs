@@ -232,6 +232,30 @@ impl NpyStream {
         Ok(())
     }
 
+    /// Rows `first..first + count` as written so far (those an earlier run wrote, on resume),
+    /// read back from the file.
+    pub fn read_rows(&mut self, first: usize, count: usize) -> Result<Vec<f32>> {
+        let err = output_error(&self.path);
+        if first + count > self.rows {
+            return Err(Error::Internal(format!(
+                "NPY stream: rows {first}..{} of {} read back",
+                first + count,
+                self.rows
+            )));
+        }
+        self.out.flush().map_err(&err)?;
+        let mut file = File::open(&self.partial).map_err(&err)?;
+        let row_bytes = self.row_values * 4;
+        file.seek(SeekFrom::Start((HEADER_BYTES + first * row_bytes) as u64))
+            .map_err(&err)?;
+        let mut bytes = vec![0u8; count * row_bytes];
+        file.read_exact(&mut bytes).map_err(&err)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
     /// Rows written so far.
     pub fn rows(&self) -> usize {
         self.rows

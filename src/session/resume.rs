@@ -199,7 +199,7 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         completed: checkpoint.run.completed,
         samples: settings.samples,
     });
-    let streams = SampleStreams::new(streams.0, streams.1, args.keep, burn_in, args.samples);
+    let streams = SampleStreams::new(streams.0, streams.1, args.keep, burn_in, args.samples)?;
     let continued = Continued {
         backend,
         state: checkpoint.run,

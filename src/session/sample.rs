@@ -132,7 +132,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         args.keep,
         burn_in,
         args.samples,
-    );
+    )?;
     let run = Continued {
         backend,
         state,
