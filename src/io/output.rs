@@ -31,18 +31,29 @@ impl Output {
     /// The folder `dir`, checked before any work for the files `names` (never over one of
     /// `inputs`; over another run's files, or over a stopped run's checkpoint, only with
     /// `force`). An existing folder is locked for this run and cleaned of what a stopped run left
-    /// ([`Output::recovery`] says what); nothing else is created yet.
+    /// ([`Output::recovery`] says what); nothing else is created yet. A publication a killed run
+    /// left half done is finished first, even when this run is then refused.
     pub fn check(
         dir: &Path,
         names: &[&str],
         inputs: &[Option<&Path>],
         force: bool,
     ) -> Result<Output> {
-        // Refused before the lock is taken: a refused run leaves the folder untouched.
-        output_folder::check_output_folder(dir, names, inputs, force)?;
         let mut output = Output::unchecked(dir, names);
-        if dir.symlink_metadata().is_ok() {
+        // A publication a killed run left half done is finished first, even for a run that is
+        // then refused: otherwise the folder would go on holding two runs' files side by side,
+        // which is what the refusal's "already exists" would then point at.
+        if dir.join(staging::JOURNAL).symlink_metadata().is_ok() {
             output.lock_and_recover()?;
+            output.lock = None; // the check below probes the lock as it would any other run's
+        }
+        // Otherwise refused before the lock is taken: a refused run leaves the folder untouched.
+        output_folder::check_output_folder(dir, names, inputs, force)?;
+        if dir.symlink_metadata().is_ok() {
+            let finished = std::mem::take(&mut output.recovery);
+            output.lock_and_recover()?;
+            output.recovery.completed = finished.completed;
+            output.recovery.removed.extend(finished.removed);
         }
         if let Some(leftover) = output.recovery.resumable.last() {
             if !force {
@@ -282,6 +293,43 @@ mod tests {
         assert_eq!(output.recovery().removed, [kept]);
         drop(output);
         assert_eq!(names(&out), ["a.json"]);
+    }
+
+    #[test]
+    fn a_refused_run_first_finishes_a_publication_a_killed_run_left_half_done() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().to_path_buf();
+        std::fs::write(out.join("a.json"), "old a").unwrap();
+        std::fs::write(out.join("b.json"), "old b").unwrap();
+        // A --force run staged a.json and b.json, journalled them, moved a.json and was killed.
+        let staging = staging::Staging::begin(&out, "k1").unwrap();
+        for (name, text) in [("a.json", "new a"), ("b.json", "new b")] {
+            std::fs::write(staging.path(name).unwrap(), text).unwrap();
+        }
+        let staged = staging
+            .path("a.json")
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        std::mem::forget(staging); // killed: its Drop does not run
+        let journal = serde_json::json!({
+            "staging": staged.file_name().unwrap().to_str().unwrap(),
+            "files": ["a.json", "b.json"],
+            "remove": [],
+        });
+        crate::io::write_json_atomic(&out.join(staging::JOURNAL), &journal).unwrap();
+        std::fs::rename(staged.join("a.json"), out.join("a.json")).unwrap();
+        // The next run, without --force, is refused; the folder then holds the killed run's
+        // two files, not a new a.json beside an old b.json.
+        let refused = Output::check(&out, &["a.json", "b.json"], &[], false)
+            .err()
+            .unwrap();
+        assert!(refused.to_string().contains("already exists"), "{refused}");
+        assert_eq!(names(&out), ["a.json", "b.json"]);
+        for (name, text) in [("a.json", "new a"), ("b.json", "new b")] {
+            assert_eq!(std::fs::read_to_string(out.join(name)).unwrap(), text);
+        }
     }
 
     #[test]
