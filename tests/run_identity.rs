@@ -18,16 +18,20 @@ fn stderr(out: &Output) -> String {
 /// A small CPU run of `chains` chains and seed `seed` into `out`, with a checkpoint every two
 /// outer iterations (the last after iteration 4 of 5); `env` sets a variable for it.
 fn sample(out: &Path, seed: u64, chains: usize, env: Option<(&str, String)>) -> Output {
+    sample_for(5, out, seed, chains, env)
+}
+
+/// [`sample`] for `samples` outer iterations.
+fn sample_for(
+    samples: u32,
+    out: &Path,
+    seed: u64,
+    chains: usize,
+    env: Option<(&str, String)>,
+) -> Output {
     let mut command = rmld();
-    command.args([
-        "sample",
-        "--backend",
-        "cpu",
-        "--steps",
-        "1",
-        "--samples",
-        "5",
-    ]);
+    command.args(["sample", "--backend", "cpu", "--steps", "1"]);
+    command.args(["--samples", &samples.to_string()]);
     command.args(["--checkpoint-every", "2", "--seed", &seed.to_string()]);
     command
         .args(["--chains", &chains.to_string(), "--out"])
@@ -225,6 +229,37 @@ fn a_run_stopped_by_a_full_disk_exits_2_and_resumes_to_the_uninterrupted_bytes()
             .collect();
         assert!(left.is_empty(), "{budget}: left behind: {left:?}");
     }
+}
+
+/// Four iterations, a checkpoint every two: the last checkpoint is of the complete run, and the
+/// disk fills while the outputs are written after it. `rmld resume` has only to publish them.
+#[test]
+fn a_run_stopped_after_its_last_checkpoint_publishes_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    let (out, env) = (dir.path().join("full"), "RMLD_TEST_FULL_DISK_AFTER");
+    assert!(sample_for(4, &whole, 0, 4, None).status.success());
+    let stopped = sample_for(4, &out, 0, 4, Some((env, "70000".into())));
+    let message = stderr(&stopped);
+    assert_eq!(stopped.status.code(), Some(2), "{message}");
+    assert!(message.contains("after outer iteration 4)"), "{message}");
+    assert!(!out.join("codes.npy").exists(), "{message}");
+    let resumed = resume(&out);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    for name in ["codes.npy", "images.npy", "samples.png"] {
+        assert!(
+            std::fs::read(out.join(name)).unwrap() == std::fs::read(whole.join(name)).unwrap(),
+            "{name} differs from the uninterrupted run's"
+        );
+    }
+    // Published and complete, it is not resumed again.
+    let again = resume(&out);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already complete"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 #[test]

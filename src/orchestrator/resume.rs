@@ -13,10 +13,12 @@ use crate::{Error, Result};
 
 /// Checks that `checkpoint` (read from `path`) continues a run of `target` (`hashes` of the
 /// data and dictionary that `sources` name) with `chains` chains and `samples` outer
-/// iterations: the same inputs, shapes that fit, iterations left.
+/// iterations: the same inputs, shapes that fit, iterations left. A checkpoint a run left
+/// `staged` (killed or failed before it published) may also be complete: what is left is to
+/// publish its outputs.
 pub fn check_resumable(
     checkpoint: &Checkpoint,
-    path: &Path,
+    (path, staged): (&Path, bool),
     (target, hashes): (&Target, (u64, u64)),
     (chains, samples): (usize, u32),
     (data, dictionary): (&Path, &str),
@@ -45,7 +47,9 @@ pub fn check_resumable(
             "its shapes do not match its configuration",
         ));
     }
-    if checkpoint.run.completed >= samples {
+    let done =
+        checkpoint.run.completed > samples || (checkpoint.run.completed == samples && !staged);
+    if done {
         return Err(Error::input(
             path,
             format!(

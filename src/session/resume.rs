@@ -123,7 +123,8 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         problem.dictionary_source.as_str(),
     );
     let run = (settings.chains, settings.samples);
-    check_resumable(&checkpoint, path, (target, hashes(target)), run, sources)?;
+    let from = (path.as_path(), source.staging.is_some());
+    check_resumable(&checkpoint, from, (target, hashes(target)), run, sources)?;
     problem.check_sampler_fits(&args.problem, &settings)?;
     let mut backend = make_backend(
         args.problem.backend,
