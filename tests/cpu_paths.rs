@@ -197,6 +197,85 @@ fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
     assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
 }
 
+/// The amortised sampler's network (trained by `amortize train`) and the images it generates
+/// (`augment --sampler amortized`) are the same bytes on every path: its products are the
+/// packed kernels' too.
+#[test]
+fn the_amortised_sampler_trains_and_generates_the_same_bytes_on_every_cpu_path() {
+    let Some((paths, set)) = paths_and_dataset() else {
+        return;
+    };
+    let (data, labels) = (set.images.as_str(), set.labels.as_str());
+    let common = [
+        "--labels", labels, "--data", data, "--limit", "60", "--seed", "5",
+    ];
+    let mut first: Option<(CpuPath, BTreeMap<String, Vec<u8>>)> = None;
+    let mut bad = Vec::new();
+    for &path in &paths {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let model = dir.path().join("m.amz");
+        let model = model.to_str().unwrap();
+        let train = [
+            "amortize",
+            "train",
+            "--samples",
+            "2",
+            "--fit-steps",
+            "12",
+            "--hidden",
+            "8",
+        ];
+        let out = dir.path().join("aug");
+        for (what, args, at) in [
+            ("train", &train[..], model),
+            (
+                "augment",
+                &[
+                    "augment",
+                    "--sampler",
+                    "amortized",
+                    "--model",
+                    model,
+                    "--no-quality",
+                ][..],
+                out.to_str().unwrap(),
+            ),
+        ] {
+            let result = Command::new(env!("CARGO_BIN_EXE_rmld"))
+                .args(args)
+                .args(common)
+                .args(["--backend", "cpu", "--no-code-cache", "--out", at])
+                .env(CPU_PATH_VARIABLE, path.name())
+                .output()
+                .expect("the rmld binary runs");
+            assert!(
+                result.status.success(),
+                "{what} on the {} path: {}",
+                path.name(),
+                String::from_utf8_lossy(&result.stderr)
+            );
+        }
+        let mut files = BTreeMap::new();
+        outputs(&out, "aug/", &mut files);
+        files.insert("m.amz".into(), std::fs::read(model).expect("the model"));
+        match &first {
+            None => first = Some((path, files)),
+            Some((widest, want)) => {
+                for (file, bytes) in want {
+                    if files.get(file) != Some(bytes) {
+                        bad.push(format!(
+                            "{file}: the {} path's differs from the {} path's",
+                            path.name(),
+                            widest.name()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
+}
+
 /// The cluster of mixed CPUs on one machine: `sample` and `augment` in three shards,
 /// each on another path, merge into the widest path's single run byte for byte (augment without
 /// the code cache: its folder, another per run here, is part of the shards' configuration).
@@ -314,11 +393,6 @@ fn an_unknown_or_missing_path_is_refused_by_name() {
 const GEMM_ALLOWED: &[(&str, &str)] = &[
     ("src/backend/cpu/matmul.rs", "the gemm products themselves"),
     ("src/measure/cpu.rs", "the bench's gemm ceilings"),
-    (
-        "src/orchestrator/amortized.rs",
-        "the amortised sampler's generated images",
-    ),
-    ("src/amortize/mlp.rs", "the amortised sampler's network"),
     (
         "src/diagnostics/quality/distances.rs",
         "the quality metrics' distances",

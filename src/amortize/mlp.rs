@@ -1,13 +1,17 @@
 //! A small fully connected network (LeakyReLU hidden layers, linear output) with manual backprop and Adam.
 //!
 //! Chosen over `burn` 0.22 by measurement (docs/amortized.md): with its three products per layer
-//! on the `gemm` crate, a 784-512-512-784 training step is within 1.5x of burn's CPU backends,
-//! and burn would add 12 minutes of compilation on 2 cores to every clean build.
+//! on a tuned kernel, a 784-512-512-784 training step is within 1.5x of burn's CPU backends, and
+//! burn would add 12 minutes of compilation on 2 cores to every clean build. The products run on
+//! the chains' packed kernels (`backend::cpu::packed`), which sum every output in one order on
+//! every CPU path, so a seed trains the same network, and generates the same images, on any
+//! x86-64 CPU (on `gemm`, the order followed the CPU's kernels and cache sizes).
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::normal;
+use crate::backend::cpu::packed::PackedOperand;
 
 /// The slope of LeakyReLU below 0.
 const LEAK: f32 = 0.2;
@@ -26,68 +30,25 @@ impl Dense {
     /// `batch` rows of `bias + x W` (x is `batch × n_in`, row-major).
     fn affine(&self, x: &[f32], batch: usize) -> Vec<f32> {
         assert_eq!(x.len(), batch * self.n_in, "dense layer: input size");
-        let mut out: Vec<f32> = (0..batch).flat_map(|_| self.bias.iter().copied()).collect();
-        // SAFETY: out is batch × n_out, x batch × n_in, w n_in × n_out (row-major, asserted
-        // above and by construction of the layer).
-        unsafe {
-            product(
-                (batch, self.n_out, self.n_in),
-                (out.as_mut_ptr(), 1, self.n_out as isize, true),
-                (x.as_ptr(), 1, self.n_in as isize),
-                (self.w.as_ptr(), 1, self.n_out as isize),
-            );
-        }
+        // x W − (−bias): the bias is added after the sum over n_in, in one rounding.
+        let minus: Vec<f32> = (0..batch)
+            .flat_map(|_| self.bias.iter().map(|b| -b))
+            .collect();
+        let mut out = vec![0.0; batch * self.n_out];
+        PackedOperand::from_rows(&self.w, self.n_in, self.n_out).product(x, Some(&minus), &mut out);
         out
     }
 }
 
-/// dst (m × n) = [dst +] lhs (m × k) · rhs (k × n) by the `gemm` crate (rayon-parallel over the
-/// output, never over k, so the result does not depend on the thread count). Each operand is
-/// (pointer, column stride, row stride); `dst`'s flag says whether its values are added to.
-///
-/// # Safety
-/// Every index `row · row_stride + col · col_stride` of each operand's shape must lie inside the
-/// allocation its pointer points into.
-unsafe fn product(
-    (m, n, k): (usize, usize, usize),
-    (dst, dst_cs, dst_rs, accumulate): (*mut f32, isize, isize, bool),
-    (lhs, lhs_cs, lhs_rs): (*const f32, isize, isize),
-    (rhs, rhs_cs, rhs_rs): (*const f32, isize, isize),
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        if !accumulate {
-            for i in 0..m as isize {
-                for j in 0..n as isize {
-                    *dst.offset(i * dst_rs + j * dst_cs) = 0.0;
-                }
-            }
+/// X (rows × cols, row-major) transposed.
+fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; x.len()];
+    for (r, row) in x.chunks_exact(cols.max(1)).enumerate().take(rows) {
+        for (c, &v) in row.iter().enumerate() {
+            out[c * rows + r] = v;
         }
-        return;
     }
-    gemm::gemm(
-        m,
-        n,
-        k,
-        dst,
-        dst_cs,
-        dst_rs,
-        accumulate,
-        lhs,
-        lhs_cs,
-        lhs_rs,
-        rhs,
-        rhs_cs,
-        rhs_rs,
-        1.0,
-        1.0,
-        false,
-        false,
-        false,
-        gemm::Parallelism::Rayon(rayon::current_num_threads()),
-    );
+    out
 }
 
 /// A multilayer perceptron: `sizes[0]` inputs, LeakyReLU(0.2) after every hidden layer, a linear
@@ -320,22 +281,17 @@ impl Mlp {
                 }
             }
             // gW += Xᵀ G (n_in × n_out) and gX = G Wᵀ (batch × n_in), as two products.
-            // SAFETY: every operand's strides stay inside its length: x is batch × n_in, g
-            // batch × n_out, w and gw n_in × n_out, gx batch × n_in (all row-major).
-            unsafe {
-                product(
-                    (layer.n_in, layer.n_out, batch),
-                    (gw.as_mut_ptr(), 1, layer.n_out as isize, true),
-                    (x.as_ptr(), layer.n_in as isize, 1),
-                    (g.as_ptr(), 1, layer.n_out as isize),
-                );
-                product(
-                    (batch, layer.n_in, layer.n_out),
-                    (gx.as_mut_ptr(), 1, layer.n_in as isize, false),
-                    (g.as_ptr(), 1, layer.n_out as isize),
-                    (layer.w.as_ptr(), layer.n_out as isize, 1),
-                );
+            let (n_in, n_out) = (layer.n_in, layer.n_out);
+            let mut step = vec![0.0f32; n_in * n_out];
+            PackedOperand::from_rows(&g, batch, n_out).product(
+                &transposed(x, batch, n_in),
+                None,
+                &mut step,
+            );
+            for (acc, v) in gw.iter_mut().zip(&step) {
+                *acc += v;
             }
+            PackedOperand::from_transpose(&layer.w, n_in, n_out).product(&g, None, &mut gx);
             g = gx;
         }
         g

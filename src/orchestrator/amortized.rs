@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::amortize::load_model;
 use crate::amortize::{save_model, CodeModel, ModelShape};
+use crate::backend::cpu::packed::PackedOperand;
 use crate::model::Target;
 use crate::orchestrator::augment::{AugmentPlan, AugmentSink};
 use crate::orchestrator::SampleRun;
@@ -101,6 +102,7 @@ pub(crate) fn amortized_generation(
     let mut sink = AugmentSink::new(plan, 0, true);
     let dict = &target.dictionary;
     let (d, p) = (dict.d, dict.p);
+    let transposed_dictionary = PackedOperand::try_from_transpose(&dict.a, d, p)?;
     for (i, class) in plan.classes.iter().enumerate() {
         let k = model
             .class_index(class.label)
@@ -110,10 +112,9 @@ pub(crate) fn amortized_generation(
             Some(context) => model.sample_on_gpu(context.clone(), k, class.generated, seed)?,
             _ => model.sample(k, class.generated, seed),
         };
-        // A z for every code, as the chains' images are made (Z Aᵀ − 0 through gemm).
+        // A z for every code, as the chains' images are made (Z Aᵀ on the packed kernels).
         let mut images = vec![0.0f32; class.generated * d];
-        let zeros = vec![0.0f32; class.generated * d];
-        crate::backend::cpu::matmul::residual_product(&dict.a, d, p, &codes, &zeros, &mut images);
+        transposed_dictionary.product(&codes, None, &mut images);
         sink.kept[i] = class.generated;
         sink.positions[i] = (0..class.generated).collect();
         sink.codes[i] = codes;

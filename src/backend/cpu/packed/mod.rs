@@ -44,7 +44,7 @@ impl PackedOperand {
     /// [`Self::from_rows`], with a refused allocation an error (`crate::alloc`).
     pub fn try_from_rows(m: &[f32], k: usize, n: usize) -> Result<Self> {
         assert_eq!(m.len(), k * n, "packed operand: values do not match k × n");
-        Self::pack(k, n, |kk, col| m[kk * n + col])
+        Self::pack(k, n, true, |kk, col| m[kk * n + col])
     }
 
     /// M = Aᵀ for A (rows × cols, row-major) packed (k = cols, n = rows).
@@ -59,12 +59,18 @@ impl PackedOperand {
             rows * cols,
             "packed operand: values do not match rows × cols"
         );
-        Self::pack(cols, rows, |kk, col| a[col * cols + kk])
+        Self::pack(cols, rows, false, |kk, col| a[col * cols + kk])
     }
 
-    /// Packs M given element by element (`at(kk, col)`); a refused allocation is an error on
-    /// `atoms` (the packed matrix is a dictionary or a product of one).
-    fn pack(k: usize, n: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Result<Self> {
+    /// Packs M given element by element (`at(kk, col)`, read along a row of M where `by_rows`,
+    /// else down a column, whichever lies contiguous in the source); a refused allocation is an
+    /// error on `atoms` (the packed matrix is a dictionary or a product of one).
+    fn pack(
+        k: usize,
+        n: usize,
+        by_rows: bool,
+        at: impl Fn(usize, usize) -> f32 + Sync,
+    ) -> Result<Self> {
         let len = n.div_ceil(PANEL) * k * PANEL;
         let mut values =
             crate::alloc::try_zeroed(len, "atoms", "a matrix packed for the CPU's products")?;
@@ -74,9 +80,17 @@ impl PackedOperand {
                 .enumerate()
                 .for_each(|(j, panel)| {
                     let cols = (n - j * PANEL).min(PANEL);
-                    for c in 0..cols {
+                    if by_rows {
                         for kk in 0..k {
-                            panel[kk * PANEL + c] = at(kk, j * PANEL + c);
+                            for c in 0..cols {
+                                panel[kk * PANEL + c] = at(kk, j * PANEL + c);
+                            }
+                        }
+                    } else {
+                        for c in 0..cols {
+                            for kk in 0..k {
+                                panel[kk * PANEL + c] = at(kk, j * PANEL + c);
+                            }
                         }
                     }
                 });
