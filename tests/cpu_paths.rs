@@ -1,4 +1,4 @@
-//! One summation order on every CPU path: fixed-seed `sample`, `augment` and `encode` write the same bytes with the products forced to each path this CPU has (`RMLD_CPU_PATH`), shards run on different paths merge into the single run's bytes, and a path the CPU lacks, or an unknown name, is refused naming the variable.
+//! One summation order on every CPU path: fixed-seed `sample`, `augment`, `encode` and the amortised sampler (`amortize train`, `augment --sampler amortized`) write the same bytes with the products forced to each path this CPU has (`RMLD_CPU_PATH`), shards run on different paths merge into the single run's bytes, and a path the CPU lacks, or an unknown name, is refused naming the variable.
 //!
 //! The data are 10 × 10 images (d = 100, p = 400), so the products cross the kernels' edges (d
 //! is a panel of 64 and 36 columns, p six and a quarter). The cases take every product of the
