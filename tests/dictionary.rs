@@ -25,6 +25,16 @@ impl Observer for StopAfter {
     }
 }
 
+/// Records the notices' words.
+#[derive(Default)]
+struct Notices(std::sync::Mutex<Vec<String>>);
+
+impl Observer for Notices {
+    fn notice(&self, notice: &rmld::session::Notice) {
+        self.0.lock().unwrap().push(notice.to_string());
+    }
+}
+
 fn settings(out: &Path) -> DictionarySettings {
     DictionarySettings {
         out: out.to_path_buf(),
@@ -68,8 +78,12 @@ fn an_interrupted_run_resumes_bit_for_bit() {
     assert!(first.interrupted);
     assert_eq!(first.results.len(), 2);
     assert!(split_dir.join(DICTIONARY_CHECKPOINT).exists());
-    let rest = learn(&split_dir, &Silent).unwrap();
+    let notices = Notices::default();
+    let rest = learn(&split_dir, &notices).unwrap();
     assert!(!rest.interrupted);
+    // Said in the learning's words, not a sampling run's ("outer iteration").
+    let said = notices.0.lock().unwrap().join("\n");
+    assert!(said.contains("2 of 6 signals already learned"), "{said}");
     for (i, (a, b)) in whole.results.iter().zip(&rest.results).enumerate() {
         assert_eq!(
             a, b,

@@ -136,6 +136,7 @@ fn notice_text(notice: &Notice, options: &[String]) -> String {
             format!("note: {notice} (--backend gpu uses it anyway)")
         }
         Notice::Resuming { .. } => format!("rmld resume: {notice}"),
+        Notice::LearningResumed { .. } => format!("rmld dictionary: {notice}"),
         Notice::SampleInterrupted { out, .. } => format!(
             "rmld: {notice}; continue with `rmld resume {}`",
             out.display()

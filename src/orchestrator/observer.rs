@@ -39,6 +39,15 @@ pub enum Notice {
         /// Outer iterations in all.
         samples: u32,
     },
+    /// A dictionary learning continues from the checkpoint an earlier run of it left.
+    LearningResumed {
+        /// The run's output folder (it holds the checkpoint).
+        out: PathBuf,
+        /// Signals already learned.
+        done: usize,
+        /// Signals in all.
+        signals: usize,
+    },
     /// A sampling run stopped early: its outputs and a checkpoint are written.
     SampleInterrupted {
         /// Outer iterations done.
@@ -157,6 +166,11 @@ impl std::fmt::Display for Notice {
             Notice::SoftwareAdapter { name } => write!(
                 f,
                 "the only GPU adapter is a software renderer ({name}); running on the CPU, which is faster"
+            ),
+            Notice::LearningResumed { out, done, signals } => write!(
+                f,
+                "continuing from the checkpoint in {}: {done} of {signals} signals already learned",
+                out.display()
             ),
             Notice::Resuming {
                 out,

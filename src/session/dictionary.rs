@@ -52,10 +52,10 @@ pub fn learn_signals(
     let chains = settings.chains();
     let learning = SignalLearning::open(family, signals, atoms, &chains, out)?;
     if let Some(completed) = learning.resumed() {
-        observer.notice(&Notice::Resuming {
+        observer.notice(&Notice::LearningResumed {
             out: out.to_path_buf(),
-            completed: completed as u32,
-            samples: signals.len() as u32,
+            done: completed,
+            signals: signals.len(),
         });
     }
     observer.phase_start(&Phase {
