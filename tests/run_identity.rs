@@ -246,6 +246,8 @@ fn a_run_stopped_after_its_last_checkpoint_publishes_on_resume() {
     assert!(!out.join("codes.npy").exists(), "{message}");
     let resumed = resume(&out);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let said = stderr(&resumed);
+    assert!(said.contains("all 4 outer iterations were done"), "{said}");
     for name in ["codes.npy", "images.npy", "samples.png"] {
         assert!(
             std::fs::read(out.join(name)).unwrap() == std::fs::read(whole.join(name)).unwrap(),

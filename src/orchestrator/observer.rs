@@ -176,6 +176,16 @@ impl std::fmt::Display for Notice {
                 out,
                 completed,
                 samples,
+            } if completed >= samples => write!(
+                f,
+                "continuing {}: all {samples} outer iterations were done before it stopped; \
+                 writing its outputs",
+                out.display()
+            ),
+            Notice::Resuming {
+                out,
+                completed,
+                samples,
             } => write!(
                 f,
                 "continuing {} from outer iteration {completed} of {samples}",
