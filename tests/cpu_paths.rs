@@ -119,6 +119,27 @@ fn paths_and_dataset() -> Option<(Vec<CpuPath>, Dataset)> {
     ))
 }
 
+/// The files of case `name` that differ between the widest path's outputs and `path`'s (one
+/// missing on either side counts), each in words.
+fn differences(
+    name: &str,
+    (widest, want): &(CpuPath, BTreeMap<String, Vec<u8>>),
+    (path, files): (CpuPath, &BTreeMap<String, Vec<u8>>),
+) -> Vec<String> {
+    let names: std::collections::BTreeSet<_> = want.keys().chain(files.keys()).collect();
+    names
+        .into_iter()
+        .filter(|file| want.get(*file) != files.get(*file))
+        .map(|file| {
+            format!(
+                "{name}/{file}: the {} path's differs from the {} path's",
+                path.name(),
+                widest.name()
+            )
+        })
+        .collect()
+}
+
 /// Runs every case on every path this CPU has and lists every output that differs from the
 /// widest path's, byte for byte.
 #[test]
@@ -178,19 +199,7 @@ fn fixed_seed_outputs_are_byte_identical_on_every_cpu_path() {
             assert!(!files.is_empty(), "{name}: no outputs");
             match &first {
                 None => first = Some((path, files)),
-                Some((widest, want)) => {
-                    let names: std::collections::BTreeSet<_> =
-                        want.keys().chain(files.keys()).collect();
-                    for file in names {
-                        if want.get(file) != files.get(file) {
-                            bad.push(format!(
-                                "{name}/{file}: the {} path's differs from the {} path's",
-                                path.name(),
-                                widest.name()
-                            ));
-                        }
-                    }
-                }
+                Some(widest) => bad.extend(differences(name, widest, (path, &files))),
             }
         }
     }
@@ -206,48 +215,21 @@ fn the_amortised_sampler_trains_and_generates_the_same_bytes_on_every_cpu_path()
         return;
     };
     let (data, labels) = (set.images.as_str(), set.labels.as_str());
-    let common = [
-        "--labels", labels, "--data", data, "--limit", "60", "--seed", "5",
-    ];
+    let common = "--limit 60 --seed 5 --no-quality";
+    let train = format!("amortize train {common} --samples 2 --fit-steps 12 --hidden 8");
     let mut first: Option<(CpuPath, BTreeMap<String, Vec<u8>>)> = None;
     let mut bad = Vec::new();
     for &path in &paths {
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let model = dir.path().join("m.amz");
-        let model = model.to_str().unwrap();
-        let train = [
-            "amortize",
-            "train",
-            "--samples",
-            "2",
-            "--fit-steps",
-            "12",
-            "--hidden",
-            "8",
-        ];
-        let out = dir.path().join("aug");
-        for (what, args, at) in [
-            ("train", &train[..], model),
-            (
-                "augment",
-                &[
-                    "augment",
-                    "--sampler",
-                    "amortized",
-                    "--model",
-                    model,
-                    "--no-quality",
-                ][..],
-                out.to_str().unwrap(),
-            ),
-        ] {
-            let result = Command::new(env!("CARGO_BIN_EXE_rmld"))
-                .args(args)
-                .args(common)
-                .args(["--backend", "cpu", "--no-code-cache", "--out", at])
-                .env(CPU_PATH_VARIABLE, path.name())
-                .output()
-                .expect("the rmld binary runs");
+        let (model, out) = (dir.path().join("m.amz"), dir.path().join("aug"));
+        let model_name = model.to_str().unwrap();
+        let augment = format!("augment {common} --sampler amortized --model {model_name}");
+        for (what, args, at) in [("train", &train, &model), ("augment", &augment, &out)] {
+            let args: Vec<&str> = args
+                .split_whitespace()
+                .chain(["--labels", labels, "--data", data])
+                .collect();
+            let result = run(&args, path.name(), at);
             assert!(
                 result.status.success(),
                 "{what} on the {} path: {}",
@@ -257,20 +239,10 @@ fn the_amortised_sampler_trains_and_generates_the_same_bytes_on_every_cpu_path()
         }
         let mut files = BTreeMap::new();
         outputs(&out, "aug/", &mut files);
-        files.insert("m.amz".into(), std::fs::read(model).expect("the model"));
+        files.insert("m.amz".into(), std::fs::read(&model).expect("the model"));
         match &first {
             None => first = Some((path, files)),
-            Some((widest, want)) => {
-                for (file, bytes) in want {
-                    if files.get(file) != Some(bytes) {
-                        bad.push(format!(
-                            "{file}: the {} path's differs from the {} path's",
-                            path.name(),
-                            widest.name()
-                        ));
-                    }
-                }
-            }
+            Some(widest) => bad.extend(differences("amortized", widest, (path, &files))),
         }
     }
     assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
