@@ -209,6 +209,20 @@ fn augment_shards_from_a_warm_up_equal_the_single_run_on_the_cpu() {
         let case = dir.path().join(format!("case-{k}"));
         shards_from_warm_up_match(&case, "cpu", AUGMENT, extra);
     }
+    // One kept draw per chain: three chains per class, each anchored to its own image. The
+    // steps are per class (ten, labelled by class), not per chain, and a shard's chains find
+    // their class's step (they once indexed the whole run's steps by their own numbering).
+    let case = dir.path().join("classes-of-three-chains");
+    shards_from_warm_up_match(&case, "cpu", AUGMENT, &["--adapt", "--samples", "1"]);
+    let report = json(&case.join("single"), "report.json");
+    let classes = report["adaptation"]["classes"].as_array().unwrap();
+    let labels: Vec<u64> = classes
+        .iter()
+        .map(|c| c["class"].as_u64().unwrap())
+        .collect();
+    assert_eq!(labels, (0..10).collect::<Vec<u64>>(), "{report}");
+    let chains = &report["settings"]["chains"];
+    assert_eq!(chains, 30, "not three chains per class: {chains}");
 }
 
 #[test]

@@ -6,10 +6,14 @@ use crate::{Error, Result};
 /// the mean each chain's full-data energy uses.
 #[derive(Clone, Debug)]
 pub struct ChainClasses {
-    /// Per chain: (first row, row count) of its class.
+    /// Per chain: (first row, row count) of the rows it draws from: its class's, or the one
+    /// image it is anchored to (`Target::with_kind`, local and tangent targets).
     pub rows: Vec<[u32; 2]>,
-    /// Per chain: its class's mean observation (model units), C × d.
+    /// Per chain: the mean its energy uses (its class's, or its anchor), model units, C × d.
     pub means: Vec<f32>,
+    /// Per chain: its class (an index into the classes it was made from), which anchoring keeps:
+    /// what per-class step sizes and the GPU's class groups go by.
+    pub class: Vec<u32>,
 }
 
 impl ChainClasses {
@@ -41,11 +45,31 @@ impl ChainClasses {
             rows.push(*range);
             means.extend_from_slice(&class_means[k * d..(k + 1) * d]);
         }
-        Ok(ChainClasses { rows, means })
+        Ok(ChainClasses {
+            rows,
+            means,
+            class: class_of_chain.to_vec(),
+        })
     }
 
     /// Number of chains described.
     pub fn chains(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Each chain's class, numbered 0, 1, … in the order the classes first appear among the
+    /// chains (a shard's chains number their own classes so).
+    pub fn numbered(&self) -> Vec<u32> {
+        let mut seen: Vec<u32> = Vec::new();
+        self.class
+            .iter()
+            .map(|k| match seen.iter().position(|s| s == k) {
+                Some(i) => i as u32,
+                None => {
+                    seen.push(*k);
+                    (seen.len() - 1) as u32
+                }
+            })
+            .collect()
     }
 }

@@ -182,6 +182,17 @@ impl Target {
         self
     }
 
+    /// Per chain its class, numbered 0, 1, … as the classes first appear among the chains (all
+    /// 0 without classes). An anchored chain (local and tangent targets) keeps the class of the
+    /// image it is anchored to, though it draws from that image alone.
+    pub fn chain_classes(&self, chains: usize) -> Result<Vec<u32>> {
+        self.check_chains(chains)?;
+        Ok(match &self.classes {
+            Some(c) => c.numbered(),
+            None => vec![0; chains],
+        })
+    }
+
     /// Per chain (first row, row count) of the observations its minibatches come from.
     pub fn chain_rows(&self, chains: usize) -> Result<Vec<[u32; 2]>> {
         self.check_chains(chains)?;

@@ -517,21 +517,11 @@ fn end_warm_up(run: &mut SampleRun, settings: &SamplerSettings, outer: u32) -> b
     true
 }
 
-/// Each chain's class index (0, 1, … in the order the classes first appear among the chains),
-/// from the rows it draws from: all 0 without classes.
+/// Each chain's class index (0, 1, … in the order the classes first appear among the chains):
+/// all 0 without classes. An anchored chain (local, tangent) counts in its image's class, not as
+/// a class of its own ([`Target::chain_classes`]).
 pub fn class_of_chain(target: &Target, chains: usize) -> Result<Vec<u32>> {
-    let rows = target.chain_rows(chains)?;
-    let mut seen: Vec<[u32; 2]> = Vec::new();
-    Ok(rows
-        .iter()
-        .map(|r| match seen.iter().position(|s| s == r) {
-            Some(k) => k as u32,
-            None => {
-                seen.push(*r);
-                (seen.len() - 1) as u32
-            }
-        })
-        .collect())
+    target.chain_classes(chains)
 }
 
 /// What an adapting run's step sizes reach: the backend, the MH rule's Δ and the dynamics the

@@ -114,13 +114,13 @@ pub struct GpuBackend {
 }
 
 /// The groups' (first chain, chains): runs of `group_size`, and with `by_class` also cut where
-/// a chain's class (its `rows`) changes.
-fn group_ranges(rows: &[[u32; 2]], group_size: usize, by_class: bool) -> Vec<(usize, usize)> {
+/// a chain's class (`Target::chain_classes`) changes.
+fn group_ranges(classes: &[u32], group_size: usize, by_class: bool) -> Vec<(usize, usize)> {
     let mut ranges = Vec::new();
     let mut start = 0;
-    for c in 1..=rows.len() {
-        let class_ends = by_class && c < rows.len() && rows[c] != rows[c - 1];
-        if c == rows.len() || c - start == group_size || class_ends {
+    for c in 1..=classes.len() {
+        let class_ends = by_class && c < classes.len() && classes[c] != classes[c - 1];
+        if c == classes.len() || c - start == group_size || class_ends {
             ranges.push((start, c - start));
             start = c;
         }
@@ -215,7 +215,7 @@ impl GpuBackend {
         let tile = context.gemm_tile(options.gemm_tile, chains)?;
         let shared = upload_shared(&context, &target, &likelihood, &chain_rows, tile)?;
         let ranges = group_ranges(
-            &chain_rows[settings.chain_offset as usize..],
+            &target.chain_classes(chains)?,
             group_size,
             options.class_groups,
         );
@@ -832,13 +832,13 @@ mod tests {
 
     #[test]
     fn class_groups_cut_where_the_class_changes() {
-        let rows = [[0, 5], [0, 5], [5, 3], [5, 3], [5, 3], [0, 5]];
-        assert_eq!(group_ranges(&rows, 4, false), [(0, 4), (4, 2)]);
-        assert_eq!(group_ranges(&rows, 4, true), [(0, 2), (2, 3), (5, 1)]);
+        let classes = [0, 0, 1, 1, 1, 0];
+        assert_eq!(group_ranges(&classes, 4, false), [(0, 4), (4, 2)]);
+        assert_eq!(group_ranges(&classes, 4, true), [(0, 2), (2, 3), (5, 1)]);
         assert_eq!(
-            group_ranges(&rows, 2, true),
+            group_ranges(&classes, 2, true),
             [(0, 2), (2, 2), (4, 1), (5, 1)]
         );
-        assert_eq!(group_ranges(&rows[..1], 4, true), [(0, 1)]);
+        assert_eq!(group_ranges(&classes[..1], 4, true), [(0, 1)]);
     }
 }

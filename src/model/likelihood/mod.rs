@@ -139,7 +139,12 @@ impl Target {
             .iter()
             .flat_map(|&i| self.observations.row(i))
             .collect::<Vec<_>>();
-        self.classes = Some(ChainClasses { rows, means });
+        // Each chain stays in its class (one class without classes).
+        let class = match &self.classes {
+            Some(c) => c.class.clone(),
+            None => vec![0; anchors.len()],
+        };
+        self.classes = Some(ChainClasses { rows, means, class });
     }
 
     /// The same target with the tangent target's k and scale (used by a later
@@ -185,6 +190,7 @@ impl Target {
             target.classes = Some(ChainClasses {
                 rows: c.rows[range.clone()].to_vec(),
                 means: c.means[range.start * d..range.end * d].to_vec(),
+                class: c.class[range.clone()].to_vec(),
             });
         }
         if let Some(b) = &self.tangent_basis {
