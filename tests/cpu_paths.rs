@@ -1,4 +1,4 @@
-//! One summation order on every CPU path: fixed-seed `sample`, `augment`, `encode` and the amortised sampler (`amortize train`, `augment --sampler amortized`) write the same bytes with the products forced to each path this CPU has (`RMLD_CPU_PATH`), shards run on different paths merge into the single run's bytes, and a path the CPU lacks, or an unknown name, is refused naming the variable.
+//! One summation order on every CPU path: fixed-seed `sample`, `augment`, `encode` and the amortised sampler (`amortize train`, `augment --sampler amortized`) write the same bytes, and `rmld quality` the same metrics, with the products forced to each path this CPU has (`RMLD_CPU_PATH`), shards run on different paths merge into the single run's bytes, and a path the CPU lacks, or an unknown name, is refused naming the variable.
 //!
 //! The data are 10 × 10 images (d = 100, p = 400), so the products cross the kernels' edges (d
 //! is a panel of 64 and 36 columns, p six and a quarter). The cases take every product of the
@@ -20,7 +20,13 @@ const SIDE: usize = 10;
 /// Writes `images.npy` (IMAGES × SIDE × SIDE, u8: a bright bar per class, placed by the image,
 /// over LCG noise) and `labels.npy` into `dir`.
 fn write_dataset(dir: &Path) {
-    let mut state = 12_345u32;
+    write_bars(dir, "", 12_345);
+}
+
+/// [`write_dataset`]'s images and labels with the noise of `seed`, as `{prefix}images.npy` and
+/// `{prefix}labels.npy`.
+fn write_bars(dir: &Path, prefix: &str, seed: u32) {
+    let mut state = seed;
     let mut pixels = Vec::with_capacity(IMAGES * SIDE * SIDE);
     let mut labels = Vec::with_capacity(IMAGES);
     for i in 0..IMAGES {
@@ -40,9 +46,10 @@ fn write_dataset(dir: &Path) {
         }
         labels.push(class as i64);
     }
-    let images = dir.join("images.npy");
+    let images = dir.join(format!("{prefix}images.npy"));
     rmld::io::write_npy_u8(&images, &[IMAGES, SIDE, SIDE], &pixels).expect("writing images");
-    rmld::io::write_npy_i64(&dir.join("labels.npy"), &[IMAGES], &labels).expect("writing labels");
+    let labels_file = dir.join(format!("{prefix}labels.npy"));
+    rmld::io::write_npy_i64(&labels_file, &[IMAGES], &labels).expect("writing labels");
 }
 
 /// `rmld ARGS --backend cpu --out OUT` with the products on `path` ("" leaves the variable
@@ -248,6 +255,75 @@ fn the_amortised_sampler_trains_and_generates_the_same_bytes_on_every_cpu_path()
     assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
 }
 
+/// `value` without its "seconds" fields, at any depth (the only numbers of a quality report that
+/// a seed does not fix).
+fn without_seconds(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter(|(key, _)| key.as_str() != "seconds")
+            .map(|(key, v)| (key.clone(), without_seconds(v)))
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().map(without_seconds).collect(),
+        other => other.clone(),
+    }
+}
+
+/// The quality metrics (a classifier trained by L-BFGS, nearest-neighbour and pairwise
+/// distances: `rmld quality`, and every `augment` report) score a set with the same bits on
+/// every path: on `gemm`, a classifier's weights followed the CPU's kernels, and with them
+/// every later L-BFGS step.
+#[test]
+fn the_quality_metrics_are_the_same_bits_on_every_cpu_path() {
+    let Some((paths, set)) = paths_and_dataset() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    write_bars(dir.path(), "generated-", 777);
+    let generated = dir.path().join("generated-images.npy");
+    let generated_labels = dir.path().join("generated-labels.npy");
+    let mut first: Option<(CpuPath, serde_json::Value)> = None;
+    let mut bad = Vec::new();
+    for &path in &paths {
+        let out = dir.path().join(format!("quality-{}.json", path.name()));
+        let result = Command::new(env!("CARGO_BIN_EXE_rmld"))
+            .args(["quality", "--seed", "2", "--data", &set.images])
+            .args(["--labels", &set.labels, "--generated"])
+            .arg(&generated)
+            .arg("--generated-labels")
+            .arg(&generated_labels)
+            .arg("--out")
+            .arg(&out)
+            .env(CPU_PATH_VARIABLE, path.name())
+            .output()
+            .expect("the rmld binary runs");
+        assert!(
+            result.status.success(),
+            "quality on the {} path: {}",
+            path.name(),
+            String::from_utf8_lossy(&result.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&out).expect("the quality report"))
+                .expect("the report is JSON");
+        let quality = without_seconds(&report["quality"]);
+        assert!(
+            quality["classifier"]["iterations"].as_u64() > Some(5),
+            "the classifier hardly trained: {quality}"
+        );
+        match &first {
+            None => first = Some((path, quality)),
+            Some((widest, want)) if *want != quality => bad.push(format!(
+                "the {} path's metrics differ from the {} path's:\n{quality}\n{want}",
+                path.name(),
+                widest.name()
+            )),
+            Some(_) => {}
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 /// The cluster of mixed CPUs on one machine: `sample` and `augment` in three shards,
 /// each on another path, merge into the widest path's single run byte for byte (augment without
 /// the code cache: its folder, another per run here, is part of the shards' configuration).
@@ -365,14 +441,6 @@ fn an_unknown_or_missing_path_is_refused_by_name() {
 const GEMM_ALLOWED: &[(&str, &str)] = &[
     ("src/backend/cpu/matmul.rs", "the gemm products themselves"),
     ("src/measure/cpu.rs", "the bench's gemm ceilings"),
-    (
-        "src/diagnostics/quality/distances.rs",
-        "the quality metrics' distances",
-    ),
-    (
-        "src/diagnostics/quality/classifier.rs",
-        "the quality metrics' classifier",
-    ),
 ];
 
 /// Every `.rs` file under `dir`, by its path from the crate's root.

@@ -11,7 +11,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::normal;
-use crate::backend::cpu::packed::PackedOperand;
+use crate::backend::cpu::packed::{transposed, PackedOperand};
 
 /// The slope of LeakyReLU below 0.
 const LEAK: f32 = 0.2;
@@ -38,17 +38,6 @@ impl Dense {
         PackedOperand::from_rows(&self.w, self.n_in, self.n_out).product(x, Some(&minus), &mut out);
         out
     }
-}
-
-/// X (rows × cols, row-major) transposed.
-fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0; x.len()];
-    for (r, row) in x.chunks_exact(cols.max(1)).enumerate().take(rows) {
-        for (c, &v) in row.iter().enumerate() {
-            out[c * rows + r] = v;
-        }
-    }
-    out
 }
 
 /// A multilayer perceptron: `sizes[0]` inputs, LeakyReLU(0.2) after every hidden layer, a linear

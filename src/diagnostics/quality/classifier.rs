@@ -8,15 +8,16 @@
 //! ```
 //!
 //! Training is deterministic: a fixed number of L-BFGS iterations (or fewer, when the gradient
-//! vanishes) from W = 0, b = 0, with a backtracking Armijo line search; the products go through
-//! the `gemm` crate on fixed row blocks whose partial gradients are summed in block order, so the
-//! result does not depend on the number of threads.
+//! vanishes) from W = 0, b = 0, with a backtracking Armijo line search. The products run on the
+//! chains' packed kernels (`backend::cpu::packed`, each value one FMA chain in order) on fixed
+//! row blocks whose partial gradients are summed in block order, so the result depends neither on
+//! the number of threads nor on the CPU (on `gemm` the order followed the CPU's kernels).
 
-use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use serde::Serialize;
 
 use super::distances::Stop;
+use crate::backend::cpu::packed::{transposed, PackedOperand};
 use crate::{Error, Result};
 
 /// Rows per block of the loss and gradient (one rayon task each).
@@ -60,70 +61,75 @@ pub struct Softmax {
     pub loss: f64,
 }
 
-/// out (m × k) = x (m × d) · w (d × k), or with `transpose_x` out (d × k) = xᵀ (d × m) · w (m × k).
-fn product(x: &[f32], d: usize, w: &[f32], k: usize, transpose_x: bool, out: &mut [f32]) {
+/// The scores x W (m × k, row-major) of the m images of `x` (rows of d) under weights `w_t`,
+/// Wᵀ (k × d, row-major): computed as Wᵀ xᵀ with xᵀ the packed operand, so each score is one FMA
+/// chain over d in order on every CPU (`backend::cpu::packed`), and the packed columns are the
+/// many images rather than the few classes.
+fn scores(x: &[f32], d: usize, w_t: &[f32], k: usize) -> Vec<f32> {
     let m = x.len() / d;
-    let (rows, inner) = if transpose_x { (d, m) } else { (m, d) };
-    assert!(x.len() == m * d && w.len() == inner * k && out.len() == rows * k);
-    if rows == 0 || k == 0 || inner == 0 {
-        out.fill(0.0);
-        return;
+    assert!(x.len() == m * d && w_t.len() == k * d);
+    let mut by_class = vec![0f32; k * m];
+    if m > 0 && k > 0 {
+        PackedOperand::from_transpose(x, m, d).product(w_t, None, &mut by_class);
     }
-    // x as lhs: element (i, j) at i·d + j; xᵀ as lhs: element (i, j) at j·d + i.
-    let (lhs_cs, lhs_rs) = if transpose_x {
-        (d as isize, 1)
-    } else {
-        (1, d as isize)
-    };
-    // SAFETY: the assert above bounds every index the strides reach.
-    unsafe {
-        gemm(
-            rows,
-            k,
-            inner,
-            out.as_mut_ptr(),
-            1,
-            k as isize,
-            false,
-            x.as_ptr(),
-            lhs_cs,
-            lhs_rs,
-            w.as_ptr(),
-            1,
-            k as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
+    transposed(&by_class, k, m)
+}
+
+/// [`ROW_BLOCK`] training images packed once for the two products every evaluation takes.
+struct PackedBlock {
+    /// xᵀ (d × m): the scores Wᵀ xᵀ.
+    transposed: PackedOperand,
+    /// x (m × d): the gradient's Rᵀ x.
+    rows: PackedOperand,
+    /// The block's images.
+    m: usize,
+}
+
+impl PackedBlock {
+    /// The blocks of `x` (rows of d): about twice x's memory, once for training; a refused
+    /// allocation is an error naming `limit` (the images to train on).
+    fn all(x: &[f32], d: usize) -> Result<Vec<Self>> {
+        let refused = |_| {
+            let bytes = 2.0 * std::mem::size_of_val(x) as f64;
+            crate::alloc::refused("limit", "the quality classifier's packed images", bytes)
+        };
+        x.chunks(ROW_BLOCK * d)
+            .map(|block| {
+                let m = block.len() / d;
+                Ok(PackedBlock {
+                    transposed: PackedOperand::try_from_transpose(block, m, d).map_err(refused)?,
+                    rows: PackedOperand::try_from_rows(block, m, d).map_err(refused)?,
+                    m,
+                })
+            })
+            .collect()
     }
 }
 
 /// Loss and gradient (over W then b, as f64) at `theta` = [W (d × K) row-major, b (K)].
-struct Objective<'a> {
-    x: &'a [f32],
+struct Objective {
+    blocks: Vec<PackedBlock>,
     targets: Vec<usize>,
     d: usize,
     k: usize,
     l2: f64,
 }
 
-impl Objective<'_> {
+impl Objective {
     fn evaluate(&self, theta: &[f64]) -> (f64, Vec<f64>) {
         let (d, k) = (self.d, self.k);
         let n = self.targets.len();
         let w: Vec<f32> = theta[..d * k].iter().map(|&v| v as f32).collect();
+        let w_t = transposed(&w, d, k);
         let b = &theta[d * k..];
         let parts: Vec<(f64, Vec<f32>, Vec<f64>)> = self
-            .x
-            .par_chunks(ROW_BLOCK * d)
+            .blocks
+            .par_iter()
             .zip(self.targets.par_chunks(ROW_BLOCK))
-            .map(|(x, targets)| {
-                let m = targets.len();
-                let mut logits = vec![0f32; m * k];
-                product(x, d, &w, k, false, &mut logits);
+            .map(|(block, targets)| {
+                let mut by_class = vec![0f32; k * block.m];
+                block.transposed.product(&w_t, None, &mut by_class);
+                let mut logits = transposed(&by_class, k, block.m);
                 let mut loss = 0f64;
                 let mut bias_grad = vec![0f64; k];
                 for (row, &y) in logits.chunks_mut(k).zip(targets) {
@@ -138,19 +144,22 @@ impl Objective<'_> {
                         *r = (p / n as f64) as f32;
                     }
                 }
-                let mut grad = vec![0f32; d * k];
-                product(x, d, &logits, k, true, &mut grad);
-                (loss, grad, bias_grad)
+                let mut gw = vec![0f32; k * d];
+                let residuals = transposed(&logits, block.m, k);
+                block.rows.product(&residuals, None, &mut gw);
+                (loss, gw, bias_grad)
             })
             .collect();
         let mut loss = 0f64;
         let mut grad = vec![0f64; d * k + k];
         for (l, gw, gb) in &parts {
             loss += l;
-            grad[..d * k]
-                .iter_mut()
-                .zip(gw)
-                .for_each(|(g, &v)| *g += v as f64);
+            // gw is Rᵀ X (k × d); the gradient's W part is d × k.
+            for (c, row) in gw.chunks_exact(d).enumerate() {
+                for (j, &v) in row.iter().enumerate() {
+                    grad[j * k + c] += v as f64;
+                }
+            }
             grad[d * k..].iter_mut().zip(gb).for_each(|(g, &v)| *g += v);
         }
         loss /= n.max(1) as f64;
@@ -289,7 +298,7 @@ pub fn train_until(
         .map(|l| classes.binary_search(l).unwrap_or(0))
         .collect();
     let objective = Objective {
-        x,
+        blocks: PackedBlock::all(x, d)?,
         targets,
         d,
         k,
@@ -320,12 +329,10 @@ impl Softmax {
     /// the smaller label.
     pub fn predict(&self, x: &[f32]) -> Vec<u32> {
         let (d, k) = (self.d, self.classes.len());
+        let w_t = transposed(&self.weights, d, k);
         x.par_chunks(ROW_BLOCK * d)
             .flat_map_iter(|block| {
-                let m = block.len() / d;
-                let mut logits = vec![0f32; m * k];
-                product(block, d, &self.weights, k, false, &mut logits);
-                logits
+                scores(block, d, &w_t, k)
                     .chunks(k)
                     .map(|row| {
                         let mut best = 0;
@@ -358,7 +365,7 @@ mod tests {
         let (n, d, k) = (9, 4, 3);
         let x: Vec<f32> = (0..n * d).map(|i| ((i * 37 % 11) as f32) / 11.0).collect();
         let objective = Objective {
-            x: &x,
+            blocks: PackedBlock::all(&x, d).unwrap(),
             targets: (0..n).map(|i| i % k).collect(),
             d,
             k,

@@ -1,15 +1,18 @@
-//! Euclidean nearest-neighbour and mean pairwise distances by GEMM (‖a‖² + ‖b‖² − 2a·b), blocked, on rayon.
+//! Euclidean nearest-neighbour and mean pairwise distances by matrix products (‖a‖² + ‖b‖² − 2a·b), blocked, on rayon.
 //!
-//! Rows are images of `d` values, row-major. Every product goes through the `gemm` crate one block
-//! at a time (at most [`QUERY_BLOCK`] × [`REFERENCE_BLOCK`] dot products per worker), so memory
-//! stays bounded whatever the number of images; rayon spreads the query blocks over the cores,
-//! each block single-threaded, and results are combined in block order, so they do not depend on
-//! the number of threads.
+//! Rows are images of `d` values, row-major. The products run one block at a time (at most
+//! [`QUERY_BLOCK`] × [`REFERENCE_BLOCK`] dot products per worker), so memory stays bounded
+//! whatever the number of images, on the chains' packed kernels (`backend::cpu::packed`): each dot
+//! product is one FMA chain over d in order, so a set scores the same bits on every CPU (on
+//! `gemm` the order followed the CPU's kernels and cache sizes). Rayon spreads the query blocks
+//! over the cores, and results are combined in block order, so they do not depend on the number
+//! of threads.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
+
+use crate::backend::cpu::packed::PackedOperand;
 
 /// Query rows per block (one rayon task).
 pub const QUERY_BLOCK: usize = 256;
@@ -19,7 +22,8 @@ pub const REFERENCE_BLOCK: usize = 2048;
 /// A cooperative stop: polled between blocks; `true` abandons the computation.
 pub type Stop<'a> = &'a (dyn Fn() -> bool + Sync);
 
-/// out (m × n, row-major) = a (m × d) · bᵀ where b is n × d, i.e. out[i][j] = a_i · b_j.
+/// out (m × n, row-major) = a (m × d) · bᵀ where b is n × d, i.e. out[i][j] = a_i · b_j, each
+/// dot product one FMA chain over d in order (`backend::cpu::packed`), the same bits on every CPU.
 fn dot_block(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
     let (m, n) = (a.len() / d.max(1), b.len() / d.max(1));
     assert!(a.len() == m * d && b.len() == n * d && out.len() >= m * n);
@@ -30,32 +34,7 @@ fn dot_block(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
         out[..m * n].fill(0.0);
         return;
     }
-    // SAFETY: out is m × n with row stride n; a is m × d (row stride d); bᵀ is d × n, element
-    // (k, j) at b[j·d + k] (row stride 1, column stride d): every index is within the lengths
-    // asserted above.
-    unsafe {
-        gemm(
-            m,
-            n,
-            d,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            d as isize,
-            b.as_ptr(),
-            d as isize,
-            1,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
-    }
+    PackedOperand::from_transpose(b, n, d).product(a, None, &mut out[..m * n]);
 }
 
 /// Squared norm of each row, accumulated in f64.

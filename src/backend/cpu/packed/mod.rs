@@ -161,6 +161,18 @@ impl PackedOperand {
     }
 }
 
+/// `rows × cols` values (row-major) transposed: the other operand's layout for the callers that
+/// pack their own matrices (the amortised sampler's network, the quality classifier).
+pub fn transposed(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0f32; values.len()];
+    for (r, row) in values.chunks_exact(cols.max(1)).enumerate().take(rows) {
+        for (c, &v) in row.iter().enumerate() {
+            out[c * rows + r] = v;
+        }
+    }
+    out
+}
+
 /// A constant matrix A (rows × cols) packed for the products taken with it: R · A
 /// ([`Self::transpose_product`]) and, where asked, Z · Aᵀ − Y ([`Self::residual_product`]).
 #[derive(Clone, Debug)]
