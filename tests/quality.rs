@@ -431,6 +431,28 @@ fn quality_command_on_the_embedded_digits() {
         1.0
     );
 
+    // A second run onto the same report is refused, exit 2, the file untouched; with --force it
+    // replaces it.
+    let written = std::fs::read(&out).unwrap();
+    let again = [
+        "quality",
+        "--generated",
+        images.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    assert_refused(&again, &["--force", out.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        written,
+        "the refused run wrote"
+    );
+    let forced = rmld(&[&again[..], &["--force"]].concat());
+    assert!(forced.status.success(), "stderr: {}", stderr(&forced));
+    let replaced: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(replaced["quality"]["counts"], q["counts"]);
+
     // --json prints the same document; --classes keeps two classes.
     let labels = dir.path().join("gen-labels-idx1-ubyte.gz");
     let run = rmld(&[

@@ -39,6 +39,10 @@ pub struct QualitySettings {
     pub seed: u64,
     /// Write the report (JSON) here, atomically.
     pub out: Option<PathBuf>,
+    /// Replace `out` when it exists (an earlier report, or a file of yours); without it such a
+    /// run is refused before any work.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// Judges `args.generated` against the real data: the report (also written to `args.out`), and
@@ -70,6 +74,22 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
         let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let folder = out.parent().unwrap_or(std::path::Path::new("."));
         super::outputs::refuse_overwriting_inputs(folder, &[name], &inputs)?;
+        if out.is_dir() {
+            return Err(Error::input(
+                out,
+                "is a folder; the quality report is a file",
+            ));
+        }
+        if out.symlink_metadata().is_ok() && !args.force {
+            return Err(Error::usage(
+                "force",
+                format!(
+                    "{} exists (an earlier report, or a file of yours) and this run would \
+                     replace it: choose another file, or give `force` to replace it",
+                    out.display()
+                ),
+            ));
+        }
     }
     let mut train = Dataset::load_or_embedded(args.data.as_deref())?;
     if let Some(path) = &args.labels {

@@ -56,6 +56,10 @@ pub struct QualityArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 
+    /// Replace --out when it exists already.
+    #[arg(long)]
+    pub force: bool,
+
     /// Print the report as JSON on stdout (instead of the one-line summary).
     #[arg(long)]
     pub json: bool,
@@ -75,6 +79,7 @@ impl QualityArgs {
             test_limit: self.test_limit,
             seed: self.seed,
             out: self.out.clone(),
+            force: self.force,
         }
     }
 }
