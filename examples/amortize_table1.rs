@@ -9,6 +9,7 @@
 //! summed ESS by the sampling wall time of all chains; R-hat is the rank-normalised split-R̂
 //! across the C chains (the worst dimension).
 
+use rmld::math::Portable;
 use std::time::Instant;
 
 use rand::rngs::StdRng;
@@ -208,7 +209,7 @@ fn main() {
                 })
                 .collect();
             let top = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let w: Vec<f64> = logw.iter().map(|l| (l - top).exp()).collect();
+            let w: Vec<f64> = logw.iter().map(|l| (l - top).exp_portable()).collect();
             let (s1, s2) = (w.iter().sum::<f64>(), w.iter().map(|v| v * v).sum::<f64>());
             eprintln!(
                 "  global proposal: {} Gaussians, importance-sampling efficiency {:.3}",
@@ -286,7 +287,7 @@ fn rmld_normal(rng: &mut StdRng) -> f64 {
     use rand::Rng;
     let u1: f64 = 1.0 - rng.random::<f64>();
     let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * u1.ln_portable()).sqrt() * (std::f64::consts::TAU * u2).cos_portable()
 }
 
 /// Times one training step (forward, backward, Adam) of a 784-512-512-784 MLP on 256 rows (the

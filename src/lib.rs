@@ -47,6 +47,7 @@ pub mod diagnostics;
 pub mod fuzzing;
 pub mod io;
 pub mod learn;
+pub mod math;
 pub mod measure;
 pub mod methods;
 pub mod model;

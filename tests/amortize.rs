@@ -5,6 +5,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rmld::amortize::{mmd_test, train, MhRatio, Mlp, Operator, Progress, SalSettings, Toy};
+use rmld::math::Portable;
 
 /// d loss / d params and d loss / d input by backprop equal central differences (loss = Σ w ⊙ out).
 #[test]
@@ -83,7 +84,10 @@ fn exact_draws_have_the_known_moments() {
         }
     }
     let d = Toy::Ring5.draws(n, &mut rng);
-    let r: Vec<f64> = d.chunks_exact(2).map(|p| p[0].hypot(p[1])).collect();
+    let r: Vec<f64> = d
+        .chunks_exact(2)
+        .map(|p| p[0].hypot_portable(p[1]))
+        .collect();
     let mean = r.iter().sum::<f64>() / n as f64;
     assert!(
         (mean - 3.673).abs() < 0.04,
@@ -236,9 +240,9 @@ fn ag_svgd_moves_particles_onto_the_target() {
             .map(|_| {
                 let u1: f64 = 1.0 - rng.random::<f64>();
                 let u2: f64 = rng.random();
-                let r = (-2.0 * u1.ln()).sqrt();
+                let r = (-2.0 * u1.ln_portable()).sqrt();
                 let a = std::f64::consts::TAU * u2;
-                [r * a.cos(), r * a.sin()]
+                [r * a.cos_portable(), r * a.sin_portable()]
             })
             .collect();
         let exact = toy.draws(400, &mut rng);

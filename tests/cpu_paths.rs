@@ -255,6 +255,45 @@ fn the_amortised_sampler_trains_and_generates_the_same_bytes_on_every_cpu_path()
     assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.join("\n"));
 }
 
+/// glibc picks an FMA or a plain build of f64 exp, log, pow, sin and cos by the CPU; rmld takes
+/// them from the libm crate (`rmld::math`), so hiding FMA from glibc (as a CPU without it would)
+/// changes no output. With glibc's exp, this HMC run on the embedded digits wrote another
+/// `acceptance_rate.npy` (on this project's AMD EPYC, glibc 2.36). (Elsewhere than glibc the variable is ignored, and the two runs are the same run.)
+#[test]
+fn outputs_do_not_depend_on_which_build_of_libm_glibc_picks() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let mut runs = Vec::new();
+    for tunables in ["", "glibc.cpu.hwcaps=-AVX2,-FMA"] {
+        let out = dir.path().join(format!("run-{}", runs.len()));
+        let result = Command::new(env!("CARGO_BIN_EXE_rmld"))
+            .args(["sample", "--method", "hmc", "--seed", "5", "--chains", "8"])
+            .args(["--samples", "500", "--burn-in", "300"])
+            .args(["--backend", "cpu", "--out"])
+            .arg(&out)
+            .env("GLIBC_TUNABLES", tunables)
+            .output()
+            .expect("the rmld binary runs");
+        assert!(
+            result.status.success(),
+            "GLIBC_TUNABLES={tunables}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        let mut files = BTreeMap::new();
+        outputs(&out, "", &mut files);
+        runs.push(files);
+    }
+    assert!(runs[0].contains_key("sample_stats/acceptance_rate.npy"));
+    let differ: Vec<_> = runs[0]
+        .keys()
+        .chain(runs[1].keys())
+        .filter(|name| runs[0].get(*name) != runs[1].get(*name))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "differ with FMA hidden from glibc: {differ:?}"
+    );
+}
+
 /// `value` without its "seconds" fields, at any depth (the only numbers of a quality report that
 /// a seed does not fix).
 fn without_seconds(value: &serde_json::Value) -> serde_json::Value {

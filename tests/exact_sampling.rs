@@ -11,6 +11,7 @@
 #[cfg(feature = "gpu")]
 mod gpu_common;
 
+use rmld::math::Portable;
 use std::sync::Arc;
 
 use rmld::backend::cpu::CpuBackend;
@@ -315,9 +316,9 @@ fn rotated_sparse_posterior_passes_ks(make: &Factory, method: Method, eta: f32, 
             None => {
                 let laplace = |x: f64| {
                     if x < 0.0 {
-                        0.5 * (lam * x).exp()
+                        0.5 * (lam * x).exp_portable()
                     } else {
-                        1.0 - 0.5 * (-lam * x).exp()
+                        1.0 - 0.5 * (-lam * x).exp_portable()
                     }
                 };
                 ks_failure(method, j, &draws, laplace, alpha)

@@ -3,6 +3,7 @@
 
 mod gpu_common;
 
+use rmld::math::Portable;
 use std::sync::Arc;
 
 use gpu_common::{assert_none, context, fixed_rng, rng, uniform};
@@ -121,7 +122,10 @@ fn decisions(
         .map(|(c, t)| {
             let delta = steps.map_or(settings.delta(), |s| settings.delta_at(s[c])) as f64;
             let u = Stream::new(settings.seed, c as u32, outer, 0, Purpose::Accept).uniform();
-            t.method_log_ratio(settings.method, delta).min(0.0).exp() > u as f64
+            t.method_log_ratio(settings.method, delta)
+                .min(0.0)
+                .exp_portable()
+                > u as f64
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use rmld::math::Portable;
 use std::sync::Arc;
 
 use rmld::backend::cpu::{gradient_step, matmul, CpuBackend};
@@ -49,7 +50,12 @@ fn energy_f64(target: &Target, rows: [u32; 2], x: &[f64]) -> f64 {
         })
         .collect();
     let max = exponents.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let lse = max + exponents.iter().map(|e| (e - max).exp()).sum::<f64>().ln();
+    let lse = max
+        + exponents
+            .iter()
+            .map(|e| (e - max).exp_portable())
+            .sum::<f64>()
+            .ln_portable();
     -lse + target.lam as f64 * x.iter().map(|v| v.abs()).sum::<f64>()
 }
 

@@ -11,6 +11,7 @@ mod regression;
 
 use rand::{Rng, SeedableRng};
 use regression::{l1_and_rss, regression_data, run_regression, RegressionConfig, RegressionData};
+use rmld::math::Portable;
 use rmld::methods::Method;
 use rmld::orchestrator::Init;
 
@@ -21,7 +22,7 @@ const LAM: f64 = 3.0;
 fn normal(rng: &mut impl Rng) -> f64 {
     let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
     let v: f64 = rng.random();
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    (-2.0 * u.ln_portable()).sqrt() * (std::f64::consts::TAU * v).cos_portable()
 }
 
 /// An inverse-Gaussian draw with mean `mu` and shape `shape` (Michael, Schucany and Haas, 1976).

@@ -7,6 +7,7 @@
 #[cfg(feature = "gpu")]
 mod gpu_common;
 
+use rmld::math::Portable;
 use std::sync::Arc;
 
 use rmld::backend::cpu::CpuBackend;
@@ -373,7 +374,7 @@ impl Quadrature {
         let grid: Vec<f64> = (0..n).map(|i| lo + h * i as f64).collect();
         let density: Vec<f64> = grid
             .iter()
-            .map(|&x| (-(x - y).powi(2) / (2.0 * s2) - ssgl.element_f64(x as f32)).exp())
+            .map(|&x| (-(x - y).powi(2) / (2.0 * s2) - ssgl.element_f64(x as f32)).exp_portable())
             .collect();
         let mut cdf = vec![0f64; n];
         for i in 1..n {
@@ -615,7 +616,7 @@ fn gpu_matches_cpu(label: &str, d: usize, p: usize, method: Method, groups: usiz
                     .uniform();
                     t.method_log_ratio(method, dyn_.delta() as f64)
                         .min(0.0)
-                        .exp()
+                        .exp_portable()
                         > u as f64
                 })
                 .collect()

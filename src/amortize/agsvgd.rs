@@ -6,6 +6,7 @@
 //! 2018). Both kernels are RBF, exp(−‖x − y‖²/h), with h by the median trick (median of the squared
 //! distances / log(M + 1)) times a factor each (`h_svgd`, `h_density`).
 
+use crate::math::Portable;
 use crate::{Error, Result};
 
 /// AG-SVGD's settings.
@@ -105,7 +106,7 @@ pub fn stein_gradient(x: &[[f64; 2]], h: f64, eta: f64) -> Result<Vec<[f64; 2]>>
     let mut div = vec![[0.0; 2]; m];
     for i in 0..m {
         for j in 0..m {
-            let kij = (-sq(x[i], x[j]) / h).exp();
+            let kij = (-sq(x[i], x[j]) / h).exp_portable();
             k[i * m + j] = kij;
             // ∇_{x_j} κ'(x_i, x_j) = (2/h)(x_i − x_j) κ'.
             div[i][0] += 2.0 / h * (x[i][0] - x[j][0]) * kij;
@@ -128,24 +129,27 @@ pub fn step(
         return Ok(());
     }
     let med = median_sq(x);
-    let base = med / ((m + 1) as f64).ln();
+    let base = med / ((m + 1) as f64).ln_portable();
     let h = base * settings.h_svgd;
     let hd = base * settings.h_density;
     let grad = stein_gradient(x, hd, settings.eta)?;
     // log ω_j = log ν(x_j) + U(x_j), ν by the kernel density estimate (13).
     let log_w: Vec<f64> = (0..m)
         .map(|j| {
-            let nu: f64 = (0..m).map(|i| (-sq(x[j], x[i]) / hd).exp()).sum::<f64>() / m as f64;
-            nu.ln() + energy(x[j])
+            let nu: f64 = (0..m)
+                .map(|i| (-sq(x[j], x[i]) / hd).exp_portable())
+                .sum::<f64>()
+                / m as f64;
+            nu.ln_portable() + energy(x[j])
         })
         .collect();
     let max = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let w: Vec<f64> = log_w.iter().map(|l| (l - max).exp()).collect();
+    let w: Vec<f64> = log_w.iter().map(|l| (l - max).exp_portable()).collect();
     let z: f64 = w.iter().sum();
     let mut phi = vec![[0.0; 2]; m];
     for (i, p) in phi.iter_mut().enumerate() {
         for j in 0..m {
-            let kij = (-sq(x[i], x[j]) / h).exp();
+            let kij = (-sq(x[i], x[j]) / h).exp_portable();
             let wj = w[j] / z;
             for c in 0..2 {
                 p[c] += wj * (grad[j][c] * kij + 2.0 / h * (x[i][c] - x[j][c]) * kij);

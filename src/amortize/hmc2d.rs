@@ -7,6 +7,7 @@
 use rand::Rng;
 
 use super::{normal, Target2d};
+use crate::math::Portable;
 
 /// HMC's step size and number of leapfrog steps.
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +44,9 @@ impl Hmc2d {
         let h0 = u0 + 0.5 * (r0[0] * r0[0] + r0[1] * r0[1]);
         let h1 = u + 0.5 * (r[0] * r[0] + r[1] * r[1]);
         let log_alpha = h0 - h1;
-        if log_alpha.is_finite() && (log_alpha >= 0.0 || rng.random::<f64>().ln() < log_alpha) {
+        if log_alpha.is_finite()
+            && (log_alpha >= 0.0 || rng.random::<f64>().ln_portable() < log_alpha)
+        {
             (q, true)
         } else {
             (x, false)

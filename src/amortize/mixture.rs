@@ -11,6 +11,7 @@
 use rand::Rng;
 
 use super::normal;
+use crate::math::Portable;
 
 /// One Gaussian: weight, mean and the lower Cholesky factor (l11, l21, l22) of its covariance.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +27,11 @@ impl Component {
         let [a, b, c] = self.chol;
         let y1 = (x[0] - self.mean[0]) / a;
         let y2 = (x[1] - self.mean[1] - b * y1) / c;
-        self.log_weight - std::f64::consts::TAU.ln() - a.ln() - c.ln() - 0.5 * (y1 * y1 + y2 * y2)
+        self.log_weight
+            - std::f64::consts::TAU.ln_portable()
+            - a.ln_portable()
+            - c.ln_portable()
+            - 0.5 * (y1 * y1 + y2 * y2)
     }
 
     /// From a mean and a covariance (sxx, sxy, syy), positive definite.
@@ -35,7 +40,7 @@ impl Component {
         let b = cov[1] / a;
         let c = (cov[2] - b * b).max(1e-300).sqrt();
         Component {
-            log_weight: weight.ln(),
+            log_weight: weight.ln_portable(),
             mean,
             chol: [a, b, c],
         }
@@ -135,10 +140,11 @@ impl Mixture2d {
                     *r = c.log_weighted_density(p);
                 }
                 let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = row.iter().map(|&r| (r - top).exp()).sum();
-                let log_sum = top + sum.ln();
+                let sum: f64 = row.iter().map(|&r| (r - top).exp_portable()).sum();
+                let log_sum = top + sum.ln_portable();
                 loglik += log_sum;
-                row.iter_mut().for_each(|r| *r = (*r - log_sum).exp());
+                row.iter_mut()
+                    .for_each(|r| *r = (*r - log_sum).exp_portable());
             }
             // M step; components with under one point's worth of responsibility are dropped.
             let kk = components.len();
@@ -156,8 +162,9 @@ impl Mixture2d {
             if next.is_empty() {
                 return None;
             }
-            let total: f64 = next.iter().map(|c| c.log_weight.exp()).sum();
-            next.iter_mut().for_each(|c| c.log_weight -= total.ln());
+            let total: f64 = next.iter().map(|c| c.log_weight.exp_portable()).sum();
+            next.iter_mut()
+                .for_each(|c| c.log_weight -= total.ln_portable());
             components = next;
             resp.truncate(n * components.len());
             let mean_loglik = loglik / n as f64;
@@ -167,7 +174,7 @@ impl Mixture2d {
             last = mean_loglik;
         }
         for c in components.iter_mut() {
-            c.log_weight += (1.0 - DEFENSIVE_WEIGHT).ln();
+            c.log_weight += (1.0 - DEFENSIVE_WEIGHT).ln_portable();
         }
         components.push(Component::new(
             DEFENSIVE_WEIGHT,
@@ -202,7 +209,11 @@ impl Mixture2d {
         if !top.is_finite() {
             return top;
         }
-        top + logs.iter().map(|&l| (l - top).exp()).sum::<f64>().ln()
+        top + logs
+            .iter()
+            .map(|&l| (l - top).exp_portable())
+            .sum::<f64>()
+            .ln_portable()
     }
 
     /// One draw from q.
@@ -213,7 +224,7 @@ impl Mixture2d {
             .components
             .iter()
             .position(|c| {
-                u -= c.log_weight.exp();
+                u -= c.log_weight.exp_portable();
                 u <= 0.0
             })
             .map_or(&self.components[last], |i| &self.components[i]);
@@ -246,9 +257,9 @@ mod tests {
         for (c, (centre, w)) in fitted.iter().zip([(-4.0, weights[0]), (4.0, weights[1])]) {
             assert!((c.mean[0] - centre).abs() < 0.1, "mean {:?}", c.mean);
             assert!(
-                (c.log_weight.exp() - w).abs() < 0.03,
+                (c.log_weight.exp_portable() - w).abs() < 0.03,
                 "weight {}",
-                c.log_weight.exp()
+                c.log_weight.exp_portable()
             );
             assert!((c.chol[0] - 0.5).abs() < 0.05 && (c.chol[2] - 2.0).abs() < 0.15);
         }
@@ -257,7 +268,7 @@ mod tests {
         let mut integral = 0.0;
         for i in -400..400 {
             for j in -400..400 {
-                integral += q.log_density([i as f64 * h, j as f64 * h]).exp() * h * h;
+                integral += q.log_density([i as f64 * h, j as f64 * h]).exp_portable() * h * h;
             }
         }
         assert!((integral - 1.0).abs() < 1e-3, "∫ q = {integral}");

@@ -27,6 +27,7 @@ pub use targets::Toy;
 pub use teacher::{load_model, partial_path, save_model, teacher_dir};
 pub use teacher::{read_teacher, TeacherSamples, MAX_JSON_BYTES};
 
+use crate::math::Portable;
 use rand::Rng;
 
 /// An unnormalised 2-D density exp(−U(x)) given by its energy and gradient.
@@ -45,7 +46,7 @@ impl Target2d for Toy {
 pub(crate) fn normal(rng: &mut impl Rng) -> f64 {
     let u1: f64 = 1.0 - rng.random::<f64>();
     let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * u1.ln_portable()).sqrt() * (std::f64::consts::TAU * u2).cos_portable()
 }
 
 /// Maximum mean discrepancy² between two 2-D samples (flattened x, y pairs) with the RBF kernel
@@ -69,7 +70,7 @@ pub fn mmd_test(
     for i in 0..n {
         for j in 0..n {
             let d = (pooled[i][0] - pooled[j][0]).powi(2) + (pooled[i][1] - pooled[j][1]).powi(2);
-            k[i * n + j] = (-d / (2.0 * bw * bw)).exp();
+            k[i * n + j] = (-d / (2.0 * bw * bw)).exp_portable();
         }
     }
     let stat = |idx: &[usize]| {

@@ -39,6 +39,7 @@ use super::hmc2d::Hmc2d;
 use super::mixture::Mixture2d;
 use super::mlp::{Adam, Grads, Mlp, Tape};
 use super::{normal, Target2d};
+use crate::math::Portable;
 use crate::{Error, Result};
 
 /// How the "real" samples of each iteration are made from the generator's particles.
@@ -223,7 +224,7 @@ impl Operator {
         (0..2)
             .map(|d| {
                 let z = (to[d] - from[d] - mu[d]) / sigma[d];
-                -0.5 * z * z - sigma[d].ln()
+                -0.5 * z * z - sigma[d].ln_portable()
             })
             .sum()
     }
@@ -297,7 +298,7 @@ impl Operator {
                             - Self::log_q(x[k], &ls[k], proposal[k]);
                     }
                     if log_alpha.is_finite()
-                        && (log_alpha >= 0.0 || rng.random::<f64>().ln() < log_alpha)
+                        && (log_alpha >= 0.0 || rng.random::<f64>().ln_portable() < log_alpha)
                     {
                         x[k] = proposal[k];
                         u[k] = u1;
@@ -592,12 +593,14 @@ fn add_acceptance_gradient(
             sigma1[c] = (g.sigma_min + softplus(out[4 * i + 2 + c])) as f64;
             z[c] = (x[c] - xp[c] - out2[4 * i + c] as f64) / sigma2[c];
             let e = xi[2 * i + c] as f64;
-            log_alpha += -0.5 * z[c] * z[c] - sigma2[c].ln() + 0.5 * e * e + sigma1[c].ln();
+            log_alpha += -0.5 * z[c] * z[c] - sigma2[c].ln_portable()
+                + 0.5 * e * e
+                + sigma1[c].ln_portable();
         }
         if !log_alpha.is_finite() {
             continue;
         }
-        let alpha = log_alpha.min(0.0).exp();
+        let alpha = log_alpha.min(0.0).exp_portable();
         let jump = (xp[0] - x[0]).powi(2) + (xp[1] - x[1]).powi(2);
         let dlog = if log_alpha < 0.0 {
             -(w as f64) * alpha * jump
@@ -730,7 +733,7 @@ pub fn train(
         let gen_loss = train_generator(target, &mut g, &mut opt_g, &d, &proposals, settings);
         let (mut sigma_sum, mut mu_sum) = (0.0, 0.0);
         for o in proposals.out.chunks_exact(4) {
-            mu_sum += (o[0] as f64).hypot(o[1] as f64);
+            mu_sum += (o[0] as f64).hypot_portable(o[1] as f64);
             sigma_sum +=
                 2.0 * settings.sigma_min as f64 + softplus(o[2]) as f64 + softplus(o[3]) as f64;
         }

@@ -7,6 +7,7 @@
 use rand::Rng;
 
 use super::normal;
+use crate::math::Portable;
 
 /// One of the four synthetic targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +44,7 @@ impl Toy {
             Toy::Mog6 => (0..6)
                 .map(|k| {
                     let a = k as f64 * std::f64::consts::PI / 3.0;
-                    [5.0 * a.cos(), 5.0 * a.sin()]
+                    [5.0 * a.cos_portable(), 5.0 * a.sin_portable()]
                 })
                 .collect(),
             _ => Vec::new(),
@@ -83,12 +84,12 @@ impl Toy {
                 let mut z = 0.0;
                 let mut g = [0.0; 2];
                 for (l, d) in &terms {
-                    let w = (l - max).exp();
+                    let w = (l - max).exp_portable();
                     z += w;
                     g[0] += w * d[0] / s2;
                     g[1] += w * d[1] / s2;
                 }
-                (-(max + z.ln()), [g[0] / z, g[1] / z])
+                (-(max + z.ln_portable()), [g[0] / z, g[1] / z])
             }
         }
     }
@@ -116,7 +117,7 @@ impl Toy {
                 let cell = cdf.partition_point(|&c| c < u).min(cdf.len() - 1);
                 let r = (cell as f64 + rng.random::<f64>()) * RADIUS_MAX / cdf.len() as f64;
                 let a = rng.random::<f64>() * std::f64::consts::TAU;
-                [r * a.cos(), r * a.sin()]
+                [r * a.cos_portable(), r * a.sin_portable()]
             }
         }
     }
@@ -139,7 +140,7 @@ fn radial_cdf(toy: Toy) -> Vec<f64> {
     let mut cdf: Vec<f64> = (0..CELLS)
         .map(|k| {
             let r = (k as f64 + 0.5) * RADIUS_MAX / CELLS as f64;
-            acc += r * (-toy.energy([r, 0.0])).exp();
+            acc += r * (-toy.energy([r, 0.0])).exp_portable();
             acc
         })
         .collect();

@@ -3,6 +3,8 @@
 //! Draws are given per chain (`chains[c][k]`, all chains of equal length). Autocovariances are
 //! computed directly, lag by lag, only as far as Geyer's initial sequence reaches.
 
+use crate::math::Portable;
+
 /// Mean of a slice.
 fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len().max(1) as f64
@@ -90,8 +92,8 @@ pub fn ess_basic(chains: &[Vec<f64>]) -> Option<f64> {
         t += 2;
     }
     let draws = (m * n) as f64;
-    let tau =
-        (-1.0 + 2.0 * rho_hat[..last].iter().sum::<f64>() + rho_hat[last]).max(1.0 / draws.log10());
+    let tau = (-1.0 + 2.0 * rho_hat[..last].iter().sum::<f64>() + rho_hat[last])
+        .max(1.0 / draws.log10_portable());
     Some(draws / tau)
 }
 
@@ -128,7 +130,7 @@ pub fn normal_quantile(p: f64) -> f64 {
     ];
     let low = 0.02425;
     let x = if p < low {
-        let q = (-2.0 * p.ln()).sqrt();
+        let q = (-2.0 * p.ln_portable()).sqrt();
         (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
             / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
     } else if p <= 1.0 - low {
@@ -137,12 +139,12 @@ pub fn normal_quantile(p: f64) -> f64 {
         (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
             / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
     } else {
-        let q = (-2.0 * (1.0 - p).ln()).sqrt();
+        let q = (-2.0 * (1.0 - p).ln_portable()).sqrt();
         -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
             / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
     };
     let e = 0.5 * super::reference::erfc(-x / std::f64::consts::SQRT_2) - p;
-    let u = e * (2.0 * std::f64::consts::PI).sqrt() * (x * x / 2.0).exp();
+    let u = e * (2.0 * std::f64::consts::PI).sqrt() * (x * x / 2.0).exp_portable();
     x - u / (1.0 + x * u / 2.0)
 }
 

@@ -6,6 +6,7 @@ use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 
 use super::linalg::dot;
+use crate::math::Portable;
 use crate::model::AtomFamily;
 use crate::rng::PhiloxRng;
 
@@ -107,7 +108,7 @@ fn log_t(theta: &[f64], mode: &[f64], scales: &[f64], dof: f64) -> f64 {
         .zip(scales)
         .map(|((t, m), s)| ((t - m) / s).powi(2))
         .sum();
-    -0.5 * (dof + theta.len() as f64) * (m / dof).ln_1p()
+    -0.5 * (dof + theta.len() as f64) * (m / dof).ln_1p_portable()
 }
 
 /// One independence Metropolis–Hastings step with a Student-t proposal (dof ν, per-coordinate
@@ -135,7 +136,7 @@ pub(crate) fn student_t_mh(
     let log_alpha = energy(current) - energy(&candidate) + log_t(current, mode, scales, dof)
         - log_t(&candidate, mode, scales, dof);
     let u: f64 = rng.random();
-    let passes = u.ln() < log_alpha;
+    let passes = u.ln_portable() < log_alpha;
     (candidate, passes)
 }
 

@@ -4,6 +4,7 @@ use rand::Rng;
 
 use super::linalg::dot;
 use super::omp::Atoms;
+use crate::math::Portable;
 use crate::rng::PhiloxRng;
 
 /// One categorical draw of a slot's atom from its Gibbs weights π_k·exp(−γε/2 · s_l(s_l −
@@ -26,12 +27,13 @@ pub(crate) fn draw_slot_index(
             if excluded(k) {
                 f64::NEG_INFINITY
             } else {
-                pi[k].max(1e-300).ln() - 0.5 * gamma * s_l * (s_l - 2.0 * dot(e, atoms.col(k)))
+                pi[k].max(1e-300).ln_portable()
+                    - 0.5 * gamma * s_l * (s_l - 2.0 * dot(e, atoms.col(k)))
             }
         })
         .collect();
     let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let weights: Vec<f64> = logits.iter().map(|v| (v - top).exp()).collect();
+    let weights: Vec<f64> = logits.iter().map(|v| (v - top).exp_portable()).collect();
     let total: f64 = weights.iter().sum();
     let mut u = rng.random::<f64>() * total;
     for (k, w) in weights.iter().enumerate() {
@@ -65,7 +67,7 @@ pub(crate) fn index_mh_without_replacement(
         let mut used = 0.0f64;
         let mut acc = 0.0;
         for &k in z {
-            acc -= (1.0 - used).max(1e-300).ln();
+            acc -= (1.0 - used).max(1e-300).ln_portable();
             used += pi[k];
         }
         acc
@@ -83,7 +85,7 @@ pub(crate) fn index_mh_without_replacement(
         proposed[li] = pick;
         let log_ratio = log_d(&proposed) - log_d(z);
         let accept: f64 = rng.random();
-        if total.is_finite() && total > 0.0 && accept.ln() < log_ratio {
+        if total.is_finite() && total > 0.0 && accept.ln_portable() < log_ratio {
             z[li] = pick;
         }
         add(r, z[li], -s[li]);
@@ -102,12 +104,15 @@ pub(crate) fn index_mh_without_replacement(
             .map(|(ri, (pa, pb))| ri + delta * (pa - pb))
             .collect();
         let log_prior = |z: &[usize]| -> f64 {
-            z.iter().map(|&k| pi[k].max(1e-300).ln()).sum::<f64>() + log_d(z)
+            z.iter()
+                .map(|&k| pi[k].max(1e-300).ln_portable())
+                .sum::<f64>()
+                + log_d(z)
         };
         let log_ratio =
             log_prior(&swapped) - log_prior(z) - 0.5 * gamma * (dot(&new_r, &new_r) - dot(r, r));
         let accept: f64 = rng.random();
-        if accept.ln() < log_ratio {
+        if accept.ln_portable() < log_ratio {
             z.swap(a, b);
             r.copy_from_slice(&new_r);
         }
@@ -162,7 +167,7 @@ mod tests {
                 used += pi[k];
             }
             let r = residual(z);
-            w * (-0.5 * gamma * dot(&r, &r)).exp()
+            w * (-0.5 * gamma * dot(&r, &r)).exp_portable()
         };
         let total: f64 = orders.iter().map(|z| weight(z)).sum();
         let mut z = vec![0, 1, 2];

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::math::Portable;
 use crate::methods::Method;
 use crate::rng::{Purpose, Stream};
 
@@ -119,7 +120,7 @@ impl MhRule {
         let u = Stream::new(seed, chain, outer, 0, Purpose::Accept).uniform() as f64;
         MhDecision {
             log_alpha,
-            accepted: log_alpha.exp() > self.discount as f64 * u,
+            accepted: log_alpha.exp_portable() > self.discount as f64 * u,
             divergent,
         }
     }

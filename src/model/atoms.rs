@@ -12,6 +12,7 @@
 //!
 //! The EDA tonic atoms Δ0 + Δ·t (Table III of the paper) are fixed columns, not learned.
 
+use crate::math::Portable;
 use crate::{Error, Result};
 
 /// A parameter → atom map with the ranges its parameters must lie in.
@@ -153,7 +154,7 @@ impl AtomFamily {
                     let tau = t as f64 - t0;
                     *o = if tau > 0.0 {
                         let ratio = tau * tau / (tau * tau + rise * rise);
-                        (-tau / decay).exp() * ratio * ratio
+                        (-tau / decay).exp_portable() * ratio * ratio
                     } else {
                         0.0
                     };
@@ -162,14 +163,14 @@ impl AtomFamily {
             AtomFamily::Gabor { side } => {
                 let (x0, y0, angle, freq, width, phase) =
                     (theta[0], theta[1], theta[2], theta[3], theta[4], theta[5]);
-                let (sin, cos) = angle.sin_cos();
+                let (sin, cos) = angle.sin_cos_portable();
                 let inv = 1.0 / (2.0 * width * width);
                 for (i, o) in out.iter_mut().enumerate() {
                     let (y, x) = ((i / side) as f64 - y0, (i % side) as f64 - x0);
                     let u = x * cos + y * sin;
                     let v = -x * sin + y * cos;
-                    *o = (-(u * u + v * v) * inv).exp()
-                        * (std::f64::consts::TAU * freq * u + phase).cos();
+                    *o = (-(u * u + v * v) * inv).exp_portable()
+                        * (std::f64::consts::TAU * freq * u + phase).cos_portable();
                 }
             }
         }
@@ -308,7 +309,7 @@ mod tests {
         for (t, &got) in raw.iter().enumerate() {
             let tau = t as f64 - 30.0;
             let want = if tau > 0.0 {
-                (-tau / 15.0).exp() / (1.0 + (8.0 / tau).powi(2)).powi(2)
+                (-tau / 15.0).exp_portable() / (1.0 + (8.0 / tau).powi(2)).powi(2)
             } else {
                 0.0
             };
@@ -318,7 +319,7 @@ mod tests {
             );
         }
         // At t − t0 = Trise the sigmoid factor is exactly 1/4.
-        assert!((raw[38] - (-8.0f64 / 15.0).exp() / 4.0).abs() < 1e-14);
+        assert!((raw[38] - (-8.0f64 / 15.0).exp_portable() / 4.0).abs() < 1e-14);
         let unit = family.atom_checked(&theta).unwrap();
         let norm: f64 = unit.iter().map(|x| x * x).sum::<f64>().sqrt();
         assert!((norm - 1.0).abs() < 1e-12, "norm {norm}");
@@ -332,7 +333,8 @@ mod tests {
         family.raw_atom(&theta, &mut raw);
         for (i, &got) in raw.iter().enumerate() {
             let (x, y) = ((i % 8) as f64 - 3.0, (i / 8) as f64 - 4.0);
-            let want = (-(x * x + y * y) / 8.0).exp() * (std::f64::consts::TAU * 0.25 * x).cos();
+            let want = (-(x * x + y * y) / 8.0).exp_portable()
+                * (std::f64::consts::TAU * 0.25 * x).cos_portable();
             assert!(
                 (got - want).abs() < 1e-12,
                 "pixel {i}: got {got}, closed form {want}"

@@ -11,6 +11,7 @@
 //! numpy prototype's (`scripts/usefulness/prototypes.py`, `proposal`), which this file
 //! reproduces to rounding.
 
+use crate::math::Portable;
 use crate::rng::{index_from_word, Purpose, Stream};
 
 /// The image width (pixels) from which an anchor is moved by one whole pixel instead of
@@ -68,7 +69,7 @@ fn reflect(i: isize, n: usize) -> usize {
 pub fn gaussian_filter(image: &[f64], height: usize, width: usize, sigma: f64) -> Vec<f64> {
     let radius = (TRUNCATE * sigma + 0.5) as isize;
     let weights: Vec<f64> = (-radius..=radius)
-        .map(|i| (-0.5 * (i * i) as f64 / (sigma * sigma)).exp())
+        .map(|i| (-0.5 * (i * i) as f64 / (sigma * sigma)).exp_portable())
         .collect();
     let total: f64 = weights.iter().sum();
     let weights: Vec<f64> = weights.iter().map(|w| w / total).collect();
@@ -142,7 +143,7 @@ pub fn transformation_tangents(image: &[f64], height: usize, width: usize) -> Ve
     tangents.push(column(&|row, col, gy, gx| -(col * gx + row * gy)));
     tangents.push(column(&|row, col, gy, gx| col * gx - row * gy));
     tangents.push(column(&|row, col, gy, gx| row * gx + col * gy));
-    tangents.push(column(&|_, _, gy, gx| gx.hypot(gy)));
+    tangents.push(column(&|_, _, gy, gx| gx.hypot_portable(gy)));
     tangents
 }
 

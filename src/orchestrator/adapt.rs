@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::methods::Method;
 
+use crate::math::Portable;
 pub use crate::methods::{HMC_TARGET_ACCEPTANCE, MALA_TARGET_ACCEPTANCE};
 
 /// Dual averaging's γ (Stan's `gamma`).
@@ -147,8 +148,8 @@ impl TrajectoryAdaptation {
         let length = steps.max(1) as f64 * step as f64;
         TrajectoryAdaptation {
             initial_length: length,
-            log_length: length.ln(),
-            log_length_bar: length.ln(),
+            log_length: length.ln_portable(),
+            log_length_bar: length.ln_portable(),
             adam_m: 0.0,
             adam_v: 0.0,
             count: 0,
@@ -158,7 +159,7 @@ impl TrajectoryAdaptation {
 
     /// The trajectory length T proposals use.
     pub fn length(&self) -> f64 {
-        self.log_length_bar.exp()
+        self.log_length_bar.exp_portable()
     }
 
     /// The leapfrog count of outer iteration `outer` at step size `step`: ⌈u·T/ε⌉ with u the
@@ -193,7 +194,13 @@ impl TrajectoryAdaptation {
         let p = x.len() / chains;
         let weights: Vec<f64> = log_alpha
             .iter()
-            .map(|&a| if a.is_nan() { 0.0 } else { a.min(0.0).exp() })
+            .map(|&a| {
+                if a.is_nan() {
+                    0.0
+                } else {
+                    a.min(0.0).exp_portable()
+                }
+            })
             .collect();
         let total: f64 = weights.iter().sum();
         self.count += 1;
@@ -229,17 +236,17 @@ impl TrajectoryAdaptation {
         let (b1, b2) = ADAM_BETAS;
         self.adam_m = b1 * self.adam_m + (1.0 - b1) * gradient;
         self.adam_v = b2 * self.adam_v + (1.0 - b2) * gradient * gradient;
-        let m = self.adam_m / (1.0 - b1.powf(t));
-        let v = self.adam_v / (1.0 - b2.powf(t));
+        let m = self.adam_m / (1.0 - b1.powf_portable(t));
+        let v = self.adam_v / (1.0 - b2.powf_portable(t));
         let update = (CHEES_RATE * m / (v.sqrt() + 1e-8)).clamp(-LOG_UPDATE_CLIP, LOG_UPDATE_CLIP);
         if update.is_finite() {
             self.log_length += update;
         }
-        let w = t.powf(-DECAY);
+        let w = t.powf_portable(-DECAY);
         self.log_length_bar = (1.0 - w) * self.log_length_bar + w * self.log_length;
         // One leapfrog step at least, MAX_LEAPFROG_STEPS at most.
-        let step = (next_step as f64).ln();
-        let (low, high) = (step, step + (MAX_LEAPFROG_STEPS as f64).ln());
+        let step = (next_step as f64).ln_portable();
+        let (low, high) = (step, step + (MAX_LEAPFROG_STEPS as f64).ln_portable());
         self.log_length = self.log_length.clamp(low, high);
         self.log_length_bar = self.log_length_bar.clamp(low, high);
     }
@@ -258,13 +265,13 @@ impl StepAdaptation {
 
     /// Starts adapting from step size `initial_step`.
     pub fn new(initial_step: f32, adaptation: Adaptation) -> Self {
-        let log0 = (initial_step as f64).ln();
+        let log0 = (initial_step as f64).ln_portable();
         StepAdaptation {
             initial_step: initial_step as f64,
             target: adaptation.target,
             iterations: adaptation.iterations,
             count: 0,
-            mu: (10.0f64).ln() + log0,
+            mu: (10.0f64).ln_portable() + log0,
             log_step: log0,
             log_step_bar: 0.0,
             h_bar: 0.0,
@@ -288,9 +295,9 @@ impl StepAdaptation {
     /// The step size the next iteration runs with: ε_t during the warm-up, exp(log ε̄) after.
     pub fn step(&self) -> f32 {
         if self.frozen() && self.count > 0 {
-            self.log_step_bar.exp() as f32
+            self.log_step_bar.exp_portable() as f32
         } else {
-            self.log_step.exp() as f32
+            self.log_step.exp_portable() as f32
         }
     }
 
@@ -315,7 +322,7 @@ impl StepAdaptation {
         } else {
             t
         };
-        let eta = s.powf(-KAPPA);
+        let eta = s.powf_portable(-KAPPA);
         self.log_step_bar = eta * self.log_step + (1.0 - eta) * self.log_step_bar;
     }
 }
@@ -397,7 +404,13 @@ impl ClassSteps {
 pub fn mean_acceptance(log_alpha: &[f64]) -> f64 {
     let sum: f64 = log_alpha
         .iter()
-        .map(|&a| if a.is_nan() { 0.0 } else { a.min(0.0).exp() })
+        .map(|&a| {
+            if a.is_nan() {
+                0.0
+            } else {
+                a.min(0.0).exp_portable()
+            }
+        })
         .sum();
     sum / log_alpha.len().max(1) as f64
 }
@@ -423,7 +436,7 @@ mod tests {
             let log_alpha = -(a.step() as f64);
             a.observe(&[log_alpha, log_alpha]);
         }
-        let want = -target.ln();
+        let want = -target.ln_portable();
         assert!(
             (a.step() as f64 - want).abs() < 0.02 * want,
             "step {} want {want}",
@@ -459,7 +472,7 @@ mod tests {
             steps.observe(&mut pooled, &log_alpha, &classes);
         }
         for (k, class) in steps.classes.iter().enumerate() {
-            let want = -target.ln() / curvature[k];
+            let want = -target.ln_portable() / curvature[k];
             let got = class.step() as f64;
             assert!(
                 (got - want).abs() < 0.02 * want,
@@ -468,7 +481,7 @@ mod tests {
             assert!(class.frozen(), "class {k} must freeze with the run");
         }
         let mean = (steps.classes[0].log_step_bar + steps.classes[1].log_step_bar) / 2.0;
-        assert!((pooled.step() as f64 - mean.exp()).abs() < 1e-6 * mean.exp());
+        assert!((pooled.step() as f64 - mean.exp_portable()).abs() < 1e-6 * mean.exp_portable());
         let before = steps.clone();
         steps.observe(&mut pooled, &[0.0; 5], &classes);
         assert_eq!(steps, before, "a frozen adaptation must not move");
@@ -519,6 +532,6 @@ mod tests {
     #[test]
     fn divergent_proposals_count_as_rejections() {
         assert_eq!(mean_acceptance(&[f64::NAN, 0.0]), 0.5);
-        assert!((mean_acceptance(&[(0.25f64).ln()]) - 0.25).abs() < 1e-12);
+        assert!((mean_acceptance(&[(0.25f64).ln_portable()]) - 0.25).abs() < 1e-12);
     }
 }

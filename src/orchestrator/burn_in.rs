@@ -27,6 +27,7 @@
 //! and the adaptation state, both in the checkpoint, so a resumed run decides as the
 //! uninterrupted one.
 
+use crate::math::Portable;
 use serde::{Deserialize, Serialize};
 
 /// The largest gap between a settled window's mean acceptance and the target.
@@ -151,8 +152,8 @@ impl BurnInMonitor {
         if !self.warming_up() {
             return;
         }
-        self.window_log_step += step.map_or(0.0, |s| (s as f64).ln());
-        self.window_log_length += length.map_or(0.0, f64::ln);
+        self.window_log_step += step.map_or(0.0, |s| (s as f64).ln_portable());
+        self.window_log_length += length.map_or(0.0, f64::ln_portable);
         self.window_iterations += 1;
     }
 

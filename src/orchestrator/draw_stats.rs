@@ -22,6 +22,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::io;
+use crate::math::Portable;
 use crate::orchestrator::{KeepPolicy, SampleRun, SamplerSettings};
 use crate::Result;
 
@@ -122,7 +123,7 @@ pub(crate) fn per_draw(
             stats.acceptance_rate.push(if divergent {
                 0.0
             } else {
-                log_alpha.exp().min(1.0)
+                log_alpha.exp_portable().min(1.0)
             });
             stats.diverging.push(divergent as u8);
             stats.energy.push(run.energies[row * chains + c]);
@@ -228,7 +229,7 @@ mod tests {
         let energy: Vec<f32> = stats.energy[4..8].to_vec();
         assert_eq!(energy, vec![301.0, 401.0, 501.0, 601.0]);
         for (i, &a) in stats.acceptance_rate[4..8].iter().enumerate() {
-            let want = (-(3.0 + i as f64) - 0.1).exp();
+            let want = (-(3.0 + i as f64) - 0.1).exp_portable();
             assert!((a - want).abs() < 1e-15, "draw {i}: {a} vs {want}");
         }
         let every = per_draw(&run, &settings, KeepPolicy::Every(2), 1).unwrap();

@@ -6,6 +6,7 @@
 //! stream, gives bit for bit the CPU run's draws.
 
 use super::philox::Stream;
+use crate::math::Portable;
 
 /// A uniform on (0, 1) with 53 random bits from two words (never 0 or 1).
 #[inline]
@@ -24,9 +25,9 @@ fn uniform32(word: u32) -> f64 {
 /// word `a`, the angle from word `b`.
 #[inline]
 fn normal64(a: u32, b: u32) -> f64 {
-    let radius = (-2.0 * uniform32(a).ln()).sqrt();
+    let radius = (-2.0 * uniform32(a).ln_portable()).sqrt();
     let angle = std::f64::consts::TAU * uniform32(b);
-    radius * angle.cos()
+    radius * angle.cos_portable()
 }
 
 /// A Gamma(shape, 1) draw from `stream` (shape > 0 and finite).
@@ -43,7 +44,7 @@ pub fn standard_gamma(stream: &Stream, shape: f64) -> f64 {
     }
     if shape < 1.0 {
         let w = stream.block(u32::MAX);
-        let boost = uniform64(w[0], w[1]).powf(1.0 / shape);
+        let boost = uniform64(w[0], w[1]).powf_portable(1.0 / shape);
         return standard_gamma_at_least_one(stream, shape + 1.0) * boost;
     }
     standard_gamma_at_least_one(stream, shape)
@@ -61,7 +62,7 @@ fn standard_gamma_at_least_one(stream: &Stream, shape: f64) -> f64 {
         }
         let v = v * v * v;
         let u = uniform64(w[2], w[3]);
-        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+        if u.ln_portable() < 0.5 * x * x + d - d * v + d * v.ln_portable() {
             return d * v;
         }
     }
@@ -93,7 +94,8 @@ pub fn tilted_root_gamma(stream: &Stream, k: f64, beta: f64, gamma: f64) -> f64 
     }
     let a = 2.0 * k - 1.0;
     let mode = 2.0 * a / (gamma + (gamma * gamma + 8.0 * beta * a).sqrt());
-    let h = |u: f64| a * (u / mode).ln() - beta * (u * u - mode * mode) - gamma * (u - mode);
+    let h =
+        |u: f64| a * (u / mode).ln_portable() - beta * (u * u - mode * mode) - gamma * (u - mode);
     let slope = |u: f64| a / u - 2.0 * beta * u - gamma;
     let s = 1.0 / (a / (mode * mode) + 2.0 * beta).sqrt();
     let left = if mode - s > 0.0 { mode - s } else { 0.5 * mode };
@@ -103,7 +105,7 @@ pub fn tilted_root_gamma(stream: &Stream, k: f64, beta: f64, gamma: f64) -> f64 
     // Where the tangents reach h(m) = 0 (z_l ≤ m ≤ z_r by concavity).
     let z_l = left - hl / sl;
     let z_r = right - hr / sr;
-    let left_mass = -(-sl * z_l).exp_m1() / sl;
+    let left_mass = -(-sl * z_l).exp_m1_portable() / sl;
     let flat_mass = z_r - z_l;
     let right_mass = -1.0 / sr;
     let total = left_mass + flat_mass + right_mass;
@@ -112,19 +114,19 @@ pub fn tilted_root_gamma(stream: &Stream, k: f64, beta: f64, gamma: f64) -> f64 
         let t = uniform64(w[0], w[1]) * total;
         let (u, envelope) = if t < left_mass {
             // Inverse CDF of exp(sl·(u − z_l)) on (0, z_l).
-            let u = z_l + (-(t * sl)).ln_1p() / sl;
+            let u = z_l + (-(t * sl)).ln_1p_portable() / sl;
             (u, sl * (u - z_l))
         } else if t < left_mass + flat_mass {
             (z_l + (t - left_mass), 0.0)
         } else {
             let v = (t - left_mass - flat_mass) / right_mass;
-            let u = z_r + (-v).ln_1p() / sr;
+            let u = z_r + (-v).ln_1p_portable() / sr;
             (u, sr * (u - z_r))
         };
         if !(u > 0.0 && u.is_finite()) {
             continue;
         }
-        if uniform64(w[2], w[3]).ln() <= h(u) - envelope {
+        if uniform64(w[2], w[3]).ln_portable() <= h(u) - envelope {
             return u;
         }
     }

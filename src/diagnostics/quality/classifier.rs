@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::distances::Stop;
 use crate::backend::cpu::packed::{transposed, PackedOperand};
+use crate::math::Portable;
 use crate::{Error, Result};
 
 /// Rows per block of the loss and gradient (one rayon task each).
@@ -135,11 +136,11 @@ impl Objective {
                 for (row, &y) in logits.chunks_mut(k).zip(targets) {
                     let z: Vec<f64> = row.iter().zip(b).map(|(&l, &b)| l as f64 + b).collect();
                     let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let sum: f64 = z.iter().map(|&v| (v - max).exp()).sum();
-                    loss += sum.ln() + max - z[y];
+                    let sum: f64 = z.iter().map(|&v| (v - max).exp_portable()).sum();
+                    loss += sum.ln_portable() + max - z[y];
                     // The residual p − onehot(y), scaled by 1/n, replaces the logits.
                     for (c, r) in row.iter_mut().enumerate() {
-                        let p = (z[c] - max).exp() / sum - f64::from(u8::from(c == y));
+                        let p = (z[c] - max).exp_portable() / sum - f64::from(u8::from(c == y));
                         bias_grad[c] += p / n as f64;
                         *r = (p / n as f64) as f32;
                     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use bytemuck::{Pod, Zeroable};
 
 use crate::io::Pixels;
+use crate::math::Portable;
 use crate::model::Observations;
 use crate::rng::{chain_key, philox::index_from_word, philox4x32_10, SHARED_CHAIN};
 use crate::{Error, Result};
@@ -159,14 +160,14 @@ impl KernelTarget {
     /// reference; stable log-sum-exp). `x` has d values and `chain` must be a chain.
     pub fn energy_f64(&self, chain: usize, x: &[f32]) -> f64 {
         let (exponents, max) = self.exponents_f64(chain, x);
-        let sum: f64 = exponents.iter().map(|e| (e - max).exp()).sum();
-        -(max + sum.ln())
+        let sum: f64 = exponents.iter().map(|e| (e - max).exp_portable()).sum();
+        -(max + sum.ln_portable())
     }
 
     /// ∇U_c(x) = (x − Σ_i w_i x_i)/h², w = softmax of the exponents, in f64 (the reference).
     pub fn gradient_f64(&self, chain: usize, x: &[f32]) -> Vec<f64> {
         let (exponents, max) = self.exponents_f64(chain, x);
-        let weights: Vec<f64> = exponents.iter().map(|e| (e - max).exp()).collect();
+        let weights: Vec<f64> = exponents.iter().map(|e| (e - max).exp_portable()).collect();
         let total: f64 = weights.iter().sum();
         let [start, _] = self.chain_rows[chain];
         let mut mean = vec![0f64; self.d()];

@@ -20,6 +20,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::math::Portable;
 use crate::model::posterior::sign;
 use crate::model::wgsl::{wgsl_struct, WgslModel};
 use crate::{Error, Result};
@@ -173,7 +174,7 @@ impl Ssgl {
 
     /// ω_k = c·(k + k0)^(−α) for outer iteration k (1-based), in f32 as both backends use it.
     pub fn omega(&self, k: u32) -> f32 {
-        (self.c as f64 * (k as f64 + self.k0 as f64).powf(-(self.alpha as f64))) as f32
+        (self.c as f64 * (k as f64 + self.k0 as f64).powf_portable(-(self.alpha as f64))) as f32
     }
 
     /// Whether θ moves after outer iteration k (1-based).
@@ -347,7 +348,9 @@ impl UpdateScalars {
             omega: prior.omega(k),
             inv_v0: (1.0 / v0) as f32,
             inv_v1: (1.0 / v1) as f32,
-            log_ratio: ((2.0 * v0).ln() - 0.5 * (2.0 * std::f64::consts::PI * v1).ln()) as f32,
+            log_ratio: ((2.0 * v0).ln_portable()
+                - 0.5 * (2.0 * std::f64::consts::PI * v1).ln_portable())
+                as f32,
             r_a: (d as f64 + p as f64 + prior.nu as f64) as f32,
             nu_lambda: (prior.nu as f64 * prior.lambda as f64) as f32,
             a_minus_1: (prior.a as f64 - 1.0) as f32,
