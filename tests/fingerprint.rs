@@ -4,8 +4,9 @@
 //! Each case's files are hashed (NPY: dtype, shape and data; other outputs: their bytes) and
 //! summed (f32 NPY: Σx and Σ|x|), and compared with `tests/data/fingerprint.json`. The hashes are
 //! exact for the machine class they were recorded on (on the CPU any x86-64 with FMA: its
-//! products sum in one order on every path, `RMLD_CPU_PATH`, and glibc's math functions pick
-//! their FMA versions; the GPU's adapter and driver decide the lavapipe rounding); on another
+//! products sum in one order on every path, `RMLD_CPU_PATH`, its f64 math functions are the libm
+//! crate's, `rmld::math`, and glibc's f32 ones agreed with FMA hidden; the GPU's adapter and
+//! driver decide the lavapipe rounding); on another
 //! class the sums must agree to 1e-3 relative instead. A change that alters the draws on
 //! purpose re-records with `RMLD_FINGERPRINT_WRITE=1 cargo test --test fingerprint` and says why
 //! in its commit.
