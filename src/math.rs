@@ -4,7 +4,9 @@
 //! log, pow, sin and cos by the CPU: with FMA hidden (`GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA`,
 //! as on a CPU without it) exp differs in the last bit for about 1 argument in 1,400, and
 //! `rmld sample --method hmc` wrote another `acceptance_rate.npy`. The libm crate is Rust, with no
-//! contraction into FMA, so it gives the same bits on every CPU and platform. `clippy.toml`
+//! contraction into FMA, so it gives the same bits on every CPU and platform (it differs from
+//! glibc by an ulp in about 10% of exp's values, so the switch moved adaptive runs' draws once;
+//! docs/benchmarks.md). `clippy.toml`
 //! refuses the `f64` methods in rmld's code. The f32 functions stay on the C library: glibc's
 //! float builds gave the same bits with and without FMA on 4 million arguments each, and the
 //! chains' Gaussians (one `ln`, `cos` and `sin` per pair) are about 10% faster there. Not covered:
