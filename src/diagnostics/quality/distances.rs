@@ -1,14 +1,12 @@
 //! Euclidean nearest-neighbour and mean pairwise distances by matrix products (‖a‖² + ‖b‖² − 2a·b), blocked, on rayon.
 //!
 //! Rows are images of `d` values, row-major. The products run one block at a time (at most
-//! [`QUERY_BLOCK`] × [`REFERENCE_BLOCK`] dot products per worker), so memory stays bounded
-//! whatever the number of images, on the chains' packed kernels (`backend::cpu::packed`): each dot
+//! [`QUERY_BLOCK`] × [`REFERENCE_BLOCK`] dot products per worker; each reference block packed
+//! once), so memory stays bounded whatever the number of images, on the chains' packed kernels (`backend::cpu::packed`): each dot
 //! product is one FMA chain over d in order, so a set scores the same bits on every CPU (on
 //! `gemm` the order followed the CPU's kernels and cache sizes). Rayon spreads the query blocks
 //! over the cores, and results are combined in block order, so they do not depend on the number
 //! of threads.
-
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
@@ -16,26 +14,11 @@ use crate::backend::cpu::packed::PackedOperand;
 
 /// Query rows per block (one rayon task).
 pub const QUERY_BLOCK: usize = 256;
-/// Reference rows per GEMM against a query block.
+/// Reference rows per packed block (one product against each query block).
 pub const REFERENCE_BLOCK: usize = 2048;
 
 /// A cooperative stop: polled between blocks; `true` abandons the computation.
 pub type Stop<'a> = &'a (dyn Fn() -> bool + Sync);
-
-/// out (m × n, row-major) = a (m × d) · bᵀ where b is n × d, i.e. out[i][j] = a_i · b_j, each
-/// dot product one FMA chain over d in order (`backend::cpu::packed`), the same bits on every CPU.
-fn dot_block(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
-    let (m, n) = (a.len() / d.max(1), b.len() / d.max(1));
-    assert!(a.len() == m * d && b.len() == n * d && out.len() >= m * n);
-    if m == 0 || n == 0 {
-        return;
-    }
-    if d == 0 {
-        out[..m * n].fill(0.0);
-        return;
-    }
-    PackedOperand::from_transpose(b, n, d).product(a, None, &mut out[..m * n]);
-}
 
 /// Squared norm of each row, accumulated in f64.
 fn squared_norms(rows: &[f32], d: usize) -> Vec<f32> {
@@ -73,45 +56,39 @@ pub fn nearest_neighbours(
         return None;
     }
     let reference_norms = squared_norms(references, d);
-    let stopped = AtomicBool::new(false);
-    let blocks: Vec<Vec<(f64, usize)>> = queries
-        .par_chunks(QUERY_BLOCK * d)
-        .map(|block| {
-            if stopped.load(Ordering::Relaxed) || stop() {
-                stopped.store(true, Ordering::Relaxed);
-                return Vec::new();
-            }
-            let m = block.len() / d;
-            let query_norms = squared_norms(block, d);
-            let mut best = vec![(f32::INFINITY, 0usize); m];
-            let mut dots = vec![0f32; m * REFERENCE_BLOCK];
-            for (b, refs) in references.chunks(REFERENCE_BLOCK * d).enumerate() {
-                let n = refs.len() / d;
-                let first = b * REFERENCE_BLOCK;
-                dot_block(block, refs, d, &mut dots);
-                for (i, row) in dots.chunks(n).take(m).enumerate() {
-                    let qn = query_norms[i];
+    let query_norms = squared_norms(queries, d);
+    let mut best = vec![(f32::INFINITY, 0usize); queries.len() / d];
+    // Each reference block is packed once and met by every query block; a query still takes its
+    // candidates in reference order, so the winner does not depend on the blocking.
+    for (b, refs) in references.chunks(REFERENCE_BLOCK * d).enumerate() {
+        if stop() {
+            return None;
+        }
+        let (n, first) = (refs.len() / d, b * REFERENCE_BLOCK);
+        let packed = PackedOperand::from_transpose(refs, n, d);
+        queries
+            .par_chunks(QUERY_BLOCK * d)
+            .zip(best.par_chunks_mut(QUERY_BLOCK))
+            .zip(query_norms.par_chunks(QUERY_BLOCK))
+            .for_each(|((block, best), query_norms)| {
+                let mut dots = vec![0f32; best.len() * n];
+                packed.product(block, None, &mut dots);
+                for ((row, best), &qn) in dots.chunks(n).zip(best).zip(query_norms) {
                     for (j, &dot) in row.iter().enumerate() {
                         let v = (qn + reference_norms[first + j] - 2.0 * dot).max(0.0);
-                        if v < best[i].0 {
-                            best[i] = (v, first + j);
+                        if v < best.0 {
+                            *best = (v, first + j);
                         }
                     }
                 }
-            }
-            best.iter()
-                .enumerate()
-                .map(|(i, &(_, j))| {
-                    let q = &block[i * d..(i + 1) * d];
-                    (exact_distance(q, &references[j * d..(j + 1) * d]), j)
-                })
-                .collect()
-        })
-        .collect();
-    if stopped.load(Ordering::Relaxed) {
-        return None;
+            });
     }
-    Some(blocks.concat())
+    Some(
+        best.par_iter()
+            .zip(queries.par_chunks(d))
+            .map(|(&(_, j), q)| (exact_distance(q, &references[j * d..(j + 1) * d]), j))
+            .collect(),
+    )
 }
 
 /// The mean Euclidean distance over all unordered pairs of distinct rows (i < j); `None` with
@@ -134,35 +111,35 @@ pub fn mean_pairwise_distance(rows: &[f32], d: usize) -> Option<f64> {
         .flat_map(|row| row.iter().zip(&mean).map(|(&v, &m)| v - m))
         .collect();
     let norms = squared_norms(&centred, d);
-    let sums: Vec<f64> = centred
-        .par_chunks(QUERY_BLOCK * d)
-        .enumerate()
-        .map(|(b, block)| {
-            let m = block.len() / d;
-            let first = b * QUERY_BLOCK;
-            let mut dots = vec![0f32; m * REFERENCE_BLOCK];
-            let mut sum = 0f64;
-            for (c, others) in centred.chunks(REFERENCE_BLOCK * d).enumerate() {
-                let start = c * REFERENCE_BLOCK;
-                let k = others.len() / d;
+    // Each block of "others" is packed once and met by every query block; a query block adds its
+    // pairs in the same order whatever the blocking of the work.
+    let mut sums = vec![0f64; n.div_ceil(QUERY_BLOCK)];
+    for (c, others) in centred.chunks(REFERENCE_BLOCK * d).enumerate() {
+        let (k, start) = (others.len() / d, c * REFERENCE_BLOCK);
+        let packed = PackedOperand::from_transpose(others, k, d);
+        centred
+            .par_chunks(QUERY_BLOCK * d)
+            .zip(sums.par_iter_mut())
+            .enumerate()
+            .for_each(|(b, (block, sum))| {
+                let (m, first) = (block.len() / d, b * QUERY_BLOCK);
                 if start + k <= first + 1 {
-                    continue; // every pair of this block has j <= i
+                    return; // every pair of this block has j <= i
                 }
-                dot_block(block, others, d, &mut dots);
-                for (i, row) in dots.chunks(k).take(m).enumerate() {
+                let mut dots = vec![0f32; m * k];
+                packed.product(block, None, &mut dots);
+                for (i, row) in dots.chunks(k).enumerate() {
                     let gi = first + i;
                     for (j, &dot) in row.iter().enumerate() {
                         let gj = start + j;
                         if gj > gi {
                             let v = (norms[gi] + norms[gj] - 2.0 * dot).max(0.0);
-                            sum += (v as f64).sqrt();
+                            *sum += (v as f64).sqrt();
                         }
                     }
                 }
-            }
-            sum
-        })
-        .collect();
+            });
+    }
     let pairs = n as f64 * (n as f64 - 1.0) / 2.0;
     Some(sums.iter().sum::<f64>() / pairs)
 }
