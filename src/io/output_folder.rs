@@ -44,6 +44,28 @@ pub fn check_output_folder(
     refuse_existing_outputs(out, outputs)
 }
 
+/// Fails when the one-file output `path` (a `what`: "model", "quality report") is a folder, or
+/// exists and `force` was not given; checked before any work, so a refused run writes nothing.
+pub fn refuse_existing_file(path: &Path, what: &str, force: bool) -> Result<()> {
+    if path.is_dir() {
+        return Err(Error::input(
+            path,
+            format!("is a folder; the {what} is a file"),
+        ));
+    }
+    if path.symlink_metadata().is_ok() && !force {
+        return Err(Error::usage(
+            "force",
+            format!(
+                "{} exists (an earlier {what}, or a file of yours) and this run would replace \
+                 it: choose another file, or give `force` to replace it",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Fails (`Error::Usage` on `out`) when one of `outputs` exists in `out`, naming it, and
 /// pointing at `rmld resume` when the folder holds a checkpoint.
 pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {

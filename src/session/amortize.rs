@@ -95,21 +95,7 @@ fn check(args: &AmortizeSettings) -> Result<()> {
             "the teacher of a training is the MCMC sampler; leave out sampler and model",
         ));
     }
-    if args.model.is_dir() {
-        return Err(Error::input(
-            &args.model,
-            "is a folder; the model is a file",
-        ));
-    }
-    if args.model.exists() && !args.force {
-        return Err(Error::usage(
-            "force",
-            format!(
-                "{} exists; pass --force to replace it",
-                args.model.display()
-            ),
-        ));
-    }
+    crate::io::output_folder::refuse_existing_file(&args.model, "model", args.force)?;
     Ok(())
 }
 

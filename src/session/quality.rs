@@ -74,22 +74,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
         let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let folder = out.parent().unwrap_or(std::path::Path::new("."));
         super::outputs::refuse_overwriting_inputs(folder, &[name], &inputs)?;
-        if out.is_dir() {
-            return Err(Error::input(
-                out,
-                "is a folder; the quality report is a file",
-            ));
-        }
-        if out.symlink_metadata().is_ok() && !args.force {
-            return Err(Error::usage(
-                "force",
-                format!(
-                    "{} exists (an earlier report, or a file of yours) and this run would \
-                     replace it: choose another file, or give `force` to replace it",
-                    out.display()
-                ),
-            ));
-        }
+        crate::io::output_folder::refuse_existing_file(out, "quality report", args.force)?;
     }
     let mut train = Dataset::load_or_embedded(args.data.as_deref())?;
     if let Some(path) = &args.labels {
