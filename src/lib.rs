@@ -55,6 +55,11 @@ pub mod orchestrator;
 pub mod rng;
 pub mod session;
 
+/// This build's identity: an xxh3-64 (16 hex digits) of the sources that decide what rmld
+/// computes (`build.rs`). Reports, checkpoints, shards and warm-ups carry it; `rmld resume`,
+/// `rmld merge` and a shard's warm-up refuse another build's files, whose draws may differ.
+pub const BUILD: &str = env!("RMLD_BUILD");
+
 pub use backend::{Backend, CpuBackend};
 #[cfg(feature = "gpu")]
 pub use backend::{GpuBackend, GpuContext, GpuOptions};

@@ -102,6 +102,7 @@ fn checkpoint_seed() -> Vec<u8> {
         positions: sink.codes[16..].to_vec(),
         run,
         identity: None,
+        written_by: None,
     }
     .to_bytes()
 }

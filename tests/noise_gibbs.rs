@@ -365,6 +365,7 @@ fn run_split(
         positions: first.positions().unwrap(),
         run: part,
         identity: None,
+        written_by: None,
     };
     let checkpoint = orchestrator::Checkpoint::from_bytes(&checkpoint.to_bytes()).unwrap();
     assert_eq!(checkpoint.run.noise_precision.len(), chains);

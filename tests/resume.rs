@@ -55,6 +55,7 @@ fn run(
                 positions: positions.to_vec(),
                 run: run.clone(),
                 identity: None,
+                written_by: None,
             };
             saved = Some(c.to_bytes());
             Ok(())
@@ -340,7 +341,7 @@ fn old_version_and_foreign_files_are_refused_by_name() {
     let err = Checkpoint::read(&path).unwrap_err().to_string();
     assert!(err.contains("old.rmld"), "{err}");
     assert!(
-        err.contains("version 1") && err.contains("versions 4 to 8"),
+        err.contains("version 1") && err.contains("versions 4 to 9"),
         "{err}"
     );
     // A version-2 file predates the prior's saved state (the ssgl prior): said so.

@@ -126,6 +126,45 @@ fn a_checkpoint_copied_from_another_run_is_refused_naming_what_differs() {
 }
 
 #[test]
+fn a_checkpoint_written_by_another_build_is_refused_naming_both_builds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sampled(&out, 2, 4);
+    let path = out.join("checkpoint.rmld");
+    let good = std::fs::read(&path).unwrap();
+    let other = if rmld::BUILD == "0123456789abcdef" {
+        "fedcba9876543210"
+    } else {
+        "0123456789abcdef"
+    };
+    // The build is recorded once, as its 16 hex digits; written over and the file resealed
+    // (xxh3-64 of everything before the checksum), it is a whole checkpoint of another build.
+    let at = good
+        .windows(16)
+        .position(|w| w == rmld::BUILD.as_bytes())
+        .expect("the checkpoint records this build");
+    let mut bytes = good[..good.len() - 8].to_vec();
+    bytes[at..at + 16].copy_from_slice(other.as_bytes());
+    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
+    bytes.extend_from_slice(&checksum.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let needles = [
+        "checkpoint.rmld".to_string(),
+        format!("rmld build {other}"),
+        format!("this is build {}", rmld::BUILD),
+        "start afresh".to_string(),
+    ];
+    assert_refused(
+        &out,
+        &needles.each_ref().map(String::as_str),
+        "another build",
+    );
+    std::fs::write(&path, &good).unwrap();
+    let resumed = resume(&out);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+}
+
+#[test]
 fn a_cut_flipped_or_reordered_checkpoint_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

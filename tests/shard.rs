@@ -196,6 +196,26 @@ fn broken_shard_sets_are_refused_and_nothing_is_written() {
         &["shard 1/3", "configuration", "different runs"],
         "two configurations",
     );
+    // A shard of another build (or of an older rmld, which recorded none): two builds may
+    // draw differently from one seed.
+    let manifest = dirs[1].join("manifest.json");
+    let written = std::fs::read(&manifest).unwrap();
+    let mut edited: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(edited["rmld_build"], rmld::BUILD);
+    for (build, named) in [
+        ("0123456789abcdef", "by rmld build 0123456789abcdef"),
+        ("", "by an older rmld"),
+    ] {
+        edited["rmld_build"] = build.into();
+        std::fs::write(&manifest, serde_json::to_vec(&edited).unwrap()).unwrap();
+        let this = format!("by rmld build {}", rmld::BUILD);
+        assert_refused(
+            &dirs,
+            &["shard 1/3", named, &this, "one build"],
+            &format!("two builds {build}"),
+        );
+    }
+    std::fs::write(&manifest, &written).unwrap();
     // A truncated file: the merge names the shard and the file.
     let codes = dirs[1].join("codes.npy");
     let bytes = std::fs::read(&codes).unwrap();

@@ -326,6 +326,23 @@ fn shards_that_cannot_reproduce_their_run_refuse_it_by_name() {
     // Nor does deform, the default method.
     let extra = ["--warm-up-only"];
     assert_refused(d, &base, &extra, &["--warm-up-only", "deform"]);
+    // A warm-up of another build (or of an older rmld, which recorded none): its chains might
+    // go on differently here.
+    let description = warm.join("warm-up.json");
+    let written = std::fs::read(&description).unwrap();
+    let mut edited: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(edited["rmld_build"], rmld::BUILD);
+    let this = format!("this shard runs build {}", rmld::BUILD);
+    for (build, named) in [
+        ("0123456789abcdef", "written by rmld build 0123456789abcdef"),
+        ("", "written by an older rmld"),
+    ] {
+        edited["rmld_build"] = build.into();
+        std::fs::write(&description, serde_json::to_vec(&edited).unwrap()).unwrap();
+        let extra = ["--method", "hmc", "--shard", "0/3", "--warm-up", warm_dir];
+        assert_refused(d, SAMPLE, &extra, &["warm-up.json", named, &this]);
+    }
+    std::fs::write(&description, &written).unwrap();
     // A warm-up's state changed since it was written.
     let state = warm.join("warm-up.rmld");
     let mut bytes = std::fs::read(&state).unwrap();

@@ -16,7 +16,7 @@ def npy(path):
     header = ast.literal_eval(raw[start:start + hlen].decode("latin1"))
     return header, raw[start + hlen:]
 
-VOLATILE = ("folder", "seconds", "time", "wall", "rss", "host", "elapsed", "per_second", "version", "device", "adapter", "threads", "run_id")
+VOLATILE = ("folder", "seconds", "time", "wall", "rss", "host", "elapsed", "per_second", "version", "device", "adapter", "threads", "run_id", "rmld_build")
 
 def volatile(key, value):
     # The code cache's folder is per capture (a string where it is the setting, an object's

@@ -3,8 +3,8 @@
 //! One file per encoding, `codes-<key>.bin` in the cache folder, where the key
 //! ([`CodeKey`]) is the 128-bit xxh3 of the encoded rows' f32 bytes (so the dataset,
 //! its `limit`, the classes and the pixel scale), the dictionary's, λ, the iteration cap, the
-//! duality-gap tolerance, the device and rmld's version (not the CPU's path: its products sum in
-//! one order on all). Layout: the magic
+//! duality-gap tolerance, the device and the rmld build (`crate::BUILD`: the package version
+//! stays while the encoder changes; not the CPU's path: its products sum in one order on all). Layout: the magic
 //! `RMLDCODE`, a u32 format version, u64 rows, u64 p, the 16-byte key, rows·p little-endian f32, and the xxh3-128 of those values. Files are written
 //! atomically (`io::write_atomic`); one that does not read back whole and checksummed is
 //! ignored with a notice (`Notice::CodeCacheIgnored`) and written again.
@@ -57,7 +57,7 @@ impl CodeKey<'_> {
     /// The key of encoding `rows` (each d values, model units) as these settings do.
     pub fn hash<R: AsRef<[f32]>>(&self, rows: impl Iterator<Item = R>) -> [u8; 16] {
         let mut h = Xxh3::new();
-        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(crate::BUILD.as_bytes());
         h.update(&VERSION.to_le_bytes());
         h.update(self.device.as_bytes());
         for v in [self.d as u64, self.p as u64, self.iterations as u64] {

@@ -160,6 +160,10 @@ pub struct Manifest {
     pub command: String,
     /// The rmld version that wrote it.
     pub rmld_version: String,
+    /// The build that wrote it (`crate::BUILD`; empty in files of rmld builds before it was
+    /// recorded): shards or a warm-up of two builds, which may draw differently, are refused.
+    #[serde(default)]
+    pub rmld_build: String,
     /// xxh3-64 (hex) of the configuration: every setting but `out` and `shard`, the kind of
     /// device that ran it (and a GPU's adapter), with the data's and the dictionary's hashes.
     pub configuration: String,
@@ -171,6 +175,16 @@ pub struct Manifest {
     pub part: Part,
     /// Its output files (the manifest aside), by name.
     pub files: BTreeMap<String, FileEntry>,
+}
+
+/// A build as a message names it: `rmld build <hash>`, or an older rmld's when none was
+/// recorded.
+fn build_name(build: &str) -> String {
+    if build.is_empty() {
+        "an older rmld, which did not record its build".into()
+    } else {
+        format!("rmld build {build}")
+    }
 }
 
 /// xxh3-64 of `bytes` as 16 hex digits.
@@ -227,6 +241,7 @@ pub fn write_manifest(
         format: MANIFEST_FORMAT,
         command: command.into(),
         rmld_version: env!("CARGO_PKG_VERSION").into(),
+        rmld_build: crate::BUILD.into(),
         configuration,
         seed,
         shard,
@@ -346,6 +361,10 @@ pub struct WarmUpManifest {
     pub command: String,
     /// The rmld version that wrote it.
     pub rmld_version: String,
+    /// The build that wrote it (`crate::BUILD`; empty in files of rmld builds before it was
+    /// recorded): shards or a warm-up of two builds, which may draw differently, are refused.
+    #[serde(default)]
+    pub rmld_build: String,
     /// xxh3-64 (hex) of the settings (`settings_hash`): every setting but the output folder,
     /// `force`, the shard and the warm-up's own.
     pub settings: String,
@@ -400,6 +419,7 @@ impl WarmUpManifest {
             format: WARM_UP_FORMAT,
             command: command.into(),
             rmld_version: env!("CARGO_PKG_VERSION").into(),
+            rmld_build: crate::BUILD.into(),
             settings,
             device,
             seed,
@@ -443,6 +463,19 @@ impl WarmUpManifest {
                 format!(
                     "is the warm-up of an `rmld {}` run, this is `rmld {command}`",
                     manifest.command
+                ),
+            ));
+        }
+        if manifest.rmld_build != crate::BUILD {
+            return Err(Error::input(
+                &path,
+                format!(
+                    "was written by {} and this shard runs build {} (`rmld --version`): another \
+                     build may continue the chains differently, so the shards would not make the \
+                     single run. Run the shards with the warm-up's build, or the warm-up again \
+                     with this one",
+                    build_name(&manifest.rmld_build),
+                    crate::BUILD
                 ),
             ));
         }
@@ -655,6 +688,22 @@ pub fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardFiles>> {
         };
         if m.command != m0.command {
             return Err(differs("command", &m0.command, &m.command));
+        }
+        if m.rmld_build != m0.rmld_build {
+            return Err(Error::input(
+                s.dir.join(MANIFEST),
+                format!(
+                    "shard {} ({}) was written by {}, shard {} ({}) by {}: two builds may draw \
+                     differently from one seed, so their shards do not make one run. Run every \
+                     shard with one build",
+                    m.shard,
+                    s.dir.display(),
+                    build_name(&m.rmld_build),
+                    m0.shard,
+                    first.dir.display(),
+                    build_name(&m0.rmld_build)
+                ),
+            ));
         }
         if m.seed != m0.seed {
             return Err(differs("seed", &m0.seed, &m.seed));

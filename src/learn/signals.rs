@@ -55,9 +55,11 @@ fn fingerprint(
     settings: &ChainSettings,
 ) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
+    // The build too: another build's results beside this one's would make a dictionary of
+    // neither.
     let key = serde_json::json!({
         "family": family, "iterations": settings.iterations, "burn_in": settings.burn_in,
-        "seed": settings.seed, "hyper": settings.hyper, "atoms": atoms,
+        "seed": settings.seed, "hyper": settings.hyper, "atoms": atoms, "build": crate::BUILD,
     });
     h.update(key.to_string().as_bytes());
     for s in signals {
@@ -145,9 +147,11 @@ impl<'a> SignalLearning<'a> {
                 return Err(Error::usage(
                     "out",
                     format!(
-                        "{} holds the checkpoint of a different run (other data or settings): \
-                         remove it or choose another output folder",
-                        path.display()
+                        "{} holds the checkpoint of a different run (other data or settings, or \
+                         another rmld build than {}, which may learn differently): remove it or \
+                         choose another output folder",
+                        path.display(),
+                        crate::BUILD
                     ),
                 ));
             }

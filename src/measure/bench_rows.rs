@@ -177,6 +177,7 @@ pub(crate) fn report_json(
     json!({
         "command": "bench",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "problem": { "d": d, "p": p, "batch": args.batch, "steps": args.steps, "outer": args.outer,
                      "data": source, "lambda": LAMBDA, "eta": ETA, "seed": args.seed },
         "counted_flops": "4·d·p per chain-step (A z and Aᵀ r) + 4·d·p per chain and outer iteration (full residual and gradient at Z)",

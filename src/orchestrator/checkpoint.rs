@@ -1,7 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 8, as version 5 with the run's identity, `RunIdentity`, after the header;
+//! Layout (version 9, as version 8 with the rmld build that wrote it, `crate::BUILD`, after the
+//! identity; version 8, as version 5 with the run's identity, `RunIdentity`, after the header;
 //! version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
 //! warm-up adaptation state, version 2 the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
@@ -45,6 +46,11 @@ const CLASS_STEPS_VERSION: u32 = 7;
 /// none) with the run's identity after them: every sampling run writes it; a file without one
 /// (a shard's trace) is written in the versions before.
 const IDENTITY_VERSION: u32 = 8;
+/// Version 9 is version 8 with the build that wrote the file (`crate::BUILD`) after the
+/// identity: every sampling run's checkpoint; `rmld resume` refuses another build's (its draws
+/// from there on could differ from the run's so far). Version 8 files are still read, as
+/// written by no known build.
+const BUILD_VERSION: u32 = 9;
 /// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
 /// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
 const SAME_LAYOUT_VERSION: u32 = 4;
@@ -70,6 +76,10 @@ pub struct Checkpoint {
     pub run: SampleRun,
     /// What makes the run this one (version 8; None in older files and in shards' traces).
     pub identity: Option<RunIdentity>,
+    /// The build (`crate::BUILD`) that wrote the file, as read back (version 9; None in older
+    /// files and in shards' traces). Writing ignores it: a file with an identity records the
+    /// build that writes it.
+    pub written_by: Option<String>,
 }
 
 /// The run's scalars: dimensions, counters, hashes and the configuration (as JSON text).
@@ -212,8 +222,14 @@ impl Checkpoint {
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
         let (version, header) = match (&run.burn_in, &run.class_steps) {
             (burn_in, class_steps) if self.identity.is_some() => (
-                IDENTITY_VERSION,
-                postcard::to_allocvec(&(&header, burn_in, class_steps, &self.identity)),
+                BUILD_VERSION,
+                postcard::to_allocvec(&(
+                    &header,
+                    burn_in,
+                    class_steps,
+                    &self.identity,
+                    crate::BUILD,
+                )),
             ),
             (burn_in, Some(c)) => (
                 CLASS_STEPS_VERSION,
@@ -253,7 +269,8 @@ impl Checkpoint {
         let (version, header_len) = check_frame(bytes)?;
         let body = &bytes[..bytes.len() - 8];
         let (header, sections) = body[FIXED..].split_at(header_len);
-        let (header, burn_in, class_steps, identity) = decode_header(version, header)?;
+        let ((header, burn_in, class_steps, identity), written_by) =
+            decode_header(version, header)?;
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
             .map_err(|e| format!("corrupt checkpoint header: the configuration: {e}"))?;
@@ -291,6 +308,7 @@ impl Checkpoint {
                 burn_in,
             },
             identity,
+            written_by,
         })
     }
 }
@@ -332,7 +350,7 @@ fn length_bound(path: &Path) -> Result<u64> {
         return Ok(fixed);
     }
     Ok(match decode_header(version, &header) {
-        Ok((h, ..)) => sections_bound(&h).map_or(u64::MAX, |s| s.saturating_add(fixed)),
+        Ok(((h, ..), _)) => sections_bound(&h).map_or(u64::MAX, |s| s.saturating_add(fixed)),
         Err(_) => fixed,
     })
 }
@@ -358,12 +376,13 @@ fn sections_bound(header: &Header) -> Option<u64> {
 }
 
 /// The versions this rmld reads.
-const KNOWN_VERSIONS: [u32; 5] = [
+const KNOWN_VERSIONS: [u32; 6] = [
     VERSION,
     SAME_LAYOUT_VERSION,
     AUTO_BURN_IN_VERSION,
     CLASS_STEPS_VERSION,
     IDENTITY_VERSION,
+    BUILD_VERSION,
 ];
 
 /// Bytes before the header: the magic, the version and the header's length.
@@ -389,14 +408,14 @@ fn check_frame(bytes: &[u8]) -> std::result::Result<(u32, usize), String> {
         } else if version == 2 {
             " (written by an rmld before the ssgl prior's state was saved: start the run \
              afresh)"
-        } else if version < IDENTITY_VERSION {
+        } else if version < BUILD_VERSION {
             " (written by an older rmld: start the run afresh)"
         } else {
             " (written by a newer rmld)"
         };
         return Err(format!(
             "checkpoint version {version}, this rmld reads versions 4 to \
-             {IDENTITY_VERSION}{hint}"
+             {BUILD_VERSION}{hint}"
         ));
     }
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
@@ -425,29 +444,51 @@ type FullHeader = (
 );
 
 /// The header of a file of `version`, with the automatic burn-in's state (version 6, and
-/// optionally 7 and 8), the per-class step sizes' (version 7, optionally 8) and the run's
-/// identity (version 8) after it.
-fn decode_header(version: u32, header: &[u8]) -> std::result::Result<FullHeader, String> {
+/// optionally 7 to 9), the per-class step sizes' (version 7, optionally 8 and 9), the run's
+/// identity (versions 8 and 9) and the build that wrote it (version 9) after it.
+fn decode_header(
+    version: u32,
+    header: &[u8],
+) -> std::result::Result<(FullHeader, Option<String>), String> {
     type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
+    type WithBuild = (
+        Header,
+        Option<super::BurnInMonitor>,
+        Option<super::ClassSteps>,
+        Option<RunIdentity>,
+        String,
+    );
+    let without_identity = |version: u32| {
+        format!("corrupt checkpoint header: a version {version} file without its identity")
+    };
     Ok(match version {
         AUTO_BURN_IN_VERSION => {
             let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
-            (header, Some(burn_in), None, None)
+            ((header, Some(burn_in), None, None), None)
         }
         CLASS_STEPS_VERSION => {
             let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
-            (header, burn_in, Some(steps), None)
+            ((header, burn_in, Some(steps), None), None)
         }
         IDENTITY_VERSION => {
-            let (header, burn_in, steps, identity): FullHeader = decode_exact(header, "header")?;
-            if identity.is_none() {
-                return Err(
-                    "corrupt checkpoint header: a version 8 file without its identity".into(),
-                );
+            let full: FullHeader = decode_exact(header, "header")?;
+            if full.3.is_none() {
+                return Err(without_identity(version));
             }
-            (header, burn_in, steps, identity)
+            (full, None)
         }
-        _ => (decode_exact::<Header>(header, "header")?, None, None, None),
+        BUILD_VERSION => {
+            let (header, burn_in, steps, identity, build): WithBuild =
+                decode_exact(header, "header")?;
+            if identity.is_none() {
+                return Err(without_identity(version));
+            }
+            ((header, burn_in, steps, identity), Some(build))
+        }
+        _ => (
+            (decode_exact::<Header>(header, "header")?, None, None, None),
+            None,
+        ),
     })
 }
 
@@ -612,6 +653,7 @@ mod tests {
                 class_steps: None,
             },
             identity: None,
+            written_by: None,
         }
     }
 
@@ -680,14 +722,57 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_with_an_identity_records_the_build_that_wrote_it() {
+        let mut c = sample();
+        c.identity = Some(RunIdentity {
+            run_id: "r".into(),
+            configuration: 7,
+            seed: 3,
+            chains: 2,
+            samples: 9,
+            streams: Vec::new(),
+        });
+        c.written_by = Some("not this build".into());
+        let bytes = c.to_bytes();
+        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 9);
+        let back = Checkpoint::from_bytes(&bytes).unwrap();
+        assert_eq!(back.written_by.as_deref(), Some(crate::BUILD));
+        assert_eq!(back.identity, c.identity);
+        // A version 8 file (the same header without the build) is read as written by no
+        // known build.
+        let (header, burn_in, steps, identity, _): (
+            Header,
+            Option<super::super::BurnInMonitor>,
+            Option<super::super::ClassSteps>,
+            Option<RunIdentity>,
+            String,
+        ) = postcard::from_bytes(&bytes[FIXED..FIXED + header_len(&bytes)]).unwrap();
+        let old_header = postcard::to_allocvec(&(&header, burn_in, steps, identity)).unwrap();
+        let mut old = MAGIC.to_vec();
+        old.extend_from_slice(&8u32.to_le_bytes());
+        old.extend_from_slice(&(old_header.len() as u32).to_le_bytes());
+        old.extend_from_slice(&old_header);
+        old.extend_from_slice(&bytes[FIXED + header_len(&bytes)..bytes.len() - 8]);
+        let old = Checkpoint::from_bytes(&seal(old)).unwrap();
+        assert_eq!(old.written_by, None);
+        assert_eq!(old.identity, c.identity);
+        assert_eq!(old.positions, c.positions);
+    }
+
+    /// The header length a checkpoint's frame gives.
+    fn header_len(bytes: &[u8]) -> usize {
+        u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize
+    }
+
+    #[test]
     fn old_and_foreign_versions_are_refused_by_name() {
         let mut bytes = sample().to_bytes();
         bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
         let err = Checkpoint::from_bytes(&seal(bytes[..bytes.len() - 8].to_vec())).unwrap_err();
         assert!(err.contains("version 1") && err.contains("older"), "{err}");
-        bytes[8..12].copy_from_slice(&9u32.to_le_bytes());
+        bytes[8..12].copy_from_slice(&10u32.to_le_bytes());
         let err = Checkpoint::from_bytes(&bytes).unwrap_err();
-        assert!(err.contains("version 9"), "{err}");
+        assert!(err.contains("version 10") && err.contains("newer"), "{err}");
         let err = Checkpoint::from_bytes(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'}").unwrap_err();
         assert!(err.contains("RMLDCKPT"), "{err}");
     }

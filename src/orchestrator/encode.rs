@@ -189,6 +189,7 @@ pub fn write_encoded(
     let mut report = json!({
         "command": "encode",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "encoded": n,
         "seconds": seconds(),
         "mean_squared_error_per_pixel": per_pixel,

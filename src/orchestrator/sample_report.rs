@@ -72,6 +72,7 @@ pub fn write_sample_outputs(
     let mut report = json!({
         "command": "sample",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "run_id": o.run_id,
         "settings": settings,
         "lambda": target.lam,

@@ -58,6 +58,7 @@ pub fn finish_shard(
         positions,
         run: run.clone(),
         identity: None,
+        written_by: None,
     };
     trace.write(&out.join(TRACE))?;
     let mut files = names.to_vec();
@@ -148,6 +149,7 @@ pub fn chain_slice(
         run: sliced,
         // A warm-up is no resumable run: the shard checks it by its settings' hash.
         identity: None,
+        written_by: None,
     })
 }
 

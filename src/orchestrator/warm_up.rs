@@ -106,6 +106,7 @@ pub fn save_warm_up(
         run: run.clone(),
         // Checked by the shards against their settings' hash, not resumed.
         identity: None,
+        written_by: None,
     };
     state.write(&out.join(WARM_UP_STATE))?;
     let burn_in = run.burn_in.as_ref().map_or(run.completed, |m| m.burn_in());

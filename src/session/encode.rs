@@ -229,6 +229,7 @@ fn write_shard(
     let mut report = json!({
         "command": "encode",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "shard": shard,
         "part": part,
         "encoded": rows,

@@ -132,6 +132,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
     let document = json!({
         "command": "quality",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "generated": args.generated.display().to_string(),
         "generated_labels": args.generated_labels.as_ref().map(|p| p.display().to_string()),
         "dataset": dataset_json(&train),

@@ -100,6 +100,7 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
              sample` (the same settings and seed give the same samples)",
         ));
     };
+    check_build(path, checkpoint.written_by.as_deref())?;
     let mut args: SampleSettings =
         serde_json::from_value(checkpoint.config.clone()).map_err(|e| {
             Error::input(
@@ -214,6 +215,30 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     )
 }
 
+/// Checks that the checkpoint was written by this build (`crate::BUILD`): another build may
+/// draw differently from the same state and seed, and a run continued by it would be neither
+/// build's run, with nothing in its outputs to say so.
+fn check_build(path: &Path, written_by: Option<&str>) -> Result<()> {
+    if written_by == Some(crate::BUILD) {
+        return Ok(());
+    }
+    let which = match written_by {
+        Some(build) => format!("rmld build {build}"),
+        None => "an older rmld, which did not record its build,".to_string(),
+    };
+    Err(Error::input(
+        path,
+        format!(
+            "was written by {which} and this is build {} (`rmld --version`): another build \
+             may draw differently from the same state and seed, so its continuation would \
+             not be the run's. Resume with the build that started the run, or start afresh \
+             with `rmld sample` (the same settings and seed give the same samples with one \
+             build)",
+            crate::BUILD
+        ),
+    ))
+}
+
 /// Checks that the checkpoint's settings are those its identity was made from (a checkpoint
 /// edited and resealed, or made by hand, is refused).
 fn check_identity(
@@ -240,4 +265,28 @@ fn check_identity(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_build;
+    use std::path::Path;
+
+    #[test]
+    fn only_this_builds_checkpoints_are_continued() {
+        let path = Path::new("run/checkpoint.rmld");
+        assert!(check_build(path, Some(crate::BUILD)).is_ok());
+        let other = check_build(path, Some("0000000000000000"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            other.contains("rmld build 0000000000000000") && other.contains(crate::BUILD),
+            "{other}"
+        );
+        let older = check_build(path, None).unwrap_err().to_string();
+        assert!(
+            older.contains("older rmld") && older.contains("start afresh"),
+            "{older}"
+        );
+    }
 }

@@ -313,6 +313,7 @@ pub(super) fn drive(
                 streams: marks.borrow().clone(),
                 ..identity.clone()
             }),
+            written_by: None,
         };
         checkpoint.write(&checkpoint_path)
     };

@@ -26,7 +26,7 @@ pub use sample::SampleArgs;
 /// Randomized Measurement Langevin Dynamics (RMLD / SpHMC): sample sparse codes X of a dataset
 /// under a random measurement matrix A, many chains at once, and turn them into new images A X.
 #[derive(Parser, Debug)]
-#[command(name = "rmld", version, about, long_about = None)]
+#[command(name = "rmld", version = concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("RMLD_BUILD"), ")"), about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

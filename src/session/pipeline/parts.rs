@@ -58,6 +58,7 @@ pub(super) fn save(
     let report = json!({
         "command": "augment",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "shard": shard,
         "chains": { "start": range.start, "end": range.end, "total": run.whole.chains },
         "kept_per_class": generated.sink.kept,

@@ -36,6 +36,7 @@ pub(super) fn report(
     let mut report = json!({
         "command": "augment",
         "rmld_version": env!("CARGO_PKG_VERSION"),
+        "rmld_build": crate::BUILD,
         "preset": args.preset,
         "method": args.method,
         "mh": args.method.moves().then_some(!args.dynamics.no_mh),

@@ -90,6 +90,7 @@ impl<'a> Pipeline<'a> {
         let report = json!({
             "command": "augment",
             "rmld_version": env!("CARGO_PKG_VERSION"),
+            "rmld_build": crate::BUILD,
             "interrupted": true,
             "stopped_in": phase,
             "resumable": false,
