@@ -12,6 +12,14 @@ if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 || ! ldconfig -p | grep -
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
+# The suite's build takes about 4 GB (target/debug 2.8 GB, the two Python venvs 1.1 GB): say
+# so first when the disk holds less, rather than failing minutes later mid-link.
+free_kb="$(df -Pk . | awk 'NR == 2 {print $4}')"
+if [ -n "$free_kb" ] && [ "$free_kb" -lt $((5 * 1024 * 1024)) ]; then
+  echo "scripts/test.sh: warning: $((free_kb / 1024)) MB free on $(df -P . | awk 'NR == 2 {print $6}');" \
+    "the build and the Python venvs take about 4 GB" >&2
+fi
+
 # A CI run builds once from a clean clone: incremental state (1.3 GB of target/debug) would only
 # cost disk and time there.
 if [ "${CI:-}" = true ]; then
