@@ -33,6 +33,9 @@ import numpy as np
 from . import _rmld
 
 __version__: str = _rmld.__version__
+#: The build of the native library (`rmld --version`'s hash of its sources): checkpoints, shard
+#: manifests and warm-ups record it, and a resume, merge or shard refuses another build's files.
+__build__: str = _rmld.__build__
 
 __all__ = [
     "AmortizeResult",
@@ -189,6 +192,7 @@ class SampleResult:
         attrs = {
             "inference_library": "rmld",
             "inference_library_version": __version__,
+            "rmld_build": __build__,
             "settings": json.dumps(self.report.get("settings", {})),
         }
         return az.from_dict(posterior=posterior, sample_stats=sample_stats, dims=dims, attrs=attrs)

@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 __version__: str
+__build__: str
 
 def run(
     command: str,

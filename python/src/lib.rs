@@ -538,5 +538,6 @@ fn _rmld(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(embedded_digits, module)?)?;
     module.add_function(wrap_pyfunction!(merge_shards, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("__build__", rmld::BUILD)?;
     Ok(())
 }

@@ -50,6 +50,16 @@ def test_sample_equals_the_command_line_with_the_same_settings(tmp_path):
     assert result.report["settings"]["dynamics"]["method"] == "mala"
 
 
+def test_the_package_is_the_command_lines_build():
+    """Built from one tree, the package and the binary are one build, so the shards and
+    warm-ups one writes, the other merges and continues."""
+    version = subprocess.run(
+        [rmld_binary(), "--version"], check=True, capture_output=True, text=True
+    ).stdout
+    assert version.strip() == f"rmld {rmld.__version__} (build {rmld.__build__})"
+    assert len(rmld.__build__) == 16 and int(rmld.__build__, 16) >= 0
+
+
 def test_arrays_in_any_layout_sample_alike():
     images, _ = rmld.load_digits()
     square = rmld.sample(images[:200], chains=3, samples=3, seed=2, backend="cpu")
