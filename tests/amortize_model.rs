@@ -487,6 +487,94 @@ fn cli_trains_and_augments_with_the_model() {
 }
 
 #[test]
+fn a_full_disk_leaves_the_earlier_model_and_its_report_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.amz");
+    let report = dir.path().join("m.amz.json");
+    // `fit_steps` 10, then 11 for the runs that fail: another model, which must not replace
+    // the earlier one.
+    let train = |budget: Option<u64>, fit_steps: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rmld"));
+        command.args(["amortize", "train", "--force", "--out"]);
+        command.arg(&model).args([
+            "--backend",
+            "cpu",
+            "--preset",
+            "paper",
+            "--classes",
+            "3,5",
+            "--limit",
+            "100",
+            "--lasso-iterations",
+            "20",
+            "--samples",
+            "2",
+            "--ratio",
+            "1:1",
+            "--fit-steps",
+            fit_steps,
+            "--hidden",
+            "4",
+            "--no-code-cache",
+        ]);
+        if let Some(budget) = budget {
+            command.env("RMLD_TEST_FULL_DISK_AFTER", budget.to_string());
+        }
+        command.output().unwrap()
+    };
+    // The first run makes the teacher; the second reuses it and writes only the report and
+    // the model, so a disk that fills at any budget under their size stops a third run while
+    // it writes one of the two (the report's seconds may take a few digits more or less).
+    for _ in 0..2 {
+        let run = train(None, "10");
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    let earlier = (
+        std::fs::read(&model).unwrap(),
+        std::fs::read(&report).unwrap(),
+    );
+    let written = (earlier.0.len() + earlier.1.len()) as u64;
+    for budget in (0..8).map(|k| k * written / 8).chain([written - 64]) {
+        let run = train(Some(budget), "11");
+        let message = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "budget {budget}: {message}");
+        assert!(
+            message.contains("no space left"),
+            "budget {budget}: {message}"
+        );
+        assert!(
+            std::fs::read(&model).unwrap() == earlier.0
+                && std::fs::read(&report).unwrap() == earlier.1,
+            "budget {budget}: the earlier model or its report changed"
+        );
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["m.amz", "m.amz.json", "m.amz.teacher"],
+            "budget {budget}: files left beside the model"
+        );
+    }
+    let last = train(None, "11");
+    assert!(
+        last.status.success(),
+        "{}",
+        String::from_utf8_lossy(&last.stderr)
+    );
+    assert!(
+        std::fs::read(&model).unwrap() != earlier.0,
+        "11 steps fit another model"
+    );
+}
+
+#[test]
 fn gemm_inference_matches_the_taped_forward_pass() {
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);

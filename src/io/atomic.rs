@@ -80,6 +80,32 @@ pub fn write_atomic(
     Ok(())
 }
 
+/// Writes several files as one output: each file's bytes fill a temporary file beside it
+/// (flushed, fsynced) before any is renamed over its target, then the renames run in the order
+/// given, so the last file's presence says the others are there. A failure while writing (a
+/// full disk) leaves every target as it was and removes the temporary files; `Error::Output`
+/// names the file that failed.
+pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<()> {
+    let output_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Output { path, source }
+    };
+    let mut filled = Vec::with_capacity(files.len());
+    for &(path, bytes) in files {
+        let dir = parent_dir(path);
+        // On an error the temporary files filled so far are dropped here, which removes them.
+        let mut temp = temp_file(path, dir).map_err(output_error(path))?;
+        fill_and_sync(&mut temp, |w| w.write_all(bytes)).map_err(output_error(path))?;
+        filled.push((path, dir, temp));
+    }
+    for (path, dir, temp) in filled {
+        temp.persist(path)
+            .map_err(|e| output_error(path)(e.error))?;
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
 fn fill_and_sync(
     temp: &mut NamedTempFile,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,

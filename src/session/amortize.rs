@@ -188,13 +188,6 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     }
     // The finished model keeps no optimiser state (MODEL.partial had it, for resuming).
     model.drop_optimiser_state();
-    save_model(&args.model, &model)?;
-    if partial.exists() {
-        std::fs::remove_file(&partial).map_err(|source| Error::Output {
-            path: partial.clone(),
-            source,
-        })?;
-    }
     let fit_seconds = fit_started.elapsed().as_secs_f64();
     let report = json!({
         "command": "amortize train",
@@ -214,7 +207,23 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         "macs_per_sample": model.macs_per_sample(),
         "seconds": started.elapsed().as_secs_f64(),
     });
-    io::write_json_atomic(&with_suffix(&args.model, ".json"), &report)?;
+    // The model and its report are one output: both are written out before either replaces
+    // anything, the model last, so a full disk leaves an earlier model and its report as they
+    // were (and no model without its report), and the partial state stays for a rerun.
+    let mut report_bytes = serde_json::to_vec_pretty(&report)
+        .map_err(|e| Error::Internal(format!("cannot serialise the report: {e}")))?;
+    report_bytes.push(b'\n');
+    let report_path = with_suffix(&args.model, ".json");
+    io::write_files_atomic(&[
+        (&report_path, &report_bytes),
+        (&args.model, &model.to_bytes()?),
+    ])?;
+    if partial.exists() {
+        std::fs::remove_file(&partial).map_err(|source| Error::Output {
+            path: partial.clone(),
+            source,
+        })?;
+    }
     Ok(Outcome {
         interrupted: false,
         summary: vec![format!(
