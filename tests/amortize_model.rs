@@ -447,6 +447,26 @@ fn cli_trains_and_augments_with_the_model() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{needle} not in {err}");
     }
+    // A training runs its teacher whole: shards and warm-ups are refused by name, before the
+    // teacher runs (it wrote a shard's part, then failed on a missing file).
+    for (flags, needle) in [
+        (&["--shard", "1/3"][..], "--shard"),
+        (&["--warm-up-only"][..], "--warm-up-only"),
+        (&["--warm-up", "w"][..], "--warm-up"),
+    ] {
+        let mut args = vec!["amortize", "train", "--out", model.to_str().unwrap()];
+        args.extend_from_slice(&common);
+        args.extend_from_slice(flags);
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains(needle) && err.contains("leave it out"),
+            "{err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{flags:?} left {left:?}");
+    }
     let mut train = vec!["amortize", "train", "--out", model.to_str().unwrap()];
     train.extend_from_slice(&common);
     train.extend_from_slice(&["--ratio", "1:1", "--fit-steps", "10", "--hidden", "4"]);

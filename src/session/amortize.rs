@@ -79,9 +79,23 @@ fn teacher_settings(args: &AmortizeSettings) -> AugmentSettings {
 const TEACHER_STAMP: &str = "teacher.json";
 
 /// Refuses what a training cannot run: a teacher without codes, one that is not the MCMC
-/// sampler, a model path that is a folder or exists (without `force`).
+/// sampler, a teacher split into shards or warm-ups, a model path that is a folder or exists
+/// (without `force`).
 fn check(args: &AmortizeSettings) -> Result<()> {
     args.train.validate()?;
+    let problem = &args.teacher.problem;
+    let split = [
+        (problem.shard.is_some(), "shard"),
+        (problem.warm_up_only, "warm_up_only"),
+        (problem.warm_up.is_some(), "warm_up"),
+    ];
+    if let Some((_, field)) = split.into_iter().find(|(given, _)| *given) {
+        return Err(Error::usage(
+            field,
+            "a training fits every class to the whole teacher run, which it runs itself in \
+             one process: it has no shards or warm-ups to merge; leave it out",
+        ));
+    }
     if args.teacher.method.samples_images() {
         return Err(Error::usage(
             "method",
