@@ -487,6 +487,23 @@ fn cli_trains_and_augments_with_the_model() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("amortized sampler"));
+    // The amortized sampler runs no chains and no shards: a warm-up is refused as such.
+    let never = dir.path().join("never");
+    for flags in [&["--warm-up-only"][..], &["--shard", "1/2"][..]] {
+        let mut refused = vec!["augment", "--out", never.to_str().unwrap()];
+        refused.extend_from_slice(&common);
+        refused.extend_from_slice(&["--sampler", "amortized", "--model"]);
+        refused.push(model.to_str().unwrap());
+        refused.extend_from_slice(flags);
+        let out = run(&refused);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains(flags[0]) && !err.contains("its shards run"),
+            "{err}"
+        );
+        assert!(!never.exists(), "{flags:?} wrote {}", never.display());
+    }
     // A damaged model: exit status 2 and the file named.
     let bytes = std::fs::read(&model).unwrap();
     std::fs::write(&model, &bytes[..bytes.len() / 3]).unwrap();

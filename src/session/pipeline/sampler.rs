@@ -137,15 +137,20 @@ fn refuse_warm_up_without_chains(args: &AugmentSettings) -> Result<()> {
         (false, Some(_)) => "warm_up",
         (false, None) => return Ok(()),
     };
-    let what = match (args.method.moves(), args.sampler) {
-        (false, _) => format!("method {}", args.method.name()),
-        (true, SamplerChoice::Amortized) => "the amortized sampler".to_string(),
+    let message = match (args.method.moves(), args.sampler) {
+        (false, _) => format!(
+            "method {} runs no chains to warm up: its shards run without a warm-up",
+            args.method.name()
+        ),
+        // Its runs are not split either (`shard` is refused with it).
+        (true, SamplerChoice::Amortized) => {
+            "the amortized sampler runs no chains to warm up, and its runs are not split into \
+             shards: leave it out"
+                .to_string()
+        }
         (true, SamplerChoice::Mcmc) => return Ok(()),
     };
-    Err(Error::usage(
-        field,
-        format!("{what} runs no chains to warm up: its shards run without a warm-up"),
-    ))
+    Err(Error::usage(field, message))
 }
 
 /// A method that draws images directly (deform) has no chains for the amortized sampler, which
