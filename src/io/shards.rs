@@ -178,8 +178,8 @@ pub struct Manifest {
 }
 
 /// A build as a message names it: `rmld build <hash>`, or an older rmld's when none was
-/// recorded.
-fn build_name(build: &str) -> String {
+/// recorded (empty).
+pub(crate) fn build_name(build: &str) -> String {
     if build.is_empty() {
         "an older rmld, which did not record its build".into()
     } else {

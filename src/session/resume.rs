@@ -222,18 +222,15 @@ fn check_build(path: &Path, written_by: Option<&str>) -> Result<()> {
     if written_by == Some(crate::BUILD) {
         return Ok(());
     }
-    let which = match written_by {
-        Some(build) => format!("rmld build {build}"),
-        None => "an older rmld, which did not record its build,".to_string(),
-    };
     Err(Error::input(
         path,
         format!(
-            "was written by {which} and this is build {} (`rmld --version`): another build \
+            "was written by {}, and this is build {} (`rmld --version`): another build \
              may draw differently from the same state and seed, so its continuation would \
              not be the run's. Resume with the build that started the run, or start afresh \
              with `rmld sample` (the same settings and seed give the same samples with one \
              build)",
+            io::shards::build_name(written_by.unwrap_or_default()),
             crate::BUILD
         ),
     ))
