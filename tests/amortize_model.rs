@@ -404,6 +404,22 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
     assert!(text.contains("unfinished training"), "{text}");
 }
 
+/// A small teacher on the CPU: the paper preset on 100 embedded digits of classes 3 and 5.
+const SMALL_TEACHER: [&str; 12] = [
+    "--backend",
+    "cpu",
+    "--preset",
+    "paper",
+    "--classes",
+    "3,5",
+    "--limit",
+    "100",
+    "--lasso-iterations",
+    "20",
+    "--samples",
+    "2",
+];
+
 #[test]
 fn cli_trains_and_augments_with_the_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -415,20 +431,7 @@ fn cli_trains_and_augments_with_the_model() {
             .output()
             .unwrap()
     };
-    let common = [
-        "--backend",
-        "cpu",
-        "--preset",
-        "paper",
-        "--classes",
-        "3,5",
-        "--limit",
-        "100",
-        "--lasso-iterations",
-        "20",
-        "--samples",
-        "2",
-    ];
+    let common = SMALL_TEACHER;
     // Bad training settings name their options, before any work.
     for (flag, needle) in [
         ("--fit-steps", "--fit-steps"),
@@ -533,19 +536,7 @@ fn a_full_disk_leaves_the_earlier_model_and_its_report_as_they_were() {
     let train = |budget: Option<u64>, fit_steps: &str| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_rmld"));
         command.args(["amortize", "train", "--force", "--out"]);
-        command.arg(&model).args([
-            "--backend",
-            "cpu",
-            "--preset",
-            "paper",
-            "--classes",
-            "3,5",
-            "--limit",
-            "100",
-            "--lasso-iterations",
-            "20",
-            "--samples",
-            "2",
+        command.arg(&model).args(SMALL_TEACHER).args([
             "--ratio",
             "1:1",
             "--fit-steps",
