@@ -71,6 +71,10 @@ def _as_labels(labels: Any, n: int) -> np.ndarray:
     array = np.asarray(labels)
     if array.ndim != 1 or len(array) != n:
         raise ValueError(f"labels must be one per image: shape ({n},), got {array.shape}")
+    if array.dtype.kind not in "uifb":
+        raise ValueError(
+            f"labels must be integers (class numbers from 0), got dtype {array.dtype}"
+        )
     if not np.issubdtype(array.dtype, np.integer):
         rounded = np.round(array)
         if not np.all(rounded == array):

@@ -237,16 +237,29 @@ fn overrides(settings: &str) -> PyResult<Map<String, Value>> {
         .map_err(|e| PyValueError::new_err(format!("settings are not a JSON object: {e}")))
 }
 
-/// Settings of type `T`: `base` with `overrides`.
+/// Settings of type `T`: `base` with `overrides`. A value of the wrong type is named by its
+/// setting: serde's message says what was expected but not where.
 fn settings<T: Serialize + DeserializeOwned>(
     base: &T,
     overrides: Map<String, Value>,
 ) -> PyResult<T> {
     let defaults =
         serde_json::to_value(base).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    let merged = merge(defaults, overrides)?;
-    serde_json::from_value(merged)
-        .map_err(|e| PyValueError::new_err(format!("invalid setting: {e}")))
+    let merged = merge(defaults.clone(), overrides.clone())?;
+    serde_json::from_value(merged).map_err(|e| {
+        // The first setting that fails on its own, over the defaults.
+        let culprit = overrides.into_iter().find(|(name, value)| {
+            let alone = Map::from_iter([(name.clone(), value.clone())]);
+            merge(defaults.clone(), alone)
+                .is_ok_and(|one| serde_json::from_value::<T>(one).is_err())
+        });
+        match culprit {
+            Some((name, value)) => {
+                PyValueError::new_err(format!("invalid setting {name} = {value}: {e}"))
+            }
+            None => PyValueError::new_err(format!("invalid settings: {e}")),
+        }
+    })
 }
 
 /// The data array's shape and values in the library's layout, converted in the one pass that

@@ -327,6 +327,13 @@ def test_bad_inputs_raise_clear_errors():
         rmld.augment(images[:50], labels[:49], backend="cpu")
     with pytest.raises(ValueError, match="integers"):
         rmld.augment(images[:50], labels[:50] + 0.5, backend="cpu")
+    with pytest.raises(ValueError, match="integers.*dtype <U1"):
+        rmld.augment(images[:50], np.array(["a", "b"] * 25), backend="cpu")
+    # A value of the wrong type names its setting (serde's message alone did not).
+    with pytest.raises(ValueError, match=r"invalid setting seed = -1: .*expected u64"):
+        rmld.augment(images[:50], labels[:50], backend="cpu", seed=-1)
+    with pytest.raises(ValueError, match=r"invalid setting chains = 2.5"):
+        rmld.sample(chains=2.5, samples=2, backend="cpu")
 
 
 def test_a_class_with_one_image_is_augmented_or_refused_clearly():
