@@ -103,6 +103,7 @@ fn checkpoint_seed() -> Vec<u8> {
         run,
         identity: None,
         written_by: None,
+        device: None,
     }
     .to_bytes()
 }

@@ -366,6 +366,7 @@ fn run_split(
         run: part,
         identity: None,
         written_by: None,
+        device: None,
     };
     let checkpoint = orchestrator::Checkpoint::from_bytes(&checkpoint.to_bytes()).unwrap();
     assert_eq!(checkpoint.run.noise_precision.len(), chains);

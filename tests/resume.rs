@@ -56,6 +56,7 @@ fn run(
                 run: run.clone(),
                 identity: None,
                 written_by: None,
+                device: None,
             };
             saved = Some(c.to_bytes());
             Ok(())

@@ -165,6 +165,40 @@ fn a_checkpoint_written_by_another_build_is_refused_naming_both_builds() {
 }
 
 #[test]
+fn chains_that_ran_on_another_device_are_not_continued_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sampled(&out, 4, 4);
+    let path = out.join("checkpoint.rmld");
+    let good = std::fs::read(&path).unwrap();
+    // The device follows the build at the header's end: postcard's length 3, then "cpu".
+    let at = good
+        .windows(16)
+        .position(|w| w == rmld::BUILD.as_bytes())
+        .expect("the checkpoint records this build")
+        + 16;
+    assert_eq!(&good[at..at + 4], b"\x03cpu", "the device after the build");
+    let mut bytes = good[..good.len() - 8].to_vec();
+    bytes[at + 1..at + 4].copy_from_slice(b"gpu");
+    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
+    bytes.extend_from_slice(&checksum.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert_refused(
+        &out,
+        &[
+            "checkpoint.rmld",
+            "ran on gpu",
+            "go on on cpu",
+            "start afresh",
+        ],
+        "another device",
+    );
+    std::fs::write(&path, &good).unwrap();
+    let resumed = resume(&out);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+}
+
+#[test]
 fn a_cut_flipped_or_reordered_checkpoint_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

@@ -1,8 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 9, as version 8 with the rmld build that wrote it, `crate::BUILD`, after the
-//! identity; version 8, as version 5 with the run's identity, `RunIdentity`, after the header;
+//! Layout (version 9, as version 8 with the rmld build that wrote it, `crate::BUILD`, and the
+//! device that ran the chains, `io::shards::device_key`, after the identity; version 8, as version 5 with the run's identity, `RunIdentity`, after the header;
 //! version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
 //! warm-up adaptation state, version 2 the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
@@ -46,10 +46,11 @@ const CLASS_STEPS_VERSION: u32 = 7;
 /// none) with the run's identity after them: every sampling run writes it; a file without one
 /// (a shard's trace) is written in the versions before.
 const IDENTITY_VERSION: u32 = 8;
-/// Version 9 is version 8 with the build that wrote the file (`crate::BUILD`) after the
-/// identity: every sampling run's checkpoint; `rmld resume` refuses another build's (its draws
-/// from there on could differ from the run's so far). Version 8 files are still read, as
-/// written by no known build.
+/// Version 9 is version 8 with the build that wrote the file (`crate::BUILD`) and the device
+/// that ran the chains after the identity: every sampling run's checkpoint; `rmld resume`
+/// refuses another build's, or a continuation on another device (either could draw
+/// differently from the run so far). Version 8 files are still read, as written by no known
+/// build on no known device.
 const BUILD_VERSION: u32 = 9;
 /// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
 /// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
@@ -80,6 +81,9 @@ pub struct Checkpoint {
     /// files and in shards' traces). Writing ignores it: a file with an identity records the
     /// build that writes it.
     pub written_by: Option<String>,
+    /// The device that ran the chains (`io::shards::device_key`: `cpu`, or a GPU's adapter and
+    /// driver), written with the identity (version 9; None in older files and shards' traces).
+    pub device: Option<String>,
 }
 
 /// The run's scalars: dimensions, counters, hashes and the configuration (as JSON text).
@@ -229,6 +233,7 @@ impl Checkpoint {
                     class_steps,
                     &self.identity,
                     crate::BUILD,
+                    self.device.as_deref().unwrap_or_default(),
                 )),
             ),
             (burn_in, Some(c)) => (
@@ -269,7 +274,7 @@ impl Checkpoint {
         let (version, header_len) = check_frame(bytes)?;
         let body = &bytes[..bytes.len() - 8];
         let (header, sections) = body[FIXED..].split_at(header_len);
-        let ((header, burn_in, class_steps, identity), written_by) =
+        let ((header, burn_in, class_steps, identity), written_by, device) =
             decode_header(version, header)?;
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
@@ -309,6 +314,7 @@ impl Checkpoint {
             },
             identity,
             written_by,
+            device,
         })
     }
 }
@@ -350,7 +356,7 @@ fn length_bound(path: &Path) -> Result<u64> {
         return Ok(fixed);
     }
     Ok(match decode_header(version, &header) {
-        Ok(((h, ..), _)) => sections_bound(&h).map_or(u64::MAX, |s| s.saturating_add(fixed)),
+        Ok(((h, ..), ..)) => sections_bound(&h).map_or(u64::MAX, |s| s.saturating_add(fixed)),
         Err(_) => fixed,
     })
 }
@@ -445,17 +451,19 @@ type FullHeader = (
 
 /// The header of a file of `version`, with the automatic burn-in's state (version 6, and
 /// optionally 7 to 9), the per-class step sizes' (version 7, optionally 8 and 9), the run's
-/// identity (versions 8 and 9) and the build that wrote it (version 9) after it.
+/// identity (versions 8 and 9), the build that wrote it and the device that ran the chains
+/// (version 9) after it.
 fn decode_header(
     version: u32,
     header: &[u8],
-) -> std::result::Result<(FullHeader, Option<String>), String> {
+) -> std::result::Result<(FullHeader, Option<String>, Option<String>), String> {
     type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
     type WithBuild = (
         Header,
         Option<super::BurnInMonitor>,
         Option<super::ClassSteps>,
         Option<RunIdentity>,
+        String,
         String,
     );
     let without_identity = |version: u32| {
@@ -464,29 +472,34 @@ fn decode_header(
     Ok(match version {
         AUTO_BURN_IN_VERSION => {
             let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
-            ((header, Some(burn_in), None, None), None)
+            ((header, Some(burn_in), None, None), None, None)
         }
         CLASS_STEPS_VERSION => {
             let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
-            ((header, burn_in, Some(steps), None), None)
+            ((header, burn_in, Some(steps), None), None, None)
         }
         IDENTITY_VERSION => {
             let full: FullHeader = decode_exact(header, "header")?;
             if full.3.is_none() {
                 return Err(without_identity(version));
             }
-            (full, None)
+            (full, None, None)
         }
         BUILD_VERSION => {
-            let (header, burn_in, steps, identity, build): WithBuild =
+            let (header, burn_in, steps, identity, build, device): WithBuild =
                 decode_exact(header, "header")?;
             if identity.is_none() {
                 return Err(without_identity(version));
             }
-            ((header, burn_in, steps, identity), Some(build))
+            (
+                (header, burn_in, steps, identity),
+                Some(build),
+                Some(device),
+            )
         }
         _ => (
             (decode_exact::<Header>(header, "header")?, None, None, None),
+            None,
             None,
         ),
     })
@@ -654,6 +667,7 @@ mod tests {
             },
             identity: None,
             written_by: None,
+            device: None,
         }
     }
 
@@ -733,18 +747,21 @@ mod tests {
             streams: Vec::new(),
         });
         c.written_by = Some("not this build".into());
+        c.device = Some("gpu: some adapter".into());
         let bytes = c.to_bytes();
         assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 9);
         let back = Checkpoint::from_bytes(&bytes).unwrap();
         assert_eq!(back.written_by.as_deref(), Some(crate::BUILD));
+        assert_eq!(back.device, c.device);
         assert_eq!(back.identity, c.identity);
         // A version 8 file (the same header without the build) is read as written by no
         // known build.
-        let (header, burn_in, steps, identity, _): (
+        let (header, burn_in, steps, identity, _, _): (
             Header,
             Option<super::super::BurnInMonitor>,
             Option<super::super::ClassSteps>,
             Option<RunIdentity>,
+            String,
             String,
         ) = postcard::from_bytes(&bytes[FIXED..FIXED + header_len(&bytes)]).unwrap();
         let old_header = postcard::to_allocvec(&(&header, burn_in, steps, identity)).unwrap();
@@ -754,7 +771,7 @@ mod tests {
         old.extend_from_slice(&old_header);
         old.extend_from_slice(&bytes[FIXED + header_len(&bytes)..bytes.len() - 8]);
         let old = Checkpoint::from_bytes(&seal(old)).unwrap();
-        assert_eq!(old.written_by, None);
+        assert_eq!((old.written_by, old.device), (None, None));
         assert_eq!(old.identity, c.identity);
         assert_eq!(old.positions, c.positions);
     }

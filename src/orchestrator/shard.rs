@@ -59,6 +59,7 @@ pub fn finish_shard(
         run: run.clone(),
         identity: None,
         written_by: None,
+        device: None,
     };
     trace.write(&out.join(TRACE))?;
     let mut files = names.to_vec();
@@ -150,6 +151,7 @@ pub fn chain_slice(
         // A warm-up is no resumable run: the shard checks it by its settings' hash.
         identity: None,
         written_by: None,
+        device: None,
     })
 }
 

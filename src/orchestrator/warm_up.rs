@@ -107,6 +107,7 @@ pub fn save_warm_up(
         // Checked by the shards against their settings' hash, not resumed.
         identity: None,
         written_by: None,
+        device: None,
     };
     state.write(&out.join(WARM_UP_STATE))?;
     let burn_in = run.burn_in.as_ref().map_or(run.completed, |m| m.burn_in());

@@ -134,6 +134,11 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         &settings.dynamics,
         settings.chains,
     )?;
+    check_device(
+        path,
+        checkpoint.device.as_deref(),
+        &io::shards::device_key(&serde_json::json!(backend.info())),
+    )?;
     restore(&checkpoint, backend.as_mut())?;
     // An automatic burn-in's end so far (its cap while it still runs).
     let burn_in = checkpoint
@@ -236,6 +241,25 @@ fn check_build(path: &Path, written_by: Option<&str>) -> Result<()> {
     ))
 }
 
+/// Checks that the chains go on on the device that ran them (`io::shards::device_key`): the
+/// run's `backend` may be `auto`, which takes a GPU on one machine and the CPU on another, and
+/// two GPU adapters (or drivers) round differently, so a continuation elsewhere would not be
+/// the run's.
+fn check_device(path: &Path, ran_on: Option<&str>, here: &str) -> Result<()> {
+    match ran_on {
+        Some(device) if device != here => Err(Error::input(
+            path,
+            format!(
+                "the run's chains ran on {device}, and here they would go on on {here}: \
+                 another device rounds differently, so the continuation would not be the \
+                 run's. Resume where the run's device is (its report.json's `backend`), or \
+                 start afresh with `rmld sample` and `--backend` naming this device"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Checks that the checkpoint's settings are those its identity was made from (a checkpoint
 /// edited and resealed, or made by hand, is refused).
 fn check_identity(
@@ -266,7 +290,7 @@ fn check_identity(
 
 #[cfg(test)]
 mod tests {
-    use super::check_build;
+    use super::{check_build, check_device};
     use std::path::Path;
 
     #[test]
@@ -285,5 +309,20 @@ mod tests {
             older.contains("older rmld") && older.contains("start afresh"),
             "{older}"
         );
+    }
+
+    #[test]
+    fn chains_go_on_only_on_the_device_that_ran_them() {
+        let path = Path::new("run/checkpoint.rmld");
+        assert!(check_device(path, Some("cpu"), "cpu").is_ok());
+        let gpu = r#"gpu: "NVIDIA H100 (Vulkan)""#;
+        let moved = check_device(path, Some(gpu), "cpu")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            moved.contains("ran on gpu: \"NVIDIA H100") && moved.contains("go on on cpu"),
+            "{moved}"
+        );
+        assert!(check_device(path, Some("cpu"), gpu).is_err());
     }
 }

@@ -300,6 +300,8 @@ pub(super) fn drive(
     };
     let marks = streams.marks.clone();
     let identity = &run.identity;
+    // `resume` continues the chains only on a device that rounds as this one does.
+    let device = io::shards::device_key(&serde_json::json!(run.backend.info()));
     let mut save = |state: &SampleRun, positions: &[f32]| {
         let checkpoint = Checkpoint {
             config: config.clone(),
@@ -314,6 +316,7 @@ pub(super) fn drive(
                 ..identity.clone()
             }),
             written_by: None,
+            device: Some(device.clone()),
         };
         checkpoint.write(&checkpoint_path)
     };
