@@ -321,6 +321,32 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
         reference.len(),
         partial.to_bytes().unwrap().len()
     );
+    // The checkpoint's stamp names the build and device that fitted it; another build's (or
+    // an older rmld's, with none) is not continued, and nothing is written.
+    let stamp = partial_path(&settings.model).with_extension("partial.json");
+    let written = std::fs::read(&stamp).expect("the checkpoint's stamp");
+    let mut other: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(other["rmld_build"], rmld::BUILD);
+    other["rmld_build"] = "0123456789abcdef".into();
+    std::fs::write(&stamp, serde_json::to_vec(&other).unwrap()).unwrap();
+    let refused = message(
+        AmortizeTrainer::new(settings.clone())
+            .run(&Silent)
+            .unwrap_err(),
+    );
+    assert!(
+        refused.contains("m.amz.partial") && refused.contains("rmld build 0123456789abcdef"),
+        "{refused}"
+    );
+    std::fs::remove_file(&stamp).unwrap();
+    let refused = message(
+        AmortizeTrainer::new(settings.clone())
+            .run(&Silent)
+            .unwrap_err(),
+    );
+    assert!(refused.contains("is missing"), "{refused}");
+    assert!(!settings.model.exists());
+    std::fs::write(&stamp, &written).unwrap();
     let second = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
     assert!(!second.interrupted);
     assert_eq!(second.report["teacher_reused"], true);
@@ -331,6 +357,7 @@ fn interrupted_training_resumes_to_the_same_bytes_and_augment_uses_the_model() {
         "a resumed training writes the uninterrupted one's bytes"
     );
     assert!(!partial_path(&settings.model).exists());
+    assert!(!stamp.exists(), "the stamp is removed with the checkpoint");
 
     // An existing model is kept unless forced.
     let text = message(

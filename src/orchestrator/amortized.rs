@@ -140,14 +140,83 @@ pub(crate) fn amortized_generation(
     Ok((sink, run, info))
 }
 
-/// The model to fit: a fresh one, or the checkpoint in `partial` of the same training.
+/// What made a training's checkpoint, beside it (`MODEL.partial.json`): the build and the
+/// device that fitted it. Another build or device would not take the steps an uninterrupted run
+/// takes, so a checkpoint is continued only by its own.
+fn partial_stamp(partial: &Path) -> std::path::PathBuf {
+    crate::amortize::teacher::with_suffix(partial, ".json")
+}
+
+/// The stamp's contents for a fitting on `device`.
+fn stamp_of(device: &GenerationDevice) -> serde_json::Value {
+    json!({ "rmld_build": crate::BUILD, "fit_device": device_name(device) })
+}
+
+/// Writes the training's checkpoint: its stamp first, then the model with its optimiser state
+/// (the stamp says the same for every checkpoint of one training).
+fn save_partial(partial: &Path, model: &CodeModel, device: &GenerationDevice) -> Result<()> {
+    crate::io::write_json_atomic(&partial_stamp(partial), &stamp_of(device))?;
+    save_model(partial, model)
+}
+
+/// Removes a finished training's checkpoint and its stamp (either missing is fine).
+pub(crate) fn remove_partial(partial: &Path) -> Result<()> {
+    for path in [partial.to_path_buf(), partial_stamp(partial)] {
+        match std::fs::remove_file(&path) {
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Output { path, source })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The model to fit: a fresh one, or the checkpoint in `partial` of the same training, made by
+/// this build on this `device`.
 pub(crate) fn fresh_or_resumed(
     fresh: CodeModel,
     partial: &Path,
+    device: &GenerationDevice,
     observer: &dyn Observer,
 ) -> Result<CodeModel> {
     if !partial.exists() {
         return Ok(fresh);
+    }
+    let stamp_path = partial_stamp(partial);
+    let stamp: Option<serde_json::Value> = stamp_path
+        .symlink_metadata()
+        .is_ok()
+        .then(|| {
+            crate::io::read_regular_file(&stamp_path, "checkpoint stamp", 1 << 16)
+                .map(|bytes| serde_json::from_slice(&bytes).unwrap_or_default())
+        })
+        .transpose()?;
+    let here = stamp_of(device);
+    if stamp.as_ref() != Some(&here) {
+        let made = match &stamp {
+            Some(s) => format!(
+                "{} on {}",
+                crate::io::shards::build_name(s["rmld_build"].as_str().unwrap_or_default()),
+                s["fit_device"]
+            ),
+            None => format!(
+                "{} (its stamp {} is missing)",
+                crate::io::shards::build_name(""),
+                stamp_path.display()
+            ),
+        };
+        return Err(Error::input(
+            partial,
+            format!(
+                "is the checkpoint of a training by {made}; this is rmld build {} on {}: \
+                 another build or device would not take the steps the training's own \
+                 takes. Finish it with the build and device that began it, or remove it to \
+                 start this training afresh",
+                crate::BUILD,
+                here["fit_device"]
+            ),
+        ));
     }
     let saved = load_model(partial)?;
     if saved.shape != fresh.shape
@@ -183,7 +252,7 @@ pub(crate) fn fit(
     let mut last_checkpoint = Instant::now();
     while !model.complete() {
         if observer.stop_requested() {
-            save_model(partial, model)?;
+            save_partial(partial, model, device)?;
             return Ok(false);
         }
         match device {
@@ -193,7 +262,7 @@ pub(crate) fn fit(
         }
         observer.phase_advance(model.steps_done());
         if last_checkpoint.elapsed().as_secs_f64() >= CHECKPOINT_SECONDS && !model.complete() {
-            save_model(partial, model)?;
+            save_partial(partial, model, device)?;
             last_checkpoint = Instant::now();
         }
     }

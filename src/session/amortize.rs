@@ -5,8 +5,9 @@
 //! originals' codes); its generated codes, per class, are the samples of the target that the
 //! MCMC path samples. It is reused when a finished one with the same settings is there. (2) One
 //! [`CodeModel`] operator per class fitted to those codes, with progress through the
-//! [`Observer`]; a stop writes the state to `MODEL.partial` and running the same training again
-//! continues from it, taking exactly the steps an uninterrupted run takes (the same bytes). The
+//! [`Observer`]; a stop writes the state to `MODEL.partial` (with the build and device that
+//! fitted it in `MODEL.partial.json`) and running the same training again, with that build on
+//! that device, continues from it, taking exactly the steps an uninterrupted run takes (the same bytes). The
 //! model is written atomically to `MODEL` at the end.
 
 use std::path::PathBuf;
@@ -24,7 +25,9 @@ use crate::{Error, Result};
 use super::observer::Observer;
 use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
-use crate::orchestrator::amortized::{device_name, fit, fresh_or_resumed, generation_device};
+use crate::orchestrator::amortized::{
+    device_name, fit, fresh_or_resumed, generation_device, remove_partial,
+};
 
 /// Settings of `rmld amortize train`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -181,10 +184,10 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     )?;
     // Continue from a checkpoint of the same training, if there is one.
     let partial = partial_path(&args.model);
-    let mut model = fresh_or_resumed(fresh, &partial, observer)?;
-    let total = args.train.fit_steps as u64 * model.classes.len() as u64;
     // The network trains where it would generate (`generation_device`).
     let device = generation_device(args.teacher.problem.backend)?;
+    let mut model = fresh_or_resumed(fresh, &partial, &device, observer)?;
+    let total = args.train.fit_steps as u64 * model.classes.len() as u64;
     let fit_started = Instant::now();
     let steps_before = model.steps_done();
     if !fit(&mut model, &device, total, &partial, observer)? {
@@ -232,12 +235,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
         (&report_path, &report_bytes),
         (&args.model, &model.to_bytes()?),
     ])?;
-    if partial.exists() {
-        std::fs::remove_file(&partial).map_err(|source| Error::Output {
-            path: partial.clone(),
-            source,
-        })?;
-    }
+    remove_partial(&partial)?;
     Ok(Outcome {
         interrupted: false,
         summary: vec![format!(
