@@ -125,77 +125,71 @@ fn a_checkpoint_copied_from_another_run_is_refused_naming_what_differs() {
     }
 }
 
-#[test]
-fn a_checkpoint_written_by_another_build_is_refused_naming_both_builds() {
+/// A fresh run's checkpoint (seed `seed`) with `was` replaced by `now` at `offset` bytes after
+/// where the file records this build, resealed (xxh3-64 of everything before the checksum) so
+/// that it is a whole checkpoint: `resume` refuses it with every one of `needles` and leaves
+/// the folder as it was; restored, the checkpoint resumes.
+fn refused_once_rewritten(seed: u64, (offset, was, now): (usize, &[u8], &[u8]), needles: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    sampled(&out, 2, 4);
+    sampled(&out, seed, 4);
     let path = out.join("checkpoint.rmld");
     let good = std::fs::read(&path).unwrap();
-    let other = if rmld::BUILD == "0123456789abcdef" {
-        "fedcba9876543210"
-    } else {
-        "0123456789abcdef"
-    };
-    // The build is recorded once, as its 16 hex digits; written over and the file resealed
-    // (xxh3-64 of everything before the checksum), it is a whole checkpoint of another build.
-    let at = good
-        .windows(16)
-        .position(|w| w == rmld::BUILD.as_bytes())
-        .expect("the checkpoint records this build");
+    let at = offset
+        + good
+            .windows(16)
+            .position(|w| w == rmld::BUILD.as_bytes())
+            .expect("the checkpoint records this build");
+    assert_eq!(
+        &good[at..at + was.len()],
+        was,
+        "what the checkpoint holds there"
+    );
     let mut bytes = good[..good.len() - 8].to_vec();
-    bytes[at..at + 16].copy_from_slice(other.as_bytes());
+    bytes[at..at + now.len()].copy_from_slice(now);
     let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
     bytes.extend_from_slice(&checksum.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
-    let needles = [
-        "checkpoint.rmld".to_string(),
-        format!("rmld build {other}"),
-        format!("this is build {}", rmld::BUILD),
-        "start afresh".to_string(),
-    ];
-    assert_refused(
-        &out,
-        &needles.each_ref().map(String::as_str),
-        "another build",
-    );
+    assert_refused(&out, needles, &String::from_utf8_lossy(now));
     std::fs::write(&path, &good).unwrap();
     let resumed = resume(&out);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
 }
 
 #[test]
+fn a_checkpoint_written_by_another_build_is_refused_naming_both_builds() {
+    let other = if rmld::BUILD == "0123456789abcdef" {
+        "fedcba9876543210"
+    } else {
+        "0123456789abcdef"
+    };
+    let needles = [
+        "checkpoint.rmld".to_string(),
+        format!("rmld build {other}"),
+        format!("this is build {}", rmld::BUILD),
+        "start afresh".to_string(),
+    ];
+    let build = rmld::BUILD.as_bytes();
+    refused_once_rewritten(
+        2,
+        (0, build, other.as_bytes()),
+        &needles.each_ref().map(String::as_str),
+    );
+}
+
+#[test]
 fn chains_that_ran_on_another_device_are_not_continued_here() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    sampled(&out, 4, 4);
-    let path = out.join("checkpoint.rmld");
-    let good = std::fs::read(&path).unwrap();
     // The device follows the build at the header's end: postcard's length 3, then "cpu".
-    let at = good
-        .windows(16)
-        .position(|w| w == rmld::BUILD.as_bytes())
-        .expect("the checkpoint records this build")
-        + 16;
-    assert_eq!(&good[at..at + 4], b"\x03cpu", "the device after the build");
-    let mut bytes = good[..good.len() - 8].to_vec();
-    bytes[at + 1..at + 4].copy_from_slice(b"gpu");
-    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
-    bytes.extend_from_slice(&checksum.to_le_bytes());
-    std::fs::write(&path, &bytes).unwrap();
-    assert_refused(
-        &out,
+    refused_once_rewritten(
+        4,
+        (16, b"\x03cpu", b"\x03gpu"),
         &[
             "checkpoint.rmld",
             "ran on gpu",
             "go on on cpu",
             "start afresh",
         ],
-        "another device",
     );
-    std::fs::write(&path, &good).unwrap();
-    let resumed = resume(&out);
-    assert!(resumed.status.success(), "{}", stderr(&resumed));
 }
 
 #[test]
