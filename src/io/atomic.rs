@@ -106,6 +106,17 @@ pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<()> {
     Ok(())
 }
 
+/// Removes the file at `path`; one that is not there is fine (`Error::Output` otherwise).
+pub fn remove_file_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => Err(Error::Output {
+            path: path.to_path_buf(),
+            source,
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn fill_and_sync(
     temp: &mut NamedTempFile,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,

@@ -25,7 +25,9 @@ pub(crate) mod regular;
 pub(crate) mod shards;
 pub(crate) mod staging;
 
-pub use atomic::{prepare_output_dir, write_atomic, write_files_atomic, write_json_atomic};
+pub use atomic::{
+    prepare_output_dir, remove_file_if_present, write_atomic, write_files_atomic, write_json_atomic,
+};
 pub use code_cache::default_code_cache;
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
 pub use dataset::{geometry, shared_datasets_dir, EMBEDDED_SOURCE};

@@ -104,13 +104,7 @@ pub struct SignalLearning<'a> {
 
 /// Removes the checkpoint of a finished run from `out` (none there is fine).
 pub fn remove_checkpoint(out: &Path) -> Result<()> {
-    let path = out.join(DICTIONARY_CHECKPOINT);
-    match std::fs::remove_file(&path) {
-        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-            Err(Error::Output { path, source })
-        }
-        _ => Ok(()),
-    }
+    crate::io::remove_file_if_present(&out.join(DICTIONARY_CHECKPOINT))
 }
 
 impl<'a> SignalLearning<'a> {

@@ -161,15 +161,8 @@ fn save_partial(partial: &Path, model: &CodeModel, device: &GenerationDevice) ->
 
 /// Removes a finished training's checkpoint and its stamp (either missing is fine).
 pub(crate) fn remove_partial(partial: &Path) -> Result<()> {
-    for path in [partial.to_path_buf(), partial_stamp(partial)] {
-        match std::fs::remove_file(&path) {
-            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::Output { path, source })
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    crate::io::remove_file_if_present(partial)?;
+    crate::io::remove_file_if_present(&partial_stamp(partial))
 }
 
 /// The model to fit: a fresh one, or the checkpoint in `partial` of the same training, made by
@@ -184,14 +177,14 @@ pub(crate) fn fresh_or_resumed(
         return Ok(fresh);
     }
     let stamp_path = partial_stamp(partial);
-    let stamp: Option<serde_json::Value> = stamp_path
-        .symlink_metadata()
-        .is_ok()
-        .then(|| {
-            crate::io::read_regular_file(&stamp_path, "checkpoint stamp", 1 << 16)
-                .map(|bytes| serde_json::from_slice(&bytes).unwrap_or_default())
-        })
-        .transpose()?;
+    // A stamp that is not JSON reads as null: a foreign stamp, refused below.
+    let stamp: Option<serde_json::Value> = match stamp_path.symlink_metadata() {
+        Ok(_) => {
+            let bytes = crate::io::read_regular_file(&stamp_path, "checkpoint stamp", 1 << 16)?;
+            Some(serde_json::from_slice(&bytes).unwrap_or_default())
+        }
+        Err(_) => None,
+    };
     let here = stamp_of(device);
     if stamp.as_ref() != Some(&here) {
         let made = match &stamp {

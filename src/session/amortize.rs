@@ -7,8 +7,8 @@
 //! [`CodeModel`] operator per class fitted to those codes, with progress through the
 //! [`Observer`]; a stop writes the state to `MODEL.partial` (with the build and device that
 //! fitted it in `MODEL.partial.json`) and running the same training again, with that build on
-//! that device, continues from it, taking exactly the steps an uninterrupted run takes (the same bytes). The
-//! model is written atomically to `MODEL` at the end.
+//! that device, continues from it, taking exactly the steps an uninterrupted run takes (the
+//! same bytes). The model and its report are written as one output at the end.
 
 use std::path::PathBuf;
 use std::time::Instant;
