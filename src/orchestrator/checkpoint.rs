@@ -2,7 +2,8 @@
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
 //! Layout (version 9, as version 8 with the rmld build that wrote it, `crate::BUILD`, and the
-//! device that ran the chains, `io::shards::device_key`, after the identity; version 8, as version 5 with the run's identity, `RunIdentity`, after the header;
+//! device that ran the chains, `io::shards::device_key`, after the identity; version 8, as
+//! version 5 with the run's identity, `RunIdentity`, after the header;
 //! version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
 //! warm-up adaptation state, version 2 the prior's state and its non-finite counts): `RMLDCKPT`, version (u32 LE), header length (u32 LE), the header, the
 //! sections, and an xxh3-64 checksum of everything before it. Header and sections are serde
