@@ -9,8 +9,9 @@
 //! docs/benchmarks.md). `clippy.toml`
 //! refuses the `f64` methods in rmld's code. The f32 functions stay on the C library: glibc's
 //! float builds gave the same bits with and without FMA on 4 million arguments each, and the
-//! chains' Gaussians (one `ln`, `cos` and `sin` per pair) are about 10% faster there. Not covered:
-//! `rand_distr`'s own draws (dictionary learning's Gamma and χ²) call the C library inside.
+//! chains' Gaussians (one `ln`, `cos` and `sin` per pair) are about 10% faster there. Dictionary
+//! learning's Normal, Gamma and χ² draws are `rng::portable_draws`' (`rand_distr`'s called the C
+//! library inside).
 
 /// f64's elementary functions, each the libm crate's, named after the method it replaces.
 pub trait Portable: Sized {

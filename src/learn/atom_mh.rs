@@ -3,12 +3,11 @@
 use argmin::core::{CostFunction, Executor, State};
 use argmin::solver::neldermead::NelderMead;
 use rand::Rng;
-use rand_distr::{ChiSquared, Distribution, StandardNormal};
 
 use super::linalg::dot;
 use crate::math::Portable;
 use crate::model::AtomFamily;
-use crate::rng::PhiloxRng;
+use crate::rng::{chi_squared, standard_normal, PhiloxRng};
 
 /// The conditional energy of one learnable atom's θ: γε/2·‖e − S φ(θ)‖² + ½(θ − g)ᵀG(θ − g),
 /// less the constant γε/2·‖e‖²; out of range or a zero atom gives a large penalty.
@@ -123,15 +122,12 @@ pub(crate) fn student_t_mh(
     dof: f64,
     energy: impl Fn(&[f64]) -> f64,
 ) -> (Vec<f64>, bool) {
-    let w = ChiSquared::new(dof).map(|c| c.sample(rng)).unwrap_or(dof);
+    let w = chi_squared(rng, dof).unwrap_or(dof);
     let stretch = (dof / w).sqrt();
     let candidate: Vec<f64> = mode
         .iter()
         .zip(scales)
-        .map(|(m, s)| {
-            let n: f64 = rng.sample(StandardNormal);
-            m + s * n * stretch
-        })
+        .map(|(m, s)| m + s * standard_normal(rng) * stretch)
         .collect();
     let log_alpha = energy(current) - energy(&candidate) + log_t(current, mode, scales, dof)
         - log_t(&candidate, mode, scales, dof);

@@ -1,9 +1,6 @@
 //! Small dense linear algebra and the draws of the dictionary model (Normal by precision, Wishart, Gamma).
 
-use rand::Rng;
-use rand_distr::{ChiSquared, Distribution, Gamma, StandardNormal};
-
-use crate::rng::PhiloxRng;
+use crate::rng::{chi_squared, standard_normal, PhiloxRng};
 
 /// ⟨a, b⟩.
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -80,7 +77,7 @@ pub(crate) fn normal_with_precision(
     q: usize,
 ) -> Option<Vec<f64>> {
     let l = cholesky(precision, q)?;
-    let mut y: Vec<f64> = (0..q).map(|_| rng.sample(StandardNormal)).collect();
+    let mut y: Vec<f64> = (0..q).map(|_| standard_normal(rng)).collect();
     for i in (0..q).rev() {
         for k in i + 1..q {
             y[i] -= l[k * q + i] * y[k];
@@ -96,10 +93,9 @@ pub(crate) fn wishart(rng: &mut PhiloxRng, dof: f64, scale: &[f64], q: usize) ->
     let l = cholesky(scale, q)?;
     let mut a = vec![0.0; q * q];
     for i in 0..q {
-        let chi = ChiSquared::new(dof - i as f64).ok()?;
-        a[i * q + i] = chi.sample(rng).sqrt();
+        a[i * q + i] = chi_squared(rng, dof - i as f64)?.sqrt();
         for j in 0..i {
-            a[i * q + j] = rng.sample(StandardNormal);
+            a[i * q + j] = standard_normal(rng);
         }
     }
     // B = L A (lower triangular), W = B Bᵀ.
@@ -118,11 +114,14 @@ pub(crate) fn wishart(rng: &mut PhiloxRng, dof: f64, scale: &[f64], q: usize) ->
     Some(w)
 }
 
-/// A Gamma(shape, rate) draw.
+/// A Gamma(shape, rate) draw; its mean shape/rate when the shape is not positive and finite or
+/// the scale 1/rate is not positive and finite.
 pub(crate) fn gamma_rate(rng: &mut PhiloxRng, shape: f64, rate: f64) -> f64 {
-    Gamma::new(shape, 1.0 / rate)
-        .map(|g| g.sample(rng))
-        .unwrap_or(shape / rate)
+    let scale = 1.0 / rate;
+    if !(scale.is_finite() && scale > 0.0) {
+        return shape / rate;
+    }
+    crate::rng::portable_draws::standard_gamma(rng, shape).map_or(shape / rate, |g| g * scale)
 }
 
 #[cfg(test)]

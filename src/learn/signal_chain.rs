@@ -7,10 +7,9 @@
 //! unselected atoms' θ_k, their means g_k and the precision G by Gibbs (Normal, Normal, Wishart),
 //! the selection probabilities π by Dirichlet and the noise precision γε by Gamma. Every draw of
 //! iteration m of signal n comes from the Philox stream (seed, chain n, outer m) through
-//! [`PhiloxRng`] and `rand_distr`, so results do not depend on threads and resume bit for bit.
+//! [`PhiloxRng`] and `rng::portable_draws` (the same bits on every CPU), so results do not
+//! depend on threads and resume bit for bit.
 
-use rand::Rng;
-use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use super::atom_mh::{clamp_into, find_mode, student_t_mh, AtomEnergy};
@@ -313,8 +312,7 @@ impl<'a> SignalChain<'a> {
             let mean = (self.hyper.coefficient_precision * self.mu_s[li]
                 + self.gamma * dot(a, &self.r))
                 / precision;
-            let n: f64 = rng.sample(StandardNormal);
-            self.s[li] = mean + n / precision.sqrt();
+            self.s[li] = mean + crate::rng::standard_normal(rng) / precision.sqrt();
             for (ri, av) in self.r.iter_mut().zip(a) {
                 *ri -= self.s[li] * av;
             }

@@ -1,4 +1,4 @@
-//! `PhiloxRng`: a Philox stream read word by word as a `rand::RngCore`, so `rand_distr` can draw from it.
+//! `PhiloxRng`: a Philox stream read word by word as a `rand::RngCore`, for `rand`'s uniforms and `rng::portable_draws`.
 
 use rand::RngCore;
 
