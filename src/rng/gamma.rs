@@ -39,29 +39,55 @@ fn normal64(a: u32, b: u32) -> f64 {
 /// (block `u32::MAX`). Returns NaN when no attempt of 2³² accepts (never, in practice: each
 /// accepts with probability above 0.95).
 pub fn standard_gamma(stream: &Stream, shape: f64) -> f64 {
+    marsaglia_tsang(shape, &mut StreamDraws(stream))
+}
+
+/// Where Marsaglia and Tsang's method takes its randomness from.
+pub(crate) trait GammaDraws {
+    /// The uniform on (0, 1) that boosts a shape below 1.
+    fn boost(&mut self) -> f64;
+    /// Attempt `i`'s standard normal x and uniform u on (0, 1).
+    fn attempt(&mut self, i: u32) -> (f64, f64);
+}
+
+/// A stream's draws as documented on [`standard_gamma`]: attempt i from block i, the boost from
+/// block `u32::MAX`.
+struct StreamDraws<'a>(&'a Stream);
+
+impl GammaDraws for StreamDraws<'_> {
+    fn boost(&mut self) -> f64 {
+        let w = self.0.block(u32::MAX);
+        uniform64(w[0], w[1])
+    }
+    fn attempt(&mut self, i: u32) -> (f64, f64) {
+        let w = self.0.block(i);
+        (normal64(w[0], w[1]), uniform64(w[2], w[3]))
+    }
+}
+
+/// A Gamma(shape, 1) draw by Marsaglia & Tsang (2000) from `draws` (the method as documented on
+/// [`standard_gamma`]); NaN unless the shape is positive and finite.
+pub(crate) fn marsaglia_tsang(shape: f64, draws: &mut impl GammaDraws) -> f64 {
     if !(shape.is_finite() && shape > 0.0) {
         return f64::NAN;
     }
     if shape < 1.0 {
-        let w = stream.block(u32::MAX);
-        let boost = uniform64(w[0], w[1]).powf_portable(1.0 / shape);
-        return standard_gamma_at_least_one(stream, shape + 1.0) * boost;
+        let boost = draws.boost().powf_portable(1.0 / shape);
+        return at_least_one(shape + 1.0, draws) * boost;
     }
-    standard_gamma_at_least_one(stream, shape)
+    at_least_one(shape, draws)
 }
 
-fn standard_gamma_at_least_one(stream: &Stream, shape: f64) -> f64 {
+fn at_least_one(shape: f64, draws: &mut impl GammaDraws) -> f64 {
     let d = shape - 1.0 / 3.0;
     let c = 1.0 / (9.0 * d).sqrt();
     for attempt in 0..u32::MAX {
-        let w = stream.block(attempt);
-        let x = normal64(w[0], w[1]);
+        let (x, u) = draws.attempt(attempt);
         let v = 1.0 + c * x;
         if v <= 0.0 {
             continue;
         }
         let v = v * v * v;
-        let u = uniform64(w[2], w[3]);
         if u.ln_portable() < 0.5 * x * x + d - d * v + d * v.ln_portable() {
             return d * v;
         }

@@ -2,6 +2,7 @@
 
 use rand::RngCore;
 
+use super::gamma::{marsaglia_tsang, GammaDraws};
 use crate::math::Portable;
 
 /// A uniform on (0, 1) from the top 53 bits of one `u64` (never 0 or 1).
@@ -16,34 +17,21 @@ pub fn standard_normal(rng: &mut impl RngCore) -> f64 {
     radius * (std::f64::consts::TAU * open01(rng)).cos_portable()
 }
 
-/// A Gamma(shape, 1) draw by Marsaglia & Tsang (2000), with a shape below 1 boosted as
-/// Gamma(shape + 1) · u^(1/shape) (u drawn first); None unless the shape is positive and finite.
+/// A Gamma(shape, 1) draw by Marsaglia & Tsang (2000), as `rng::standard_gamma` draws it from a
+/// stream, here from `rng` (the boost's uniform first, then each attempt's normal and uniform);
+/// None unless the shape is positive and finite.
 pub fn standard_gamma(rng: &mut impl RngCore, shape: f64) -> Option<f64> {
-    if !(shape.is_finite() && shape > 0.0) {
-        return None;
-    }
-    if shape < 1.0 {
-        let boost = open01(rng).powf_portable(1.0 / shape);
-        return standard_gamma(rng, shape + 1.0).map(|g| g * boost);
-    }
-    let d = shape - 1.0 / 3.0;
-    let c = 1.0 / (9.0 * d).sqrt();
-    loop {
-        let x = standard_normal(rng);
-        let v = 1.0 + c * x;
-        if v <= 0.0 {
-            continue;
+    struct RngDraws<'a, R>(&'a mut R);
+    impl<R: RngCore> GammaDraws for RngDraws<'_, R> {
+        fn boost(&mut self) -> f64 {
+            open01(self.0)
         }
-        let v = v * v * v;
-        let u = open01(rng);
-        let x2 = x * x;
-        // The squeeze first: it accepts most draws without a logarithm.
-        if u < 1.0 - 0.0331 * x2 * x2
-            || u.ln_portable() < 0.5 * x2 + d * (1.0 - v + v.ln_portable())
-        {
-            return Some(d * v);
+        fn attempt(&mut self, _: u32) -> (f64, f64) {
+            (standard_normal(self.0), open01(self.0))
         }
     }
+    let g = marsaglia_tsang(shape, &mut RngDraws(rng));
+    (!g.is_nan()).then_some(g)
 }
 
 /// A χ²(k) draw, 2 · Gamma(k/2); None unless k is positive and finite.
