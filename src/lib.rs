@@ -60,6 +60,16 @@ pub mod session;
 /// `rmld merge` and a shard's warm-up refuse another build's files, whose draws may differ.
 pub const BUILD: &str = env!("RMLD_BUILD");
 
+/// A build as a refusal names it: `rmld build <hash>`, or an older rmld's when none was
+/// recorded (empty).
+pub(crate) fn build_name(build: &str) -> String {
+    if build.is_empty() {
+        "an older rmld, which did not record its build".into()
+    } else {
+        format!("rmld build {build}")
+    }
+}
+
 pub use backend::{Backend, CpuBackend};
 #[cfg(feature = "gpu")]
 pub use backend::{GpuBackend, GpuContext, GpuOptions};

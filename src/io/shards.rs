@@ -177,16 +177,6 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
 }
 
-/// A build as a message names it: `rmld build <hash>`, or an older rmld's when none was
-/// recorded (empty).
-pub(crate) fn build_name(build: &str) -> String {
-    if build.is_empty() {
-        "an older rmld, which did not record its build".into()
-    } else {
-        format!("rmld build {build}")
-    }
-}
-
 /// xxh3-64 of `bytes` as 16 hex digits.
 pub fn hex_hash(bytes: &[u8]) -> String {
     format!("{:016x}", xxh3_64(bytes))
@@ -474,7 +464,7 @@ impl WarmUpManifest {
                      build may continue the chains differently, so the shards would not make the \
                      single run. Run the shards with the warm-up's build, or the warm-up again \
                      with this one",
-                    build_name(&manifest.rmld_build),
+                    crate::build_name(&manifest.rmld_build),
                     crate::BUILD
                 ),
             ));
@@ -698,10 +688,10 @@ pub fn read_shards(dirs: &[PathBuf]) -> Result<Vec<ShardFiles>> {
                      shard with one build",
                     m.shard,
                     s.dir.display(),
-                    build_name(&m.rmld_build),
+                    crate::build_name(&m.rmld_build),
                     m0.shard,
                     first.dir.display(),
-                    build_name(&m0.rmld_build)
+                    crate::build_name(&m0.rmld_build)
                 ),
             ));
         }

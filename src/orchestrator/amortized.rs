@@ -190,12 +190,12 @@ pub(crate) fn fresh_or_resumed(
         let made = match &stamp {
             Some(s) => format!(
                 "{} on {}",
-                crate::io::shards::build_name(s["rmld_build"].as_str().unwrap_or_default()),
+                crate::build_name(s["rmld_build"].as_str().unwrap_or_default()),
                 s["fit_device"]
             ),
             None => format!(
                 "{} (its stamp {} is missing)",
-                crate::io::shards::build_name(""),
+                crate::build_name(""),
                 stamp_path.display()
             ),
         };

@@ -235,7 +235,7 @@ fn check_build(path: &Path, written_by: Option<&str>) -> Result<()> {
              not be the run's. Resume with the build that started the run, or start afresh \
              with `rmld sample` (the same settings and seed give the same samples with one \
              build)",
-            io::shards::build_name(written_by.unwrap_or_default()),
+            crate::build_name(written_by.unwrap_or_default()),
             crate::BUILD
         ),
     ))

@@ -2,11 +2,11 @@
 //!
 //! Rows are images of `d` values, row-major. The products run one block at a time (at most
 //! [`QUERY_BLOCK`] × [`REFERENCE_BLOCK`] dot products per worker; each reference block packed
-//! once), so memory stays bounded whatever the number of images, on the chains' packed kernels (`backend::cpu::packed`): each dot
-//! product is one FMA chain over d in order, so a set scores the same bits on every CPU (on
-//! `gemm` the order followed the CPU's kernels and cache sizes). Rayon spreads the query blocks
-//! over the cores, and results are combined in block order, so they do not depend on the number
-//! of threads.
+//! once), so memory stays bounded whatever the number of images, on the chains' packed kernels
+//! (`backend::cpu::packed`): each dot product is one FMA chain over d in order, so a set scores
+//! the same bits on every CPU (on `gemm` the order followed the CPU's kernels and cache sizes).
+//! Rayon spreads the query blocks over the cores, and results are combined in block order, so
+//! they do not depend on the number of threads.
 
 use rayon::prelude::*;
 
