@@ -5,7 +5,7 @@ mod gpu_common;
 
 use std::process::Command;
 
-use cli_common::{json, rmld, small_augment, stderr, stdout};
+use cli_common::{json, rmld, small_augment, small_augment_with, stderr, stdout};
 
 #[test]
 fn the_augment_summary_names_the_method_as_the_user_typed_it() {
@@ -66,10 +66,10 @@ fn a_default_minibatch_fits_small_classes_and_an_explicit_one_is_checked() {
     // The first 150 digits hold about 15 of each class, fewer than the default minibatch of 64.
     let (fitted, out) = run("default", &[]);
     assert!(fitted.status.success(), "{}", stderr(&fitted));
-    let stdout = stdout(&fitted);
+    let notes = stdout(&fitted);
     assert!(
-        stdout.contains("minibatch was lowered from 64 to"),
-        "{stdout}"
+        notes.contains("minibatch was lowered from 64 to"),
+        "{notes}"
     );
     let report: serde_json::Value = json(&out, "report.json");
     let used = report["batch_fitted_to_classes"]["used"].as_u64().unwrap();
@@ -77,11 +77,20 @@ fn a_default_minibatch_fits_small_classes_and_an_explicit_one_is_checked() {
     // Asked for on the command line, a minibatch larger than a class is refused.
     let (refused, _) = run("explicit", &["--batch", "64"]);
     assert_eq!(refused.status.code(), Some(2));
-    let stderr = stderr(&refused);
+    let refusal = stderr(&refused);
     assert!(
-        stderr.contains("--batch") && stderr.contains("fewer than the minibatch"),
-        "{stderr}"
+        refusal.contains("--batch") && refusal.contains("fewer than the minibatch"),
+        "{refusal}"
     );
+    // The default preset's deform runs no dynamics: its minibatch is neither fitted (no note)
+    // nor a reason to refuse.
+    let out = tmp.path().join("deform");
+    let deform = small_augment_with(&out, "quality", &["--batch", "64"]);
+    assert!(deform.status.success(), "{}", stderr(&deform));
+    let summary = stdout(&deform);
+    assert!(!summary.contains("minibatch"), "{summary}");
+    let report: serde_json::Value = json(&out, "report.json");
+    assert!(report.get("batch_fitted_to_classes").is_none(), "{report}");
 }
 
 #[test]

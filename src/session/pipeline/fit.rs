@@ -8,16 +8,18 @@ use crate::model::fit::smallest_class;
 pub(crate) use crate::model::fit::{Fitted, ScaleFitted};
 use crate::session::settings::{AugmentSettings, PIXELS_PER_TANGENT_DIRECTION};
 
-/// `args` fitted to `dataset` (with `labels`), and what changed: where allowed, the minibatch
-/// lowered to the smallest chosen class, the tangent target's k lowered so that it holds k + 1
-/// images (the anchor and its k neighbours), then the scales (`fit_scale`).
+/// `args` fitted to `dataset` (with `labels`), and what changed: where allowed and the method's
+/// chains move, the minibatch lowered to the smallest chosen class, the tangent target's k
+/// lowered so that it holds k + 1 images (the anchor and its k neighbours), then the scales
+/// (`fit_scale`).
 pub(crate) fn fit(
     args: &AugmentSettings,
     dataset: &Dataset,
     labels: &[u32],
 ) -> (AugmentSettings, Fitted) {
     let mut fitted = args.clone();
-    let smallest = smallest_class(args.classes.as_deref(), labels);
+    // Compression and deform run no dynamics: neither a minibatch nor a target's k to fit.
+    let smallest = smallest_class(args.classes.as_deref(), labels).filter(|_| args.method.moves());
     let asked = args.dynamics.batch;
     let batch = match smallest {
         Some(n) if args.fit_batch_to_classes && n > 0 && (n as u64) < asked as u64 => {

@@ -86,20 +86,19 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     };
     let labels = dataset.labels.clone().unwrap_or_default();
     let (args, fitted) = fit(asked, &dataset, &labels);
-    let samples_per_chain = match args.method.moves() {
-        false => 1,
-        true => args.samples,
+    // Compression's and deform's chains take one sample and no minibatch (they run no dynamics).
+    let (samples_per_chain, batch) = match args.method.moves() {
+        false => (1, 1),
+        true => (args.samples, args.dynamics.batch),
     };
     let plan = match &args.balance {
-        Some(balance) => {
-            AugmentPlan::balanced(&labels, balance, samples_per_chain, args.dynamics.batch)?
-        }
+        Some(balance) => AugmentPlan::balanced(&labels, balance, samples_per_chain, batch)?,
         None => AugmentPlan::new(
             &labels,
             args.classes.as_deref(),
             args.ratio,
             samples_per_chain,
-            args.dynamics.batch,
+            batch,
         )?,
     };
     let mut original_rows = plan.order.clone();
