@@ -229,6 +229,27 @@ fn bad_input_is_refused_with_exit_2() {
         &["--batch", "500"],
         &["--batch", "fewer than the minibatch"],
     );
+    // Float images below zero: the 8-bit outputs would cut them to 0.
+    let signed = dir.path().join("signed.npy");
+    let mut values = vec![0.5f32; 20 * 64];
+    values[70] = -0.25;
+    io::write_npy_f32(&signed, &[20, 8, 8], &values).unwrap();
+    let labels = dir.path().join("labels.npy");
+    io::write_npy_i64(&labels, &[20], &[[0; 10], [1; 10]].concat()).unwrap();
+    assert_refused(
+        &[
+            "--data",
+            signed.to_str().unwrap(),
+            "--labels",
+            labels.to_str().unwrap(),
+        ],
+        &[
+            "signed.npy",
+            "flat index 70 (image 1, pixel 6)",
+            "-0.25",
+            "below 0",
+        ],
+    );
     // Data without labels.
     let data = dir.path().join("unlabelled.npy");
     io::write_npy_u8(&data, &[20, 8, 8], &[7; 20 * 64]).unwrap();

@@ -33,7 +33,9 @@ class RMLDAugmenter(_Base):
     ``fit_resample(X, y)`` returns ``(X_resampled, y_resampled)``: the originals first, then
     the generated images, ``sampling_strategy_[c]`` of each class c. ``X`` is (N, d) rows or
     (N, h, w) images, uint8 or float; the generated rows come back in ``X``'s layout and dtype
-    (float input within [0, 1] gets floats in [0, 1]). ``image_shape`` gives (h, w) for (N, d)
+    (float input within [0, 1] gets floats in [0, 1]; float input with negative values, such as
+    images normalised to [-1, 1], is mapped from its least to its largest value onto rmld's
+    pixel range and back). ``image_shape`` gives (h, w) for (N, d)
     rows that are not square images.
 
     Parameters (stored as given, checked in ``fit_resample``, so ``get_params``, ``set_params``,
@@ -114,17 +116,26 @@ class RMLDAugmenter(_Base):
             self.sampling_strategy_ = self._counts(y)
         counts = dict(self.sampling_strategy_)
         images = X.reshape((len(X),) + self._image_shape_)
-        top = 1.0
+        # Float pixels run from `low` to `low + span`: 0 to max(1, the largest value), or, where
+        # some are negative (images normalised to [-1, 1], or standardised), the least value to
+        # the largest. rmld's 8-bit images map back onto that range.
+        low, span = 0.0, 1.0
         floats = not np.issubdtype(images.dtype, np.integer)
         if floats and images.size:
-            top = max(1.0, float(np.nanmax(images)))
+            least, most = float(np.nanmin(images)), float(np.nanmax(images))
+            if least < 0:
+                low, span = least, (most - least) or 1.0
+                images = (images.astype(np.float64) - low) / span
+            else:
+                span = max(1.0, most)
         generated, labels, report = generate_per_class(
             images, y, counts, seed=self._seed(), preset=self.preset, backend=self.backend,
             settings=self.settings, with_report=True,
         )
         generated = generated.reshape(len(generated), -1)
         if floats:
-            generated = (generated.astype(np.float64) * (top / 255.0)).astype(X.dtype)
+            scaled = generated.astype(np.float64) * (span / 255.0) + low
+            generated = scaled.astype(X.dtype)
         else:
             generated = generated.astype(X.dtype)
         self.report_ = report

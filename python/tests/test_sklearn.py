@@ -89,6 +89,20 @@ def test_random_state_gives_the_same_images():
     assert from_state.shape == first.shape
 
 
+def test_images_normalised_to_minus_one_one_come_back_in_that_range():
+    # rmld's images are 0..full scale; float X with negative values is mapped onto that range
+    # and back, never cut at 0 (which made every generated background pixel wrong).
+    X, y = imbalanced_digits()
+    assert X.min() == 0 and X.max() == 1
+    plain = RMLDAugmenter(sampling_strategy={5: 12}, random_state=3, **FAST).fit_resample(X, y)[0]
+    signed = RMLDAugmenter(sampling_strategy={5: 12}, random_state=3,
+                           **FAST).fit_resample(2 * X - 1, y)[0]
+    new = signed[len(X):]
+    assert new.dtype == X.dtype and -1 <= new.min() and new.max() <= 1
+    assert new.min() < -0.9  # the digits' background, near -1 (not cut to 0)
+    np.testing.assert_allclose(new, 2 * plain[len(X):] - 1, atol=1e-6)
+
+
 @pytest.mark.parametrize("strategy, message", [
     ({5: 4}, "class 5 for 4 images, fewer than the 8"),
     ({11: 50}, "class 11, which is not in y"),

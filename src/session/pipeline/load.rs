@@ -75,6 +75,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         asked.labels.as_deref(),
         asked.limit,
     )?;
+    refuse_negative_pixels(&dataset)?;
     // Checked before any work: a missing test split must not cost a whole run.
     let test = match asked.encode_test {
         true => Some(labelled::test_split(
@@ -192,6 +193,28 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     pipe.output.open()?;
     let device = device(pipe, &loaded)?;
     Ok((loaded, device))
+}
+
+/// Refuses float data below zero: the augmented set is written as 8-bit images (0 up to the
+/// data's full scale), where such a value would become 0 with nothing said (real-valued data
+/// such as standardised pixels is `rmld sample`'s, or `RMLDAugmenter`'s, which maps it first).
+fn refuse_negative_pixels(dataset: &Dataset) -> Result<()> {
+    let crate::io::Pixels::F32(values) = &dataset.pixels else {
+        return Ok(());
+    };
+    let Some(i) = values.iter().position(|&v| v < 0.0) else {
+        return Ok(());
+    };
+    let (row, column) = (i / dataset.d.max(1), i % dataset.d.max(1));
+    Err(Error::input(
+        &dataset.source,
+        format!(
+            "value at flat index {i} (image {row}, pixel {column}) is {}, below 0: `augment` \
+             writes 8-bit images, 0 up to the data's full scale, where it would become 0; \
+             shift and scale the images to 0..1 or 0..255 first",
+            values[i]
+        ),
+    ))
 }
 
 /// Kernel HMC samples images: it has no codes to generate, replace or encode the test split for.
