@@ -104,6 +104,7 @@ fn checkpoint_seed() -> Vec<u8> {
         identity: None,
         written_by: None,
         device: None,
+        wall_seconds: None,
     }
     .to_bytes()
 }

@@ -367,6 +367,7 @@ fn run_split(
         identity: None,
         written_by: None,
         device: None,
+        wall_seconds: None,
     };
     let checkpoint = orchestrator::Checkpoint::from_bytes(&checkpoint.to_bytes()).unwrap();
     assert_eq!(checkpoint.run.noise_precision.len(), chains);

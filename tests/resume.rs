@@ -57,6 +57,7 @@ fn run(
                 identity: None,
                 written_by: None,
                 device: None,
+                wall_seconds: None,
             };
             saved = Some(c.to_bytes());
             Ok(())
@@ -342,7 +343,7 @@ fn old_version_and_foreign_files_are_refused_by_name() {
     let err = Checkpoint::read(&path).unwrap_err().to_string();
     assert!(err.contains("old.rmld"), "{err}");
     assert!(
-        err.contains("version 1") && err.contains("versions 4 to 9"),
+        err.contains("version 1") && err.contains("versions 4 to 10"),
         "{err}"
     );
     // A version-2 file predates the prior's saved state (the ssgl prior): said so.

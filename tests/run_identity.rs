@@ -1,11 +1,14 @@
 //! `rmld resume` as a process: a checkpoint carries its run's identity, and a checkpoint copied
 //! from another run, cut short, with a flipped bit or reordered bytes, or draws files changed
 //! beside it, are refused (exit 2, naming the file and what differs) with the folder left as it
-//! was; a run stopped by a full disk resumes to the uninterrupted run's bytes.
+//! was; a run stopped by a full disk resumes to the uninterrupted run's bytes; a resumed run's
+//! report counts the seconds before the resume.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use rmld::orchestrator::Checkpoint;
 
 fn rmld() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rmld"))
@@ -379,4 +382,30 @@ fn an_out_that_is_a_file_is_refused_in_words() {
     assert!(stderr(&run).contains("taken"), "{}", stderr(&run));
     assert!(stderr(&run).contains("not a folder"), "{}", stderr(&run));
     assert_eq!(std::fs::read(&file).unwrap(), b"mine");
+}
+
+#[test]
+fn a_resumed_runs_report_counts_the_seconds_before_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    sampled(&out, 6, 4);
+    let seconds = |out: &Path| {
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        report["timings"]["total_seconds"].as_f64().unwrap()
+    };
+    // The checkpoint (after iteration 4 of 5) holds the seconds run until it was written.
+    let path = out.join("checkpoint.rmld");
+    let mut checkpoint = Checkpoint::read(&path).unwrap();
+    let before = checkpoint.wall_seconds.expect("the run's seconds so far");
+    assert!(before > 0.0 && before <= seconds(&out), "{before}");
+    // Said to have run 1000 s before, the resumed run's report counts them.
+    checkpoint.wall_seconds = Some(1000.0);
+    checkpoint.write(&path).unwrap();
+    let resumed = resume(&out);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let total = seconds(&out);
+    assert!((1000.0..1300.0).contains(&total), "total_seconds {total}");
+    let summary = String::from_utf8_lossy(&resumed.stdout);
+    assert!(summary.contains(&format!("in {total:.1} s")), "{summary}");
 }

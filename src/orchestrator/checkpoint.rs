@@ -1,7 +1,8 @@
 //! Checkpoints: the complete state of a run (positions, counters, trace, configuration, hashes of
 //! the data and the dictionary) in one checksummed file, written atomically and read strictly.
 //!
-//! Layout (version 9, as version 8 with the rmld build that wrote it, `crate::BUILD`, and the
+//! Layout (version 10, as version 9 with the seconds the run's processes had run, after the
+//! device; version 9, as version 8 with the rmld build that wrote it, `crate::BUILD`, and the
 //! device that ran the chains, `io::shards::device_key`, after the identity; version 8, as
 //! version 5 with the run's identity, `RunIdentity`, after the header;
 //! version 5, as version 4, whose `--noise gibbs` runs are refused: their model changed; version 3 lacked the learned noise precision, its trace and the step size's
@@ -53,6 +54,10 @@ const IDENTITY_VERSION: u32 = 8;
 /// differently from the run so far). Version 8 files are still read, as written by no known
 /// build on no known device.
 const BUILD_VERSION: u32 = 9;
+/// Version 10 is version 9 with the seconds the run's processes had run when the file was
+/// written, so that a resumed run's report and summary count the whole run's time, not only
+/// the last process's. Every sampling run's checkpoint; version 9 files read as 0 s.
+const WALL_VERSION: u32 = 10;
 /// Version 4 has version 5's layout; only its `--noise gibbs` runs had another model (the prior and
 /// the moves were not in noise units), so a version 4 file is read when its noise is fixed.
 const SAME_LAYOUT_VERSION: u32 = 4;
@@ -85,6 +90,9 @@ pub struct Checkpoint {
     /// The device that ran the chains (`io::shards::device_key`: `cpu`, or a GPU's adapter and
     /// driver), written with the identity (version 9; None in older files and shards' traces).
     pub device: Option<String>,
+    /// Seconds the run's processes had run when the file was written (version 10; None in
+    /// older files and in shards' traces), written with the identity.
+    pub wall_seconds: Option<f64>,
 }
 
 /// The run's scalars: dimensions, counters, hashes and the configuration (as JSON text).
@@ -227,7 +235,7 @@ impl Checkpoint {
         // Serializing plain structs into a Vec cannot fail (no maps, no unknown lengths).
         let (version, header) = match (&run.burn_in, &run.class_steps) {
             (burn_in, class_steps) if self.identity.is_some() => (
-                BUILD_VERSION,
+                WALL_VERSION,
                 postcard::to_allocvec(&(
                     &header,
                     burn_in,
@@ -235,6 +243,7 @@ impl Checkpoint {
                     &self.identity,
                     crate::BUILD,
                     self.device.as_deref().unwrap_or_default(),
+                    self.wall_seconds.unwrap_or_default(),
                 )),
             ),
             (burn_in, Some(c)) => (
@@ -275,8 +284,7 @@ impl Checkpoint {
         let (version, header_len) = check_frame(bytes)?;
         let body = &bytes[..bytes.len() - 8];
         let (header, sections) = body[FIXED..].split_at(header_len);
-        let ((header, burn_in, class_steps, identity), written_by, device) =
-            decode_header(version, header)?;
+        let ((header, burn_in, class_steps, identity), stamp) = decode_header(version, header)?;
         let sections: SectionsIn = decode_exact(sections, "sections")?;
         let config: serde_json::Value = serde_json::from_str(&header.config_json)
             .map_err(|e| format!("corrupt checkpoint header: the configuration: {e}"))?;
@@ -314,8 +322,9 @@ impl Checkpoint {
                 burn_in,
             },
             identity,
-            written_by,
-            device,
+            written_by: stamp.build,
+            device: stamp.device,
+            wall_seconds: stamp.wall_seconds,
         })
     }
 }
@@ -383,13 +392,14 @@ fn sections_bound(header: &Header) -> Option<u64> {
 }
 
 /// The versions this rmld reads.
-const KNOWN_VERSIONS: [u32; 6] = [
+const KNOWN_VERSIONS: [u32; 7] = [
     VERSION,
     SAME_LAYOUT_VERSION,
     AUTO_BURN_IN_VERSION,
     CLASS_STEPS_VERSION,
     IDENTITY_VERSION,
     BUILD_VERSION,
+    WALL_VERSION,
 ];
 
 /// Bytes before the header: the magic, the version and the header's length.
@@ -415,14 +425,14 @@ fn check_frame(bytes: &[u8]) -> std::result::Result<(u32, usize), String> {
         } else if version == 2 {
             " (written by an rmld before the ssgl prior's state was saved: start the run \
              afresh)"
-        } else if version < BUILD_VERSION {
+        } else if version < WALL_VERSION {
             " (written by an older rmld: start the run afresh)"
         } else {
             " (written by a newer rmld)"
         };
         return Err(format!(
             "checkpoint version {version}, this rmld reads versions 4 to \
-             {BUILD_VERSION}{hint}"
+             {WALL_VERSION}{hint}"
         ));
     }
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap_or_default()) as usize;
@@ -450,14 +460,19 @@ type FullHeader = (
     Option<RunIdentity>,
 );
 
+/// What a file records of where it came from: the build that wrote it and the device that ran
+/// the chains (version 9 on), and the seconds the run's processes had run (version 10).
+#[derive(Default)]
+struct Stamp {
+    build: Option<String>,
+    device: Option<String>,
+    wall_seconds: Option<f64>,
+}
+
 /// The header of a file of `version`, with the automatic burn-in's state (version 6, and
-/// optionally 7 to 9), the per-class step sizes' (version 7, optionally 8 and 9), the run's
-/// identity (versions 8 and 9), the build that wrote it and the device that ran the chains
-/// (version 9) after it.
-fn decode_header(
-    version: u32,
-    header: &[u8],
-) -> std::result::Result<(FullHeader, Option<String>, Option<String>), String> {
+/// optionally 7 to 10), the per-class step sizes' (version 7, optionally 8 to 10), the run's
+/// identity (versions 8 to 10), and its `Stamp` after it.
+fn decode_header(version: u32, header: &[u8]) -> std::result::Result<(FullHeader, Stamp), String> {
     type WithClassSteps = (Header, Option<super::BurnInMonitor>, super::ClassSteps);
     type WithBuild = (
         Header,
@@ -467,43 +482,61 @@ fn decode_header(
         String,
         String,
     );
+    type WithWall = (
+        Header,
+        Option<super::BurnInMonitor>,
+        Option<super::ClassSteps>,
+        Option<RunIdentity>,
+        String,
+        String,
+        f64,
+    );
     let without_identity = |version: u32| {
         format!("corrupt checkpoint header: a version {version} file without its identity")
     };
-    Ok(match version {
+    let unstamped = Stamp::default;
+    let (full, stamp): (FullHeader, Stamp) = match version {
         AUTO_BURN_IN_VERSION => {
             let (header, burn_in): (Header, super::BurnInMonitor) = decode_exact(header, "header")?;
-            ((header, Some(burn_in), None, None), None, None)
+            ((header, Some(burn_in), None, None), unstamped())
         }
         CLASS_STEPS_VERSION => {
             let (header, burn_in, steps): WithClassSteps = decode_exact(header, "header")?;
-            ((header, burn_in, Some(steps), None), None, None)
+            ((header, burn_in, Some(steps), None), unstamped())
         }
-        IDENTITY_VERSION => {
-            let full: FullHeader = decode_exact(header, "header")?;
-            if full.3.is_none() {
-                return Err(without_identity(version));
-            }
-            (full, None, None)
-        }
+        IDENTITY_VERSION => (decode_exact(header, "header")?, unstamped()),
         BUILD_VERSION => {
             let (header, burn_in, steps, identity, build, device): WithBuild =
                 decode_exact(header, "header")?;
-            if identity.is_none() {
-                return Err(without_identity(version));
+            let stamp = Stamp {
+                build: Some(build),
+                device: Some(device),
+                wall_seconds: None,
+            };
+            ((header, burn_in, steps, identity), stamp)
+        }
+        WALL_VERSION => {
+            let (header, burn_in, steps, identity, build, device, wall): WithWall =
+                decode_exact(header, "header")?;
+            if !(wall.is_finite() && wall >= 0.0) {
+                return Err(format!("corrupt checkpoint header: {wall} seconds of run"));
             }
-            (
-                (header, burn_in, steps, identity),
-                Some(build),
-                Some(device),
-            )
+            let stamp = Stamp {
+                build: Some(build),
+                device: Some(device),
+                wall_seconds: Some(wall),
+            };
+            ((header, burn_in, steps, identity), stamp)
         }
         _ => (
             (decode_exact::<Header>(header, "header")?, None, None, None),
-            None,
-            None,
+            unstamped(),
         ),
-    })
+    };
+    if version >= IDENTITY_VERSION && full.3.is_none() {
+        return Err(without_identity(version));
+    }
+    Ok((full, stamp))
 }
 
 /// Checks every section's length against the header's dimensions before any value is copied.
@@ -669,6 +702,7 @@ mod tests {
             identity: None,
             written_by: None,
             device: None,
+            wall_seconds: None,
         }
     }
 
@@ -749,29 +783,37 @@ mod tests {
         });
         c.written_by = Some("not this build".into());
         c.device = Some("gpu: some adapter".into());
+        c.wall_seconds = Some(12.5);
         let bytes = c.to_bytes();
-        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 9);
+        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 10);
         let back = Checkpoint::from_bytes(&bytes).unwrap();
         assert_eq!(back.written_by.as_deref(), Some(crate::BUILD));
-        assert_eq!(back.device, c.device);
+        assert_eq!((&back.device, back.wall_seconds), (&c.device, Some(12.5)));
         assert_eq!(back.identity, c.identity);
-        // A version 8 file (the same header without the build) is read as written by no
-        // known build.
-        let (header, burn_in, steps, identity, _, _): (
+        // Version 9 (no seconds) and version 8 (nor the build and device) files still read.
+        let (header, burn_in, steps, identity, build, device, _): (
             Header,
             Option<super::super::BurnInMonitor>,
             Option<super::super::ClassSteps>,
             Option<RunIdentity>,
             String,
             String,
+            f64,
         ) = postcard::from_bytes(&bytes[FIXED..FIXED + header_len(&bytes)]).unwrap();
-        let old_header = postcard::to_allocvec(&(&header, burn_in, steps, identity)).unwrap();
-        let mut old = MAGIC.to_vec();
-        old.extend_from_slice(&8u32.to_le_bytes());
-        old.extend_from_slice(&(old_header.len() as u32).to_le_bytes());
-        old.extend_from_slice(&old_header);
-        old.extend_from_slice(&bytes[FIXED + header_len(&bytes)..bytes.len() - 8]);
-        let old = Checkpoint::from_bytes(&seal(old)).unwrap();
+        let as_version = |version: u32, old_header: Vec<u8>| {
+            let mut old = MAGIC.to_vec();
+            old.extend_from_slice(&version.to_le_bytes());
+            old.extend_from_slice(&(old_header.len() as u32).to_le_bytes());
+            old.extend_from_slice(&old_header);
+            old.extend_from_slice(&bytes[FIXED + header_len(&bytes)..bytes.len() - 8]);
+            Checkpoint::from_bytes(&seal(old)).unwrap()
+        };
+        let nine = (&header, &burn_in, &steps, &identity, &build, &device);
+        let nine = as_version(9, postcard::to_allocvec(&nine).unwrap());
+        assert_eq!(nine.written_by.as_deref(), Some(crate::BUILD));
+        assert_eq!((&nine.device, nine.wall_seconds), (&c.device, None));
+        let eight = (&header, &burn_in, &steps, &identity);
+        let old = as_version(8, postcard::to_allocvec(&eight).unwrap());
         assert_eq!((old.written_by, old.device), (None, None));
         assert_eq!(old.identity, c.identity);
         assert_eq!(old.positions, c.positions);
@@ -788,9 +830,9 @@ mod tests {
         bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
         let err = Checkpoint::from_bytes(&seal(bytes[..bytes.len() - 8].to_vec())).unwrap_err();
         assert!(err.contains("version 1") && err.contains("older"), "{err}");
-        bytes[8..12].copy_from_slice(&10u32.to_le_bytes());
+        bytes[8..12].copy_from_slice(&11u32.to_le_bytes());
         let err = Checkpoint::from_bytes(&bytes).unwrap_err();
-        assert!(err.contains("version 10") && err.contains("newer"), "{err}");
+        assert!(err.contains("version 11") && err.contains("newer"), "{err}");
         let err = Checkpoint::from_bytes(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'}").unwrap_err();
         assert!(err.contains("RMLDCKPT"), "{err}");
     }

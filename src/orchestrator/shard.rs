@@ -60,6 +60,7 @@ pub fn finish_shard(
         identity: None,
         written_by: None,
         device: None,
+        wall_seconds: None,
     };
     trace.write(&out.join(TRACE))?;
     let mut files = names.to_vec();
@@ -152,6 +153,7 @@ pub fn chain_slice(
         identity: None,
         written_by: None,
         device: None,
+        wall_seconds: None,
     })
 }
 

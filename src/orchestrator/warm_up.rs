@@ -108,6 +108,7 @@ pub fn save_warm_up(
         identity: None,
         written_by: None,
         device: None,
+        wall_seconds: None,
     };
     state.write(&out.join(WARM_UP_STATE))?;
     let burn_in = run.burn_in.as_ref().map_or(run.completed, |m| m.burn_in());

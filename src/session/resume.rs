@@ -14,7 +14,7 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer};
 use super::problem::{load_problem, make_backend};
 use super::sample::{drive, identity_config, output_names, shard_problem, tell_recovery};
-use super::sample::{hashes, Continued, Sampler, CHECKPOINT};
+use super::sample::{hashes, Continued, RunClock, Sampler, CHECKPOINT};
 use super::settings::SampleSettings;
 use super::Outcome;
 
@@ -207,6 +207,8 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         samples: settings.samples,
     });
     let streams = SampleStreams::new(streams.0, streams.1, args.keep, burn_in, args.samples)?;
+    // The report counts the run's earlier processes' seconds too.
+    let clock = RunClock::since(started, checkpoint.wall_seconds.unwrap_or(0.0));
     let continued = Continued {
         backend,
         state: checkpoint.run,
@@ -216,7 +218,7 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     };
     let hashes = (checkpoint.data_hash, checkpoint.dictionary_hash);
     drive(
-        &args, &problem, &settings, continued, hashes, started, observer,
+        &args, &problem, &settings, continued, hashes, clock, observer,
     )
 }
 

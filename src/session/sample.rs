@@ -147,7 +147,30 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         },
         output,
     };
-    drive(args, &problem, &settings, run, hashes, started, observer)
+    let clock = RunClock::since(started, 0.0);
+    drive(args, &problem, &settings, run, hashes, clock, observer)
+}
+
+/// A sampling run's wall clock: this process's seconds since `started` and those of the run's
+/// earlier processes (a resumed run's, from its checkpoint), so a report counts the whole run.
+#[derive(Clone, Copy)]
+pub(super) struct RunClock {
+    started: Instant,
+    earlier: f64,
+}
+
+impl RunClock {
+    pub(super) fn since(started: Instant, earlier_seconds: f64) -> Self {
+        RunClock {
+            started,
+            earlier: earlier_seconds,
+        }
+    }
+
+    /// The run's seconds so far.
+    pub(super) fn seconds(&self) -> f64 {
+        self.earlier + self.started.elapsed().as_secs_f64()
+    }
 }
 
 /// The settings a checkpoint stores: the data's and the dictionary's paths made absolute, so
@@ -286,7 +309,7 @@ pub(super) fn drive(
     settings: &SamplerSettings,
     mut run: Continued,
     (data_hash, dictionary_hash): (u64, u64),
-    started: Instant,
+    clock: RunClock,
     observer: &dyn Observer,
 ) -> Result<Outcome> {
     let target = &problem.target;
@@ -317,6 +340,7 @@ pub(super) fn drive(
             }),
             written_by: None,
             device: Some(device.clone()),
+            wall_seconds: Some(clock.seconds()),
         };
         checkpoint.write(&checkpoint_path)
     };
@@ -339,7 +363,7 @@ pub(super) fn drive(
     let ended = result.and_then(|state| {
         let completed = state.completed;
         let ran = (&mut run, state, streams);
-        finish(args, problem, settings, ran, (&config, started), observer).map(|o| (o, completed))
+        finish(args, problem, settings, ran, (&config, clock), observer).map(|o| (o, completed))
     });
     match ended {
         Ok((outcome, completed)) => {
@@ -364,7 +388,7 @@ fn finish(
     problem: &Problem,
     settings: &SamplerSettings,
     (run, state, streams): (&mut Continued, SampleRun, SampleStreams),
-    (config, started): (&serde_json::Value, Instant),
+    (config, clock): (&serde_json::Value, RunClock),
     observer: &dyn Observer,
 ) -> Result<Outcome> {
     let target = &problem.target;
@@ -381,8 +405,15 @@ fn finish(
         observer.notice(&Notice::Degenerate { warning });
     }
     let judged = (&info, Some(estimate), Some(&degenerate));
-    let (report, mut summary) =
-        write_outputs(args, problem, settings, written, judged, started, &staged)?;
+    let (report, mut summary) = write_outputs(
+        args,
+        problem,
+        settings,
+        written,
+        judged,
+        clock.seconds(),
+        &staged,
+    )?;
     if let (Some(shard), false) = (args.problem.shard, state.interrupted) {
         let mut hashed = args.clone();
         hashed.problem.clear_placement();
@@ -420,15 +451,15 @@ fn finish(
     })
 }
 
-/// Writes the dictionary, the picture, the per-draw statistics and report.json into `dir`
-/// (the staging folder); returns the report and the summary lines.
+/// Writes the dictionary, the picture, the per-draw statistics and report.json (with the run's
+/// `seconds`) into `dir` (the staging folder); returns the report and the summary lines.
 fn write_outputs(
     args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
     (run, kept, run_id): (&SampleRun, usize, &str),
     (info, estimate, degenerate): (&serde_json::Value, Option<f64>, Option<&Degenerate>),
-    started: Instant,
+    seconds: f64,
     dir: &Path,
 ) -> Result<(serde_json::Value, Vec<String>)> {
     let (d, p) = (problem.target.d(), problem.target.p());
@@ -447,7 +478,7 @@ fn write_outputs(
         info,
         peak_rss_estimate: estimate,
         degenerate,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     };
     write_sample_outputs(&outputs, run, kept)
 }
@@ -492,7 +523,13 @@ pub(crate) fn merge_shards(output: &mut Output, parts: &[ShardFiles]) -> Result<
     let written = (&run, kept, run_id.as_str());
     let judged = (&info, Some(estimate), Some(&degenerate));
     let (report, mut summary) = write_outputs(
-        &args, &problem, &settings, written, judged, started, &staged,
+        &args,
+        &problem,
+        &settings,
+        written,
+        judged,
+        started.elapsed().as_secs_f64(),
+        &staged,
     )?;
     output.publish()?;
     summary.insert(
