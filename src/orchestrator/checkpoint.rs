@@ -482,15 +482,6 @@ fn decode_header(version: u32, header: &[u8]) -> std::result::Result<(FullHeader
         String,
         String,
     );
-    type WithWall = (
-        Header,
-        Option<super::BurnInMonitor>,
-        Option<super::ClassSteps>,
-        Option<RunIdentity>,
-        String,
-        String,
-        f64,
-    );
     let without_identity = |version: u32| {
         format!("corrupt checkpoint header: a version {version} file without its identity")
     };
@@ -505,26 +496,22 @@ fn decode_header(version: u32, header: &[u8]) -> std::result::Result<(FullHeader
             ((header, burn_in, Some(steps), None), unstamped())
         }
         IDENTITY_VERSION => (decode_exact(header, "header")?, unstamped()),
-        BUILD_VERSION => {
-            let (header, burn_in, steps, identity, build, device): WithBuild =
-                decode_exact(header, "header")?;
-            let stamp = Stamp {
-                build: Some(build),
-                device: Some(device),
-                wall_seconds: None,
+        BUILD_VERSION | WALL_VERSION => {
+            // Version 10 appends the seconds (postcard writes a tuple as its fields in turn).
+            let ((header, burn_in, steps, identity, build, device), wall) = match version {
+                WALL_VERSION => {
+                    let (stamped, wall): (WithBuild, f64) = decode_exact(header, "header")?;
+                    (stamped, Some(wall))
+                }
+                _ => (decode_exact::<WithBuild>(header, "header")?, None),
             };
-            ((header, burn_in, steps, identity), stamp)
-        }
-        WALL_VERSION => {
-            let (header, burn_in, steps, identity, build, device, wall): WithWall =
-                decode_exact(header, "header")?;
-            if !(wall.is_finite() && wall >= 0.0) {
+            if let Some(wall) = wall.filter(|w| !(w.is_finite() && *w >= 0.0)) {
                 return Err(format!("corrupt checkpoint header: {wall} seconds of run"));
             }
             let stamp = Stamp {
                 build: Some(build),
                 device: Some(device),
-                wall_seconds: Some(wall),
+                wall_seconds: wall,
             };
             ((header, burn_in, steps, identity), stamp)
         }
@@ -790,6 +777,14 @@ mod tests {
         assert_eq!(back.written_by.as_deref(), Some(crate::BUILD));
         assert_eq!((&back.device, back.wall_seconds), (&c.device, Some(12.5)));
         assert_eq!(back.identity, c.identity);
+        for wall in [-1.0, f64::NAN] {
+            let bad = Checkpoint {
+                wall_seconds: Some(wall),
+                ..c.clone()
+            };
+            let err = Checkpoint::from_bytes(&bad.to_bytes()).unwrap_err();
+            assert!(err.contains("seconds of run"), "{err}");
+        }
         // Version 9 (no seconds) and version 8 (nor the build and device) files still read.
         let (header, burn_in, steps, identity, build, device, _): (
             Header,
