@@ -58,12 +58,17 @@ PathLike = Union[str, "os.PathLike[str]"]
 def _as_pixels(images: Any, name: str = "images") -> np.ndarray:
     """The array as given (no copy): the native module converts it to the library's layout in
     the one pass that copies it (uint8 as is, integers checked to lie in 0..255, floats and
-    booleans to float32, checked finite)."""
+    booleans to float32, checked finite). Only float16, long double and a byte order not this
+    machine's are copied here first, into what the native module reads."""
     array = np.asarray(images)
     if array.ndim not in (2, 3):
         raise ValueError(f"{name} must have shape (N, d) or (N, h, w), got {array.shape}")
     if array.dtype.kind not in "uifb":
         raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
+    if not array.dtype.isnative:  # big-endian data: the native module reads this machine's order
+        array = array.astype(array.dtype.newbyteorder("="))
+    if array.dtype.kind == "f" and array.dtype not in (np.float32, np.float64):
+        array = array.astype(np.float32)  # float16 or long double: the library's float32
     return array
 
 

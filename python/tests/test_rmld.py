@@ -313,6 +313,18 @@ def test_every_dtype_and_layout_round_trips(dtype, layout):
         np.testing.assert_array_equal(result.codes, same.codes)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.longdouble, ">f4", ">f8", ">i2"])
+def test_other_float_widths_and_byte_orders_are_read_as_their_values(dtype):
+    # The native module reads float32/float64 and integers in this machine's byte order; the
+    # others are converted first rather than refused as "not numbers".
+    images, _ = rmld.load_digits()
+    values = np.round(images[:120] * 16) if np.dtype(dtype).kind == "i" else images[:120]
+    usual = values.astype(np.int64 if np.dtype(dtype).kind == "i" else np.float32)
+    result = rmld.sample(values.astype(dtype), chains=2, samples=2, seed=4, backend="cpu")
+    same = rmld.sample(usual, chains=2, samples=2, seed=4, backend="cpu")
+    np.testing.assert_array_equal(result.codes, same.codes)
+
+
 def test_bad_inputs_raise_clear_errors():
     images, labels = rmld.load_digits()
     with pytest.raises(ValueError, match="non-finite"):
