@@ -32,7 +32,8 @@ class RMLDAugmenter(_Base):
 
     ``fit_resample(X, y)`` returns ``(X_resampled, y_resampled)``: the originals first, then
     the generated images, ``sampling_strategy_[c]`` of each class c. ``X`` is (N, d) rows or
-    (N, h, w) images, uint8 or float; the generated rows come back in ``X``'s layout and dtype
+    (N, h, w) images, uint8 or float, or a SciPy sparse matrix of rows (the result is sparse,
+    of its format); the generated rows come back in ``X``'s layout and dtype
     (float input within [0, 1] gets floats in [0, 1]; float input with negative values, such as
     images normalised to [-1, 1], is mapped from its least to its largest value onto rmld's
     pixel range and back). ``image_shape`` gives (h, w) for (N, d)
@@ -101,7 +102,8 @@ class RMLDAugmenter(_Base):
         return self
 
     def fit_resample(self, X, y, **params):
-        """(X_resampled, y_resampled): the originals, then the generated samples."""
+        """(X_resampled, y_resampled): the originals, then the generated samples (a SciPy
+        sparse X gets a sparse result of its format, as imbalanced-learn's SMOTE gives)."""
         rows, y = self._rows_and_labels(X, y)
         if _IMBLEARN:
             X_res, y_res = super().fit_resample(rows, y, **params)
@@ -109,7 +111,12 @@ class RMLDAugmenter(_Base):
             self.sampling_strategy_ = self._counts(y)
             X_res, y_res = self._fit_resample(rows, y)
         shape = np.shape(X)
-        return np.asarray(X_res).reshape((-1,) + tuple(shape[1:])), y_res
+        X_res = np.asarray(X_res).reshape((-1,) + tuple(shape[1:]))
+        if _sparse_format(X) is not None:
+            from scipy import sparse
+
+            X_res = sparse.csr_matrix(X_res).asformat(_sparse_format(X))
+        return X_res, y_res
 
     def _fit_resample(self, X, y, **params):
         if self.ratio is not None:  # the counts `ratio` asks for, not the strategy's
@@ -147,7 +154,7 @@ class RMLDAugmenter(_Base):
     def _rows_and_labels(self, X, y):
         """X as (N, d) rows (``_image_shape_`` remembers the images' shape) and y, after the
         checks that name a class: done before imbalanced-learn's own checks."""
-        X = np.asarray(X)
+        X = X.toarray() if _sparse_format(X) is not None else np.asarray(X)
         y = np.asarray(y)
         if X.ndim not in (2, 3):
             raise ValueError(f"X must be (N, d) rows or (N, h, w) images, got shape {X.shape}")
@@ -194,6 +201,15 @@ class RMLDAugmenter(_Base):
             return int(self.random_state.randint(np.iinfo(np.int32).max))
         raise ValueError("random_state must be None, an int or a numpy RandomState, "
                          f"got {self.random_state!r}")
+
+
+def _sparse_format(X) -> Optional[str]:
+    """The format ("csr", "csc", ...) of a SciPy sparse X; None for anything else."""
+    try:
+        from scipy import sparse
+    except ImportError:
+        return None
+    return X.format if sparse.issparse(X) else None
 
 
 def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any, int]":

@@ -103,6 +103,20 @@ def test_images_normalised_to_minus_one_one_come_back_in_that_range():
     np.testing.assert_allclose(new, 2 * plain[len(X):] - 1, atol=1e-6)
 
 
+def test_sparse_X_gets_a_sparse_result_of_its_format():
+    from scipy import sparse
+
+    X, y = imbalanced_digits()
+    rows = X.reshape(len(X), -1)
+    dense = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2, **FAST).fit_resample(rows, y)
+    for form in ("csr", "csc"):
+        X_res, y_res = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2,
+                                     **FAST).fit_resample(sparse.csr_matrix(rows).asformat(form), y)
+        assert sparse.issparse(X_res) and X_res.format == form
+        np.testing.assert_array_equal(X_res.toarray(), dense[0])
+        np.testing.assert_array_equal(y_res, dense[1])
+
+
 @pytest.mark.parametrize("strategy, message", [
     ({5: 4}, "class 5 for 4 images, fewer than the 8"),
     ({11: 50}, "class 11, which is not in y"),
