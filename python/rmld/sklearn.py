@@ -102,8 +102,11 @@ class RMLDAugmenter(_Base):
         return self
 
     def fit_resample(self, X, y, **params):
-        """(X_resampled, y_resampled): the originals, then the generated samples (a SciPy
-        sparse X gets a sparse result of its format, as imbalanced-learn's SMOTE gives)."""
+        """(X_resampled, y_resampled): the originals, then the generated samples, in the
+        containers given (a SciPy sparse X gets a sparse result of its format, a pandas
+        DataFrame or Series one with its columns, dtypes or name, as imbalanced-learn's
+        samplers give)."""
+        y_given = y
         rows, y = self._rows_and_labels(X, y)
         if _IMBLEARN:
             X_res, y_res = super().fit_resample(rows, y, **params)
@@ -116,7 +119,7 @@ class RMLDAugmenter(_Base):
             from scipy import sparse
 
             X_res = sparse.csr_matrix(X_res).asformat(_sparse_format(X))
-        return X_res, y_res
+        return _as_given(X_res, X), _as_given(y_res, y_given)
 
     def _fit_resample(self, X, y, **params):
         if self.ratio is not None:  # the counts `ratio` asks for, not the strategy's
@@ -201,6 +204,19 @@ class RMLDAugmenter(_Base):
             return int(self.random_state.randint(np.iinfo(np.int32).max))
         raise ValueError("random_state must be None, an int or a numpy RandomState, "
                          f"got {self.random_state!r}")
+
+
+def _as_given(resampled: np.ndarray, given: Any) -> Any:
+    """`resampled` in `given`'s pandas container (DataFrame: its columns and dtypes; Series: its
+    dtype and name), as imbalanced-learn returns it; anything else as it is."""
+    kind = type(given).__name__
+    if type(given).__module__.startswith("pandas") and kind in ("DataFrame", "Series"):
+        import pandas as pd
+
+        if kind == "DataFrame":
+            return pd.DataFrame(resampled, columns=given.columns).astype(given.dtypes.to_dict())
+        return pd.Series(resampled, dtype=given.dtype, name=given.name)
+    return resampled
 
 
 def _sparse_format(X) -> Optional[str]:

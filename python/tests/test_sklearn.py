@@ -117,6 +117,23 @@ def test_sparse_X_gets_a_sparse_result_of_its_format():
         np.testing.assert_array_equal(y_res, dense[1])
 
 
+def test_pandas_in_pandas_out_as_imbalanced_learn_gives():
+    pd = pytest.importorskip("pandas")
+    from imblearn.over_sampling import SMOTE
+
+    X, y = imbalanced_digits()
+    frame = pd.DataFrame(X.reshape(len(X), -1), columns=[f"px{i}" for i in range(64)])
+    series = pd.Series(y, name="digit")
+    ours = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2, **FAST).fit_resample(frame,
+                                                                                         series)
+    theirs = SMOTE(sampling_strategy={5: 12}, random_state=2).fit_resample(frame, series)
+    for mine, smote in zip(ours, theirs):
+        assert type(mine) is type(smote) and mine.shape == smote.shape
+    assert list(ours[0].columns) == list(frame.columns)
+    assert (ours[0].dtypes == frame.dtypes).all()
+    assert ours[1].name == "digit" and ours[1].dtype == series.dtype
+
+
 @pytest.mark.parametrize("strategy, message", [
     ({5: 4}, "class 5 for 4 images, fewer than the 8"),
     ({11: 50}, "class 11, which is not in y"),
