@@ -88,16 +88,26 @@ def _as_labels(labels: Any, n: int) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
+def _plain(value: Any) -> Any:
+    """`value` with numpy scalars (keys of dicts too: a `balance` of counts per class) and
+    paths made JSON's numbers and strings."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _settings_json(settings: Dict[str, Any]) -> str:
     renamed = {}
     for key, value in settings.items():
         if key == "lam":
             key = "lambda"
-        if isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        if isinstance(value, np.generic):
-            value = value.item()
-        renamed[key] = value
+        renamed[key] = _plain(value)
     return json.dumps(renamed)
 
 
@@ -361,7 +371,9 @@ def augment(
     """Generates new images per class (one per ``ratio`` originals) from ``images`` (N, h, w)
     and their integer ``labels`` (None: the embedded 8x8 digits), with the library's presets
     ("quality" or "paper"; when None, as ``rmld augment``: "quality", or "paper" when ``method``
-    is given) and settings (``ratio``, ``method``, ``samples``,
+    is given) and settings (``ratio``, or ``balance``: imbalanced-learn's ``sampling_strategy``,
+    "auto", "minority", ..., a ratio for two classes, or each class's count after augmenting
+    as a dict ``{5: 300}``; ``method``, ``samples``,
     ``burn_in`` (a count, or "auto"), ``adapt`` (per-class step sizes for "mala" and "hmc"),
     ``limit``, ``classes``, ``no_quality``, ``backend``, ``seed``, ...)."""
     if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):

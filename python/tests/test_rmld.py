@@ -325,6 +325,20 @@ def test_other_float_widths_and_byte_orders_are_read_as_their_values(dtype):
     np.testing.assert_array_equal(result.codes, same.codes)
 
 
+def test_balance_takes_imbalanced_learns_forms():
+    images, labels = rmld.load_digits()
+    images, labels = images[:200], labels[:200]
+    have = np.bincount(labels)
+    for balance in ({5: 30}, {np.int64(5): np.int64(30)}, "5:30"):
+        result = rmld.augment(images, labels, balance=balance, backend="cpu", no_quality=True)
+        assert result.labels.tolist() == [5] * (30 - have[5]), balance
+    auto = rmld.augment(images, labels, balance="auto", backend="cpu", no_quality=True)
+    after = have + np.bincount(auto.labels, minlength=len(have))
+    assert set(after.tolist()) == {have.max()}
+    with pytest.raises(ValueError, match="balance.*class 11 is not among"):
+        rmld.augment(images, labels, balance={11: 30}, backend="cpu")
+
+
 def test_bad_inputs_raise_clear_errors():
     images, labels = rmld.load_digits()
     with pytest.raises(ValueError, match="non-finite"):

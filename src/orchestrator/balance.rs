@@ -12,8 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-/// imbalanced-learn's `sampling_strategy` for an over-sampler.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// imbalanced-learn's `sampling_strategy` for an over-sampler. Settings written as JSON (the
+/// Python package's, a shard's) may give it as the command line's text (`"auto"`,
+/// `"5:300,6:300"`), a ratio, imbalanced-learn's dict of counts (`{"5": 300}`), or as it is
+/// written (`"not-majority"`, `{"counts": {...}}`, `{"ratio": 0.5}`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Balance {
     /// Every class but the majority, up to the majority's count ("auto", "not majority").
@@ -149,6 +152,43 @@ impl Balance {
     }
 }
 
+impl<'de> Deserialize<'de> for Balance {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        use serde_json::Value;
+        let value = Value::deserialize(deserializer)?;
+        let counts = |map: &serde_json::Map<String, Value>| {
+            let mut counts = BTreeMap::new();
+            for (label, count) in map {
+                let label: u32 = label.trim().parse().map_err(|_| {
+                    format!("the class {label:?} is not a label (an integer from 0)")
+                })?;
+                let count = count.as_u64().ok_or_else(|| {
+                    format!("the count {count} of class {label} is not a non-negative integer")
+                })?;
+                counts.insert(label, count as usize);
+            }
+            Ok(Balance::Counts(counts))
+        };
+        let balance = match &value {
+            Value::String(text) => Balance::parse(text),
+            Value::Number(ratio) => Balance::parse(&ratio.to_string()),
+            Value::Object(map) => match (map.len(), map.get("counts"), map.get("ratio")) {
+                (1, Some(Value::Object(inner)), _) => counts(inner),
+                (1, _, Some(Value::Number(ratio))) => Balance::parse(&ratio.to_string()),
+                _ => counts(map),
+            },
+            _ => Err(format!(
+                "expected a strategy (\"auto\", \"minority\", ...), a ratio in (0, 1] or counts \
+                 per class ({{\"5\": 300}}), got {value}"
+            )),
+        };
+        balance.map_err(D::Error::custom)
+    }
+}
+
 /// The label of the largest (`largest`) or smallest class; ties go to the smallest label.
 fn extreme(counts: &BTreeMap<u32, usize>, largest: bool) -> Option<u32> {
     let mut best: Option<(u32, usize)> = None;
@@ -167,6 +207,38 @@ fn extreme(counts: &BTreeMap<u32, usize>, largest: bool) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_json_takes_the_command_lines_forms_imbalanced_learns_dict_and_its_own() {
+        let read = |json: &str| serde_json::from_str::<Balance>(json);
+        let five = Balance::Counts(counts(&[(5, 300), (6, 200)]));
+        assert_eq!(read(r#""auto""#).unwrap(), Balance::NotMajority);
+        assert_eq!(read(r#""not majority""#).unwrap(), Balance::NotMajority);
+        assert_eq!(read(r#""5:300,6:200""#).unwrap(), five);
+        assert_eq!(read(r#"{"5": 300, "6": 200}"#).unwrap(), five);
+        assert_eq!(read("0.5").unwrap(), Balance::Ratio(0.5));
+        assert_eq!(read("1").unwrap(), Balance::Ratio(1.0));
+        // What serializing writes reads back.
+        for balance in [
+            five,
+            Balance::Ratio(0.25),
+            Balance::NotMinority,
+            Balance::All,
+        ] {
+            let json = serde_json::to_string(&balance).unwrap();
+            assert_eq!(read(&json).unwrap(), balance, "{json}");
+        }
+        for (json, needle) in [
+            (r#""bogus""#, "expected auto"),
+            ("1.5", "(0, 1]"),
+            (r#"{"five": 3}"#, "\"five\" is not a label"),
+            (r#"{"5": -3}"#, "count -3 of class 5"),
+            ("[5]", "expected a strategy"),
+        ] {
+            let err = read(json).unwrap_err().to_string();
+            assert!(err.contains(needle), "{json}: {err}");
+        }
+    }
 
     fn counts(pairs: &[(u32, usize)]) -> BTreeMap<u32, usize> {
         pairs.iter().copied().collect()
