@@ -229,6 +229,8 @@ fn bad_input_is_refused_with_exit_2() {
         &["--batch", "500"],
         &["--batch", "fewer than the minibatch"],
     );
+    // Raw values: augment writes 8-bit images.
+    assert_refused(&["--data-scale", "raw"], &["--data-scale", "8-bit images"]);
     // Float images below zero: the 8-bit outputs would cut them to 0.
     let signed = dir.path().join("signed.npy");
     let mut values = vec![0.5f32; 20 * 64];

@@ -9,8 +9,10 @@ mod gpu_common;
 use cli_common::{json, rmld, stderr};
 
 /// A small sparse regression: X (n × p) with entries from a fixed generator, β = (3, −2, 1.5, 0,
-/// …), y = Xβ + noise; written as X.npy (n, p) and y.npy (1, n) into `dir`.
-fn write_problem(dir: &std::path::Path, n: usize, p: usize) {
+/// …), y = Xβ + noise; written as X.npy (n, p) and y.npy (1, n) into `dir`. `positive`: X's
+/// entries are the generator's absolute values and β = (3, 2, 1.5, 0, …), so every response is
+/// positive (and most above 1). Returns β's nonzero head.
+fn write_problem(dir: &std::path::Path, (n, p): (usize, usize), positive: bool) -> [f32; 3] {
     let mut s = 12345u64;
     let mut normal = move || {
         // The sum of 12 uniforms minus 6: close enough to N(0, 1) for a design matrix.
@@ -24,33 +26,38 @@ fn write_problem(dir: &std::path::Path, n: usize, p: usize) {
             .sum::<f32>()
             - 6.0
     };
-    let x: Vec<f32> = (0..n * p).map(|_| normal()).collect();
-    let beta = [3.0f32, -2.0, 1.5];
+    let x: Vec<f32> = (0..n * p)
+        .map(|_| if positive { normal().abs() } else { normal() })
+        .collect();
+    let beta = if positive {
+        [3.0f32, 2.0, 1.5]
+    } else {
+        [3.0f32, -2.0, 1.5]
+    };
     let y: Vec<f32> = x
         .chunks(p)
         .map(|row| row.iter().zip(beta).map(|(a, b)| a * b).sum::<f32>() + 0.5 * normal())
         .collect();
+    assert!(!positive || y.iter().all(|&v| v > 0.0), "{y:?}");
     rmld::io::write_npy_f32(&dir.join("X.npy"), &[n, p], &x).unwrap();
     rmld::io::write_npy_f32(&dir.join("y.npy"), &[1, n], &y).unwrap();
+    beta
 }
 
-#[test]
-fn sparse_regression_from_the_command_line_recovers_the_signal() {
-    let dir = tempfile::tempdir().unwrap();
-    let (n, p) = (40, 80);
-    write_problem(dir.path(), n, p);
-    let out = dir.path().join("out");
-    let path = |name: &str| dir.path().join(name).display().to_string();
-    let run = rmld(&[
+/// Samples the regression in `dir` (SSGL prior, MALA, 300 kept draws of 2 chains) with `extra`
+/// options; returns the run and the posterior means of β.
+fn regress(dir: &std::path::Path, p: usize, extra: &[&str]) -> (std::process::Output, Vec<f32>) {
+    let out = dir.join("out");
+    let path = |name: &str| dir.join(name).display().to_string();
+    let (x, y, out_text) = (path("X.npy"), path("y.npy"), out.display().to_string());
+    let mut args = vec![
         "sample",
         "--prior",
         "ssgl",
         "--dictionary",
-        &path("X.npy"),
+        &x,
         "--data",
-        &path("y.npy"),
-        "--pixel-max",
-        "1",
+        &y,
         "--sigma2",
         "0.25",
         "--lambda",
@@ -68,8 +75,10 @@ fn sparse_regression_from_the_command_line_recovers_the_signal() {
         "--backend",
         "cpu",
         "--out",
-        &out.display().to_string(),
-    ]);
+        &out_text,
+    ];
+    args.extend_from_slice(extra);
+    let run = rmld(&args);
     assert!(run.status.success(), "{}", stderr(&run));
     let report = json(&out, "report.json");
     assert_eq!(report["prior"]["kind"], "ssgl", "{report}");
@@ -83,9 +92,14 @@ fn sparse_regression_from_the_command_line_recovers_the_signal() {
     let mean: Vec<f32> = (0..p)
         .map(|j| values.iter().skip(j).step_by(p).sum::<f32>() / draws)
         .collect();
-    let rest = mean[3..].iter().map(|v| v.abs()).sum::<f32>() / (p - 3) as f32;
+    (run, mean)
+}
+
+/// β's head recovered within 0.5, and the rest near 0.
+fn assert_recovered(mean: &[f32], beta: [f32; 3]) {
+    let rest = mean[3..].iter().map(|v| v.abs()).sum::<f32>() / (mean.len() - 3) as f32;
     eprintln!("posterior means {:?}, mean |rest| {rest}", &mean[..5]);
-    for (j, want) in [3.0f32, -2.0, 1.5].iter().enumerate() {
+    for (j, want) in beta.iter().enumerate() {
         assert!(
             (mean[j] - want).abs() < 0.5,
             "beta {j}: {} vs {want}",
@@ -93,6 +107,42 @@ fn sparse_regression_from_the_command_line_recovers_the_signal() {
         );
     }
     assert!(rest < 0.1, "mean |beta_j| beyond the signal: {rest}");
+}
+
+#[test]
+fn sparse_regression_from_the_command_line_recovers_the_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, p) = (40, 80);
+    let beta = write_problem(dir.path(), (n, p), false);
+    let (_, mean) = regress(dir.path(), p, &["--pixel-max", "1"]);
+    assert_recovered(&mean, beta);
+}
+
+#[test]
+fn positive_responses_are_regressed_as_they_are_with_data_scale_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, p) = (40, 80);
+    let beta = write_problem(dir.path(), (n, p), true);
+    // Taken as pixels (the default), positive float data is divided by its maximum: said so.
+    let (pixels, scaled) = regress(dir.path(), p, &["--pixel-max", "1"]);
+    assert!(
+        scaled[0] < 1.0,
+        "β₀ {} is 3 over the largest response",
+        scaled[0]
+    );
+    let note = String::from_utf8_lossy(&pixels.stderr).into_owned();
+    assert!(
+        note.contains("y.npy: float data up to") && note.contains("--data-scale raw"),
+        "{note}"
+    );
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let (raw, mean) = regress(dir.path(), p, &["--data-scale", "raw"]);
+    assert!(
+        !stderr(&raw).contains("float data up to"),
+        "{}",
+        stderr(&raw)
+    );
+    assert_recovered(&mean, beta);
 }
 
 #[test]

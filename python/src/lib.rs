@@ -146,7 +146,14 @@ impl Observer for PyObserver {
 }
 
 /// Problem settings that the defaults do not serialise while unset (`shard`, the warm-up's).
-const OPTIONAL_PROBLEM_SETTINGS: &[&str] = &["shard", "precision", "warm_up_only", "warm_up"];
+const OPTIONAL_PROBLEM_SETTINGS: &[&str] = &[
+    "shard",
+    "precision",
+    "warm_up_only",
+    "warm_up",
+    "data_scale",
+    "noise",
+];
 
 /// `defaults` with each of `overrides` put where the setting lives: at the top level or in one
 /// nested group (`problem`, `dynamics`). An unknown name is an error that lists the known ones.

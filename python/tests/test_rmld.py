@@ -339,6 +339,25 @@ def test_balance_takes_imbalanced_learns_forms():
         rmld.augment(images, labels, balance={11: 30}, backend="cpu")
 
 
+def test_real_values_are_taken_as_they_are_with_data_scale_raw(tmp_path):
+    # Positive responses above 1 are taken as pixels by default (divided by the largest, with
+    # a notice); data_scale="raw" regresses them as they are.
+    rng = np.random.default_rng(0)
+    design = np.abs(rng.normal(size=(50, 20))).astype(np.float32)
+    beta = np.zeros(20, dtype=np.float32)
+    beta[:3] = [20, 10, 5]
+    y = (design @ beta + 0.1 * rng.normal(size=50)).astype(np.float32)[None, :]
+    np.save(tmp_path / "X.npy", design)
+    run = dict(dictionary=tmp_path / "X.npy", lam=0.1, method="mala", eta=0.0002, chains=4,
+               samples=1000, burn_in=500, backend="cpu")
+    raw = rmld.sample(y, data_scale="raw", **run)
+    np.testing.assert_allclose(raw.codes[:, -500:].mean((0, 1))[:3], beta[:3], atol=1.0)
+    assert not any("float data up to" in str(n) for n in raw.notices)
+    pixels = rmld.sample(y, pixel_max=1, **run)
+    assert any("float data up to" in str(n) and "data-scale raw" in str(n) for n in pixels.notices)
+    assert pixels.codes[:, -500:].mean((0, 1))[0] < 1  # 20 over the largest response
+
+
 def test_bad_inputs_raise_clear_errors():
     images, labels = rmld.load_digits()
     with pytest.raises(ValueError, match="non-finite"):

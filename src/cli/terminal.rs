@@ -156,6 +156,7 @@ fn notice_text(notice: &Notice, options: &[String]) -> String {
         }
         Notice::TestSplitUnusable { .. } => format!("rmld: note: {notice}"),
         Notice::CodeCacheIgnored { .. } => format!("rmld: note: {notice}"),
+        Notice::FloatDataScaled { .. } => format!("rmld: note: {notice}"),
         Notice::Degenerate { .. } => format!("rmld: {notice}"),
         Notice::BenchStarted { .. } => format!(
             "rmld {notice}\ncounted: 4·d·p flops per chain-step (the two products) + 4·d·p per \

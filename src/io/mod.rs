@@ -58,6 +58,27 @@ pub enum Pixels {
     F32(Vec<f32>),
 }
 
+/// How a dataset's values become model units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum DataScaling {
+    /// Pixels: scaled to [0, pixel-max] by their full scale (255 for 8-bit data, 16 for
+    /// optdigits; float data: 1 when within [.., 1], else its maximum; any negative value:
+    /// real-valued, full scale 1).
+    #[default]
+    Auto,
+    /// Real values taken as they are, in model units (regression responses, measurements).
+    Raw,
+}
+
+impl DataScaling {
+    /// Whether it is the default, `Auto` (left out of serialized settings).
+    pub fn is_auto(&self) -> bool {
+        *self == DataScaling::Auto
+    }
+}
+
 /// A dataset of `n` observations of dimension `d = height * width`, row-major.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {

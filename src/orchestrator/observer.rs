@@ -103,6 +103,17 @@ pub enum Notice {
         /// What was wrong.
         reason: String,
     },
+    /// Float data was taken as pixels of its maximum's full scale and scaled to
+    /// [0, pixel_max]: right for images stored as floats, wrong for real values (a
+    /// regression's responses), which `--data-scale raw` takes as they are.
+    FloatDataScaled {
+        /// Where the data came from.
+        source: PathBuf,
+        /// Its largest value, taken as a full-intensity pixel.
+        full_scale: f32,
+        /// What that value becomes in model units.
+        pixel_max: f32,
+    },
     /// The sample-quality metrics could not be computed (the report says why).
     QualitySkipped {
         /// What was wrong with their inputs.
@@ -265,6 +276,18 @@ impl std::fmt::Display for Notice {
             }
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
             Notice::Degenerate { warning } => write!(f, "{warning}"),
+            Notice::FloatDataScaled {
+                source,
+                full_scale,
+                pixel_max,
+            } => write!(
+                f,
+                "{}: float data up to {full_scale} taken as pixels of that full scale (×{} to \
+                 [0, {pixel_max}]); real values (a regression's responses) are taken as they \
+                 are with --data-scale raw",
+                source.display(),
+                pixel_max / full_scale
+            ),
             Notice::CodeCacheIgnored { path, reason } => write!(
                 f,
                 "code cache entry {} not used ({reason}); encoding instead",

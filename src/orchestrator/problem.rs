@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::backend_choice::BackendChoice;
 pub use super::backend_choice::{make_backend, make_grouped_backend, make_kernel_backend};
-use crate::io::{Dataset, Shard};
+use crate::io::{DataScaling, Dataset, Shard};
 use crate::measure::memory;
 use crate::model::{Dictionary, NoiseModel, Observations, Precision, Prior, Target};
 use crate::model::{TangentSettings, TargetKind};
@@ -26,6 +26,10 @@ pub struct ProblemSettings {
     pub atoms: Option<usize>,
     /// The value of a full-intensity pixel in model units (255: the paper's scale).
     pub pixel_max: f32,
+    /// How the data's values become model units: as pixels (scaled to [0, pixel_max]) or, with
+    /// `Raw`, as they are (real-valued data such as regression responses).
+    #[serde(default, skip_serializing_if = "DataScaling::is_auto")]
+    pub data_scale: DataScaling,
     /// σ², the likelihood's noise variance (1: the paper's model).
     pub sigma2: f32,
     /// The noise model: σ² fixed (`sigma2`, the default) or a per-chain precision learned by
@@ -110,6 +114,7 @@ impl Default for ProblemSettings {
             dictionary: None,
             atoms: None,
             pixel_max: 255.0,
+            data_scale: DataScaling::Auto,
             sigma2: 1.0,
             noise: NoiseModel::Fixed,
             target: TargetKind::Paper,
@@ -135,10 +140,27 @@ impl ProblemSettings {
     /// digits.
     /// Shared, not copied: the arrays handed over are the ones the run reads.
     pub fn load_dataset(&self) -> Result<Arc<Dataset>> {
-        match &self.dataset {
-            Some(dataset) => Ok(Arc::clone(dataset)),
-            None => Dataset::load_or_embedded(self.data.as_deref()).map(Arc::new),
+        let mut dataset = match &self.dataset {
+            Some(dataset) => Arc::clone(dataset),
+            None => Dataset::load_or_embedded(self.data.as_deref()).map(Arc::new)?,
+        };
+        // Raw values are model units: a full-scale value is pixel_max (the scale is then 1).
+        if self.data_scale == DataScaling::Raw && dataset.full_scale != self.pixel_max {
+            Arc::make_mut(&mut dataset).full_scale = self.pixel_max;
         }
+        Ok(dataset)
+    }
+
+    /// The notice for float data that `Auto` scales by its maximum (neither 1 nor a negative
+    /// value): if it holds real values rather than pixels, `Raw` takes them as they are.
+    pub fn scaling_notice(&self, dataset: &Dataset) -> Option<super::observer::Notice> {
+        let floats = matches!(dataset.pixels, crate::io::Pixels::F32(_));
+        let scaled = floats && self.data_scale.is_auto() && dataset.full_scale != 1.0;
+        scaled.then(|| super::observer::Notice::FloatDataScaled {
+            source: dataset.source.clone(),
+            full_scale: dataset.full_scale,
+            pixel_max: self.pixel_max,
+        })
     }
 
     /// Checks the settings that do not need the data.

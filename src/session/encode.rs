@@ -67,6 +67,9 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     output.also_replace(&[io::MANIFEST]);
     tell_recovery(observer, &output, None);
     let problem = load_problem(&args.problem)?;
+    if let Some(notice) = args.problem.scaling_notice(&problem.dataset) {
+        observer.notice(&notice);
+    }
     let target = &problem.target;
     let (d, p) = (target.d(), target.p());
     let n = match args.limit {

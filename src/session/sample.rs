@@ -94,6 +94,9 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     tell_recovery(observer, &output, None);
     let warm = warm_up::read_for_shard(&args.problem, "sample", || warm_up::sample_hash(args))?;
     let problem = load_problem(&args.problem)?;
+    if let Some(notice) = args.problem.scaling_notice(&problem.dataset) {
+        observer.notice(&notice);
+    }
     problem.check_sampler_fits(&args.problem, &settings)?;
     let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;

@@ -41,6 +41,14 @@ pub struct ProblemArgs {
     #[arg(long, value_name = "V", default_value_t = problem().pixel_max)]
     pub pixel_max: f32,
 
+    /// How the data's values become model units: `auto` (pixels, scaled to [0, pixel-max]: 8-bit
+    /// data by 255, float data within [.., 1] by 1, larger float data by its maximum, float data
+    /// with a negative value taken as real-valued at full scale 1) or `raw` (taken as they
+    /// are, whatever --pixel-max: real values such as a regression's responses; not for
+    /// `augment`, which writes 8-bit images).
+    #[arg(long, value_enum, value_name = "SCALING", default_value_t = problem().data_scale)]
+    pub data_scale: rmld::io::DataScaling,
+
     /// sigma², the likelihood's noise variance: U(X) = 1/(2σ²)·||A X − xbar||² + lam·||X||₁.
     /// 1 is the paper's model; larger values widen the posterior of A X (more diverse, noisier
     /// samples; see README, "Noise variance sigma²").
@@ -331,6 +339,7 @@ impl ProblemArgs {
             dictionary: self.dictionary.clone(),
             atoms: self.atoms,
             pixel_max: self.pixel_max,
+            data_scale: self.data_scale,
             sigma2: self.sigma2,
             noise: self.noise(),
             target: self.target,

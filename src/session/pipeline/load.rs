@@ -75,7 +75,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         asked.labels.as_deref(),
         asked.limit,
     )?;
-    refuse_negative_pixels(&dataset)?;
+    refuse_non_pixel_data(&dataset, asked)?;
     // Checked before any work: a missing test split must not cost a whole run.
     let test = match asked.encode_test {
         true => Some(labelled::test_split(
@@ -195,10 +195,18 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     Ok((loaded, device))
 }
 
-/// Refuses float data below zero: the augmented set is written as 8-bit images (0 up to the
-/// data's full scale), where such a value would become 0 with nothing said (real-valued data
-/// such as standardised pixels is `rmld sample`'s, or `RMLDAugmenter`'s, which maps it first).
-fn refuse_negative_pixels(dataset: &Dataset) -> Result<()> {
+/// Refuses data that are not pixels: the augmented set is written as 8-bit images (0 up to the
+/// data's full scale), so `data_scale` raw is refused, and a float value below zero, which
+/// would become 0 with nothing said (real-valued data such as standardised pixels is `rmld
+/// sample`'s, or `RMLDAugmenter`'s, which maps it first).
+fn refuse_non_pixel_data(dataset: &Dataset, args: &AugmentSettings) -> Result<()> {
+    if !args.problem.data_scale.is_auto() {
+        return Err(Error::usage(
+            "data_scale",
+            "`augment` writes 8-bit images, so it takes its data as pixels (`auto`); `raw` is \
+             for real values, in `sample` and `encode`",
+        ));
+    }
     let crate::io::Pixels::F32(values) = &dataset.pixels else {
         return Ok(());
     };
