@@ -548,6 +548,40 @@ fn csv_malformed() {
 }
 
 #[test]
+fn csv_header_names_the_label_column_and_a_label_first_file_without_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Kaggle's layout: a header, the label first; the same rows as optdigits' layout.
+    let kaggle = put(
+        dir.path(),
+        "kaggle.csv",
+        b"label,pixel0,pixel1,pixel2\n3,0,10,200\n1,5,0,255\n",
+    );
+    let last = put(dir.path(), "last.csv", b"0,10,200,3\n5,0,255,1\n");
+    let (a, b) = (read_csv(&kaggle).unwrap(), read_csv(&last).unwrap());
+    assert_eq!((a.n, a.d, &a.labels), (2, 3, &vec![3, 1]));
+    assert_eq!((a.pixels, a.labels), (b.pixels, b.labels));
+    // A header that names no label column: the last is the label.
+    let named = put(
+        dir.path(),
+        "named.csv",
+        b"\"a\",\"b\",\"c\",\"digit\"\n0,10,200,3\n",
+    );
+    assert_eq!(read_csv(&named).unwrap().labels, vec![3]);
+    let only = put(dir.path(), "only.csv", b"label,pixel0\n");
+    assert_fails(read_csv(&only), &only, &["no data rows"]);
+    // The same rows without the header: the last field, read as the label, is 0 in every row.
+    let headless = put(dir.path(), "headless.csv", b"3,0,10,0\n1,5,0,0\n7,1,1,0\n");
+    assert_fails(
+        Dataset::load(&headless),
+        &headless,
+        &[
+            "the label looks first",
+            "header row naming its column `label`",
+        ],
+    );
+}
+
+#[test]
 fn embedded_optdigits() {
     let ds = Dataset::embedded();
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Numeric CSV (the optdigits layout): pixels then an integer label per row, raw or gzip'd.
+//! Numeric CSV (the optdigits layout): pixels then an integer label per row, raw or gzip'd; or with a header row that names the label's column (Kaggle's `label,pixel0,…`).
 //!
 //! Ours, not the `csv` 1.4.0 crate (issue 17; `benches/io_crates`, median of 21 interleaved runs
 //! on a loaded 2-core VM): the 1797 × 65 optdigits file parses in 2.19 ms here and 2.19 ms with
@@ -24,14 +24,16 @@ pub struct CsvData {
     pub d: usize,
     /// `U8` when every pixel is an integer in 0..=255, else `F32`.
     pub pixels: Pixels,
-    /// The last column of each row.
+    /// Each row's label: the column a header names `label` (or `class`, `target`, `y`), else
+    /// the last.
     pub labels: Vec<u32>,
     /// The largest pixel value.
     pub max_value: f32,
 }
 
-/// Reads a CSV file (gzip'd or plain) within the global input limit. No header row: every
-/// non-blank line is `pixel,pixel,…,label`.
+/// Reads a CSV file (gzip'd or plain) within the global input limit: every non-blank line is
+/// `pixel,pixel,…,label`, after an optional header row (no field a number) that may name
+/// another column the label (`label`, `class`, `target` or `y`).
 pub fn read_csv(path: &Path) -> Result<CsvData> {
     read_csv_with_limit(path, input_limit()?)
 }
@@ -63,6 +65,7 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
     let mut values: Vec<f32> = Vec::new();
     let mut labels = Vec::new();
     let mut width: Option<(usize, usize)> = None; // (fields per row, line that set it)
+    let mut label_col: Option<usize> = None; // named by a header row
     let mut fields: Vec<&str> = Vec::new(); // reused from line to line
     for (index, line) in text.lines().enumerate() {
         let line_no = index + 1;
@@ -72,6 +75,11 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
         fields.clear();
         fields.extend(line.split(','));
         let count = fields.len();
+        if width.is_none() && count >= 2 && fields.iter().all(|f| !is_number(f)) {
+            label_col = Some(header_label_column(&fields));
+            width = Some((count, line_no));
+            continue;
+        }
         match width {
             None if count < 2 => {
                 return Err(input.error(format!(
@@ -87,7 +95,11 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
             }
             Some(_) => {}
         }
-        for (col, field) in fields[..count - 1].iter().enumerate() {
+        let label_at = label_col.unwrap_or(count - 1);
+        for (col, field) in fields.iter().enumerate() {
+            if col == label_at {
+                continue;
+            }
             // Formatted only for a message: building it for every field made parsing 5× slower.
             let at = || format!("line {line_no}, column {}", col + 1);
             let v: f32 = field
@@ -104,7 +116,7 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
             }
             values.push(v);
         }
-        let field = fields[count - 1].trim();
+        let field = fields[label_at].trim();
         let label = field.parse::<u32>().ok().or_else(|| {
             // Tolerate "3.0" (written by float-typed tools) but nothing fractional.
             let v = field.parse::<f64>().ok()?;
@@ -112,15 +124,19 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
         });
         let label = label.ok_or_else(|| {
             input.error(format!(
-                "line {line_no}, column {count}: the label must be a non-negative integer, found {:?}",
+                "line {line_no}, column {}: the label must be a non-negative integer, found {:?}",
+                label_at + 1,
                 shown(field)
             ))
         })?;
         labels.push(label);
     }
-    let Some((fields, _)) = width else {
+    let Some((fields, _)) = width.filter(|_| !labels.is_empty()) else {
         return Err(input.error("no data rows (the CSV file is empty)"));
     };
+    if label_col.is_none() {
+        refuse_label_first(&input, &values, fields - 1, &labels)?;
+    }
     let max_value = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let bytes_ok = values
         .iter()
@@ -137,6 +153,48 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
         labels,
         max_value,
     })
+}
+
+/// Whether a field reads as a number (a header row has none).
+fn is_number(field: &str) -> bool {
+    field.trim().parse::<f64>().is_ok()
+}
+
+/// The label's column in a header row: the field named `label`, `class`, `target` or `y`
+/// (any case, quotes stripped), else the last.
+fn header_label_column(names: &[&str]) -> usize {
+    let named = |name: &&str| {
+        let name = name.trim().trim_matches('"').to_ascii_lowercase();
+        matches!(name.as_str(), "label" | "class" | "target" | "y")
+    };
+    names.iter().position(named).unwrap_or(names.len() - 1)
+}
+
+/// Refuses a headerless file whose label looks first (Kaggle's MNIST CSVs without their
+/// header): every row's last field, taken as its label, is one value, while the first holds a
+/// few distinct small integers. Read as the layout says, its images would be shifted by one
+/// pixel and every row one class, with nothing said.
+fn refuse_label_first(input: &Input, values: &[f32], d: usize, labels: &[u32]) -> Result<()> {
+    if labels.iter().any(|&l| l != labels[0]) || d == 0 {
+        return Ok(());
+    }
+    let first: Vec<f32> = values.iter().step_by(d).copied().collect();
+    let small = first
+        .iter()
+        .all(|&v| v.fract() == 0.0 && (0.0..100.0).contains(&v));
+    let mut distinct: Vec<u32> = first.iter().map(|&v| v as u32).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if !small || distinct.len() < 2 {
+        return Ok(());
+    }
+    Err(input.error(format!(
+        "every row's last field, its label in rmld's layout (pixels, then the label), is {}, \
+         while the first field holds {} distinct small integers: the label looks first (as in \
+         Kaggle's CSVs). Move it last, or add a header row naming its column `label`",
+        labels[0],
+        distinct.len()
+    )))
 }
 
 /// Writes `labels.len()` rows of `d` pixels followed by the label, atomically (plain text).

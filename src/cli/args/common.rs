@@ -21,7 +21,8 @@ fn dynamics() -> DynamicsOptions {
 #[derive(Args, Debug, Clone)]
 pub struct ProblemArgs {
     /// Dataset: a folder with MNIST-style IDX files (train-images-idx3-ubyte[.gz], labels optional),
-    /// an IDX, NPY ((N, d) or (N, h, w), uint8 or float32) or CSV file. Default: the embedded
+    /// an IDX, NPY ((N, d) or (N, h, w), uint8 or float32) or CSV file (pixels, then the label;
+    /// or after a header row that names the label's column `label`). Default: the embedded
     /// optdigits digits (1797 images of 8×8).
     #[arg(long, value_name = "PATH")]
     pub data: Option<PathBuf>,
