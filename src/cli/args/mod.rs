@@ -244,6 +244,13 @@ mod tests {
                     ("noise_e", _) => rmld::model::DEFAULT_NOISE_E.to_string(),
                     ("noise_f", _) => rmld::model::DEFAULT_NOISE_F.to_string(),
                     ("precision", _) => "f32".into(),
+                    // Serialised only when not the default.
+                    ("data_scale", _) => {
+                        assert!(rmld::session::ProblemSettings::default()
+                            .data_scale
+                            .is_auto());
+                        "auto".into()
+                    }
                     ("gemm_tile", _) => text(&settings["gemm_tiles"]),
                     // Switches of the command line's own, off.
                     ("no_code_cache" | "peers" | "json", _) => "false".into(),
