@@ -569,8 +569,12 @@ fn csv_header_names_the_label_column_and_a_label_first_file_without_one_is_refus
     assert_eq!(read_csv(&named).unwrap().labels, vec![3]);
     let only = put(dir.path(), "only.csv", b"label,pixel0\n");
     assert_fails(read_csv(&only), &only, &["no data rows"]);
-    // The same rows without the header: the last field, read as the label, is 0 in every row.
-    let headless = put(dir.path(), "headless.csv", b"3,0,10,0\n1,5,0,0\n7,1,1,0\n");
+    // Ten 4 × 4 images without the header, the label first: the last field, read as the label,
+    // is 0 in every row.
+    let rows: String = (0..10)
+        .map(|i| format!("{},{}0\n", i % 3, "7,".repeat(15)))
+        .collect();
+    let headless = put(dir.path(), "headless.csv", rows.as_bytes());
     assert_fails(
         Dataset::load(&headless),
         &headless,
@@ -579,6 +583,14 @@ fn csv_header_names_the_label_column_and_a_label_first_file_without_one_is_refus
             "header row naming its column `label`",
         ],
     );
+    // With a header naming the last column, the same file is one class of 16-pixel rows.
+    let one_class = put(
+        dir.path(),
+        "one-class.csv",
+        format!("{}label\n{rows}", "p,".repeat(16)).as_bytes(),
+    );
+    let read = read_csv(&one_class).unwrap();
+    assert_eq!((read.n, read.d, read.labels), (10, 16, vec![0; 10]));
 }
 
 #[test]

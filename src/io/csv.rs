@@ -170,12 +170,14 @@ fn header_label_column(names: &[&str]) -> usize {
     names.iter().position(named).unwrap_or(names.len() - 1)
 }
 
-/// Refuses a headerless file whose label looks first (Kaggle's MNIST CSVs without their
-/// header): every row's last field, taken as its label, is one value, while the first holds a
-/// few distinct small integers. Read as the layout says, its images would be shifted by one
-/// pixel and every row one class, with nothing said.
+/// Refuses a headerless file of square images whose label looks first (Kaggle's MNIST CSVs
+/// without their header): over at least 10 rows, every row's last field, taken as its label,
+/// is one value, while the first holds a few distinct small integers. Read as the layout says,
+/// its images would be shifted by one pixel and every row one class, with nothing said. (A
+/// one-class file that trips this reads with a header row naming its last column `label`.)
 fn refuse_label_first(input: &Input, values: &[f32], d: usize, labels: &[u32]) -> Result<()> {
-    if labels.iter().any(|&l| l != labels[0]) || d == 0 {
+    let square = d >= 16 && d.isqrt().pow(2) == d;
+    if !square || labels.len() < 10 || labels.iter().any(|&l| l != labels[0]) {
         return Ok(());
     }
     let first: Vec<f32> = values.iter().step_by(d).copied().collect();
