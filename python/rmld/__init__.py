@@ -454,22 +454,44 @@ def augment_dataset(
     """Augments and writes the augmented set (originals, then generated samples) to ``out``:
     the MNIST IDX files and the rest of ``rmld augment``'s outputs, and ``out/imagefolder/``
     with one folder per class of PNGs (``original-00000.png``, ``generated-00000.png``, ...),
-    the layout ``torchvision.datasets.ImageFolder`` reads. Needs Pillow."""
+    the layout ``torchvision.datasets.ImageFolder`` reads. Needs Pillow. An ``imagefolder/``
+    already in ``out`` is refused before any work (``force=True`` replaces it whole, so no
+    earlier run's images stay among the new ones); the PNGs are written beside it and put in
+    its place once all are written."""
+    import shutil
+
     from PIL import Image
 
     out = Path(out)
-    result = augment(images, labels, preset=preset, out=out, progress=progress, **settings)
     folder = out / "imagefolder"
-    generated_from = len(result.augmented_images) - len(result.images)
-    counters: Dict[Tuple[int, str], int] = {}
-    for index, (image, label) in enumerate(zip(result.augmented_images, result.augmented_labels)):
-        kind = "original" if index < generated_from else "generated"
-        key = (int(label), kind)
-        number = counters.get(key, 0)
-        counters[key] = number + 1
-        target = folder / str(int(label)) / f"{kind}-{number:05d}.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(target)
+    if folder.exists() and not settings.get("force", False):
+        raise FileExistsError(
+            f"{folder} exists already (an earlier run's images, or yours): give force=True to "
+            "replace it whole, or choose another out")
+    result = augment(images, labels, preset=preset, out=out, progress=progress, **settings)
+    staged = Path(tempfile.mkdtemp(prefix=".imagefolder-", dir=out))
+    try:
+        generated_from = len(result.augmented_images) - len(result.images)
+        counters: Dict[Tuple[int, str], int] = {}
+        pairs = zip(result.augmented_images, result.augmented_labels)
+        for index, (image, label) in enumerate(pairs):
+            kind = "original" if index < generated_from else "generated"
+            key = (int(label), kind)
+            number = counters.get(key, 0)
+            counters[key] = number + 1
+            target = staged / str(int(label)) / f"{kind}-{number:05d}.png"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(np.ascontiguousarray(image, dtype=np.uint8)).save(target)
+        if folder.exists():  # force: the earlier folder goes once the new one is complete
+            earlier = Path(tempfile.mkdtemp(prefix=".imagefolder-replaced-", dir=out))
+            os.replace(folder, earlier / "imagefolder")
+            os.replace(staged, folder)
+            shutil.rmtree(earlier)
+        else:
+            os.replace(staged, folder)
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged)
     return result
 
 

@@ -458,6 +458,19 @@ def test_augment_dataset_writes_an_image_folder(tmp_path):
                 assert image.size == (8, 8) and image.mode == "L"
         total += len(files)
     assert total == len(result.augmented_images)
+    # A second run into the folder is refused before any work; force=True replaces the image
+    # folder whole (no image of the first run stays among the second's).
+    (folder / "0" / "mine.png").write_bytes(b"not rmld's")
+    with pytest.raises(FileExistsError, match="imagefolder exists already"):
+        rmld.augment_dataset(images[:300], labels[:300], tmp_path / "set", ratio=10,
+                             method="compression", no_quality=True, backend="cpu")
+    assert (folder / "0" / "mine.png").read_bytes() == b"not rmld's"
+    smaller = rmld.augment_dataset(images[:100], labels[:100], tmp_path / "set", ratio=10,
+                                   method="compression", no_quality=True, backend="cpu",
+                                   force=True)
+    assert sum(1 for _ in folder.rglob("*.png")) == len(smaller.augmented_images)
+    assert not (folder / "0" / "mine.png").exists()
+    assert [p.name for p in (tmp_path / "set").iterdir() if p.name.startswith(".imagefolder")] == []
 
 
 def test_encode_stops_each_row_as_the_command_line_does(tmp_path):
