@@ -559,7 +559,28 @@ fn csv_header_names_the_label_column_and_a_label_first_file_without_one_is_refus
     let last = put(dir.path(), "last.csv", b"0,10,200,3\n5,0,255,1\n");
     let (a, b) = (read_csv(&kaggle).unwrap(), read_csv(&last).unwrap());
     assert_eq!((a.n, a.d, &a.labels), (2, 3, &vec![3, 1]));
-    assert_eq!((a.pixels, a.labels), (b.pixels, b.labels));
+    assert_eq!((&a.pixels, &a.labels), (&b.pixels, &b.labels));
+    // pandas' to_csv: numbered columns and `label`, with or without its unnamed index first.
+    let indexed = put(
+        dir.path(),
+        "indexed.csv",
+        b",0,1,2,label\n0,0,10,200,3\n1,5,0,255,1\n",
+    );
+    let plain = put(
+        dir.path(),
+        "plain.csv",
+        b"0,1,2,label\n0,10,200,3\n5,0,255,1\n",
+    );
+    for file in [&indexed, &plain] {
+        let read = read_csv(file).unwrap();
+        assert_eq!(
+            (read.d, &read.pixels, &read.labels),
+            (3, &b.pixels, &b.labels)
+        );
+    }
+    // A stray word in a data row is no header: refused where it stands.
+    let stray = put(dir.path(), "stray.csv", b"0,ten,200,3\n5,0,255,1\n");
+    assert_fails(read_csv(&stray), &stray, &["line 1, column 2", "ten"]);
     // A header that names no label column: the last is the label.
     let named = put(
         dir.path(),

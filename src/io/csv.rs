@@ -1,4 +1,4 @@
-//! Numeric CSV (the optdigits layout): pixels then an integer label per row, raw or gzip'd; or with a header row that names the label's column (Kaggle's `label,pixel0,…`).
+//! Numeric CSV (the optdigits layout): pixels then an integer label per row, raw or gzip'd; or with a header row that names the label's column (Kaggle's `label,pixel0,…`, pandas' `,0,…,label`).
 //!
 //! Ours, not the `csv` 1.4.0 crate (issue 17; `benches/io_crates`, median of 21 interleaved runs
 //! on a loaded 2-core VM): the 1797 × 65 optdigits file parses in 2.19 ms here and 2.19 ms with
@@ -66,6 +66,7 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
     let mut labels = Vec::new();
     let mut width: Option<(usize, usize)> = None; // (fields per row, line that set it)
     let mut label_col: Option<usize> = None; // named by a header row
+    let mut index_col: Option<usize> = None; // a header's unnamed first column (pandas' index)
     let mut fields: Vec<&str> = Vec::new(); // reused from line to line
     for (index, line) in text.lines().enumerate() {
         let line_no = index + 1;
@@ -75,8 +76,9 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
         fields.clear();
         fields.extend(line.split(','));
         let count = fields.len();
-        if width.is_none() && count >= 2 && fields.iter().all(|f| !is_number(f)) {
+        if width.is_none() && is_header(&fields) {
             label_col = Some(header_label_column(&fields));
+            index_col = (name(fields[0]).is_empty()).then_some(0);
             width = Some((count, line_no));
             continue;
         }
@@ -97,7 +99,7 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
         }
         let label_at = label_col.unwrap_or(count - 1);
         for (col, field) in fields.iter().enumerate() {
-            if col == label_at {
+            if col == label_at || Some(col) == index_col {
                 continue;
             }
             // Formatted only for a message: building it for every field made parsing 5× slower.
@@ -148,25 +150,49 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
     };
     Ok(CsvData {
         n: labels.len(),
-        d: fields - 1,
+        d: fields - 1 - usize::from(index_col.is_some()),
         pixels,
         labels,
         max_value,
     })
 }
 
-/// Whether a field reads as a number (a header row has none).
+/// Whether a field reads as a number.
 fn is_number(field: &str) -> bool {
     field.trim().parse::<f64>().is_ok()
+}
+
+/// A header field's name: trimmed, quotes stripped, lower case.
+fn name(field: &str) -> String {
+    field.trim().trim_matches('"').to_ascii_lowercase()
+}
+
+/// Whether `name` names the label's column.
+fn is_label_name(name: &str) -> bool {
+    matches!(name, "label" | "class" | "target" | "y")
+}
+
+/// Whether the first row is a header: no field a number (Kaggle's `label,pixel0,…`), or
+/// numbered columns beside one that names the label (pandas' `,0,1,…,label`, its unnamed
+/// index first), every other field a name (empty, or from a letter or `_`). A data row with a
+/// stray word is neither, and is refused where the word stands.
+fn is_header(fields: &[&str]) -> bool {
+    let words: Vec<String> = fields
+        .iter()
+        .filter(|f| !is_number(f))
+        .map(|f| name(f))
+        .collect();
+    let all_words = words.len() == fields.len();
+    let name_like =
+        |w: &String| w.is_empty() || w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    fields.len() >= 2
+        && (all_words || (words.iter().any(|w| is_label_name(w)) && words.iter().all(name_like)))
 }
 
 /// The label's column in a header row: the field named `label`, `class`, `target` or `y`
 /// (any case, quotes stripped), else the last.
 fn header_label_column(names: &[&str]) -> usize {
-    let named = |name: &&str| {
-        let name = name.trim().trim_matches('"').to_ascii_lowercase();
-        matches!(name.as_str(), "label" | "class" | "target" | "y")
-    };
+    let named = |field: &&str| is_label_name(&name(field));
     names.iter().position(named).unwrap_or(names.len() - 1)
 }
 
