@@ -345,6 +345,33 @@ fn npy_round_trips() {
 }
 
 #[test]
+fn npy_images_with_one_channel_read_as_images() {
+    // Keras keeps grey images as (N, h, w, 1), PyTorch as (N, 1, h, w): the same values.
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<u8> = (0..2 * 3 * 4).map(|v| v as u8).collect();
+    let plain = dir.path().join("plain.npy");
+    write_npy_u8(&plain, &[2, 3, 4], &values).unwrap();
+    let expected = Dataset::load(&plain).unwrap();
+    for shape in [[2, 3, 4, 1], [2, 1, 3, 4]] {
+        let path = dir.path().join(format!("{shape:?}.npy"));
+        write_npy_u8(&path, &shape, &values).unwrap();
+        let read = Dataset::load(&path).unwrap();
+        assert_eq!(
+            (read.n, read.height, read.width, &read.pixels),
+            (2, 3, 4, &expected.pixels),
+            "{shape:?}"
+        );
+    }
+    let three = dir.path().join("rgb.npy");
+    write_npy_u8(&three, &[1, 2, 2, 3], &[0; 12]).unwrap();
+    assert_fails(
+        Dataset::load(&three),
+        &three,
+        &["one channel", "[1, 2, 2, 3]"],
+    );
+}
+
+#[test]
 fn npy_malformed() {
     let dir = tempfile::tempdir().unwrap();
     let ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
@@ -445,8 +472,8 @@ fn npy_malformed() {
         dir.path(),
         "4d.npy",
         &npy(
-            "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1), }",
-            &[0],
+            "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2, 2, 2), }",
+            &[0; 8],
         ),
     );
     assert_fails(Dataset::load(&cube), &cube, &["expected shape"]);

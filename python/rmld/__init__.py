@@ -61,8 +61,13 @@ def _as_pixels(images: Any, name: str = "images") -> np.ndarray:
     booleans to float32, checked finite). Only float16, long double and a byte order not this
     machine's are copied here first, into what the native module reads."""
     array = np.asarray(images)
+    if array.ndim == 4 and array.shape[3] == 1:  # one channel, last (Keras): (N, h, w)
+        array = array.reshape(array.shape[:3])
+    elif array.ndim == 4 and array.shape[1] == 1:  # one channel, first (PyTorch)
+        array = array.reshape((array.shape[0],) + array.shape[2:])
     if array.ndim not in (2, 3):
-        raise ValueError(f"{name} must have shape (N, d) or (N, h, w), got {array.shape}")
+        raise ValueError(f"{name} must have shape (N, d), (N, h, w) or one channel (N, h, w, 1) "
+                         f"or (N, 1, h, w), got {array.shape}")
     if array.dtype.kind not in "uifb":
         raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
     if not array.dtype.isnative:  # big-endian data: the native module reads this machine's order

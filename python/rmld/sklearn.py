@@ -159,12 +159,16 @@ class RMLDAugmenter(_Base):
         checks that name a class: done before imbalanced-learn's own checks."""
         X = X.toarray() if _sparse_format(X) is not None else np.asarray(X)
         y = np.asarray(y)
-        if X.ndim not in (2, 3):
-            raise ValueError(f"X must be (N, d) rows or (N, h, w) images, got shape {X.shape}")
+        one_channel = X.ndim == 4 and 1 in (X.shape[1], X.shape[3])  # (N, h, w, 1), (N, 1, h, w)
+        if X.ndim not in (2, 3) and not one_channel:
+            raise ValueError("X must be (N, d) rows, (N, h, w) images or one channel (N, h, w, 1) "
+                             f"or (N, 1, h, w), got shape {X.shape}")
         if y.ndim != 1 or len(y) != len(X):
             raise ValueError(f"y must be one label per row of X: shape ({len(X)},), got {y.shape}")
         if X.ndim == 3:
             self._image_shape_ = tuple(X.shape[1:])
+        elif one_channel:
+            self._image_shape_ = tuple(X.shape[1:3] if X.shape[3] == 1 else X.shape[2:])
         elif self.image_shape is not None:
             shape = tuple(int(s) for s in self.image_shape)
             if len(shape) != 2 or shape[0] * shape[1] != X.shape[1]:

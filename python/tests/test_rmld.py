@@ -358,6 +358,18 @@ def test_real_values_are_taken_as_they_are_with_data_scale_raw(tmp_path):
     assert pixels.codes[:, -500:].mean((0, 1))[0] < 1  # 20 over the largest response
 
 
+@pytest.mark.parametrize("channel", [-1, 1])
+def test_images_with_one_channel_are_images(channel):
+    # Keras's (N, h, w, 1) and PyTorch's (N, 1, h, w) grey images: the same run as (N, h, w).
+    images, labels = rmld.load_digits()
+    plain = rmld.augment(images[:100], labels[:100], seed=1, no_quality=True, backend="cpu")
+    channelled = rmld.augment(np.expand_dims(images[:100], channel), labels[:100], seed=1,
+                              no_quality=True, backend="cpu")
+    np.testing.assert_array_equal(channelled.images, plain.images)
+    with pytest.raises(ValueError, match="one channel"):
+        rmld.augment(np.repeat(images[:100, ..., None], 3, axis=-1), labels[:100], backend="cpu")
+
+
 def test_bad_inputs_raise_clear_errors():
     images, labels = rmld.load_digits()
     with pytest.raises(ValueError, match="non-finite"):

@@ -103,6 +103,16 @@ def test_images_normalised_to_minus_one_one_come_back_in_that_range():
     np.testing.assert_allclose(new, 2 * plain[len(X):] - 1, atol=1e-6)
 
 
+def test_one_channel_X_keeps_its_layout():
+    X, y = imbalanced_digits()
+    flat = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2, **FAST).fit_resample(X, y)[0]
+    for channelled in (X[..., None], X[:, None]):
+        X_res, _ = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2,
+                                 **FAST).fit_resample(channelled, y)
+        assert X_res.shape[1:] == channelled.shape[1:]
+        np.testing.assert_array_equal(X_res.reshape(flat.shape), flat)
+
+
 def test_sparse_X_gets_a_sparse_result_of_its_format():
     from scipy import sparse
 

@@ -282,7 +282,8 @@ impl Dataset {
     }
 
     /// A dataset from values already in memory (NPY files, the Python package's arrays): shape
-    /// (N, d) or (N, h, w), 8-bit or float values (a full-intensity pixel: 255 for 8-bit, 1 for
+    /// (N, d) or (N, h, w), or one channel as Keras or PyTorch keep it, (N, h, w, 1) or
+    /// (N, 1, h, w) (the same values in the same order), 8-bit or float values (a full-intensity pixel: 255 for 8-bit, 1 for
     /// floats within [.., 1], else their maximum), and optionally one label per observation.
     /// `source` names the data in messages and reports.
     pub fn from_array(
@@ -296,9 +297,12 @@ impl Dataset {
                 let (h, w) = geometry(d);
                 (n, h, w)
             }
-            [n, h, w] => (n, h, w),
+            [n, h, w] | [n, h, w, 1] | [n, 1, h, w] => (n, h, w),
             _ => {
-                let msg = format!("expected shape (N, d) or (N, h, w), found {shape:?}");
+                let msg = format!(
+                    "expected shape (N, d) or (N, h, w), or one channel (N, h, w, 1) or (N, 1, \
+                     h, w), found {shape:?}"
+                );
                 return Err(Error::input(source, msg));
             }
         };
