@@ -115,6 +115,9 @@ def _shard_task(
     shutil.rmtree(shard_dir, ignore_errors=True)
     with open(Path(shard_dir).parent / "attempts.log", "a") as log:
         log.write(f"{index} {os.getpid()}\n")
+    # The tests' hook: each attempt waits this long once logged, so the test that kills a
+    # running shard's worker finds one running however fast the shards are.
+    time.sleep(float(os.environ.get("RMLD_TEST_SHARD_PAUSE") or 0))
     settings = json.loads(settings_json)
     settings["shard"] = f"{index}/{count}"
     settings["out"] = shard_dir

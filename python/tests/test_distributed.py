@@ -49,7 +49,9 @@ def cluster():
     port = _free_port()
     # Ray's socket paths must stay short: a temporary folder right under /tmp.
     temp = tempfile.mkdtemp(prefix="rr", dir="/tmp")
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # Each shard attempt waits 1 s once logged (rmld.distributed's test hook): with a warm code
+    # cache a shard can end within the killer's 0.3 s look, and none would be killed.
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RMLD_TEST_SHARD_PAUSE="1")
     common = ["--node-ip-address=127.0.0.1", "--num-gpus=0", "--num-cpus=2", "--disable-usage-stats"]
     head = _start(
         ["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}", *common], env
