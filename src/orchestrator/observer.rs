@@ -293,6 +293,22 @@ impl std::fmt::Display for Notice {
                 "code cache entry {} not used ({reason}); encoding instead",
                 path.display()
             ),
+            Notice::BenchStarted { .. }
+            | Notice::BenchCeiling { .. }
+            | Notice::BenchMeasured { .. } => self.fmt_bench(f),
+            Notice::TestSplitUnusable { source, problem } => write!(
+                f,
+                "the test split {} {problem}; holding out 10% of the training images as the quality reference instead",
+                source.display()
+            ),
+        }
+    }
+}
+
+impl Notice {
+    /// The benchmark's notices, as `Display` writes them.
+    fn fmt_bench(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
             Notice::BenchStarted {
                 d,
                 p,
@@ -318,11 +334,7 @@ impl std::fmt::Display for Notice {
                 f,
                 "{backend} C = {chains}: {chain_steps_per_second:.0} chain-steps/s"
             ),
-            Notice::TestSplitUnusable { source, problem } => write!(
-                f,
-                "the test split {} {problem}; holding out 10% of the training images as the quality reference instead",
-                source.display()
-            ),
+            _ => Ok(()), // `Display` sends only the benchmark's notices here
         }
     }
 }
