@@ -32,8 +32,8 @@ pub struct CsvData {
 }
 
 /// Reads a CSV file (gzip'd or plain) within the global input limit: every non-blank line is
-/// `pixel,pixel,…,label`, after an optional header row (no field a number) that may name
-/// another column the label (`label`, `class`, `target` or `y`).
+/// `pixel,pixel,…,label`, after an optional header row (`is_header`) that may name another
+/// column the label (`label`, `class`, `target` or `y`) and leave out pandas' unnamed index.
 pub fn read_csv(path: &Path) -> Result<CsvData> {
     read_csv_with_limit(path, input_limit()?)
 }
@@ -78,7 +78,7 @@ pub(crate) fn parse_csv(mut input: Input) -> Result<CsvData> {
         let count = fields.len();
         if width.is_none() && is_header(&fields) {
             label_col = Some(header_label_column(&fields));
-            index_col = (name(fields[0]).is_empty()).then_some(0);
+            index_col = name(fields[0]).is_empty().then_some(0);
             width = Some((count, line_no));
             continue;
         }
