@@ -209,6 +209,7 @@ pub mod prior_update;
 pub(crate) mod select;
 #[cfg(test)]
 mod tests;
+mod unroll;
 
 pub use dense::{AdamParams, DenseParams};
 pub use exact::ExactParams;
@@ -374,6 +375,20 @@ struct Family {
     sources: &'static [Source],
     params: &'static Layout,
     entries: &'static [Entry],
+}
+
+impl Family {
+    /// The module's WGSL: its sources joined, with the model's prior and likelihood, A stored in
+    /// `precision` and the products on `tile`, and its constant-count loops unrolled
+    /// (`unroll`: the register tiles' indices become constants).
+    fn source(&self, model: &ModelWgsl, precision: Precision, tile: GemmTile) -> String {
+        let joined: String = self
+            .sources
+            .iter()
+            .map(|part| part.text(model, precision, tile))
+            .collect();
+        unroll::unroll_constant_loops(&joined)
+    }
 }
 
 /// Every family, in the order their modules are compiled.
@@ -556,11 +571,7 @@ impl Kernels {
         let modules: Vec<wgpu::ShaderModule> = FAMILIES
             .iter()
             .map(|family| {
-                let source: String = family
-                    .sources
-                    .iter()
-                    .map(|part| part.text(model, precision, tile))
-                    .collect();
+                let source = family.source(model, precision, tile);
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(family.module),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
