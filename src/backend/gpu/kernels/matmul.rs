@@ -31,11 +31,10 @@ pub enum GemmTile {
     Wide,
 }
 
-/// Chains from which `GemmTile::choose` takes the wide tile on a GPU: a 784-long residual
-/// product then launches 7 × 8 = 56 workgroups of 256 invocations (14,336), the narrow tile's
-/// 13 × 16 = 208 of 128 (26,624). Not measured on a GPU (none was lent): `rmld bench
-/// --gemm-tile` and `scripts/gpu-bench.sh` time both tiles at every chain count to set it.
-pub const WIDE_TILE_MIN_CHAINS: usize = 1024;
+/// Chains from which `GemmTile::choose` takes the wide tile on a GPU. Measured on an NVIDIA H200
+/// (Vulkan, 784 × 3136, device time of 60 steps; docs/benchmarks.md, "A real GPU"): the narrow
+/// tile 37% faster at 1,024 chains, the two level at 4,096, the wide one 7% faster at 16,384.
+pub const WIDE_TILE_MIN_CHAINS: usize = 4096;
 
 impl GemmTile {
     /// The tile's WGSL (constants, workgroup arrays, `tile_row`, `tile_col`, `accumulate_slice`).
