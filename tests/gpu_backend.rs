@@ -893,3 +893,57 @@ fn mnist_scale_chains_split_into_groups() {
     assert_eq!(positions.len(), chains * p);
     assert!(positions.iter().all(|&v| v == 0.0));
 }
+
+/// Read-backs share one kept staging buffer (`buffers::read_back_as`): positions (C × p), then
+/// the smaller MH terms and images, then positions again, and a backend of more chains after it,
+/// each get their own values, whole, whatever the buffer held before.
+#[test]
+fn read_backs_of_every_size_return_their_own_values() {
+    let Some(ctx) = context("read_backs_of_every_size_return_their_own_values") else {
+        return;
+    };
+    let target = target(0.1, 11);
+    let dynamics = settings(2, false, 11);
+    let mut r = fixed_rng("read-backs", 11);
+    let mut bad = Vec::new();
+    for chains in [CHAINS, 3 * CHAINS, 2] {
+        let mut gpu = gpu_common::backend(&ctx, &target, &dynamics, chains, None);
+        let mut cpu = CpuBackend::new(target.clone(), dynamics.clone(), chains);
+        let positions = uniform(&mut r, chains * P);
+        for backend in [&mut gpu as &mut dyn Backend, &mut cpu] {
+            backend.load_positions(&positions).unwrap();
+        }
+        let first = gpu.positions().unwrap();
+        let terms = gpu.propose(1).unwrap();
+        let images = gpu.images().unwrap();
+        let again = gpu.positions().unwrap();
+        let what = format!("{chains} chains");
+        let lengths = [(first.len(), chains * P), (terms.len(), chains)];
+        let lengths = lengths
+            .into_iter()
+            .chain([(images.len(), chains * D), (again.len(), chains * P)]);
+        for (i, (got, want)) in lengths.enumerate() {
+            if got != want {
+                bad.push(format!(
+                    "{what}: read-back {i} has {got} values, expected {want}"
+                ));
+            }
+        }
+        for (i, ((a, b), c)) in first.iter().zip(&again).zip(&positions).enumerate() {
+            if a.to_bits() != c.to_bits() || b.to_bits() != c.to_bits() {
+                bad.push(format!(
+                    "{what}: position {i}: first {a}, again {b}, loaded {c}"
+                ));
+            }
+        }
+        cpu.propose(1).unwrap();
+        bad.extend(compare_rows(
+            &what,
+            &images,
+            &cpu.images().unwrap(),
+            D,
+            1e-5,
+        ));
+    }
+    assert_none(bad);
+}

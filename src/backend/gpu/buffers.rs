@@ -51,19 +51,41 @@ pub fn read_back(context: &GpuContext, pieces: &[(&wgpu::Buffer, u64, u64)]) -> 
 /// As `read_back`, after the work already recorded in `encoder`, in the same submission.
 pub fn read_back_after(
     context: &GpuContext,
-    mut encoder: wgpu::CommandEncoder,
+    encoder: wgpu::CommandEncoder,
     pieces: &[(&wgpu::Buffer, u64, u64)],
 ) -> Result<Vec<u8>> {
+    read_back_as(context, encoder, pieces)
+}
+
+/// The largest staging buffer kept between read-backs; a larger read-back gets its own.
+const KEPT_STAGING_BYTES: u64 = 512 << 20;
+
+/// As `read_back_after`, the bytes collected straight into values of `T` (one copy out of the
+/// mapped staging buffer, which is reused from one read-back to the next up to
+/// `KEPT_STAGING_BYTES`).
+pub fn read_back_as<T: bytemuck::Pod>(
+    context: &GpuContext,
+    mut encoder: wgpu::CommandEncoder,
+    pieces: &[(&wgpu::Buffer, u64, u64)],
+) -> Result<Vec<T>> {
     let total: u64 = pieces.iter().map(|p| p.2).sum();
     if total == 0 {
         context.queue.submit([encoder.finish()]);
         return Ok(Vec::new());
     }
-    let staging = context.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("read back"),
-        size: total,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
+    let kept = context
+        .staging
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take()
+        .filter(|b| b.size() >= total);
+    let staging = kept.unwrap_or_else(|| {
+        context.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read back"),
+            size: total.div_ceil(wgpu::COPY_BUFFER_ALIGNMENT) * wgpu::COPY_BUFFER_ALIGNMENT,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
     });
     let mut at = 0;
     for &(buffer, offset, bytes) in pieces {
@@ -72,7 +94,7 @@ pub fn read_back_after(
     }
     context.queue.submit([encoder.finish()]);
     let (sender, receiver) = std::sync::mpsc::channel();
-    staging.map_async(wgpu::MapMode::Read, .., move |result| {
+    staging.map_async(wgpu::MapMode::Read, ..total, move |result| {
         let _ = sender.send(result);
     });
     context
@@ -83,14 +105,23 @@ pub fn read_back_after(
         .recv()
         .map_err(|e| Error::Gpu(format!("read-back never completed: {e}")))?
         .map_err(|e| Error::Gpu(format!("cannot map the read-back buffer: {e}")))?;
-    let bytes = {
+    let values = {
         let view = staging
-            .get_mapped_range(..)
+            .get_mapped_range(..total)
             .map_err(|e| Error::Gpu(format!("cannot read the mapped buffer: {e}")))?;
-        view.to_vec()
+        bytemuck::pod_collect_to_vec(&view[..])
     };
     staging.unmap();
-    Ok(bytes)
+    if staging.size() <= KEPT_STAGING_BYTES {
+        let mut slot = context
+            .staging
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if slot.as_ref().is_none_or(|b| b.size() < staging.size()) {
+            *slot = Some(staging);
+        }
+    }
+    Ok(values)
 }
 
 /// Reads `len` f32 values from the start of `buffer`.

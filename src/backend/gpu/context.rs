@@ -21,6 +21,9 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     /// What was compiled for the device (the pipelines of each model, precision and tile), by key.
     compiled: Mutex<Vec<Compiled>>,
+    /// The read-back staging buffer kept between read-backs (`buffers::read_back_after`): a fresh
+    /// one per read-back cost more than the copy on an NVIDIA H200 (docs/benchmarks.md).
+    pub(super) staging: Mutex<Option<wgpu::Buffer>>,
     info: wgpu::AdapterInfo,
 }
 
@@ -56,6 +59,7 @@ impl GpuContext {
             queue,
             limits,
             compiled: Mutex::new(Vec::new()),
+            staging: Mutex::new(None),
             info,
         })
     }

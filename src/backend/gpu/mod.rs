@@ -369,10 +369,8 @@ impl GpuBackend {
             .iter()
             .map(|g| (pick(g), 0, (4 * g.chains * width) as u64))
             .collect();
-        Ok(bytemuck::pod_collect_to_vec(&buffers::read_back(
-            &self.context,
-            &pieces,
-        )?))
+        let encoder = (self.context.device).create_command_encoder(&Default::default());
+        buffers::read_back_as(&self.context, encoder, &pieces)
     }
 }
 
