@@ -118,6 +118,34 @@ fn gpu_bench_refuses_bad_settings_by_name() {
     }
 }
 
+/// scripts/gpu-lease.sh (the lent GPU's one call) refuses what it cannot run, by name, before it
+/// measures anything.
+#[test]
+fn gpu_lease_refuses_bad_settings_by_name() {
+    let rmld = env!("CARGO_BIN_EXE_rmld");
+    let mnist = root().join("tests");
+    let mnist = mnist.to_str().unwrap();
+    for (args, expect) in [
+        (vec!["--rmld", "/no/such/rmld", "--mnist", mnist], "/no/such/rmld"),
+        (vec!["--rmld", rmld, "--mnist", "/no/such/mnist"], "/no/such/mnist"),
+        (vec!["--rmld", rmld, "--mnist", mnist, "--budget", "soon"], "--budget"),
+        (vec!["--rmld", rmld, "--mnist", mnist, "--chains", "4,x"], "--chains"),
+        (vec!["--rmld", rmld, "--fast"], "--fast"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let ran = Command::new("bash")
+            .arg(root().join("scripts/gpu-lease.sh"))
+            .args(&args)
+            .args(["--out", out.path().to_str().unwrap()])
+            .output()
+            .expect("bash runs");
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert!(!out.path().join("lease.tgz").exists(), "{args:?} wrote a result");
+    }
+}
+
 /// The PyTorch and JAX peers compile (CI has neither package, so they are not run here; they
 /// ran on this machine's CPU and are run on a GPU by scripts/gpu-bench.sh: docs/benchmarks.md).
 #[test]

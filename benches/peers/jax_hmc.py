@@ -36,8 +36,11 @@ def main(argv):
 
     import jax
 
-    if a.platform:
-        jax.config.update("jax_platforms", a.platform)
+    if a.platform == "cpu":
+        jax.config.update("jax_platforms", "cpu")
+    # "gpu" keeps JAX's default, which prefers a GPU: JAX 0.11 reads jax_platforms="gpu" as CUDA
+    # and ROCm and fails where ROCm is not built in (seen on an NVIDIA H200). The output's
+    # "device" says where it ran.
     # FP32 products (not TF32/bf16 passes) as rmld's.
     jax.config.update("jax_default_matmul_precision", "highest")
     import jax.numpy as jnp
