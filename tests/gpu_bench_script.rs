@@ -126,10 +126,22 @@ fn gpu_lease_refuses_bad_settings_by_name() {
     let mnist = root().join("tests");
     let mnist = mnist.to_str().unwrap();
     for (args, expect) in [
-        (vec!["--rmld", "/no/such/rmld", "--mnist", mnist], "/no/such/rmld"),
-        (vec!["--rmld", rmld, "--mnist", "/no/such/mnist"], "/no/such/mnist"),
-        (vec!["--rmld", rmld, "--mnist", mnist, "--budget", "soon"], "--budget"),
-        (vec!["--rmld", rmld, "--mnist", mnist, "--chains", "4,x"], "--chains"),
+        (
+            vec!["--rmld", "/no/such/rmld", "--mnist", mnist],
+            "/no/such/rmld",
+        ),
+        (
+            vec!["--rmld", rmld, "--mnist", "/no/such/mnist"],
+            "/no/such/mnist",
+        ),
+        (
+            vec!["--rmld", rmld, "--mnist", mnist, "--budget", "soon"],
+            "--budget",
+        ),
+        (
+            vec!["--rmld", rmld, "--mnist", mnist, "--chains", "4,x"],
+            "--chains",
+        ),
         (vec!["--rmld", rmld, "--fast"], "--fast"),
     ] {
         let out = tempfile::tempdir().unwrap();
@@ -142,7 +154,10 @@ fn gpu_lease_refuses_bad_settings_by_name() {
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert_eq!(ran.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expect), "{args:?}: {stderr}");
-        assert!(!out.path().join("lease.tgz").exists(), "{args:?} wrote a result");
+        assert!(
+            !out.path().join("lease.tgz").exists(),
+            "{args:?} wrote a result"
+        );
     }
 }
 
