@@ -896,12 +896,15 @@ fn mnist_scale_chains_split_into_groups() {
 
 /// Read-backs share one kept staging buffer (`buffers::read_back_as`): positions (C × p), then
 /// the smaller MH terms and images, then positions again, and a backend of more chains after it,
-/// each get their own values, whole, whatever the buffer held before.
+/// each get their own values, whole, whatever the buffer held before; the buffer goes with the
+/// backend.
 #[test]
 fn read_backs_of_every_size_return_their_own_values() {
-    let Some(ctx) = context("read_backs_of_every_size_return_their_own_values") else {
+    if context("read_backs_of_every_size_return_their_own_values").is_none() {
         return;
-    };
+    }
+    // A context of its own: the shared one's kept buffer is other tests' too.
+    let ctx = Arc::new(rmld::backend::gpu::GpuContext::new().unwrap());
     let target = target(0.1, 11);
     let dynamics = settings(2, false, 11);
     let mut r = fixed_rng("read-backs", 11);

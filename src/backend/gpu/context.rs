@@ -64,6 +64,18 @@ impl GpuContext {
         })
     }
 
+    /// Bytes of the read-back staging buffer kept now (0: none).
+    pub fn kept_staging_bytes(&self) -> u64 {
+        let slot = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref().map_or(0, |b| b.size())
+    }
+
+    /// Frees the kept read-back staging buffer (the next read-back makes one again).
+    pub fn release_staging(&self) {
+        let mut slot = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = None;
+    }
+
     /// One context per process, built on first use and shared (building compiles every kernel).
     pub fn shared() -> Result<Arc<GpuContext>> {
         static SHARED: Mutex<Option<Arc<GpuContext>>> = Mutex::new(None);

@@ -649,6 +649,14 @@ impl Backend for GpuBackend {
     super::offers_every_capability!();
 }
 
+impl Drop for GpuBackend {
+    /// The read-back staging buffer the shared context kept for this backend's sizes goes with
+    /// it, so a long-lived process (Python) does not hold up to 512 MiB it no longer reads into.
+    fn drop(&mut self) {
+        self.context.release_staging();
+    }
+}
+
 impl Tuning for GpuBackend {
     fn set_step_size(&mut self, eta: f32) -> Result<()> {
         self.settings.eta = eta;
