@@ -369,7 +369,10 @@ impl GpuBackend {
             .iter()
             .map(|g| (pick(g), 0, (4 * g.chains * width) as u64))
             .collect();
-        let encoder = (self.context.device).create_command_encoder(&Default::default());
+        let encoder = self
+            .context
+            .device
+            .create_command_encoder(&Default::default());
         buffers::read_back_as(&self.context, encoder, &pieces)
     }
 }
