@@ -6,7 +6,7 @@
 # scripts/gpu-bench.sh (rmld at 784 × 3136 for every chain count with both tiles, the NumPy,
 # PyTorch and JAX peers, one table); the f16 dictionary beside f32; rmld's CPU rows on the same
 # machine (the GPU/CPU ratio); `rmld augment` of MNIST 3,000 on the GPU and on the CPU (empty code
-# cache), then of all of MNIST on the GPU and on the CPU while time is left. Logs and outputs go to
+# cache), by default and with --preset paper (RMLD chains), then of all of MNIST on the GPU and on the CPU while time is left. Logs and outputs go to
 # one folder, packed into OUT/lease.tgz at the end (the device tool brings back 8 files at most);
 # the tables are printed last. docs/benchmarks.md ("A real GPU") has the call that runs it.
 #
@@ -94,15 +94,19 @@ step gpu-bench 270 "$here/scripts/gpu-bench.sh" --rmld "$rmld" --chains "$chains
   --gpu-name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" >> "$work/gpu-bench.log" 2>&1
 
 big="$(echo "$chains" | tr ',' '\n' | sort -n | tail -3 | paste -sd,)"
-step gpu-f16 60 "$rmld" bench --backend gpu --f16 --gemm-tile narrow,wide --chains "$big" \
+# f16 where A's reads could bound the step (few chains) and where they cannot (many).
+few="$(echo "$chains" | tr ',' '\n' | sort -n | head -2 | paste -sd,)"
+step gpu-f16 60 "$rmld" bench --backend gpu --f16 --gemm-tile narrow,wide --chains "$few,$big" \
   --dim "$dim" --atoms "$atoms" --images "$images" --out "$work/gpu-f16" --force
 step cpu 60 "$rmld" bench --backend cpu --chains "$(echo "$big" | sed 's/,[0-9]*$//')" \
   --dim "$dim" --atoms "$atoms" --images "$images" --out "$work/cpu" --force
 
-augment() {  # NAME BACKEND LIMIT CAP [TEST-LIMIT] (an empty LIMIT: all images)
-  step "augment-$1" "$4" "$rmld" augment --data "$mnist" ${3:+--limit "$3"} ${5:+--test-limit "$5"} \
-    --backend "$2" --seed 0 --no-code-cache --out "$work/augment-$1"
-  python3 - "$work/augment-$1/report.json" <<'EOF' 2>&1 | tee -a "$work/steps.txt"
+augment() {  # NAME BACKEND LIMIT CAP TEST-LIMIT [MORE OPTIONS] (an empty LIMIT: all images)
+  local name="$1" backend="$2" n="$3" cap="$4" tests="$5"
+  shift 5
+  step "augment-$name" "$cap" "$rmld" augment --data "$mnist" ${n:+--limit "$n"} ${tests:+--test-limit "$tests"} \
+    --backend "$backend" --seed 0 --no-code-cache --out "$work/augment-$name" "$@"
+  python3 - "$work/augment-$name/report.json" <<'EOF' 2>&1 | tee -a "$work/steps.txt"
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))
@@ -120,8 +124,12 @@ EOF
 }
 augment gpu-3000 gpu "$limit" 100 "$test_limit"
 augment cpu-3000 cpu "$limit" 150 "$test_limit"
-augment gpu-all gpu "" 200
-augment cpu-all cpu "" 300
+# The paper's pipeline runs RMLD chains (the default samples by deformation): the sampler itself
+# inside augment, on each backend.
+augment gpu-3000-paper gpu "$limit" 100 "$test_limit" --preset paper
+augment cpu-3000-paper cpu "$limit" 150 "$test_limit" --preset paper
+augment gpu-all gpu "" 200 ""
+augment cpu-all cpu "" 300 ""
 
 echo; echo "== tables"; cat "$work/steps.txt"
 cat "$work/gpu-bench/table.md" 2>/dev/null
