@@ -118,6 +118,58 @@ fn gpu_bench_refuses_bad_settings_by_name() {
     }
 }
 
+/// With the device time of rmld's passes (a GPU with timestamp queries), the table gives the
+/// chain-steps over that time and its ratio to PyTorch beside the wall-clock ones.
+#[test]
+fn bench_table_gives_the_device_time_rate_where_the_adapter_times_the_passes() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("rmld")).unwrap();
+    let bench = serde_json::json!({
+        "problem": { "d": 16, "p": 64, "batch": 8, "steps": 20, "outer": 3 },
+        "ceilings": [],
+        "rows": [
+            { "backend": "gpu-wide", "device": "a GPU", "chains": 4096, "status": "ok",
+              "chain_steps_per_second": 1.0e6, "gflops_counted": 12.0, "outer_iterations": 3,
+              "device_seconds": 0.125 },
+            { "backend": "cpu", "device": "a CPU", "chains": 4096, "status": "ok",
+              "chain_steps_per_second": 1.0e5, "gflops_counted": 1.0, "outer_iterations": 3,
+              "device_seconds": null }
+        ]
+    });
+    std::fs::write(dir.path().join("rmld/bench.json"), bench.to_string()).unwrap();
+    let torch =
+        r#"{"peer": "torch", "chains": 4096, "device": "a GPU", "chain_steps_per_second": 2.0e6}"#;
+    std::fs::write(dir.path().join("peers.jsonl"), format!("{torch}\n")).unwrap();
+    let ran = Command::new(&python)
+        .arg(root().join("benches/peers/bench_table.py"))
+        .arg(dir.path())
+        .args(["--peak-gflops", "1000"])
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let table: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("table.json")).unwrap()).unwrap();
+    let (gpu, cpu) = (&table["rows"][0], &table["rows"][1]);
+    // 4096 chains × 20 steps × 3 outer iterations over 0.125 s.
+    let device = gpu["rmld_device_chain_steps_per_second"].as_f64().unwrap();
+    assert!((device - 4096.0 * 60.0 / 0.125).abs() < 1e-6, "{gpu}");
+    let ratio = gpu["rmld_device_over_torch"].as_f64().unwrap();
+    assert!((ratio - device / 2.0e6).abs() < 1e-12, "{gpu}");
+    assert_eq!(gpu["rmld_over_torch"].as_f64().unwrap(), 0.5, "{gpu}");
+    assert!(cpu["rmld_device_chain_steps_per_second"].is_null(), "{cpu}");
+    assert!(cpu["rmld_device_over_torch"].is_null(), "{cpu}");
+    let markdown = std::fs::read_to_string(dir.path().join("table.md")).unwrap();
+    assert!(
+        markdown.contains("| gpu-wide | 4096 | 1,000,000 | 1,966,080 |"),
+        "{markdown}"
+    );
+}
+
 /// scripts/gpu-lease.sh (the lent GPU's one call) refuses what it cannot run, by name, before it
 /// measures anything.
 #[test]

@@ -64,17 +64,25 @@ def load_peers(path):
 def build(bench, peers, peak, peak_source):
     """The table's rows (dicts) from rmld's bench.json and the peer records."""
     rows = []
+    steps = bench["problem"]["steps"]
     for row in bench["rows"]:
         if row.get("status") != "ok":
             continue
         chains = int(row["chains"])
         rate = row["chain_steps_per_second"]
         gflops = row["gflops_counted"]
+        # The same chain-steps over the device time of their passes (timestamp queries), where
+        # the adapter gives it: the step without the read-back of every sample, which the peers
+        # do not do.
+        device_seconds = row.get("device_seconds")
+        outer = row.get("outer_iterations") or bench["problem"]["outer"]
+        device_rate = chains * steps * outer / device_seconds if device_seconds else None
         out = {
             "backend": row["backend"],
             "device": row.get("device", ""),
             "chains": chains,
             "rmld_chain_steps_per_second": rate,
+            "rmld_device_chain_steps_per_second": device_rate,
             "rmld_gflops": gflops,
             "fraction_of_peak": gflops / peak if peak else None,
             "peak_gflops": peak,
@@ -85,6 +93,9 @@ def build(bench, peers, peak, peak_source):
             peer_rate = rec.get("chain_steps_per_second") if rec else None
             out[f"{name}_chain_steps_per_second"] = peer_rate
             out[f"rmld_over_{name}"] = rate / peer_rate if peer_rate else None
+            out[f"rmld_device_over_{name}"] = (
+                device_rate / peer_rate if peer_rate and device_rate else None
+            )
             out[f"{name}_note"] = (rec or {}).get("error", "" if rec else "not run")
             out[f"{name}_device"] = (rec or {}).get("device", "CPU" if name == "numpy" else "")
         rows.append(out)
@@ -106,18 +117,22 @@ def markdown(rows, bench):
         f"{prob['outer']} timed outer iteration(s); a chain-step is one gradient (two products, "
         f"4·d·p flops); peers at the same sizes (JAX: one leapfrog step = one chain-step).",
         "",
-        "| backend | C | rmld chain-steps/s | rmld GFLOP/s | % of FP32 peak | NumPy (CPU) | rmld/NumPy "
-        "| PyTorch | rmld/PyTorch | JAX HMC | rmld/JAX |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | C | rmld chain-steps/s | rmld, device time | rmld GFLOP/s | % of FP32 peak "
+        "| NumPy (CPU) | rmld/NumPy | PyTorch | rmld/PyTorch | rmld/PyTorch, device time "
+        "| JAX HMC | rmld/JAX |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         pct = None if r["fraction_of_peak"] is None else 100 * r["fraction_of_peak"]
         cells = [r["backend"], str(r["chains"]), fmt(r["rmld_chain_steps_per_second"]),
-                 fmt(r["rmld_gflops"], 1), fmt(pct, 1)]
+                 fmt(r["rmld_device_chain_steps_per_second"]), fmt(r["rmld_gflops"], 1),
+                 fmt(pct, 1)]
         for name in PEERS:
             rate = r[f"{name}_chain_steps_per_second"]
             cells.append(fmt(rate) if rate else (r[f"{name}_note"] or "-")[:40])
             cells.append(fmt(r[f"rmld_over_{name}"], 2))
+            if name == "torch":
+                cells.append(fmt(r["rmld_device_over_torch"], 2))
         lines.append("| " + " | ".join(cells) + " |")
     if rows:
         lines += ["", f"Peak: {fmt(rows[0]['peak_gflops'], 0)} GFLOP/s ({rows[0]['peak_source']})."]
