@@ -40,30 +40,25 @@ pub fn write(context: &GpuContext, buffer: &wgpu::Buffer, offset: u64, data: &[u
 }
 
 /// Copies each (buffer, byte offset, bytes) into one staging buffer, submits, waits and returns the
-/// bytes in order; one round trip for any number of pieces.
-pub fn read_back(context: &GpuContext, pieces: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<u8>> {
+/// bytes in order as values of `T` (bytes, or f32 straight from the mapped range); one round trip
+/// for any number of pieces.
+pub fn read_back<T: bytemuck::Pod>(
+    context: &GpuContext,
+    pieces: &[(&wgpu::Buffer, u64, u64)],
+) -> Result<Vec<T>> {
     let encoder = context
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     read_back_after(context, encoder, pieces)
 }
 
-/// As `read_back`, after the work already recorded in `encoder`, in the same submission.
-pub fn read_back_after(
-    context: &GpuContext,
-    encoder: wgpu::CommandEncoder,
-    pieces: &[(&wgpu::Buffer, u64, u64)],
-) -> Result<Vec<u8>> {
-    read_back_as(context, encoder, pieces)
-}
-
 /// The largest staging buffer kept between read-backs; a larger read-back gets its own.
 const KEPT_STAGING_BYTES: u64 = 512 << 20;
 
-/// As `read_back_after`, the bytes collected straight into values of `T` (one copy out of the
-/// mapped staging buffer, which is reused from one read-back to the next up to
-/// `KEPT_STAGING_BYTES`).
-pub fn read_back_as<T: bytemuck::Pod>(
+/// As `read_back`, after the work already recorded in `encoder`, in the same submission. The
+/// values are collected with one copy out of the mapped staging buffer, which is reused from one
+/// read-back to the next up to `KEPT_STAGING_BYTES`.
+pub fn read_back_after<T: bytemuck::Pod>(
     context: &GpuContext,
     mut encoder: wgpu::CommandEncoder,
     pieces: &[(&wgpu::Buffer, u64, u64)],
@@ -126,8 +121,7 @@ pub fn read_back_as<T: bytemuck::Pod>(
 
 /// Reads `len` f32 values from the start of `buffer`.
 pub fn read_f32(context: &GpuContext, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>> {
-    let bytes = read_back(context, &[(buffer, 0, 4 * len as u64)])?;
-    Ok(bytemuck::pod_collect_to_vec(&bytes))
+    read_back(context, &[(buffer, 0, 4 * len as u64)])
 }
 
 /// Where one family's params slots lie in a `ParamSlots` buffer (`SlotLayout::per_step` and

@@ -146,11 +146,11 @@ pub(super) fn forward_pass(
             }
             tape.push(output);
         }
-        let bytes = read_back_after(
+        let outputs = read_back_after(
             context,
             encoder,
             &[(&tape[count], 0, (4 * rows * n_out) as u64)],
         )?;
-        Ok((tape, bytemuck::pod_collect_to_vec(&bytes)))
+        Ok((tape, outputs))
     })?
 }

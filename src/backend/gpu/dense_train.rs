@@ -273,7 +273,7 @@ impl DenseTrainer {
                         }
                     }
                 }
-                read_back_after(&context, encoder, &[])?;
+                read_back_after::<u8>(&context, encoder, &[])?;
                 drop(keep);
                 Ok(())
             },
@@ -293,10 +293,9 @@ impl DenseTrainer {
                 }
             }
         }
-        let bytes = self.context.checked("reading the trained network", || {
+        let all: Vec<f32> = self.context.checked("reading the trained network", || {
             read_back(&self.context, &pieces)
         })??;
-        let all: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
         let mut at = 0;
         let mut tensors = lens.iter().map(|&n| {
             let t = all[at..at + n].to_vec();

@@ -189,7 +189,6 @@ fn encode_group(
                 }
             }
         }
-        let bytes = buffers::read_back_after(context, encoder, &[(&z, 0, (4 * rows * p) as u64)])?;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+        buffers::read_back_after(context, encoder, &[(&z, 0, (4 * rows * p) as u64)])
     })?
 }

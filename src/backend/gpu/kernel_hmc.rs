@@ -384,14 +384,13 @@ impl Backend for KernelHmcGpu {
                 }
             },
         )?;
-        let bytes = self.context.checked("reading the MH terms", || {
+        let values: Vec<f32> = self.context.checked("reading the MH terms", || {
             buffers::read_back_after(
                 &self.context,
                 encoder,
                 &[(&self.terms, 0, (4 * TERMS) as u64 * chains as u64)],
             )
         })??;
-        let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(MhTerms::from_words(&values))
     }
 

@@ -373,7 +373,7 @@ impl GpuBackend {
             .context
             .device
             .create_command_encoder(&Default::default());
-        buffers::read_back_as(&self.context, encoder, &pieces)
+        buffers::read_back_after(&self.context, encoder, &pieces)
     }
 }
 
@@ -765,12 +765,10 @@ impl ModelState for GpuBackend {
             |_, _| {},
             |g, pass| g.record_current(pass, d, p),
         )?;
-        let bytes = self
-            .context
+        self.context
             .checked("reading the prior's update status", || {
                 buffers::read_back_after(&self.context, refresh, &pieces)
-            })??;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+            })?
     }
 
     fn prior_state(&mut self) -> Result<Option<Vec<f32>>> {
@@ -782,10 +780,7 @@ impl ModelState for GpuBackend {
         for g in &self.groups {
             pieces.push((&g.prior()?.state, 0, (4 * g.chains * width) as u64));
         }
-        Ok(Some(bytemuck::pod_collect_to_vec(&buffers::read_back(
-            &self.context,
-            &pieces,
-        )?)))
+        Ok(Some(buffers::read_back(&self.context, &pieces)?))
     }
 
     fn load_prior_state(&mut self, state: &[f32]) -> Result<()> {

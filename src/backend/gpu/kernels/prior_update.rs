@@ -182,7 +182,7 @@ pub fn prior_update(
             },
         );
         context.queue.submit([encoder.finish()]);
-        read_back(
+        read_back::<u8>(
             context,
             &[
                 (&state_buffer, 0, (state.len() * 4) as u64),
