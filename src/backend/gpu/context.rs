@@ -21,7 +21,7 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     /// What was compiled for the device (the pipelines of each model, precision and tile), by key.
     compiled: Mutex<Vec<Compiled>>,
-    /// The read-back staging buffer kept between read-backs (`buffers::read_back_as`): a fresh
+    /// The read-back staging buffer kept between read-backs (`buffers::read_back_after`): a fresh
     /// one per read-back cost more than the copy on an NVIDIA H200 (docs/benchmarks.md).
     pub(super) staging: Mutex<Option<wgpu::Buffer>>,
     info: wgpu::AdapterInfo,
