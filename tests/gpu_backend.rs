@@ -894,7 +894,7 @@ fn mnist_scale_chains_split_into_groups() {
     assert!(positions.iter().all(|&v| v == 0.0));
 }
 
-/// Read-backs share one kept staging buffer (`buffers::read_back_as`): positions (C × p), then
+/// Read-backs share one kept staging buffer (`buffers::read_back_after`): positions (C × p), then
 /// the smaller MH terms and images, then positions again, and a backend of more chains after it,
 /// each get their own values, whole, whatever the buffer held before; the buffer goes with the
 /// backend.
