@@ -195,6 +195,21 @@ fn augment_default_shards_equal_the_single_run_on_the_cpu() {
         report["method"], "deform",
         "not the default method: {report}"
     );
+    // Eight new images per original: past four, half are interpolants, left unsmoothed; a
+    // shard must tell its interpolant rows as the whole run does.
+    let many = dir.path().join("interpolants");
+    let base = [
+        "augment",
+        "--limit",
+        "60",
+        "--ratio",
+        "1:8",
+        "--lasso-iterations",
+        "30",
+        "--seed",
+        "5",
+    ];
+    shards_match(&many, "cpu", (&base, &[]), false);
 }
 
 #[test]

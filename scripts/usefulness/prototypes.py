@@ -112,7 +112,8 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                       noise: float = 0.1, smooth: float = 0.5, filter_p: Optional[float] = None,
                       warp: bool = False, tries: int = 10, per_anchor: int = 0,
                       anchor_shift: bool = False, nudge: float = 0.0, moves=None,
-                      hard: float = 0.0, learned: float = 0.0):
+                      hard: float = 0.0, learned: float = 0.0, pick: int = 0,
+                      pick_mode: str = "hard"):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
@@ -123,7 +124,11 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     of the anchor itself. `nudge`: the draw also moves a uniform fraction within [0, nudge] of
     the way to one of the anchor's 5 nearest same-class images (moved alike), as SMOTE's
     interpolants do all the way. `learned` = f > 0: each tangent's std is f times the spread the
-    class itself shows along it (`learned_tangent_stds`) instead of `deform`'s."""
+    class itself shows along it (`learned_tangent_stds`) instead of `deform`'s. `pick` = K > 1:
+    K candidate draws per anchor visit, and a logistic regression of the real images picks one:
+    `pick_mode` "hard" keeps the candidate whose own-class probability is lowest among those
+    it still labels as the class (the one nearest the boundary: worst-of-K augmentation), "easy"
+    the highest."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed)
@@ -131,6 +136,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
         pixels = side / 28.0
         hardness = _hardness(x, y) if hard > 0 else None
         label_filter = LabelFilter(x, y, filter_p) if filter_p else None
+        judge = LabelFilter(x, y, 0.0) if pick > 1 else None
         out_x, out_y = [], []
         for c, n in sorted(counts.items()):
             if n <= 0:
@@ -171,6 +177,17 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                     fields = transformation_tangents(base, max(0.5, 0.9 * pixels))
                     tangents[(start, move)] = [(std, fields[name].reshape(-1))
                                                for name, std in stds.items()]
+                if judge is not None:
+                    candidates = np.stack([
+                        _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
+                              smooth * pixels, warp, rng, tangents.get((start, move), ()), move,
+                              nudge) for _ in range(pick)])
+                    probs = judge.model.predict_proba(candidates.reshape(pick, -1))
+                    own = probs[:, judge.column[c]]
+                    labelled = probs.argmax(1) == judge.column[c]
+                    score = np.where(labelled, own, 2.0 + own) if pick_mode == "hard" else -own
+                    kept.append(candidates[int(np.argmin(score))])
+                    continue
                 for attempt in range(tries):
                     draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
                                  smooth * pixels, warp, rng, tangents.get((start, move), ()), move,
@@ -243,7 +260,7 @@ def shift_image(image, move):
 
 
 def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves=None,
-             hard: float = 0.0, learned: float = 0.0):
+             hard: float = 0.0, learned: float = 0.0, pick: int = 0, pick_mode: str = "hard"):
     """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
     draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
     scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
@@ -253,9 +270,10 @@ def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves
     digits: 1-pixel shifts cost logistic regression 2.2 points)."""
     large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
                               anchor_shift=True, nudge=nudge, smooth=smooth, moves=moves,
-                              hard=hard, learned=learned)
+                              hard=hard, learned=learned, pick=pick, pick_mode=pick_mode)
     small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
-                              noise=0.0, nudge=nudge, smooth=smooth, hard=hard, learned=learned)
+                              noise=0.0, nudge=nudge, smooth=smooth, hard=hard, learned=learned,
+                              pick=pick, pick_mode=pick_mode)
 
     def augment(x, y, counts, seed):
         return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
@@ -506,3 +524,64 @@ PROTOTYPES["p-deform-stretch1.3"] = learned_variation.stretched(proposal(), 1.3)
 PROTOTYPES["p-learned"] = proposal(learned=0.5)
 PROTOTYPES["p-learned0.35"] = proposal(learned=0.35)
 PROTOTYPES["p-learned1"] = proposal(learned=1.0)
+# K candidates per anchor visit, a logistic regression of the real images picks the one nearest
+# the boundary it still labels right ("hard", worst-of-K) or the most confident ("easy").
+for _k in (2, 4, 8):
+    PROTOTYPES[f"p-pick-hard{_k}"] = proposal(pick=_k)
+PROTOTYPES["p-pick-easy4"] = proposal(pick=4, pick_mode="easy")
+PROTOTYPES["p-pick-hard4-x2"] = proposal(1.0, pick=4)
+
+
+def share_smote(inner, share: float):
+    """A `share` of each class's new images from SMOTE's interpolation, the rest from `inner`."""
+
+    def augment(x, y, counts, seed):
+        first = {c: int(round(n * share)) for c, n in counts.items()}
+        ax, ay = baseline("smote")(x, y, first, seed)
+        bx, by = inner(x, y, {c: n - first[c] for c, n in counts.items()}, seed)
+        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
+
+    return augment
+
+
+for _share in (0.25, 0.5, 0.75):
+    PROTOTYPES[f"p-smote{_share:g}"] = share_smote(proposal(), _share)
+
+
+def smote_beyond(inner, per_image: int = 4, share: float = 0.5, interpolants=None):
+    """Each class's first `per_image` new images per original from `inner`; of the rest, a `share`
+    from SMOTE's interpolation (`interpolants`: SMOTE itself by default) and the others from
+    `inner` (a rare class brought up many times its size gets interpolants between its images
+    besides its images' deformations). rmld's deform does this since session 27 (src/model/
+    interpolation.rs), leaving its interpolants unsmoothed."""
+    between = interpolants or baseline("smote")
+
+    def augment(x, y, counts, seed):
+        present = {c: int(np.sum(y == c)) for c in counts}
+        first = {c: int(round(max(0, n - per_image * present[c]) * share)) for c, n in counts.items()}
+        ax, ay = between(x, y, first, seed)
+        bx, by = inner(x, y, {c: n - first[c] for c, n in counts.items()}, seed)
+        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
+
+    return augment
+
+
+PROTOTYPES["p-beyond4"] = smote_beyond(proposal())
+PROTOTYPES["p-beyond4-all"] = smote_beyond(proposal(), share=1.0)
+
+
+def smoothed(inner, sigma: float = 0.5):
+    """`inner`'s new images smoothed by a Gaussian of `sigma` × side/28 px, then clipped (the
+    post-processing rmld applies to every draw)."""
+
+    def augment(x, y, counts, seed):
+        gx, gy = inner(x, y, counts, seed)
+        s = sigma * x.shape[-1] / 28.0
+        out = np.stack([ndimage.gaussian_filter(g, s) for g in gx]) if len(gx) else gx
+        return np.clip(out, 0, 1).astype(np.float32), gy
+
+    return augment
+
+
+# ... with the interpolants smoothed as rmld's post-processing smooths every other draw.
+PROTOTYPES["p-beyond4-smooth"] = smote_beyond(proposal(), interpolants=smoothed(baseline("smote")))

@@ -66,16 +66,29 @@ impl PostProcess {
         width: usize,
         full_scale: f32,
     ) -> Vec<u8> {
+        self.to_pixels_sharp(images, (height, width), full_scale, &[])
+    }
+
+    /// As [`to_pixels`](Self::to_pixels), but the rows `sharp` marks true are not smoothed
+    /// (interpolants between originals: blends of real images, with no sampler's speckle to
+    /// smooth away); rows past `sharp`'s end are.
+    pub fn to_pixels_sharp(
+        self,
+        images: &[f32],
+        (height, width): (usize, usize),
+        full_scale: f32,
+        sharp: &[bool],
+    ) -> Vec<u8> {
         let d = height * width;
         let kernel = gaussian_kernel(self.smooth);
         let mut out = Vec::with_capacity(images.len());
         let mut row = vec![0f32; d];
         let mut scratch = vec![0f32; d];
-        for image in images.chunks(d.max(1)) {
+        for (i, image) in images.chunks(d.max(1)).enumerate() {
             for (r, &v) in row.iter_mut().zip(image) {
                 *r = v * 255.0 / full_scale;
             }
-            if kernel.len() > 1 {
+            if kernel.len() > 1 && !sharp.get(i).copied().unwrap_or(false) {
                 smooth_separable(&mut row, &mut scratch, height, width, &kernel);
             }
             if self.soft_threshold > 0.0 {
@@ -197,6 +210,14 @@ mod tests {
             ..plain()
         };
         assert_eq!(p.to_pixels(&[100.0; 25], 5, 5, 255.0), vec![100; 25]);
+        // A row marked sharp keeps its point; the next row is smoothed.
+        let mut two = vec![0.0; 50];
+        two[12] = 255.0;
+        two[37] = 255.0;
+        let px = p.to_pixels_sharp(&two, (5, 5), 255.0, &[true]);
+        assert_eq!(px[12], 255);
+        assert_eq!(px[..25].iter().filter(|&&v| v > 0).count(), 1);
+        assert!(px[37] < 255 && px[25 + 11] > 0, "{:?}", &px[25..]);
         let mut point = vec![0f32; 25];
         point[12] = 255.0;
         let px = p.to_pixels(&point, 5, 5, 255.0);

@@ -20,8 +20,10 @@ pub enum AugmentMethod {
     KernelHmc,
     /// Exact draws along each image's transformation tangents (rotation, scale, shears,
     /// thickness; anchors moved by one whole pixel on images of 28 px or more), one per image
-    /// in turn (docs/usefulness.md, "The Rust implementation"); no chains, and the codes are
-    /// the generated images' LASSO codes (`reencode`; none written without it).
+    /// in turn (docs/usefulness.md, "The Rust implementation"); past four new images per
+    /// original, half the rest are interpolants between a class's neighbouring images; no
+    /// chains, and the codes are the generated images' LASSO codes (`reencode`; none written
+    /// without it).
     Deform,
 }
 

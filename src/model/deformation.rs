@@ -9,10 +9,12 @@
 //! permutation per round); on images of 28 px or more the anchor is first moved by one whole
 //! pixel (right, left, down, up in turn for each image, zeros shifted in). The numbers are the
 //! numpy prototype's (`scripts/usefulness/prototypes.py`, `proposal`), which this file
-//! reproduces to rounding.
+//! reproduces to rounding. A class brought past four new images per original takes half the
+//! rest as interpolants between its images (`interpolation.rs`, the prototype's `p-beyond4`).
 
+use super::interpolation::{interpolant_count, interpolants, turns};
 use crate::math::Portable;
-use crate::rng::{index_from_word, Purpose, Stream};
+use crate::rng::{Purpose, Stream};
 
 /// The image width (pixels) from which an anchor is moved by one whole pixel instead of
 /// drawing along the shift tangents (one pixel is too far on the 8 × 8 digits).
@@ -164,26 +166,36 @@ pub fn moved(image: &[f64], height: usize, width: usize, (dy, dx): (isize, isize
 /// The anchors of `count` draws from a class of `n` images: every image in turn, a permutation
 /// per round drawn from (`seed`, `label`, round).
 pub fn anchors(n: usize, count: usize, seed: u64, label: u32) -> Vec<usize> {
-    let mut out = Vec::with_capacity(count);
-    let mut round = 0u32;
-    while out.len() < count && n > 0 {
-        let mut words = vec![0u32; n];
-        Stream::new(seed, label, round, 0, Purpose::DeformationAnchors).fill_u32(&mut words);
-        let mut order: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            order.swap(i, index_from_word(words[i], i as u32 + 1) as usize);
-        }
-        out.extend(order.into_iter().take(count - out.len()));
-        round += 1;
-    }
-    out
+    turns(n, count, seed, label, Purpose::DeformationAnchors)
+}
+
+/// `count` new images of the class whose `n` images (rows of h × w, 0..1 scale) are `images`,
+/// as rows of h × w (before post-processing), with the image each was drawn from: first the
+/// deformations ([`deformations`]), then, for a class brought past four new images per
+/// original, the interpolants between its images ([`interpolant_count`], [`interpolants`]).
+pub fn class_draws(
+    images: &[f32],
+    (height, width): (usize, usize),
+    count: usize,
+    seed: u64,
+    label: u32,
+) -> (Vec<f32>, Vec<usize>) {
+    let d = height * width;
+    let n = images.len() / d.max(1);
+    let between = interpolant_count(n, count);
+    let mut draws = deformations(images, (height, width), count - between, seed, label);
+    let mut starts = anchors(n, count - between, seed, label);
+    let (mixed, bases) = interpolants(images, d, between, seed, label);
+    draws.extend(mixed);
+    starts.extend(bases);
+    (draws, starts)
 }
 
 /// `count` deformation draws of the class whose `n` images (rows of h × w, 0..1 scale) are
 /// `images`, as rows of h × w (before post-processing): draw j anchors on [`anchors`]' j-th
 /// image, moved in its turn on images of 28 px or more, its coefficients z the normals of
 /// (`seed`, `label`, j).
-pub fn class_draws(
+pub fn deformations(
     images: &[f32],
     (height, width): (usize, usize),
     count: usize,
@@ -320,6 +332,29 @@ mod tests {
         ],
     ];
 
+    /// Up to four new images per original a class's draws are its deformations alone, byte for
+    /// byte; past that, half the rest are interpolants, after the deformations.
+    #[test]
+    fn interpolants_join_the_deformations_past_four_per_image() {
+        let (h, w) = (28, 28);
+        let images: Vec<f32> = (0..3 * h * w)
+            .map(|i| ((i * 13) % 17) as f32 / 16.0)
+            .collect();
+        let (draws, starts) = class_draws(&images, (h, w), 12, 5, 1);
+        assert_eq!(draws, deformations(&images, (h, w), 12, 5, 1));
+        assert_eq!(starts, anchors(3, 12, 5, 1));
+        let (draws, starts) = class_draws(&images, (h, w), 20, 5, 1);
+        let between = interpolant_count(3, 20);
+        assert_eq!(between, 4);
+        let (mixed, bases) = interpolants(&images, h * w, between, 5, 1);
+        assert_eq!(
+            draws[..16 * h * w],
+            deformations(&images, (h, w), 16, 5, 1)[..]
+        );
+        assert_eq!(draws[16 * h * w..], mixed[..]);
+        assert_eq!(starts[16..], bases[..]);
+    }
+
     #[test]
     fn moved_shifts_in_zeros() {
         let image: Vec<f64> = (1..=6).map(f64::from).collect();
@@ -355,7 +390,7 @@ mod tests {
             image[r * w + 13] = 1.0;
             image[r * w + 14] = 1.0;
         }
-        let draws = class_draws(&image, (h, w), 4, 1, 0);
+        let draws = deformations(&image, (h, w), 4, 1, 0);
         assert_eq!(draws.len(), 4 * h * w);
         let base: Vec<f64> = image.iter().map(|&v| v as f64).collect();
         for (j, draw) in draws.chunks(h * w).enumerate() {

@@ -16,6 +16,7 @@ pub(crate) mod data_scale;
 pub(crate) mod deformation;
 pub(crate) mod dictionary;
 pub(crate) mod fit;
+pub(crate) mod interpolation;
 pub(crate) mod likelihood;
 pub(crate) mod posterior;
 pub(crate) mod prior;

@@ -481,6 +481,7 @@ fn join_sinks(
                     if keep_codes {
                         sink.codes[k].extend_from_slice(&part.codes[row * p..(row + 1) * p]);
                     }
+                    sink.positions[k].push(position);
                     sink.kept[k] += 1;
                     *cursor += 1;
                     position += 1;

@@ -60,6 +60,10 @@ pub enum Purpose {
     Deformation = 11,
     /// The order in which a class's images anchor deformation draws, one permutation per round.
     DeformationAnchors = 12,
+    /// The neighbour and the step of an interpolant between a class's images.
+    Interpolation = 13,
+    /// The order in which a class's images start interpolants, one permutation per round.
+    InterpolationBases = 14,
     /// Parametric dictionary learning (one stream per signal and MCMC iteration).
     DictionaryLearning = 20,
 }

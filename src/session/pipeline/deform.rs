@@ -1,6 +1,7 @@
-//! Method "deform": each class's images moved along their transformation tangents, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
+//! Method "deform": each class's images moved along their transformation tangents, with interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
 
-use crate::model::deformation::{anchors, class_draws};
+use crate::model::deformation::class_draws;
+use crate::model::interpolation::interpolant_count;
 use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
 use crate::{Error, Result};
 
@@ -10,7 +11,8 @@ use super::load::Loaded;
 /// of no iterations. The draws are made on the 0..1 scale (the images divided by pixel-max),
 /// where the tangents' scales are set, and brought back to the model's. A shard draws every
 /// class as the whole run does (a second or so) and keeps its range of the chains, so that the
-/// shards' merge is the whole run's draws.
+/// shards' merge is the whole run's draws. Each draw's start is the image it was drawn from
+/// (an interpolant's: the image it leans away from).
 pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, SampleRun)> {
     let observations = &run.problem.target.observations;
     let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
@@ -28,10 +30,10 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             .flat_map(|i| observations.row(i))
             .map(|v| v / full)
             .collect();
-        let draws = class_draws(&originals, (h, w), class.generated, seed, class.label);
+        let (draws, origins) = class_draws(&originals, (h, w), class.generated, seed, class.label);
         images.extend(draws.iter().map(|v| v * full));
-        for anchor in anchors(count, class.generated, seed, class.label) {
-            starts.extend(observations.row(first + anchor));
+        for origin in origins {
+            starts.extend(observations.row(first + origin));
         }
         let extra = class.chains.saturating_sub(class.generated);
         images.resize(images.len() + extra * d, 0.0);
@@ -57,4 +59,19 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
         ..SampleRun::default()
     };
     Ok((sink, state))
+}
+
+/// Per row of `sink`'s images (class by class, as written): whether it is an interpolant,
+/// which the post-processing leaves unsmoothed. A class's interpolants are its last draws
+/// (`class_draws`), so a row's position among its class's draws of the whole run tells.
+pub(super) fn interpolant_rows(plan: &AugmentPlan, sink: &AugmentSink) -> Vec<bool> {
+    plan.classes
+        .iter()
+        .zip(&sink.positions)
+        .flat_map(|(class, positions)| {
+            let count = class.rows[1] as usize;
+            let first = class.generated - interpolant_count(count, class.generated);
+            positions.iter().map(move |&position| position >= first)
+        })
+        .collect()
 }

@@ -116,9 +116,13 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
     let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
     let full = args.problem_settings().pixel_max;
     let sink = &generated.sink;
+    let sharp = match args.method {
+        AugmentMethod::Deform => deform::interpolant_rows(&run.plan, sink),
+        _ => Vec::new(),
+    };
     let pixels = args
         .postprocess()
-        .to_pixels(&sink.images.concat(), h, w, full);
+        .to_pixels_sharp(&sink.images.concat(), (h, w), full, &sharp);
     let mut caches = ["off"; 3];
     let mut encoder = Encoder {
         args: EncodeArgs {
