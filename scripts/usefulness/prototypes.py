@@ -532,22 +532,6 @@ PROTOTYPES["p-pick-easy4"] = proposal(pick=4, pick_mode="easy")
 PROTOTYPES["p-pick-hard4-x2"] = proposal(1.0, pick=4)
 
 
-def share_smote(inner, share: float):
-    """A `share` of each class's new images from SMOTE's interpolation, the rest from `inner`."""
-
-    def augment(x, y, counts, seed):
-        first = {c: int(round(n * share)) for c, n in counts.items()}
-        ax, ay = baseline("smote")(x, y, first, seed)
-        bx, by = inner(x, y, {c: n - first[c] for c, n in counts.items()}, seed)
-        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
-
-    return augment
-
-
-for _share in (0.25, 0.5, 0.75):
-    PROTOTYPES[f"p-smote{_share:g}"] = share_smote(proposal(), _share)
-
-
 def smote_beyond(inner, per_image: int = 4, share: float = 0.5, interpolants=None):
     """Each class's first `per_image` new images per original from `inner`; of the rest, a `share`
     from SMOTE's interpolation (`interpolants`: SMOTE itself by default) and the others from
@@ -566,6 +550,9 @@ def smote_beyond(inner, per_image: int = 4, share: float = 0.5, interpolants=Non
     return augment
 
 
+# A fixed share of every class's new images by SMOTE (per_image 0), whatever the count.
+for _share in (0.25, 0.5, 0.75):
+    PROTOTYPES[f"p-smote{_share:g}"] = smote_beyond(proposal(), per_image=0, share=_share)
 PROTOTYPES["p-beyond4"] = smote_beyond(proposal())
 PROTOTYPES["p-beyond4-all"] = smote_beyond(proposal(), share=1.0)
 

@@ -11,6 +11,7 @@
 
 use rayon::prelude::*;
 
+use super::neighbours::nearest;
 use crate::rng::{index_from_word, uniform_from_word, Purpose, Stream};
 
 /// New images per original a class's deformations take before interpolants join them: one per
@@ -47,34 +48,23 @@ pub fn turns(n: usize, count: usize, seed: u64, label: u32, purpose: Purpose) ->
     out
 }
 
-/// Each image's `k` nearest other images (rows of `d` pixels), nearest first, ties by index.
-/// O(n² d), a row per thread (a class of all 6,000 of an MNIST digit: 3·10¹⁰ operations).
-pub fn nearest_in_class(images: &[f32], d: usize, k: usize) -> Vec<Vec<usize>> {
+/// The [`NEIGHBOURS`] nearest other images of each image in `bases` (rows of `d` pixels), by
+/// image (empty for the images no interpolant starts from). O(n d) per base, a base per thread
+/// (all 6,000 of an MNIST digit as bases: 3·10¹⁰ operations).
+fn class_neighbours(images: &[f32], d: usize, bases: &[usize]) -> Vec<Vec<usize>> {
     let n = images.len() / d.max(1);
     let row = |i: usize| &images[i * d..(i + 1) * d];
+    let mut wanted = vec![false; n];
+    bases.iter().for_each(|&a| wanted[a] = true);
     (0..n)
         .into_par_iter()
-        .map(|i| {
-            let mut others: Vec<(f64, usize)> = (0..n)
-                .filter(|&j| j != i)
-                .map(|j| {
-                    let distance = row(i)
-                        .iter()
-                        .zip(row(j))
-                        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-                        .sum::<f64>();
-                    (distance, j)
-                })
-                .collect();
-            let order =
-                |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-            let k = k.min(others.len());
-            if k < others.len() {
-                others.select_nth_unstable_by(k, order);
-                others.truncate(k);
-            }
-            others.sort_by(order);
-            others.into_iter().map(|(_, j)| j).collect()
+        .map(|i| match wanted[i] {
+            true => nearest(
+                row(i),
+                (0..n).filter(|&j| j != i).map(|j| (j, row(j))),
+                NEIGHBOURS,
+            ),
+            false => Vec::new(),
         })
         .collect()
 }
@@ -94,12 +84,13 @@ pub fn interpolants(
     if n < 2 || count == 0 {
         return (Vec::new(), Vec::new());
     }
-    let nearest = nearest_in_class(images, d, NEIGHBOURS.min(n - 1));
     let bases = turns(n, count, seed, label, Purpose::InterpolationBases);
+    let neighbours = class_neighbours(images, d, &bases);
     let mut out = Vec::with_capacity(count * d);
     for (i, &a) in bases.iter().enumerate() {
         let words = Stream::new(seed, label, i as u32, 0, Purpose::Interpolation).block(0);
-        let b = nearest[a][index_from_word(words[0], nearest[a].len() as u32) as usize];
+        let near = &neighbours[a];
+        let b = near[index_from_word(words[0], near.len() as u32) as usize];
         let step = uniform_from_word(words[1]);
         let (from, to) = (&images[a * d..(a + 1) * d], &images[b * d..(b + 1) * d]);
         out.extend(from.iter().zip(to).map(|(&x, &y)| x + step * (y - x)));
@@ -121,17 +112,6 @@ mod tests {
         assert_eq!(interpolant_count(1, 100), 0);
     }
 
-    #[test]
-    fn nearest_images_come_nearest_first() {
-        // Four one-pixel images at 0, 1, 3 and 7.
-        let images = [0.0f32, 1.0, 3.0, 7.0];
-        let nearest = nearest_in_class(&images, 1, 2);
-        assert_eq!(
-            nearest,
-            vec![vec![1, 2], vec![0, 2], vec![1, 0], vec![2, 1]]
-        );
-    }
-
     /// Every interpolant lies on the segment from its start to one of the start's nearest
     /// images, and every image starts one per round.
     #[test]
@@ -143,7 +123,7 @@ mod tests {
         let mut first_round = starts[..8].to_vec();
         first_round.sort_unstable();
         assert_eq!(first_round, (0..8).collect::<Vec<_>>());
-        let nearest = nearest_in_class(&images, d, NEIGHBOURS);
+        let nearest = class_neighbours(&images, d, &starts);
         for (i, (draw, &a)) in draws.chunks(d).zip(&starts).enumerate() {
             let from = &images[a * d..(a + 1) * d];
             let on_a_segment = nearest[a].iter().any(|&b| {

@@ -18,6 +18,7 @@ pub(crate) mod dictionary;
 pub(crate) mod fit;
 pub(crate) mod interpolation;
 pub(crate) mod likelihood;
+pub(crate) mod neighbours;
 pub(crate) mod posterior;
 pub(crate) mod prior;
 pub mod wgsl;

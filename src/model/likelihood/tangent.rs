@@ -18,6 +18,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::ChainData;
+use crate::model::neighbours::nearest;
 use crate::model::wgsl::{wgsl_struct, WgslModel, WgslStruct};
 use crate::model::Observations;
 use crate::{Error, Result};
@@ -232,21 +233,12 @@ pub fn nearest_in_class(
     [first, count]: [u32; 2],
     k: usize,
 ) -> Vec<usize> {
-    let a = observations.row(anchor);
-    let mut by_distance: Vec<(f64, usize)> = (first as usize..(first + count) as usize)
-        .filter(|&i| i != anchor)
-        .map(|i| {
-            let dist2 = observations
-                .row(i)
-                .iter()
-                .zip(&a)
-                .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
-                .sum::<f64>();
-            (dist2, i)
-        })
-        .collect();
-    by_distance.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-    by_distance.into_iter().take(k).map(|(_, i)| i).collect()
+    let rows = (first as usize..(first + count) as usize).filter(|&i| i != anchor);
+    nearest(
+        &observations.row(anchor),
+        rows.map(|i| (i, observations.row(i))),
+        k,
+    )
 }
 
 /// One chain's Q (k × d, f32) and γ (k) from its anchor and neighbours, all in f64 until stored.
