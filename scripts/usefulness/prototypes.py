@@ -572,3 +572,44 @@ def smoothed(inner, sigma: float = 0.5):
 
 # ... with the interpolants smoothed as rmld's post-processing smooths every other draw.
 PROTOTYPES["p-beyond4-smooth"] = smote_beyond(proposal(), interpolants=smoothed(baseline("smote")))
+
+
+def cut_mixed(inner, share: float = 1.0, low: float = 0.25, high: float = 0.5, k: int = 5):
+    """`inner`'s new images, a `share` of them with a band of rows or of columns (a random
+    fraction within [low, high] of the side, at a random place) taken from one of the draw's
+    `k` nearest real images of its class: new combinations of a class's parts (a sleeve of
+    one shirt, the body of another), after within-class CutMix."""
+
+    def augment(x, y, counts, seed):
+        gx, gy = inner(x, y, counts, seed)
+        if len(gx) == 0:
+            return gx, gy
+        rng = np.random.default_rng(seed + 307)
+        out = gx.copy()
+        side = x.shape[-1]
+        for c in np.unique(gy):
+            real = x[y == c].reshape(int(np.sum(y == c)), -1)
+            rows = np.flatnonzero(gy == c)
+            if len(real) < 2:
+                continue
+            flat = out[rows].reshape(len(rows), -1)
+            d = (flat ** 2).sum(1)[:, None] - 2 * flat @ real.T + (real ** 2).sum(1)[None, :]
+            near = np.argsort(d, axis=1)[:, :min(k, len(real))]
+            for i, r in enumerate(rows):
+                if rng.random() >= share:
+                    continue
+                other = real[near[i][rng.integers(near.shape[1])]].reshape(side, side)
+                width = max(1, int(round(rng.uniform(low, high) * side)))
+                at = rng.integers(0, side - width + 1)
+                if rng.random() < 0.5:
+                    out[r, at:at + width, :] = other[at:at + width, :]
+                else:
+                    out[r, :, at:at + width] = other[:, at:at + width]
+        return out.astype(np.float32), gy
+
+    return augment
+
+
+PROTOTYPES["p-cutmix"] = cut_mixed(proposal())
+PROTOTYPES["p-cutmix0.5"] = cut_mixed(proposal(), share=0.5)
+PROTOTYPES["p-cutmix-small"] = cut_mixed(proposal(), low=0.1, high=0.25)

@@ -26,9 +26,11 @@ def _cell(values):
 def tables(rows, mode) -> str:
     """One table per (dataset, regime, setting): a row per augmentation, per classifier the
     accuracy / balanced accuracy ± std / macro F1 (%), then the augmentation's seconds."""
+    first = mode.get("first_seed", 0)
     keep = [r for r in rows if "error" not in r and r["dataset"] in mode["datasets"]
             and r["augmenter"] in mode["augmenters"]
-            and r["classifier"] in mode["classifiers"] + ["proxies"] and r["seed"] < mode["seeds"]]
+            and r["classifier"] in mode["classifiers"] + ["proxies"]
+            and first <= r["seed"] < first + mode["seeds"]]
     groups = OrderedDict()
     for r in keep:
         groups.setdefault((r["dataset"], r["regime"], r["setting"]), []).append(r)

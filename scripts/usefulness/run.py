@@ -220,7 +220,9 @@ def main() -> int:
     ap.add_argument("--datasets", nargs="+", help="instead of the mode's")
     ap.add_argument("--augmenters", nargs="+", help="instead of the mode's ('a+b': union)")
     ap.add_argument("--classifiers", nargs="+", help="instead of the mode's: lr svm mlp")
-    ap.add_argument("--seeds", type=int, help="instead of the mode's (seeds 0..N-1)")
+    ap.add_argument("--seeds", type=int, help="instead of the mode's (seeds FIRST..FIRST+N-1)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the first seed (default %(default)s): other cuts than the docs' tables")
     ap.add_argument("--few", type=int, nargs="+", help="per-class counts instead of the mode's")
     ap.add_argument("--imbalanced", nargs="+", help="MAJORITY:MINORITY pairs instead of the mode's")
     ap.add_argument("--test-per-class", type=int)
@@ -234,7 +236,7 @@ def main() -> int:
     args = ap.parse_args()
     os.environ["RMLD_BACKEND"] = args.backend
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
-    mode = dict(MODES[args.mode], factor=args.factor)
+    mode = dict(MODES[args.mode], factor=args.factor, first_seed=args.first_seed)
     for key in ("datasets", "augmenters", "classifiers", "seeds", "few", "test_per_class"):
         if getattr(args, key) is not None:
             mode[key] = getattr(args, key)
@@ -258,7 +260,7 @@ def main() -> int:
             pools = data.load_pools(name, args.data, mode["test_per_class"])
             regimes = [r for r in args.regimes if r != "table2"]
             for regime, setting, counts, new in cuts(mode, regimes, pools):
-                for seed in range(mode["seeds"]):
+                for seed in range(mode["first_seed"], mode["first_seed"] + mode["seeds"]):
                     meta = dict(dataset=name, regime=regime, setting=setting, seed=seed,
                                 test=len(pools.test_y))
                     done = {(r["augmenter"], r["classifier"]) for r in rows

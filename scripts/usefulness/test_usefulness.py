@@ -165,6 +165,11 @@ class Harness(unittest.TestCase):
                                         classifiers=["lr"], seeds=3))
         self.assertIn("| none (2 seeds) | 0 | 50.5 / 50.5 ± 0.5 / 50.5 |", text)
         self.assertIn("| shifts | 20 | 60.3 / **60.3** ± 0.5 / 60.3 |", text)
+        # --first-seed: only seeds first..first+seeds-1 make the table
+        text = report.tables(rows, dict(datasets=["d"], augmenters=["none", "shifts"],
+                                        classifiers=["lr"], seeds=2, first_seed=1))
+        self.assertIn("| none (1 seed) | 0 | 51.0 / 51.0 ± 0.0 / 51.0 |", text)
+        self.assertIn("| shifts | 20 | 60.5 / **60.5** ± 0.5 / 60.5 |", text)
 
 
 if __name__ == "__main__":
