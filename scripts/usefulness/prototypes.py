@@ -254,8 +254,8 @@ def shift_image(image, move):
     from augmenters import shift
 
     step = image.shape[-1] / 28.0
-    if step >= 1.0:
-        return shift(image, *move)
+    if step >= 1.0 and all(float(m).is_integer() for m in move):
+        return shift(image, *(int(m) for m in move))
     return ndimage.shift(image, (move[0] * step, move[1] * step), order=1, mode="constant")
 
 
@@ -613,3 +613,9 @@ def cut_mixed(inner, share: float = 1.0, low: float = 0.25, high: float = 0.5, k
 PROTOTYPES["p-cutmix"] = cut_mixed(proposal())
 PROTOTYPES["p-cutmix0.5"] = cut_mixed(proposal(), share=0.5)
 PROTOTYPES["p-cutmix-small"] = cut_mixed(proposal(), low=0.1, high=0.25)
+
+
+# The anchor moved by half a pixel (linear interpolation) instead of a whole one.
+PROTOTYPES["p-moves-half"] = proposal(moves=[(0, 0.5), (0, -0.5), (0.5, 0), (-0.5, 0)])
+PROTOTYPES["p-moves-mixed"] = proposal(moves=[(0, 1), (0, -0.5), (1, 0), (-0.5, 0), (0, -1),
+                                              (0, 0.5), (-1, 0), (0.5, 0)])
