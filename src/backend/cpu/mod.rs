@@ -546,16 +546,20 @@ impl CpuBackend {
     }
 }
 
+/// "CPU, 1 thread" or "CPU, N threads": the rayon pool the CPU backends run on, for reports.
+pub(crate) fn cpu_threads() -> String {
+    match rayon::current_num_threads() {
+        1 => "CPU, 1 thread".into(),
+        n => format!("CPU, {n} threads"),
+    }
+}
+
 impl Backend for CpuBackend {
     fn info(&self) -> BackendInfo {
         let (d, p) = (self.target.d(), self.target.p());
         BackendInfo {
             kind: "cpu".into(),
-            device: format!(
-                "CPU, {} threads, {} products",
-                rayon::current_num_threads(),
-                self.cpu_path.name()
-            ),
+            device: format!("{}, {} products", cpu_threads(), self.cpu_path.name()),
             // A caching likelihood adds its scaled residuals (2d) and energies (2), and its
             // per-chain data (the tangent target's k directions and shrinkages).
             bytes_per_chain: 4 * (5 * p + 5 * d)

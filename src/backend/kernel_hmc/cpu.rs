@@ -290,7 +290,7 @@ impl Backend for KernelHmcCpu {
         let (d, m) = (self.target.d(), self.settings.batch as usize);
         BackendInfo {
             kind: "cpu".into(),
-            device: format!("CPU, {} threads (kernel-hmc)", rayon::current_num_threads()),
+            device: format!("{} (kernel-hmc)", crate::backend::cpu::cpu_threads()),
             // X, Z, both gradients, r (d each), both energies; per-thread scratch aside.
             bytes_per_chain: 4 * (5 * d + 2) + 8 * m,
         }
