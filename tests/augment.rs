@@ -387,6 +387,23 @@ fn the_default_preset_is_quality_and_options_override_it() {
     );
     let said = String::from_utf8_lossy(&run.stdout);
     assert!(said.contains("no accept step"), "{said}");
+    // The default ratio (the paper's 6:1) is too few new images to help a classifier, and the
+    // preset for classifiers says what does; with four per original or the paper's preset it
+    // says nothing.
+    let note = "too few to change a classifier";
+    let told = stderr(&run);
+    assert!(
+        told.contains(note) && told.contains("--ratio 1:4") && told.contains("--balance auto"),
+        "{told}"
+    );
+    let four = dir.path().join("four");
+    let run = augment_with_defaults(&four, &["--classes", "0,1", "--ratio", "1:4"]);
+    assert!(
+        run.status.success() && !stderr(&run).contains(note),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!stderr(&augment(&dir.path().join("paper"), &["--classes", "0,1"])).contains(note));
     assert!(
         said.contains("drawn at once") && !said.contains("chains"),
         "{said}"

@@ -148,6 +148,10 @@ fn notice_text(notice: &Notice, options: &[String]) -> String {
             )
         }
         Notice::Estimate { .. } => format!("rmld: {notice}"),
+        Notice::FewNewImages { .. } => format!(
+            "rmld augment: note: {}",
+            super::with_flags(&notice.to_string(), options)
+        ),
         Notice::QualitySkipped { error } => {
             format!(
                 "rmld augment: no quality metrics: {}",
@@ -214,6 +218,16 @@ mod tests {
             text,
             "rmld: interrupted after outer iteration 3 of 9: outputs and o/checkpoint.rmld \
              written; continue with `rmld resume o`"
+        );
+        let few = Notice::FewNewImages {
+            generated: 500,
+            originals: 3000,
+        };
+        assert_eq!(
+            notice_text(&few, &["ratio".to_string(), "balance".to_string()]),
+            "rmld augment: note: 500 new images for 3000 originals (one per 6.0) are too few to \
+             change a classifier trained on them (docs/usefulness.md); four per original \
+             (--ratio 1:4), or --balance auto where the classes are imbalanced, are what help"
         );
         let skipped = Notice::QualitySkipped {
             error: rmld::Error::usage("test_limit", "must be at least 1"),

@@ -114,6 +114,14 @@ pub enum Notice {
         /// What that value becomes in model units.
         pixel_max: f32,
     },
+    /// An augmentation for classifiers (the quality preset) generates fewer new images than
+    /// the data has: too few to change a classifier trained on them (docs/usefulness.md).
+    FewNewImages {
+        /// New images the run generates.
+        generated: usize,
+        /// Originals they are drawn from.
+        originals: usize,
+    },
     /// The sample-quality metrics could not be computed (the report says why).
     QualitySkipped {
         /// What was wrong with their inputs.
@@ -274,6 +282,16 @@ impl std::fmt::Display for Notice {
                 }
                 write!(f, "{}: {}", out.display(), said.join("; "))
             }
+            Notice::FewNewImages {
+                generated,
+                originals,
+            } => write!(
+                f,
+                "{generated} new images for {originals} originals (one per {:.1}) are too few to \
+                 change a classifier trained on them (docs/usefulness.md); four per original \
+                 (`ratio` 1:4), or `balance` auto where the classes are imbalanced, are what help",
+                *originals as f64 / (*generated).max(1) as f64
+            ),
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
             Notice::Degenerate { warning } => write!(f, "{warning}"),
             Notice::FloatDataScaled {
