@@ -678,18 +678,47 @@ fn balance_sets_each_class_count_and_refuses_what_it_cannot_do() {
         }
         (counts, new)
     };
+    // The originals' counts: the first 200 embedded digits, as a plain run writes them.
+    let plain = dir.path().join("plain");
+    let run = augment_with_defaults(&plain, &[&quiet[..], &["--ratio", "1000"]].concat());
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let originals = io::read_idx_labels(&plain.join("train-labels-idx1-ubyte.gz")).unwrap();
+    let mut had = std::collections::BTreeMap::new();
+    for &label in &originals[..200] {
+        *had.entry(label as u32).or_insert(0usize) += 1;
+    }
+    assert_eq!(had.len(), 10, "{had:?}");
+
     let given = dir.path().join("given");
     let run = augment_with_defaults(&given, &[&quiet[..], &["--balance", "3:30,5:25"]].concat());
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let (counts, new) = counts_of(&given);
     assert_eq!((counts[&3], counts[&5]), (30, 25), "{counts:?}");
     assert_eq!(new.keys().copied().collect::<Vec<_>>(), vec![3, 5]);
+    // Every other class keeps its originals in the augmented set (imbalanced-learn's
+    // resampled set), in dataset order before the new images.
+    for (label, n) in &had {
+        if ![3, 5].contains(label) {
+            assert_eq!(counts[label], *n, "class {label}: {counts:?}");
+        }
+    }
+    let written = io::read_idx_labels(&given.join("train-labels-idx1-ubyte.gz")).unwrap();
+    assert_eq!(
+        written[..200],
+        originals[..200],
+        "the originals first, in dataset order"
+    );
 
     let auto = dir.path().join("auto");
     let run = augment_with_defaults(&auto, &[&quiet[..], &["--balance", "auto"]].concat());
     assert!(run.status.success(), "stderr: {}", stderr(&run));
     let (counts, _) = counts_of(&auto);
-    let top = *counts.values().max().unwrap();
+    let top = *had.values().max().unwrap();
+    assert_eq!(
+        counts.len(),
+        10,
+        "every class, the majority's too: {counts:?}"
+    );
     assert!(counts.values().all(|&n| n == top), "{counts:?}");
 
     for (balance, class) in [("42:100", "class 42"), ("3:1", "class 3")] {

@@ -335,6 +335,9 @@ def test_balance_takes_imbalanced_learns_forms():
     auto = rmld.augment(images, labels, balance="auto", backend="cpu", no_quality=True)
     after = have + np.bincount(auto.labels, minlength=len(have))
     assert set(after.tolist()) == {have.max()}
+    # The augmented set is the resampled one: every original (the majority's too), then the new.
+    assert auto.augmented_labels[:200].tolist() == labels.tolist()
+    assert np.bincount(auto.augmented_labels).tolist() == after.tolist()
     with pytest.raises(ValueError, match="balance.*class 11 is not among"):
         rmld.augment(images, labels, balance={11: 30}, backend="cpu")
 

@@ -40,7 +40,8 @@ pub(super) struct Loaded {
     pub test: Option<Dataset>,
     /// The classes, their rows and chains.
     pub plan: AugmentPlan,
-    /// The originals: every image of the chosen classes, in dataset order.
+    /// The originals, in dataset order: every image of the chosen classes; with `balance`,
+    /// every image (imbalanced-learn's resampled set holds the classes it adds nothing to).
     pub originals: Dataset,
     /// The data (class-sorted), the dictionary and the posterior.
     pub problem: Problem,
@@ -117,8 +118,16 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
             });
         }
     }
-    let mut original_rows = plan.order.clone();
-    original_rows.sort_unstable();
+    // A balanced set keeps the classes that get no new image (the majority's), or the
+    // "balanced" training set would lack them.
+    let original_rows: Vec<usize> = match args.balance {
+        Some(_) => (0..dataset.n).collect(),
+        None => {
+            let mut rows = plan.order.clone();
+            rows.sort_unstable();
+            rows
+        }
+    };
     let originals = dataset.try_subset(&original_rows)?;
     let sorted = dataset.try_subset(&plan.order)?;
     let kernel = args.method.samples_images();
@@ -379,7 +388,7 @@ fn work(run: &Loaded) -> AugmentWork {
         batch: args.dynamics.batch,
         leapfrog_steps: args.dynamics.leapfrog_steps,
         lasso_iterations: args.dynamics.lasso_iterations,
-        class_images: run.originals.n / run.plan.classes.len().max(1),
+        class_images: run.plan.order.len() / run.plan.classes.len().max(1),
         generated: run.plan.generated(),
         reencode: args.reencode,
         original_codes: match args.no_original_codes || run.kernel {
