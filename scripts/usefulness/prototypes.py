@@ -281,6 +281,10 @@ def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves
     return augment
 
 
+# Set by `delta_smoothed`: smooth only what the draw adds to its (moved) anchor, not the anchor.
+SMOOTH_DELTA_ONLY = [False]
+
+
 def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents,
           move=None, nudge=0.0):
     anchor = images[start] if move is None else shift_image(images[start], move)
@@ -299,7 +303,9 @@ def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp
     if noise > 0:
         x += noise * rng.standard_normal(x.shape)
     image = x.reshape(anchor.shape)
-    if smooth > 0:
+    if smooth > 0 and SMOOTH_DELTA_ONLY[0]:
+        image = anchor + ndimage.gaussian_filter(image - anchor, smooth)
+    elif smooth > 0:
         image = ndimage.gaussian_filter(image, smooth)
     return np.clip(image, 0.0, 1.0)
 
@@ -619,3 +625,42 @@ PROTOTYPES["p-cutmix-small"] = cut_mixed(proposal(), low=0.1, high=0.25)
 PROTOTYPES["p-moves-half"] = proposal(moves=[(0, 0.5), (0, -0.5), (0.5, 0), (-0.5, 0)])
 PROTOTYPES["p-moves-mixed"] = proposal(moves=[(0, 1), (0, -0.5), (1, 0), (-0.5, 0), (0, -1),
                                               (0, 0.5), (-1, 0), (0.5, 0)])
+PROTOTYPES["p-beyond4-smooth0"] = smote_beyond(proposal(smooth=0.0))
+
+
+def delta_smoothed(inner):
+    """`inner` with its draws' smoothing applied to what a draw adds to its moved anchor only:
+    the anchor stays as sharp as a real image, so sharpness tells no draw from a real one."""
+
+    def augment(x, y, counts, seed):
+        SMOOTH_DELTA_ONLY[0] = True
+        try:
+            return inner(x, y, counts, seed)
+        finally:
+            SMOOTH_DELTA_ONLY[0] = False
+
+    return augment
+
+
+PROTOTYPES["p-delta-smooth"] = delta_smoothed(proposal())
+PROTOTYPES["p-beyond4-delta-smooth"] = delta_smoothed(smote_beyond(proposal()))
+
+
+def sharp_past_four(per_image: int = 4):
+    """Session 27's default (`p-beyond4`) with the deformations past `per_image` new images per
+    original smoothed only in what they add to their moved anchor (`delta_smoothed`); the first
+    `per_image` per original stay as they were."""
+    first_part = proposal()
+    rest_part = delta_smoothed(proposal())
+
+    def deformations(x, y, counts, seed):
+        present = {c: int(np.sum(y == c)) for c in counts}
+        first = {c: min(n, per_image * present[c]) for c, n in counts.items()}
+        ax, ay = first_part(x, y, first, seed)
+        bx, by = rest_part(x, y, {c: n - first[c] for c, n in counts.items()}, seed + 1)
+        return np.concatenate([ax, bx]).astype(np.float32), np.concatenate([ay, by])
+
+    return smote_beyond(deformations)
+
+
+PROTOTYPES["p-beyond4-sharp-past4"] = sharp_past_four()
