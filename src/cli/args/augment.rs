@@ -128,7 +128,8 @@ pub struct AugmentArgs {
     /// Samples per class as imbalanced-learn's `sampling_strategy`, instead of --ratio: `auto`
     /// (= `not-majority`), `minority`, `not-minority`, `all` (those classes up to the majority's
     /// count), a ratio in (0, 1] (two classes: the minority's count over the majority's after),
-    /// or each class's count after augmenting, `LABEL:COUNT,LABEL:COUNT`.
+    /// or each class's count after augmenting, `LABEL:COUNT,LABEL:COUNT`. The augmented set
+    /// holds every original, the classes given no new image too.
     #[arg(long, value_name = "STRATEGY", value_parser = rmld::orchestrator::Balance::parse,
           conflicts_with_all = ["ratio", "classes"])]
     pub balance: Option<rmld::orchestrator::Balance>,
