@@ -379,7 +379,7 @@ def augment(
     is given) and settings (``ratio``, or ``balance``: imbalanced-learn's ``sampling_strategy``,
     "auto", "minority", ..., a ratio for two classes, or each class's count after augmenting
     as a dict ``{5: 300}``; ``augmented_images`` then hold every original, the classes given
-    no new image too); ``method``, ``samples``,
+    no new image too; ``method``, ``samples``,
     ``burn_in`` (a count, or "auto"), ``adapt`` (per-class step sizes for "mala" and "hmc"),
     ``limit``, ``classes``, ``no_quality``, ``backend``, ``seed``, ...)."""
     if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
