@@ -113,7 +113,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                       warp: bool = False, tries: int = 10, per_anchor: int = 0,
                       anchor_shift: bool = False, nudge: float = 0.0, moves=None,
                       hard: float = 0.0, learned: float = 0.0, pick: int = 0,
-                      pick_mode: str = "hard"):
+                      pick_mode: str = "hard", smooth_delta: bool = False):
     """An augmenter drawing from the image-space tangent target (options in the module doc).
     `noise` is σ on the 0..1 scale at 28 px (the preset's σ² = 0.01: σ = 0.1); `smooth` the
     post-processing's σ in pixels at 28 px; both scale with the image side as the preset's do.
@@ -128,7 +128,8 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
     K candidate draws per anchor visit, and a logistic regression of the real images picks one:
     `pick_mode` "hard" keeps the candidate whose own-class probability is lowest among those
     it still labels as the class (the one nearest the boundary: worst-of-K augmentation), "easy"
-    the highest."""
+    the highest. `smooth_delta`: smooth only what a draw adds to its (moved) anchor, the anchor
+    staying as sharp as a real image."""
 
     def augment(x, y, counts, seed):
         rng = np.random.default_rng(seed)
@@ -181,7 +182,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                     candidates = np.stack([
                         _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
                               smooth * pixels, warp, rng, tangents.get((start, move), ()), move,
-                              nudge) for _ in range(pick)])
+                              nudge, smooth_delta) for _ in range(pick)])
                     probs = judge.model.predict_proba(candidates.reshape(pick, -1))
                     own = probs[:, judge.column[c]]
                     labelled = probs.argmax(1) == judge.column[c]
@@ -191,7 +192,7 @@ def tangent_augmenter(k: int = 16, scale: float = 3.0, deform: Optional[Dict[str
                 for attempt in range(tries):
                     draw = _draw(images, flat, neighbours, start, kk, scale, deform, noise * pixels,
                                  smooth * pixels, warp, rng, tangents.get((start, move), ()), move,
-                                 nudge)
+                                 nudge, smooth_delta)
                     if label_filter is None or label_filter.keep(draw[None], c)[0] or attempt == tries - 1:
                         break
                 kept.append(draw)
@@ -260,7 +261,8 @@ def shift_image(image, move):
 
 
 def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves=None,
-             hard: float = 0.0, learned: float = 0.0, pick: int = 0, pick_mode: str = "hard"):
+             hard: float = 0.0, learned: float = 0.0, pick: int = 0, pick_mode: str = "hard",
+             smooth_delta: bool = False):
     """The change proposed for rmld's default (docs/usefulness.md, "Proposed change"): exact
     draws of a Gaussian around the anchor whose span is the transformation tangents (rotation,
     scale, two shears, thickness at `factor` × DEFORM), no noise off the span, every image
@@ -270,10 +272,11 @@ def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves
     digits: 1-pixel shifts cost logistic regression 2.2 points)."""
     large = tangent_augmenter(scale=0.0, deform=_scaled(factor, ("shift",)), noise=0.0,
                               anchor_shift=True, nudge=nudge, smooth=smooth, moves=moves,
-                              hard=hard, learned=learned, pick=pick, pick_mode=pick_mode)
+                              hard=hard, learned=learned, pick=pick, pick_mode=pick_mode,
+                              smooth_delta=smooth_delta)
     small = tangent_augmenter(scale=0.0, deform=dict(_scaled(factor, ("shift",)), shift=1.0),
                               noise=0.0, nudge=nudge, smooth=smooth, hard=hard, learned=learned,
-                              pick=pick, pick_mode=pick_mode)
+                              pick=pick, pick_mode=pick_mode, smooth_delta=smooth_delta)
 
     def augment(x, y, counts, seed):
         return (large if x.shape[-1] >= 28 else small)(x, y, counts, seed)
@@ -281,12 +284,8 @@ def proposal(factor: float = 0.5, nudge: float = 0.0, smooth: float = 0.5, moves
     return augment
 
 
-# Set by `delta_smoothed`: smooth only what the draw adds to its (moved) anchor, not the anchor.
-SMOOTH_DELTA_ONLY = [False]
-
-
 def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp, rng, tangents,
-          move=None, nudge=0.0):
+          move=None, nudge=0.0, smooth_delta=False):
     anchor = images[start] if move is None else shift_image(images[start], move)
     if warp and deform:
         anchor = _warp(anchor, rng, deform)
@@ -303,7 +302,7 @@ def _draw(images, flat, neighbours, start, k, scale, deform, noise, smooth, warp
     if noise > 0:
         x += noise * rng.standard_normal(x.shape)
     image = x.reshape(anchor.shape)
-    if smooth > 0 and SMOOTH_DELTA_ONLY[0]:
+    if smooth > 0 and smooth_delta:
         image = anchor + ndimage.gaussian_filter(image - anchor, smooth)
     elif smooth > 0:
         image = ndimage.gaussian_filter(image, smooth)
@@ -628,30 +627,19 @@ PROTOTYPES["p-moves-mixed"] = proposal(moves=[(0, 1), (0, -0.5), (1, 0), (-0.5, 
 PROTOTYPES["p-beyond4-smooth0"] = smote_beyond(proposal(smooth=0.0))
 
 
-def delta_smoothed(inner):
-    """`inner` with its draws' smoothing applied to what a draw adds to its moved anchor only:
-    the anchor stays as sharp as a real image, so sharpness tells no draw from a real one."""
-
-    def augment(x, y, counts, seed):
-        SMOOTH_DELTA_ONLY[0] = True
-        try:
-            return inner(x, y, counts, seed)
-        finally:
-            SMOOTH_DELTA_ONLY[0] = False
-
-    return augment
-
-
-PROTOTYPES["p-delta-smooth"] = delta_smoothed(proposal())
-PROTOTYPES["p-beyond4-delta-smooth"] = delta_smoothed(smote_beyond(proposal()))
+# The draws' smoothing applied to what a draw adds to its moved anchor only: the anchor stays as
+# sharp as a real image, so sharpness tells no draw from a real one (docs/usefulness.md, "Sharp
+# anchors").
+PROTOTYPES["p-delta-smooth"] = proposal(smooth_delta=True)
+PROTOTYPES["p-beyond4-delta-smooth"] = smote_beyond(proposal(smooth_delta=True))
 
 
 def sharp_past_four(per_image: int = 4):
     """Session 27's default (`p-beyond4`) with the deformations past `per_image` new images per
-    original smoothed only in what they add to their moved anchor (`delta_smoothed`); the first
+    original smoothed only in what they add to their moved anchor (`smooth_delta`); the first
     `per_image` per original stay as they were."""
     first_part = proposal()
-    rest_part = delta_smoothed(proposal())
+    rest_part = proposal(smooth_delta=True)
 
     def deformations(x, y, counts, seed):
         present = {c: int(np.sum(y == c)) for c in counts}
