@@ -142,7 +142,7 @@ class RMLDAugmenter(_Base):
             images, y, counts, seed=self._seed(), preset=self.preset, backend=self.backend,
             settings=self.settings, with_report=True,
         )
-        generated = generated.reshape(len(generated), -1)
+        generated = generated.reshape(len(generated), X.shape[1])  # also when none was asked for
         if floats:
             scaled = generated.astype(np.float64) * (span / 255.0) + low
             generated = scaled.astype(X.dtype)

@@ -71,6 +71,23 @@ def test_dict_float_callable_and_rows():
     assert Counter(y_res.tolist()) == {0: 200, 1: 100}
 
 
+def test_balanced_classes_come_back_unchanged_as_imbalanced_learn_gives_them():
+    """A cut whose classes are already even (a cross-validation fold can be) asks for no new
+    image: the originals come back, in every layout, as SMOTE returns them."""
+    from imblearn.over_sampling import SMOTE
+
+    X, y = imbalanced_digits(majority=8, minority=8)
+    for given in (X, X.reshape(len(X), -1)):
+        for strategy in ("auto", "all", {5: 8}):
+            X_res, y_res = RMLDAugmenter(sampling_strategy=strategy, random_state=0,
+                                         **FAST).fit_resample(given, y)
+            X_smote, y_smote = SMOTE(sampling_strategy=strategy, k_neighbors=3).fit_resample(
+                given.reshape(len(given), -1), y)
+            assert X_res.shape == given.shape and X_res.dtype == given.dtype, strategy
+            np.testing.assert_array_equal(X_res.reshape(len(X), -1), X_smote)
+            np.testing.assert_array_equal(y_res, y_smote)
+
+
 def test_ratio_keeps_its_meaning():
     X, y = imbalanced_digits()
     _, y_res = RMLDAugmenter(ratio=4, random_state=0, **FAST).fit_resample(X, y)

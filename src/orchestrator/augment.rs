@@ -110,9 +110,14 @@ impl AugmentPlan {
             ));
         }
         if generated.is_empty() {
+            let sizes: Vec<String> = counts.iter().map(|(l, n)| format!("{l}: {n}")).collect();
             return Err(Error::usage(
                 "balance",
-                "asks for no new image of any class",
+                format!(
+                    "asks for no new image of any class: each class it targets already has its \
+                     count (images per class: {})",
+                    sizes.join(", ")
+                ),
             ));
         }
         let wanted: Vec<u32> = generated.keys().copied().collect();
@@ -383,6 +388,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("class 1"), "{error}");
+        let even = [0, 0, 1, 1];
+        let error = AugmentPlan::balanced(&even, &crate::orchestrator::Balance::NotMajority, 1, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("balance") && error.contains("0: 2, 1: 2"),
+            "{error}"
+        );
     }
 
     #[test]
