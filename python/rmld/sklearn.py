@@ -32,12 +32,14 @@ class RMLDAugmenter(_Base):
 
     ``fit_resample(X, y)`` returns ``(X_resampled, y_resampled)``: the originals first, then
     the generated images, ``sampling_strategy_[c]`` of each class c. ``X`` is (N, d) rows or
-    (N, h, w) images, uint8 or float, or a SciPy sparse matrix of rows (the result is sparse,
-    of its format); the generated rows come back in ``X``'s layout and dtype
-    (float input within [0, 1] gets floats in [0, 1]; float input with negative values, such as
-    images normalised to [-1, 1], is mapped from its least to its largest value onto rmld's
-    pixel range and back). ``image_shape`` gives (h, w) for (N, d)
-    rows that are not square images.
+    (N, h, w) images of any numeric or boolean dtype, or a SciPy sparse matrix of rows (the
+    result is sparse, of its format); the generated rows come back in ``X``'s layout and dtype.
+    uint8 is 8-bit pixels, 0..255. Anything else keeps its own range: input within [0, 1] gets
+    values in [0, 1], input from 0 to a larger top (pixels 0..16, 12-bit scans) values from 0
+    to that top, and input with negative values (images normalised to [-1, 1]) is mapped from
+    its least to its largest value onto rmld's pixel range and back; integers are rounded,
+    booleans thresholded at one half. ``image_shape`` gives (h, w) for (N, d) rows that are not
+    square images.
 
     Parameters (stored as given, checked in ``fit_resample``, so ``get_params``, ``set_params``,
     ``clone`` and ``GridSearchCV`` work):
@@ -126,11 +128,15 @@ class RMLDAugmenter(_Base):
             self.sampling_strategy_ = self._counts(y)
         counts = dict(self.sampling_strategy_)
         images = X.reshape((len(X),) + self._image_shape_)
-        # Float pixels run from `low` to `low + span`: 0 to max(1, the largest value), or, where
-        # some are negative (images normalised to [-1, 1], or standardised), the least value to
-        # the largest. rmld's 8-bit images map back onto that range.
+        # uint8 rows are rmld's own 8-bit pixels. Anything else (floats, but also integers such
+        # as pixels 0..16 or 12-bit scans, and booleans) runs from `low` to `low + span`: 0 to
+        # max(1, the largest value), or, where some are negative (images normalised to [-1, 1],
+        # or standardised), the least value to the largest. rmld's 8-bit images map back onto
+        # that range (rounded for integers), so no new value lies outside the range given.
         low, span = 0.0, 1.0
-        floats = not np.issubdtype(images.dtype, np.integer)
+        floats = images.dtype != np.uint8
+        if floats and not np.issubdtype(images.dtype, np.floating):
+            images = images.astype(np.float64)
         if floats and images.size:
             least, most = float(np.nanmin(images)), float(np.nanmax(images))
             if least < 0:
@@ -145,9 +151,12 @@ class RMLDAugmenter(_Base):
         generated = generated.reshape(len(generated), X.shape[1])  # also when none was asked for
         if floats:
             scaled = generated.astype(np.float64) * (span / 255.0) + low
-            generated = scaled.astype(X.dtype)
-        else:
-            generated = generated.astype(X.dtype)
+            if X.dtype == np.bool_:
+                generated = scaled >= 0.5
+            elif np.issubdtype(X.dtype, np.integer):
+                generated = np.clip(np.rint(scaled), low, low + span).astype(X.dtype)
+            else:
+                generated = scaled.astype(X.dtype)
         self.report_ = report
         self.classes_ = np.unique(y)
         return np.concatenate([X, generated]), np.concatenate([y, labels.astype(y.dtype)])

@@ -120,6 +120,28 @@ def test_images_normalised_to_minus_one_one_come_back_in_that_range():
     np.testing.assert_allclose(new, 2 * plain[len(X):] - 1, atol=1e-6)
 
 
+def test_integer_and_boolean_X_keep_their_range():
+    """Integers other than uint8 (pixels 0..16, 12-bit scans, signed) keep their own range, as
+    floats do: no new value above the largest given (0..16 was read as dark 8-bit pixels,
+    and new images came back brighter than any original); booleans stay 0/1 images."""
+    X, y = imbalanced_digits()
+    eight_bit = (X * 255).round().astype(np.uint8)
+    reference = RMLDAugmenter(random_state=2, **FAST).fit_resample(eight_bit, y)[0][len(X):]
+    for top, dtype in ((16, np.int64), (4095, np.uint16), (1000, np.int32), (255, np.int16)):
+        given = (X * top).round().astype(dtype)
+        new = RMLDAugmenter(random_state=2, **FAST).fit_resample(given, y)[0][len(X):]
+        assert new.dtype == dtype and new.min() >= 0 and new.max() <= top, (top, new.max())
+        assert abs(new.mean() / top - reference.mean() / 255) < 0.01, top
+        if top == 255:  # the same pixels as uint8, bit for bit
+            np.testing.assert_array_equal(new, reference)
+    signed = (X * 10 - 5).round().astype(np.int8)
+    new = RMLDAugmenter(random_state=2, **FAST).fit_resample(signed, y)[0][len(X):]
+    assert new.dtype == np.int8 and new.min() >= -5 and new.max() <= 5
+    binary = X > 0.5
+    new = RMLDAugmenter(random_state=2, **FAST).fit_resample(binary, y)[0][len(X):]
+    assert new.dtype == np.bool_ and 0.5 < new.mean() / binary.mean() < 1.5
+
+
 def test_one_channel_X_keeps_its_layout():
     X, y = imbalanced_digits()
     flat = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2, **FAST).fit_resample(X, y)[0]
