@@ -259,6 +259,30 @@ fn bad_input_is_refused_with_exit_2() {
         &["--data", data.to_str().unwrap()],
         &["unlabelled.npy", "labels"],
     );
+    // Rows whose count is not a square are one row of pixels: deform (the default's method)
+    // would blank them with a move down or up, so it refuses them; the paper's sampler runs.
+    let rows = dir.path().join("rows.npy");
+    let values: Vec<u8> = (0..20 * 60).map(|i| (i * 37 % 256) as u8).collect();
+    io::write_npy_u8(&rows, &[20, 60], &values).unwrap();
+    let rows_run = [
+        "--data",
+        rows.to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+    ];
+    assert_refused(
+        &[&["--preset", "quality"], &rows_run[..]].concat(),
+        &[
+            "--method",
+            "rows.npy",
+            "60 values",
+            "1 × 60",
+            "--method hmc",
+        ],
+    );
+    let paper = tempfile::tempdir().unwrap();
+    let run = augment(&paper.path().join("out"), &rows_run);
+    assert!(run.status.success(), "{}", stderr(&run));
     // A ratio that is not one.
     assert_refused(&["--ratio", "6:0"], &["--ratio"]);
     // --encode-test without a folder holding a test split, refused before any work.

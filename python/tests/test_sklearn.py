@@ -142,6 +142,17 @@ def test_integer_and_boolean_X_keep_their_range():
     assert new.dtype == np.bool_ and 0.5 < new.mean() / binary.mean() < 1.5
 
 
+def test_rows_that_are_not_square_images_need_their_shape():
+    """Rows of 60 values are read as one row of pixels, which the default's deformations would
+    blank; it says so and names image_shape, with which they run."""
+    X, y = imbalanced_digits()
+    rows = X.reshape(len(X), -1)[:, :60]
+    with pytest.raises(ValueError, match="image_shape"):
+        RMLDAugmenter(random_state=0, **FAST).fit_resample(rows, y)
+    X_res, y_res = RMLDAugmenter(random_state=0, image_shape=(6, 10), **FAST).fit_resample(rows, y)
+    assert X_res.shape == (400, 60) and set(Counter(y_res.tolist()).values()) == {40}
+
+
 def test_one_channel_X_keeps_its_layout():
     X, y = imbalanced_digits()
     flat = RMLDAugmenter(sampling_strategy={5: 12}, random_state=2, **FAST).fit_resample(X, y)[0]

@@ -88,6 +88,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     };
     let labels = dataset.labels.clone().unwrap_or_default();
     let (args, fitted) = fit(asked, &dataset, &labels);
+    refuse_deform_without_pictures(&dataset, &args)?;
     // Compression's and deform's chains take one sample and no minibatch (they run no dynamics).
     let (samples_per_chain, batch) = match args.method.moves() {
         false => (1, 1),
@@ -248,6 +249,29 @@ fn refuse_non_pixel_data(dataset: &Dataset, args: &AugmentSettings) -> Result<()
         ),
     ))
 }
+
+/// Deform moves pictures (rotation, scale, shears, thickness, one-pixel moves): rows whose count
+/// is not a square are read as one row of pixels, which a move down or up would blank.
+fn refuse_deform_without_pictures(dataset: &Dataset, args: &AugmentSettings) -> Result<()> {
+    let (h, w) = (dataset.height, dataset.width);
+    if args.method != AugmentMethod::Deform || h.min(w) >= MIN_DEFORM_SIDE {
+        return Ok(());
+    }
+    Err(Error::usage(
+        "method",
+        format!(
+            "deform moves images, at least {MIN_DEFORM_SIDE} × {MIN_DEFORM_SIDE} pixels, and \
+             {} holds rows of {} values read as {h} × {w} (a count that is not a square is one \
+             row): give the images' shape (an (N, h, w) NPY, or `image_shape` in Python), or \
+             sample codes with --method hmc or --preset paper",
+            dataset.source.display(),
+            dataset.d
+        ),
+    ))
+}
+
+/// The least height and width deform's tangents (central differences) are taken on.
+const MIN_DEFORM_SIDE: usize = 3;
 
 /// Kernel HMC samples images: it has no codes to generate, replace or encode the test split for.
 /// A class with too few images for its chains' target, named by its label and its rows in the
