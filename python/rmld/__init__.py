@@ -376,7 +376,8 @@ def augment(
     """Generates new images per class (one per ``ratio`` originals) from ``images`` (N, h, w)
     and their integer ``labels`` (None: the embedded 8x8 digits), with the library's presets
     ("quality" or "paper"; when None, as ``rmld augment``: "quality", or "paper" when ``method``
-    is given) and settings (``ratio``, or ``balance``: imbalanced-learn's ``sampling_strategy``,
+    is given) and settings (``ratio``: originals per new image, a number or the command
+    line's text, "6:1" or "1:4"; or ``balance``: imbalanced-learn's ``sampling_strategy``,
     "auto", "minority", ..., a ratio for two classes, or each class's count after augmenting
     as a dict ``{5: 300}``; ``augmented_images`` then hold every original, the classes given
     no new image too; ``method``, ``samples``,

@@ -161,6 +161,18 @@ def test_augment_returns_the_generated_and_the_augmented_set():
     assert result.report["generated_count"] == generated
 
 
+def test_augment_takes_the_ratio_as_the_command_line_types_it():
+    images, labels = rmld.load_digits()
+    as_text = rmld.augment(images[:100], labels[:100], ratio="1:2", no_quality=True,
+                           backend="cpu", seed=1)
+    as_number = rmld.augment(images[:100], labels[:100], ratio=0.5, no_quality=True,
+                             backend="cpu", seed=1)
+    assert len(as_text.images) == 200
+    np.testing.assert_array_equal(as_text.images, as_number.images)
+    with pytest.raises(ValueError, match="original:generated"):
+        rmld.augment(images[:100], labels[:100], ratio="2:0", backend="cpu")
+
+
 def test_mala_warms_up_by_default_as_on_the_command_line():
     # No burn_in given: MALA and HMC end an automatic warm-up (at most half the samples), RMLD
     # keeps every iteration.

@@ -225,7 +225,9 @@ pub struct AugmentSettings {
     pub problem: ProblemSettings,
     /// Labels for `problem.data` when they are not beside it.
     pub labels: Option<PathBuf>,
-    /// Originals per generated sample, per class (6: the paper's 6:1).
+    /// Originals per generated sample, per class (6: the paper's 6:1); in a settings file or
+    /// from Python a number or the command line's `O:G` text.
+    #[serde(deserialize_with = "deserialize_ratio")]
     pub ratio: f64,
     /// Samples per class in imbalanced-learn's words instead of `ratio` (None: `ratio`'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -566,6 +568,32 @@ impl EncodeSettings {
     }
 }
 
+/// `ratio` as a number (originals per generated sample) or as `--ratio` takes it (`6:1`, `1:4`).
+fn deserialize_ratio<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<f64, D::Error> {
+    struct RatioVisitor;
+    impl serde::de::Visitor<'_> for RatioVisitor {
+        type Value = f64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("originals per generated sample: a number, or original:generated like 6:1")
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<f64, E> {
+            Ok(v)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> std::result::Result<f64, E> {
+            crate::orchestrator::parse_ratio(text).map_err(E::custom)
+        }
+    }
+    deserializer.deserialize_any(RatioVisitor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -589,5 +617,22 @@ mod tests {
         let mut plain = AugmentSettings::quality();
         plain.keep_given(|_| false);
         assert_eq!(plain, AugmentSettings::quality());
+    }
+
+    #[test]
+    fn ratio_reads_as_a_number_or_as_the_command_line_types_it() {
+        let with = |ratio: serde_json::Value| {
+            let mut json = serde_json::to_value(AugmentSettings::quality()).unwrap();
+            json["ratio"] = ratio;
+            serde_json::from_value::<AugmentSettings>(json).map(|s| s.ratio)
+        };
+        assert_eq!(with(serde_json::json!(6)).unwrap(), 6.0);
+        assert_eq!(with(serde_json::json!(0.25)).unwrap(), 0.25);
+        assert_eq!(with(serde_json::json!("1:4")).unwrap(), 0.25);
+        assert_eq!(with(serde_json::json!("6:1")).unwrap(), 6.0);
+        let error = with(serde_json::json!("6:0")).unwrap_err().to_string();
+        assert!(error.contains("original:generated"), "{error}");
+        let error = with(serde_json::json!([1, 4])).unwrap_err().to_string();
+        assert!(error.contains("original:generated like 6:1"), "{error}");
     }
 }
