@@ -257,13 +257,17 @@ fn refuse_deform_without_pictures(dataset: &Dataset, args: &AugmentSettings) -> 
     if args.method != AugmentMethod::Deform || h.min(w) >= MIN_DEFORM_SIDE {
         return Ok(());
     }
+    let one_row = match h {
+        1 => " (a count that is not a square is read as one row)",
+        _ => "",
+    };
     Err(Error::usage(
         "method",
         format!(
             "deform moves images, at least {MIN_DEFORM_SIDE} × {MIN_DEFORM_SIDE} pixels, and \
-             {} holds rows of {} values read as {h} × {w} (a count that is not a square is one \
-             row): give the images' shape (an (N, h, w) NPY, or `image_shape` in Python), or \
-             sample codes with --method hmc or --preset paper",
+             {} holds rows of {} values read as {h} × {w}{one_row}: give the images' shape (an \
+             (N, h, w) NPY, or `image_shape` in Python), or sample codes with --method hmc or \
+             --preset paper",
             dataset.source.display(),
             dataset.d
         ),
