@@ -1,7 +1,10 @@
 """The usefulness benchmark (issue 41): does an augmentation help the classifier trained on it?
 
-    python scripts/usefulness/run.py --mode quick   # a few minutes: MNIST, LR + SVM, 3 seeds
-    python scripts/usefulness/run.py --mode full    # every regime, dataset and classifier
+    bash scripts/usefulness/run.sh --mode quick   # a few minutes: MNIST, LR + SVM, 3 seeds
+    bash scripts/usefulness/run.sh --mode full    # every regime, dataset and classifier
+
+(run.sh makes the package's venv and builds the package, then runs this file with the same
+arguments; `python scripts/usefulness/run.py ...` in that venv is the same.)
 
 Regimes: `few` (20, 50, 200 labelled images per class, each augmentation adding FACTOR new
 images per original), `imbalanced` (minority classes of 10-50 images against majority classes
@@ -28,7 +31,11 @@ from pathlib import Path
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import numpy as np  # noqa: E402
+try:
+    import numpy as np  # noqa: E402
+except ImportError:  # run outside the package's venv: say how to get one
+    sys.exit("run.py needs numpy, scikit-learn, imbalanced-learn and the rmld package: run it as "
+             "`bash scripts/usefulness/run.sh ARGS` (it makes the venv and builds the package)")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
