@@ -50,8 +50,10 @@ class RMLDAugmenter(_Base):
       resampling), a dict {class: count after resampling}, or a callable ``y -> dict``.
     - ``ratio``: when given, ignore ``sampling_strategy`` and generate round(n_c / ratio) new
       images for every class c (``rmld augment --ratio``: originals per generated image).
-    - ``random_state``: None, an int or a ``numpy.random.RandomState`` (the sampler's seed is
-      drawn from it); ``seed`` is the older name, used when ``random_state`` is None.
+    - ``random_state``: an int (the sampler's seed), a ``numpy.random.RandomState`` (the seed is
+      drawn from it), or None: numpy's global random state, so each call draws anew, as
+      imbalanced-learn's samplers do (``numpy.random.seed`` fixes it). ``seed`` is the older
+      name of an int, used when ``random_state`` is None.
     - ``preset``, ``backend``, ``settings``: passed to :func:`rmld.augment` (``settings`` a dict
       of its keyword settings: ``method``, ``samples``, ``tangent_scale``, ...).
 
@@ -68,7 +70,7 @@ class RMLDAugmenter(_Base):
             "ratio": [numbers.Real, None],
             "preset": [str, None],
             "backend": [str],
-            "seed": [numbers.Integral],
+            "seed": [numbers.Integral, None],
             "image_shape": [tuple, list, None],
             "settings": [dict, None],
         }
@@ -80,7 +82,7 @@ class RMLDAugmenter(_Base):
         ratio: Optional[float] = None,
         preset: Optional[str] = None,
         backend: str = "auto",
-        seed: int = 0,
+        seed: Optional[int] = None,
         image_shape: Optional[Tuple[int, int]] = None,
         settings: Optional[Dict[str, Any]] = None,
     ):
@@ -209,8 +211,10 @@ class RMLDAugmenter(_Base):
         return counts
 
     def _seed(self) -> int:
-        if self.random_state is None:
+        if self.random_state is None and self.seed is not None:
             return int(self.seed)
+        if self.random_state is None:  # numpy's global state, as check_random_state(None)
+            return int(np.random.randint(np.iinfo(np.int32).max))
         if isinstance(self.random_state, numbers.Integral):
             return int(self.random_state)
         if isinstance(self.random_state, np.random.RandomState):

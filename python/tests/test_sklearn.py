@@ -104,6 +104,17 @@ def test_random_state_gives_the_same_images():
     from_state = RMLDAugmenter(sampling_strategy={5: 12}, random_state=np.random.RandomState(0),
                                **FAST).fit_resample(X, y)[0]
     assert from_state.shape == first.shape
+    # None: numpy's global state, as imbalanced-learn's samplers take it: each call draws anew,
+    # and numpy.random.seed makes a script repeat itself.
+    unseeded = RMLDAugmenter(sampling_strategy={5: 12}, **FAST)
+    np.random.seed(7)
+    one, two = unseeded.fit_resample(X, y)[0], unseeded.fit_resample(X, y)[0]
+    assert not np.array_equal(one, two)
+    np.random.seed(7)
+    np.testing.assert_array_equal(unseeded.fit_resample(X, y)[0], one)
+    # The older `seed` still fixes the draws.
+    np.testing.assert_array_equal(
+        RMLDAugmenter(sampling_strategy={5: 12}, seed=3, **FAST).fit_resample(X, y)[0], first)
 
 
 def test_images_normalised_to_minus_one_one_come_back_in_that_range():
