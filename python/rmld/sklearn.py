@@ -294,7 +294,7 @@ def resolve_sampling_strategy(strategy: SamplingStrategy, y) -> "OrderedDict[Any
             n = strategy[c]
             if not isinstance(n, numbers.Integral) or n < 0:
                 raise ValueError(
-                    f"sampling_strategy asks class {c!r} for {n!r} images: give a count >= 0")
+                    f"sampling_strategy asks class {c!r} for {n!r} images: give a whole number >= 0")
             if n < present[c]:
                 raise ValueError(
                     f"sampling_strategy asks class {c!r} for {n} images, fewer than the "

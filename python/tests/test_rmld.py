@@ -161,6 +161,13 @@ def test_augment_returns_the_generated_and_the_augmented_set():
     assert result.report["generated_count"] == generated
 
 
+def test_augment_refuses_classes_with_balance_as_the_command_line_does():
+    # balance chooses the classes itself; `classes` beside it was ignored without a word.
+    images, labels = rmld.load_digits()
+    with pytest.raises(ValueError, match="classes: cannot be used with balance"):
+        rmld.augment(images[:100], labels[:100], classes=[3, 5], balance="auto", backend="cpu")
+
+
 def test_augment_takes_the_ratio_as_the_command_line_types_it():
     images, labels = rmld.load_digits()
     as_text = rmld.augment(images[:100], labels[:100], ratio="1:2", no_quality=True,

@@ -209,6 +209,7 @@ def test_pandas_in_pandas_out_as_imbalanced_learn_gives():
     ({5: 4}, "class 5 for 4 images, fewer than the 8"),
     ({11: 50}, "class 11, which is not in y"),
     ({5: -1}, "class 5 for -1 images"),
+    ({5: 25.0}, "class 5 for 25.0 images: give a whole number"),
     ("most", "'most' is not one of"),
     (0.5, "for two classes only"),
 ])

@@ -95,6 +95,15 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         true => (args.samples, args.dynamics.batch),
     };
     let plan = match &args.balance {
+        // The command line refuses the pair; settings from Python or a file must too, or the
+        // classes would be ignored.
+        Some(_) if args.classes.is_some() => {
+            return Err(Error::usage(
+                "classes",
+                "cannot be used with balance, which chooses the classes itself: give counts \
+                 for only those classes as balance (LABEL:COUNT,...; {label: count} in Python)",
+            ))
+        }
         Some(balance) => AugmentPlan::balanced(&labels, balance, samples_per_chain, batch)?,
         None => AugmentPlan::new(
             &labels,
@@ -257,8 +266,8 @@ fn refuse_deform_without_pictures(dataset: &Dataset, args: &AugmentSettings) -> 
     if args.method != AugmentMethod::Deform || h.min(w) >= MIN_DEFORM_SIDE {
         return Ok(());
     }
-    let one_row = match h {
-        1 => " (a count that is not a square is read as one row)",
+    let one_row = match (h, w) {
+        (1, 2..) => " (a count that is not a square is read as one row)",
         _ => "",
     };
     Err(Error::usage(
