@@ -89,45 +89,8 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     let labels = dataset.labels.clone().unwrap_or_default();
     let (args, fitted) = fit(asked, &dataset, &labels);
     refuse_deform_without_pictures(&dataset, &args)?;
-    // Compression's and deform's chains take one sample and no minibatch (they run no dynamics).
-    let (samples_per_chain, batch) = match args.method.moves() {
-        false => (1, 1),
-        true => (args.samples, args.dynamics.batch),
-    };
-    let plan = match &args.balance {
-        // The command line refuses the pair; settings from Python or a file must too, or the
-        // classes would be ignored.
-        Some(_) if args.classes.is_some() => {
-            return Err(Error::usage(
-                "classes",
-                "cannot be used with balance, which chooses the classes itself: give counts \
-                 for only those classes as balance (LABEL:COUNT,...; {label: count} in Python)",
-            ))
-        }
-        Some(balance) => AugmentPlan::balanced(&labels, balance, samples_per_chain, batch)?,
-        None => AugmentPlan::new(
-            &labels,
-            args.classes.as_deref(),
-            args.ratio,
-            samples_per_chain,
-            batch,
-        )?,
-    };
-    // A ratio of a few originals per new image (the paper's 6:1, augment's default) moves no
-    // classifier; the preset's method for classifiers says so once, on the whole run (not an
-    // amortised sampler's MCMC teacher).
-    let few = plan.generated() < plan.order.len();
-    let for_classifiers = args.preset == Some(Preset::Quality)
-        && args.method == AugmentMethod::Deform
-        && args.balance.is_none();
-    if few && for_classifiers {
-        if let Split::Whole = pipe.split {
-            pipe.observer.notice(&Notice::FewNewImages {
-                generated: plan.generated(),
-                originals: plan.order.len(),
-            });
-        }
-    }
+    let plan = make_plan(&args, &labels)?;
+    note_few_new_images(pipe, &args, &plan);
     // A balanced set keeps the classes that get no new image (the majority's), or the
     // "balanced" training set would lack them.
     let original_rows: Vec<usize> = match args.balance {
@@ -227,6 +190,48 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     pipe.output.open()?;
     let device = device(pipe, &loaded)?;
     Ok((loaded, device))
+}
+
+/// The run's plan: `ratio`'s samples of the chosen classes, or `balance`'s counts.
+fn make_plan(args: &AugmentSettings, labels: &[u32]) -> Result<AugmentPlan> {
+    // Compression's and deform's chains take one sample and no minibatch (they run no dynamics).
+    let (samples_per_chain, batch) = match args.method.moves() {
+        false => (1, 1),
+        true => (args.samples, args.dynamics.batch),
+    };
+    match &args.balance {
+        // The command line refuses the pair; settings from Python or a file must too, or the
+        // classes would be ignored.
+        Some(_) if args.classes.is_some() => Err(Error::usage(
+            "classes",
+            "cannot be used with balance, which chooses the classes itself: give counts for \
+             only those classes as balance (LABEL:COUNT,...; {label: count} in Python)",
+        )),
+        Some(balance) => AugmentPlan::balanced(labels, balance, samples_per_chain, batch),
+        None => AugmentPlan::new(
+            labels,
+            args.classes.as_deref(),
+            args.ratio,
+            samples_per_chain,
+            batch,
+        ),
+    }
+}
+
+/// A ratio of a few originals per new image (the paper's 6:1, augment's default) moves no
+/// classifier; the preset's method for classifiers says so once, on the whole run (not an
+/// amortised sampler's MCMC teacher).
+fn note_few_new_images(pipe: &Pipeline, args: &AugmentSettings, plan: &AugmentPlan) {
+    let few = plan.generated() < plan.order.len();
+    let for_classifiers = args.preset == Some(Preset::Quality)
+        && args.method == AugmentMethod::Deform
+        && args.balance.is_none();
+    if few && for_classifiers && matches!(pipe.split, Split::Whole) {
+        pipe.observer.notice(&Notice::FewNewImages {
+            generated: plan.generated(),
+            originals: plan.order.len(),
+        });
+    }
 }
 
 /// Refuses data that are not pixels: the augmented set is written as 8-bit images (0 up to the
