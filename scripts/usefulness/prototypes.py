@@ -652,3 +652,63 @@ def sharp_past_four(per_image: int = 4):
 
 
 PROTOTYPES["p-beyond4-sharp-past4"] = sharp_past_four()
+
+
+def within_class_noise(inner, alpha: float, k: int = 30):
+    """`inner`'s new images plus Gaussian noise along the top `k` principal directions of the
+    pooled within-class scatter (every image minus its class mean, all classes together, as in
+    Fisher's discriminant), each at `alpha` times its spread: variation the whole set shows
+    inside its classes, lent to every class (session 30)."""
+
+    def augment(x, y, counts, seed):
+        gx, gy = inner(x, y, counts, seed)
+        if len(gx) == 0:
+            return gx, gy
+        flat = x.reshape(len(x), -1).astype(np.float64)
+        resid = flat.copy()
+        classes = np.unique(y)
+        for c in classes:
+            resid[y == c] -= flat[y == c].mean(0)
+        _, s, vt = np.linalg.svd(resid, full_matrices=False)
+        k_used = min(k, len(s))
+        sd = s[:k_used] / np.sqrt(max(1, len(x) - len(classes)))
+        rng = np.random.default_rng(seed + 401)
+        z = rng.standard_normal((len(gx), k_used)) * sd * alpha
+        out = gx.reshape(len(gx), -1) + z @ vt[:k_used]
+        return np.clip(out, 0, 1).reshape(gx.shape).astype(np.float32), gy
+
+    return augment
+
+
+def extrapolated(inner, lam: float, k: int = 5):
+    """`inner`'s new images moved away from one of the draw's `k` nearest real images of its
+    class by a uniform fraction within [0, lam] of the difference, then clipped: DeVries and
+    Taylor's extrapolation (2017), in pixel space, where SMOTE interpolates (session 30)."""
+
+    def augment(x, y, counts, seed):
+        gx, gy = inner(x, y, counts, seed)
+        if len(gx) == 0:
+            return gx, gy
+        rng = np.random.default_rng(seed + 409)
+        out = gx.reshape(len(gx), -1).astype(np.float64).copy()
+        for c in np.unique(gy):
+            real = x[y == c].reshape(int(np.sum(y == c)), -1).astype(np.float64)
+            rows = np.flatnonzero(gy == c)
+            if len(real) < 3:
+                continue
+            flat = out[rows]
+            d = (flat ** 2).sum(1)[:, None] - 2 * flat @ real.T + (real ** 2).sum(1)[None, :]
+            # The nearest real image is the draw's own anchor: take the next k.
+            near = np.argsort(d, axis=1)[:, 1:1 + min(k, len(real) - 1)]
+            pick = near[np.arange(len(rows)), rng.integers(near.shape[1], size=len(rows))]
+            step = rng.uniform(0, lam, len(rows))[:, None]
+            out[rows] = flat + step * (flat - real[pick])
+        return np.clip(out, 0, 1).reshape(gx.shape).astype(np.float32), gy
+
+    return augment
+
+
+for _alpha in (0.5, 1.0):
+    PROTOTYPES[f"p-within{_alpha:g}"] = within_class_noise(proposal(), _alpha)
+for _lam in (0.25, 0.5):
+    PROTOTYPES[f"p-extrap{_lam:g}"] = extrapolated(proposal(), _lam)
