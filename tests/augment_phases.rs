@@ -249,7 +249,8 @@ fn a_stop_in_any_phase_keeps_no_output_and_a_fresh_run_gives_the_same_bytes() {
 fn sigint_during_a_long_run_is_announced_then_keeps_no_output() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("long");
-    // 1797 chains with a burn-in of 1000 outer iterations: far over a minute on any CPU.
+    // 1797 chains with a burn-in of 5000 outer iterations: over a minute on any CPU (78 s on a
+    // 2-core AVX-512 VM, estimated 4 min from the LASSO pilot's rate; it is stopped at once).
     let mut child = Command::new(env!("CARGO_BIN_EXE_rmld"))
         .args([
             "augment",
@@ -260,7 +261,7 @@ fn sigint_during_a_long_run_is_announced_then_keeps_no_output() {
             "--samples",
             "1",
             "--burn-in",
-            "1000",
+            "5000",
             "--batch",
             "8",
             "--no-quality",

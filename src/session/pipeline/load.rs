@@ -9,12 +9,12 @@ use super::fit::{fit, Fitted};
 use super::sampler::sampler_settings;
 use super::stage::Pipeline;
 use crate::backend::kernel_hmc::KernelTarget;
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendInfo};
 use crate::io::{labelled, Dataset, ShardFiles, Split};
 use crate::measure::memory;
 use crate::methods::AugmentMethod;
 use crate::model::{Dictionary, Target, TargetKind};
-use crate::orchestrator::estimate::{estimate_augment, AugmentWork};
+use crate::orchestrator::estimate::{estimate_augment, lasso_pilot, AugmentWork, LassoPilot};
 use crate::orchestrator::identity::input_hashes;
 use crate::orchestrator::shard::{check_inputs, shard_trace};
 use crate::orchestrator::{AugmentPlan, SamplerSettings};
@@ -387,9 +387,15 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
     };
     backend.set_lasso_tolerance(args.lasso_tolerance);
     let info = backend.info();
-    let estimate = estimate_augment(&work(run), &info);
+    let mut estimate = estimate_augment(&work(run), &info, None);
     let amortized = args.sampler.is_amortized();
-    if estimate.worth_announcing() && matches!(pipe.split, Split::Whole) && !amortized {
+    let announced = estimate.worth_announcing() && matches!(pipe.split, Split::Whole);
+    if announced && !amortized {
+        if let Some(pilot) = lasso_pilot_for(run, &info) {
+            estimate = estimate_augment(&work(run), &info, Some(&pilot));
+        }
+    }
+    if estimate.worth_announcing() && announced && !amortized {
         observer.notice(&Notice::Estimate {
             seconds: estimate.seconds,
             device: info.device.clone(),
@@ -401,6 +407,18 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
         info: json!(info),
         estimate: json!(estimate),
     })
+}
+
+/// The CPU LASSO's pace on a pilot of the originals, where this run's LASSO stops at a
+/// tolerance on the CPU (the ADMM encoder, whose iterations are known only by running it);
+/// None elsewhere, or when the pilot fails (the estimate then counts the LASSO at its cap).
+fn lasso_pilot_for(run: &Loaded, info: &BackendInfo) -> Option<LassoPilot> {
+    let args = &run.args;
+    if info.kind != "cpu" || args.lasso_tolerance <= 0.0 || run.kernel {
+        return None;
+    }
+    let iterations = args.dynamics.lasso_iterations;
+    lasso_pilot(&run.problem.target, args.lasso_tolerance, iterations).ok()
 }
 
 /// A merge's device: the first shard's (each shard reckons the whole run's estimate).
