@@ -409,12 +409,18 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
     })
 }
 
+/// The largest dictionary (d × p values) a LASSO pilot copies: 64 MiB of f32 (MNIST's 784 ×
+/// 3136 is 9.4 MiB).
+const PILOT_MAX_DICTIONARY: usize = 16 << 20;
+
 /// The CPU LASSO's pace on a pilot of the originals, where this run's LASSO stops at a
 /// tolerance on the CPU (the ADMM encoder, whose iterations are known only by running it);
 /// None elsewhere, or when the pilot fails (the estimate then counts the LASSO at its cap).
 fn lasso_pilot_for(run: &Loaded, info: &BackendInfo) -> Option<LassoPilot> {
     let args = &run.args;
-    if info.kind != "cpu" || args.lasso_tolerance <= 0.0 || run.kernel {
+    // The pilot's backend packs its own copy of the dictionary: not where that copy is large.
+    let large = run.d * run.p > PILOT_MAX_DICTIONARY;
+    if info.kind != "cpu" || args.lasso_tolerance <= 0.0 || run.kernel || large {
         return None;
     }
     let iterations = args.dynamics.lasso_iterations;
