@@ -74,7 +74,7 @@ pub struct Estimate {
     pub phases: Vec<(&'static str, f64)>,
     /// Their sum.
     pub seconds: f64,
-    /// The rate assumed, GFLOP/s.
+    /// The chains' rate, GFLOP/s: assumed, or a LASSO pilot's.
     pub gflops: f64,
     /// How the estimate was made, in a sentence.
     pub how: String,

@@ -388,19 +388,19 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
     backend.set_lasso_tolerance(args.lasso_tolerance);
     let info = backend.info();
     let mut estimate = estimate_augment(&work(run), &info, None);
-    let amortized = args.sampler.is_amortized();
-    let announced = estimate.worth_announcing() && matches!(pipe.split, Split::Whole);
-    if announced && !amortized {
+    let announces = matches!(pipe.split, Split::Whole) && !args.sampler.is_amortized();
+    if announces && estimate.worth_announcing() {
+        // Counted as long: time the LASSO before saying how long.
         if let Some(pilot) = lasso_pilot_for(run, &info) {
             estimate = estimate_augment(&work(run), &info, Some(&pilot));
         }
-    }
-    if estimate.worth_announcing() && announced && !amortized {
-        observer.notice(&Notice::Estimate {
-            seconds: estimate.seconds,
-            device: info.device.clone(),
-            how: estimate.how.clone(),
-        });
+        if estimate.worth_announcing() {
+            observer.notice(&Notice::Estimate {
+                seconds: estimate.seconds,
+                device: info.device.clone(),
+                how: estimate.how.clone(),
+            });
+        }
     }
     Ok(Device {
         backend: Some(backend),
