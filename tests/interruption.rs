@@ -287,3 +287,70 @@ fn a_new_run_removes_an_earlier_runs_checkpoint() {
         stderr(&resumed)
     );
 }
+
+/// The staged checkpoint of a run writing into `out`, once there is one.
+fn staged_checkpoint(out: &Path) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(out)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("checkpoint.rmld"))
+        .find(|p| p.exists())
+}
+
+#[test]
+fn a_run_killed_without_warning_resumes_from_its_timed_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, minutes: &str| {
+        let mut command = rmld();
+        command
+            .args([
+                "sample",
+                "--backend",
+                "cpu",
+                "--chains",
+                "8",
+                "--steps",
+                "2",
+            ])
+            .args(["--samples", "20000", "--keep", "every:20", "--seed", "3"])
+            .args(["--checkpoint-minutes", minutes, "--out"])
+            .arg(dir.path().join(name))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        command
+    };
+    let data = ["codes.npy", "images.npy", "dictionary.npy", "samples.png"];
+    let same = |a: &str, b: &str| {
+        for name in data {
+            let read = |run: &str| std::fs::read(dir.path().join(run).join(name)).unwrap();
+            assert!(read(a) == read(b), "{name} of {b} differs from {a}'s");
+        }
+    };
+    assert!(run("plain", "0").output().unwrap().status.success());
+    // Checkpoints every 0.12 s on the way; a completed run removes the last.
+    let timed = run("timed", "0.002").output().unwrap();
+    assert!(timed.status.success(), "{}", stderr(&timed));
+    same("plain", "timed");
+    assert!(!dir.path().join("timed/checkpoint.rmld").exists());
+    // SIGKILL once a timed checkpoint is staged: `resume` makes the same bytes.
+    let killed_out = dir.path().join("killed");
+    let mut child = run("killed", "0.002").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while staged_checkpoint(&killed_out).is_none() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its first timed checkpoint"
+        );
+        assert!(Instant::now() < deadline, "no timed checkpoint was written");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(&child, "KILL");
+    let _ = child.wait();
+    assert!(
+        !killed_out.join("codes.npy").exists(),
+        "a killed run published"
+    );
+    let resumed = rmld().arg("resume").arg(&killed_out).output().unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    same("plain", "killed");
+}

@@ -381,6 +381,7 @@ fn run_split(
         progress: &mut |_| {},
         stop: &|| false,
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |_, _| Ok(()),
     };
     let run = orchestrator::continue_run(

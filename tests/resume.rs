@@ -45,6 +45,7 @@ fn run(
         progress: &mut |k| completed.set(k),
         stop: &|| stop_after.is_some_and(|k| completed.get() >= k),
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |run: &SampleRun, positions: &[f32]| {
             let c = Checkpoint {
                 config: serde_json::json!({}),

@@ -329,6 +329,7 @@ fn resume_with_the_latent_state_is_bit_identical() {
         progress: &mut |_| {},
         stop: &|| false,
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |_, _| Ok(()),
     };
     orchestrator::continue_run(&mut second, &t, &settings(4, 10, &dyn_), run6, hooks).unwrap();
@@ -748,6 +749,7 @@ fn gpu_resume_with_the_latent_state_is_bit_identical() {
         progress: &mut |_| {},
         stop: &|| false,
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |_, _| Ok(()),
     };
     orchestrator::continue_run(&mut second, &t, &settings(4, 10, &dyn_), run6, hooks).unwrap();

@@ -241,6 +241,9 @@ pub struct Hooks<'a> {
     /// Every this many outer iterations (0: never), and at an early stop, `checkpoint` is called
     /// with the run so far and the chains' positions (C × p).
     pub checkpoint_every: u32,
+    /// Asked after each outer iteration but the last; true calls `checkpoint` then too (a
+    /// checkpoint on a timer).
+    pub checkpoint_due: &'a dyn Fn() -> bool,
     /// See `checkpoint_every`.
     pub checkpoint: &'a mut dyn FnMut(&SampleRun, &[f32]) -> Result<()>,
 }
@@ -261,6 +264,7 @@ pub fn run(
         progress,
         stop: &|| false,
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |_, _| Ok(()),
     };
     continue_run(backend, target, settings, state, hooks)
@@ -448,9 +452,10 @@ pub fn continue_run(
         run.completed = outer;
         run.timings.sampling_seconds = already + sampling.elapsed().as_secs_f64();
         (hooks.progress)(outer);
-        let stopping = outer < settings.samples && (hooks.stop)();
-        if stopping || (hooks.checkpoint_every > 0 && outer.is_multiple_of(hooks.checkpoint_every))
-        {
+        let going_on = outer < settings.samples;
+        let stopping = going_on && (hooks.stop)();
+        let every = hooks.checkpoint_every > 0 && outer.is_multiple_of(hooks.checkpoint_every);
+        if stopping || every || (going_on && (hooks.checkpoint_due)()) {
             hooks.sink.sync()?;
             run.prior_state = backend.prior_state()?.unwrap_or_default();
             (hooks.checkpoint)(&run, &codes)?;

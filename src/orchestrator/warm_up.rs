@@ -38,6 +38,7 @@ pub fn warm_up(
         progress,
         stop,
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |_, _| Ok(()),
     };
     continue_run(backend, target, settings, state, hooks)

@@ -3,6 +3,7 @@
 //! The chains stream codes and images to disk, with checkpoints, a lock on the output folder,
 //! and a clean stop when the observer asks.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::time::Instant;
 
@@ -328,6 +329,17 @@ pub(super) fn drive(
     let identity = &run.identity;
     // `resume` continues the chains only on a device that rounds as this one does.
     let device = io::shards::device_key(&serde_json::json!(run.backend.info()));
+    // The timed checkpoints (`checkpoint_minutes`): when the last was written, and whether one
+    // was; a resumed run's staging folder holds its checkpoint from the start.
+    let saved_at = Cell::new(Instant::now());
+    let timed = Cell::new(false);
+    let held_checkpoint = checkpoint_path.exists();
+    let minutes = args.checkpoint_minutes;
+    let checkpoint_due = || {
+        let due = minutes > 0.0 && saved_at.get().elapsed().as_secs_f64() >= minutes * 60.0;
+        timed.set(timed.get() || due);
+        due
+    };
     let mut save = |state: &SampleRun, positions: &[f32]| {
         let checkpoint = Checkpoint {
             config: config.clone(),
@@ -345,7 +357,9 @@ pub(super) fn drive(
             device: Some(device.clone()),
             wall_seconds: Some(clock.seconds()),
         };
-        checkpoint.write(&checkpoint_path)
+        checkpoint.write(&checkpoint_path)?;
+        saved_at.set(Instant::now());
+        Ok(())
     };
     observer.phase_start(&Phase {
         name: "sampling",
@@ -358,6 +372,7 @@ pub(super) fn drive(
         progress: &mut |k| observer.phase_advance(k as u64),
         stop: &|| observer.stop_requested(),
         checkpoint_every: args.checkpoint_every,
+        checkpoint_due: &checkpoint_due,
         checkpoint: &mut save,
     };
     let state = std::mem::take(&mut run.state);
@@ -365,7 +380,12 @@ pub(super) fn drive(
     observer.phase_finish();
     let ended = result.and_then(|state| {
         let completed = state.completed;
-        let ran = (&mut run, state, streams);
+        // A completed run's timed checkpoint was only insurance: its outputs stay those of a
+        // run without one. It goes just before publishing, so a failure until then keeps it.
+        let insurance = timed.get() && !held_checkpoint && args.checkpoint_every == 0;
+        let drop_checkpoint =
+            (insurance && !state.interrupted).then_some(checkpoint_path.as_path());
+        let ran = (&mut run, state, streams, drop_checkpoint);
         finish(args, problem, settings, ran, (&config, clock), observer).map(|o| (o, completed))
     });
     match ended {
@@ -390,7 +410,12 @@ fn finish(
     args: &SampleSettings,
     problem: &Problem,
     settings: &SamplerSettings,
-    (run, state, streams): (&mut Continued, SampleRun, SampleStreams),
+    (run, state, streams, drop_checkpoint): (
+        &mut Continued,
+        SampleRun,
+        SampleStreams,
+        Option<&Path>,
+    ),
     (config, clock): (&serde_json::Value, RunClock),
     observer: &dyn Observer,
 ) -> Result<Outcome> {
@@ -438,6 +463,9 @@ fn finish(
             "shard {shard}: chains {}..{} of {}; join the shards with `rmld merge`",
             range.start, range.end, args.chains
         ));
+    }
+    if let Some(path) = drop_checkpoint {
+        io::remove_file_if_present(path)?;
     }
     run.output.publish()?;
     let draw_stats = DrawStats {

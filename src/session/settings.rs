@@ -46,6 +46,11 @@ pub struct SampleSettings {
     pub auto_burn_in: bool,
     /// Write a checkpoint every N outer iterations; 0: only when stopped early.
     pub checkpoint_every: u32,
+    /// Also write one once this many minutes have passed since the last (0: never), so that a
+    /// run killed without warning (kill -9, out of memory, a power cut) resumes from there. A
+    /// run that completes without `checkpoint_every` removes it before publishing.
+    #[serde(default = "checkpoint_minutes_default")]
+    pub checkpoint_minutes: f64,
     /// Keep the given step size: no warm-up adaptation. By default MALA's and HMC's step size
     /// adapts during the burn-in by dual averaging across all chains toward 0.574 (MALA) or
     /// 0.8 (HMC) mean acceptance, and HMC's trajectory length by ChEES with jittered leapfrog
@@ -67,9 +72,16 @@ impl Default for SampleSettings {
             burn_in: 0,
             auto_burn_in: false,
             checkpoint_every: 0,
+            checkpoint_minutes: checkpoint_minutes_default(),
             no_adapt: false,
         }
     }
+}
+
+/// `SampleSettings::checkpoint_minutes`' default: a killed run loses at most 10 minutes, for a
+/// checkpoint's write (the chains' positions and the traces) that takes well under a second.
+pub fn checkpoint_minutes_default() -> f64 {
+    10.0
 }
 
 impl SampleSettings {
@@ -132,6 +144,15 @@ impl SampleSettings {
     /// The orchestrator's settings, checked (without the problem's). A shard's run its part of
     /// the chains, `shard.range(chains)`, from that range's first chain on.
     pub(crate) fn sampler_settings(&self) -> Result<SamplerSettings> {
+        if !(self.checkpoint_minutes.is_finite() && self.checkpoint_minutes >= 0.0) {
+            return Err(Error::usage(
+                "checkpoint_minutes",
+                format!(
+                    "must be a number of minutes >= 0 (0: no timed checkpoints), got {}",
+                    self.checkpoint_minutes
+                ),
+            ));
+        }
         let mut settings = self.dynamics.sampler(
             self.chains,
             self.samples,
@@ -634,5 +655,28 @@ mod tests {
         assert!(error.contains("original:generated"), "{error}");
         let error = with(serde_json::json!([1, 4])).unwrap_err().to_string();
         assert!(error.contains("original:generated like 6:1"), "{error}");
+    }
+
+    #[test]
+    fn timed_checkpoints_default_to_ten_minutes_and_refuse_what_is_not_a_duration() {
+        assert_eq!(SampleSettings::default().checkpoint_minutes, 10.0);
+        // Settings from Python or a file written before the setting existed.
+        let mut json = serde_json::to_value(SampleSettings::default()).unwrap();
+        json.as_object_mut().unwrap().remove("checkpoint_minutes");
+        let read: SampleSettings = serde_json::from_value(json).unwrap();
+        assert_eq!(read.checkpoint_minutes, 10.0);
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let settings = SampleSettings {
+                checkpoint_minutes: bad,
+                ..SampleSettings::default()
+            };
+            let error = settings.validate().unwrap_err().to_string();
+            assert!(error.contains("checkpoint_minutes"), "{error}");
+        }
+        let off = SampleSettings {
+            checkpoint_minutes: 0.0,
+            ..SampleSettings::default()
+        };
+        assert!(off.validate().is_ok());
     }
 }

@@ -58,6 +58,12 @@ pub struct SampleArgs {
     #[arg(long, value_name = "N", default_value_t = sample().checkpoint_every)]
     pub checkpoint_every: u32,
 
+    /// Also write a checkpoint once M minutes have passed since the last (0: never), so that a
+    /// run killed without warning (kill -9, out of memory, a power cut) can be resumed from it;
+    /// a run that completes without --checkpoint-every removes it.
+    #[arg(long, value_name = "M", default_value_t = sample().checkpoint_minutes)]
+    pub checkpoint_minutes: f64,
+
     /// Keep --eta as given. By default, --method mala and hmc adapt their step size during the
     /// burn-in (dual averaging across all chains toward mean acceptance 0.574 for MALA, 0.8 for
     /// HMC), then freeze it for the kept draws; with --burn-in 0 nothing adapts.
@@ -83,6 +89,7 @@ impl SampleArgs {
             burn_in: self.burn_in.map_or(0, |b| b.count),
             auto_burn_in: self.burn_in.is_some_and(|b| b.auto),
             checkpoint_every: self.checkpoint_every,
+            checkpoint_minutes: self.checkpoint_minutes,
             no_adapt: self.no_adapt,
         };
         match self.burn_in {

@@ -39,6 +39,7 @@ pub(super) fn sampling(
         progress: &mut |outer| observer.phase_advance(outer.saturating_sub(burn_in) as u64),
         stop: &|| observer.stop_requested(),
         checkpoint_every: 0,
+        checkpoint_due: &|| false,
         checkpoint: &mut |_, _| Ok(()),
     };
     let run = orchestrator::continue_run(backend, target, settings, state, hooks)?;
