@@ -167,7 +167,8 @@ pub fn not_resumable(dir: &Path, path: &Path) -> Error {
         ),
         _ => format!(
             "is missing: {} holds no interrupted `rmld sample` run to continue (one writes its \
-             checkpoint when interrupted, or every `checkpoint_every` iterations)",
+             checkpoint when interrupted, every `checkpoint_every` iterations, and once \
+             `checkpoint_minutes` have passed since the last)",
             dir.display()
         ),
     };

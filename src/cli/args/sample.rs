@@ -54,7 +54,7 @@ pub struct SampleArgs {
     pub burn_in: Option<BurnInArg>,
 
     /// Write a checkpoint (checkpoint.rmld in --out) every N outer iterations; 0: only when
-    /// interrupted. `rmld resume DIR` continues from it.
+    /// interrupted (and on --checkpoint-minutes' timer). `rmld resume DIR` continues from it.
     #[arg(long, value_name = "N", default_value_t = sample().checkpoint_every)]
     pub checkpoint_every: u32,
 
