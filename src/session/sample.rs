@@ -329,17 +329,13 @@ pub(super) fn drive(
     let identity = &run.identity;
     // `resume` continues the chains only on a device that rounds as this one does.
     let device = io::shards::device_key(&serde_json::json!(run.backend.info()));
-    // The timed checkpoints (`checkpoint_minutes`): when the last was written, and whether one
-    // was; a resumed run's staging folder holds its checkpoint from the start.
+    // The timed checkpoints (`checkpoint_minutes`): due that long after the last checkpoint. A
+    // resumed run's staging folder holds its checkpoint from the start.
     let saved_at = Cell::new(Instant::now());
-    let timed = Cell::new(false);
     let held_checkpoint = checkpoint_path.exists();
     let minutes = args.checkpoint_minutes;
-    let checkpoint_due = || {
-        let due = minutes > 0.0 && saved_at.get().elapsed().as_secs_f64() >= minutes * 60.0;
-        timed.set(timed.get() || due);
-        due
-    };
+    let checkpoint_due =
+        || minutes > 0.0 && saved_at.get().elapsed().as_secs_f64() >= minutes * 60.0;
     let mut save = |state: &SampleRun, positions: &[f32]| {
         let checkpoint = Checkpoint {
             config: config.clone(),
@@ -380,11 +376,11 @@ pub(super) fn drive(
     observer.phase_finish();
     let ended = result.and_then(|state| {
         let completed = state.completed;
-        // A completed run's timed checkpoint was only insurance: its outputs stay those of a
-        // run without one. It goes just before publishing, so a failure until then keeps it.
-        let insurance = timed.get() && !held_checkpoint && args.checkpoint_every == 0;
-        let drop_checkpoint =
-            (insurance && !state.interrupted).then_some(checkpoint_path.as_path());
+        // Without `checkpoint_every`, a completed run's checkpoint can only be a timed one, which
+        // was insurance: its outputs stay those of a run without one. It goes just before
+        // publishing, so a failure until then keeps it.
+        let insurance = !held_checkpoint && args.checkpoint_every == 0 && !state.interrupted;
+        let drop_checkpoint = insurance.then_some(checkpoint_path.as_path());
         let ran = (&mut run, state, streams, drop_checkpoint);
         finish(args, problem, settings, ran, (&config, clock), observer).map(|o| (o, completed))
     });
