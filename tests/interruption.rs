@@ -39,21 +39,26 @@ fn staged_codes_bytes(out: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// `rmld sample` of 8 short chains on the CPU for `samples` outer iterations.
+fn small_sample(samples: &str) -> Command {
+    let mut command = rmld();
+    command.args([
+        "sample",
+        "--backend",
+        "cpu",
+        "--chains",
+        "8",
+        "--steps",
+        "2",
+    ]);
+    command.args(["--samples", samples]);
+    command
+}
+
 /// Starts a long CPU run into `out` and waits until it has streamed at least one sample.
 fn start_long_run(out: &Path) -> Child {
-    let child = rmld()
-        .args([
-            "sample",
-            "--backend",
-            "cpu",
-            "--chains",
-            "8",
-            "--steps",
-            "2",
-            "--samples",
-            "1000000",
-            "--out",
-        ])
+    let child = small_sample("1000000")
+        .arg("--out")
         .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -301,18 +306,9 @@ fn staged_checkpoint(out: &Path) -> Option<std::path::PathBuf> {
 fn a_run_killed_without_warning_resumes_from_its_timed_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, minutes: &str| {
-        let mut command = rmld();
+        let mut command = small_sample("20000");
         command
-            .args([
-                "sample",
-                "--backend",
-                "cpu",
-                "--chains",
-                "8",
-                "--steps",
-                "2",
-            ])
-            .args(["--samples", "20000", "--keep", "every:20", "--seed", "3"])
+            .args(["--keep", "every:20", "--seed", "3"])
             .args(["--checkpoint-minutes", minutes, "--out"])
             .arg(dir.path().join(name))
             .stdout(Stdio::null())

@@ -30,6 +30,18 @@ pub struct DynamicsSettings {
 }
 
 impl DynamicsSettings {
+    /// The dynamics of a backend made only to LASSO-encode (its chains never step): one step of
+    /// size 1 over one image, from `seed`.
+    pub fn encoding_only(seed: u64) -> Self {
+        DynamicsSettings {
+            eta: 1.0,
+            steps: 1,
+            batch: 1,
+            seed,
+            ..DynamicsSettings::default()
+        }
+    }
+
     /// Δ of the MH proposal norms: eta·T for RMLD, h = eta for MALA (unused by HMC).
     pub fn delta(&self) -> f32 {
         self.method.delta(self)

@@ -159,13 +159,7 @@ impl Encoder<'_> {
     ) -> Result<bool> {
         let (args, observer) = (&self.args, self.observer);
         let mut backend = EncodeBackend::new(|like| {
-            let dynamics = DynamicsSettings {
-                eta: 1.0,
-                steps: 1,
-                batch: 1,
-                seed: args.seed,
-                ..Default::default()
-            };
+            let dynamics = DynamicsSettings::encoding_only(args.seed);
             let mut backend = make_backend(args.backend, observer, self.target, &dynamics, like)?;
             backend.set_lasso_tolerance(args.lasso_tolerance);
             Ok(backend)

@@ -125,12 +125,7 @@ pub fn lasso_pilot(target: &Arc<Target>, tolerance: f32, iterations: u32) -> Res
     let images: Vec<f32> = (0..rows)
         .flat_map(|k| observations.row(k * observations.n / rows))
         .collect();
-    let dynamics = DynamicsSettings {
-        eta: 1.0,
-        steps: 1,
-        batch: 1,
-        ..DynamicsSettings::default()
-    };
+    let dynamics = DynamicsSettings::encoding_only(0);
     let mut backend = CpuBackend::try_new(target.clone(), dynamics, rows)?;
     let encoder: &mut dyn Backend = &mut backend;
     encoder.set_lasso_tolerance(tolerance);

@@ -90,13 +90,7 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
     // encodes its rows in the same batches (cut to its range).
     let mut backend = EncodeBackend::new(|_| {
-        let dynamics = DynamicsSettings {
-            eta: 1.0,
-            steps: 1,
-            batch: 1,
-            seed: args.problem.seed,
-            ..Default::default()
-        };
+        let dynamics = DynamicsSettings::encoding_only(args.problem.seed);
         let mut backend = make_backend(args.problem.backend, observer, target, &dynamics, chains)?;
         backend.set_lasso_tolerance(args.lasso_tolerance);
         Ok(backend)

@@ -387,12 +387,13 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
     };
     backend.set_lasso_tolerance(args.lasso_tolerance);
     let info = backend.info();
-    let mut estimate = estimate_augment(&work(run), &info, None);
+    let work = work(run);
+    let mut estimate = estimate_augment(&work, &info, None);
     let announces = matches!(pipe.split, Split::Whole) && !args.sampler.is_amortized();
     if announces && estimate.worth_announcing() {
         // Counted as long: time the LASSO before saying how long.
         if let Some(pilot) = lasso_pilot_for(run, &info) {
-            estimate = estimate_augment(&work(run), &info, Some(&pilot));
+            estimate = estimate_augment(&work, &info, Some(&pilot));
         }
         if estimate.worth_announcing() {
             observer.notice(&Notice::Estimate {
