@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections import Counter, OrderedDict
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
@@ -25,6 +26,14 @@ __all__ = ["RMLDAugmenter", "generate_per_class", "resolve_sampling_strategy"]
 
 SamplingStrategy = Union[str, float, Mapping[Any, int], Callable[[np.ndarray], Mapping[Any, int]]]
 _STRATEGIES = ("auto", "minority", "not minority", "not majority", "all")
+# Said when a strategy asks for nothing (balanced classes): the originals come back, as
+# imbalanced-learn's samplers return them, but a user who wanted more images for few labels
+# should not take them for an augmented set.
+_NOTHING_ASKED = (
+    "RMLDAugmenter generated no image: sampling_strategy={strategy!r} asks for none, each class "
+    "it targets already having its count, so the originals come back unchanged. To add images "
+    "to classes that are already balanced, pass ratio (ratio=0.25: four new images per "
+    "original, what helps classifiers with few labels; docs/usefulness.md)")
 
 
 class RMLDAugmenter(_Base):
@@ -56,6 +65,10 @@ class RMLDAugmenter(_Base):
       name of an int, used when ``random_state`` is None.
     - ``preset``, ``backend``, ``settings``: passed to :func:`rmld.augment` (``settings`` a dict
       of its keyword settings: ``method``, ``samples``, ``tangent_scale``, ...).
+
+    A strategy that asks for no image (classes already balanced) returns the originals, as
+    imbalanced-learn's samplers do, with a ``UserWarning`` that names ``ratio`` for adding images
+    to balanced classes.
 
     Bad input raises ``ValueError`` naming the class (a targeted class with fewer than two
     images, a count below the images a class has, a class not in ``y``) before anything runs.
@@ -117,6 +130,9 @@ class RMLDAugmenter(_Base):
         else:
             self.sampling_strategy_ = self._counts(y)
             X_res, y_res = self._fit_resample(rows, y)
+        if self.ratio is None and not any(dict(self.sampling_strategy_).values()):
+            warnings.warn(_NOTHING_ASKED.format(strategy=self.sampling_strategy), UserWarning,
+                          stacklevel=2)
         shape = np.shape(X)
         X_res = np.asarray(X_res).reshape((-1,) + tuple(shape[1:]))
         if _sparse_format(X) is not None:

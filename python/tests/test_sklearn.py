@@ -73,14 +73,16 @@ def test_dict_float_callable_and_rows():
 
 def test_balanced_classes_come_back_unchanged_as_imbalanced_learn_gives_them():
     """A cut whose classes are already even (a cross-validation fold can be) asks for no new
-    image: the originals come back, in every layout, as SMOTE returns them."""
+    image: the originals come back, in every layout, as SMOTE returns them, with a warning that
+    names `ratio` (which adds images to balanced classes)."""
     from imblearn.over_sampling import SMOTE
 
     X, y = imbalanced_digits(majority=8, minority=8)
     for given in (X, X.reshape(len(X), -1)):
         for strategy in ("auto", "all", {5: 8}):
-            X_res, y_res = RMLDAugmenter(sampling_strategy=strategy, random_state=0,
-                                         **FAST).fit_resample(given, y)
+            with pytest.warns(UserWarning, match=r"generated no image.*ratio=0\.25"):
+                X_res, y_res = RMLDAugmenter(sampling_strategy=strategy, random_state=0,
+                                             **FAST).fit_resample(given, y)
             X_smote, y_smote = SMOTE(sampling_strategy=strategy, k_neighbors=3).fit_resample(
                 given.reshape(len(given), -1), y)
             assert X_res.shape == given.shape and X_res.dtype == given.dtype, strategy
