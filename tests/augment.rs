@@ -532,12 +532,28 @@ fn code_cache_is_read_back_and_a_damaged_entry_ignored() {
             status["original_codes"].clone(),
             status["reencoded_codes"].clone(),
         ];
-        (both, codes, stderr(&run))
+        // The estimate counts the originals' codes only where the cache does not hold them.
+        let estimate = &report["estimate"];
+        let original_codes = estimate["phases"]
+            .as_array()
+            .and_then(|phases| phases.iter().find(|p| p[0] == "original codes"))
+            .and_then(|p| p[1].as_f64())
+            .unwrap_or_else(|| panic!("{name}: no original codes phase in {estimate}"));
+        let how = estimate["how"].as_str().unwrap_or_default().to_string();
+        (both, codes, stderr(&run), (original_codes, how))
     };
-    let (first, codes, _) = run_into("first");
+    let (first, codes, _, (counted, how)) = run_into("first");
     assert_eq!(first, ["written", "written"]);
-    let (second, again, _) = run_into("second");
+    assert!(
+        counted > 0.0 && !how.contains("code cache"),
+        "{counted} s: {how}"
+    );
+    let (second, again, _, (counted, how)) = run_into("second");
     assert_eq!(second, ["read", "read"]);
+    assert!(
+        counted == 0.0 && how.contains("codes read from the code cache"),
+        "{counted} s: {how}"
+    );
     assert!(
         codes == again,
         "codes read from the cache differ from those encoded"
@@ -549,7 +565,7 @@ fn code_cache_is_read_back_and_a_damaged_entry_ignored() {
         bytes[middle] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
     }
-    let (third, encoded, said) = run_into("third");
+    let (third, encoded, said, _) = run_into("third");
     assert_eq!(third, ["written", "written"], "{said}");
     assert!(
         said.contains("not used") && said.contains("checksum"),

@@ -1,6 +1,6 @@
 //! The augmentation's LASSO encodings: a whole run's on its own backend a batch at a time, through the code cache; a shard's part computed as in the whole run's batches.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::backend_choice::{make_backend, BackendChoice};
@@ -42,6 +42,45 @@ pub struct EncodeArgs {
     pub seed: u64,
     /// Which backend a shard's encodings run on.
     pub backend: BackendChoice,
+}
+
+impl EncodeArgs {
+    /// The code cache's folder and the key its entry of the codes of `n` rows `image(i)`,
+    /// encoded with `target`'s dictionary and λ on `device`, is kept under; None without a
+    /// cache.
+    fn cache_entry(
+        &self,
+        target: &Target,
+        device: &str,
+        n: usize,
+        image: &dyn Fn(usize) -> Vec<f32>,
+    ) -> Option<(&Path, [u8; 16])> {
+        let dir = self.code_cache.as_deref()?;
+        let key = CodeKey {
+            dictionary: &target.dictionary.a,
+            d: target.d(),
+            p: target.p(),
+            lam: target.lam,
+            iterations: self.lasso_iterations,
+            tolerance: self.lasso_tolerance,
+            device,
+        }
+        .hash((0..n).map(image));
+        Some((dir, key))
+    }
+
+    /// Whether the code cache has an entry for these rows' codes (a whole run's encoding then
+    /// reads them; the entry is checked whole only when read), for the run's estimate.
+    pub fn cache_holds(
+        &self,
+        target: &Target,
+        device: &str,
+        n: usize,
+        image: &dyn Fn(usize) -> Vec<f32>,
+    ) -> bool {
+        self.cache_entry(target, device, n, image)
+            .is_some_and(|(dir, key)| code_cache::entry_path(dir, &key).is_file())
+    }
 }
 
 /// Rows to encode: every one of `total`, or a shard's (increasing).
@@ -94,19 +133,7 @@ impl Encoder<'_> {
         };
         let (p, iterations) = (target.p(), args.lasso_iterations);
         let device = backend.info().device;
-        let cache = args.code_cache.as_deref().map(|dir| {
-            let key = CodeKey {
-                dictionary: &target.dictionary.a,
-                d: target.d(),
-                p,
-                lam: target.lam,
-                iterations,
-                tolerance: args.lasso_tolerance,
-                device: &device,
-            }
-            .hash((0..n).map(image));
-            (dir, key)
-        });
+        let cache = args.cache_entry(target, &device, n, image);
         *status = "off";
         if let Some((dir, key)) = &cache {
             match code_cache::load(dir, key, n, p) {

@@ -65,6 +65,8 @@ pub struct AugmentWork {
     pub original_codes: usize,
     /// Test images LASSO-encoded (0 without `encode_test`).
     pub test_codes: usize,
+    /// Rows whose codes are read from the code cache (counted in neither of the above).
+    pub cached_codes: usize,
 }
 
 /// The estimate: seconds per phase, their sum and how they were reckoned.
@@ -222,10 +224,14 @@ pub fn estimate_augment(
     ];
     let seconds = phases.iter().map(|(_, s)| s).sum();
     let lasso_rows = starts + reencoded + work.original_codes + work.test_codes;
+    let cached = match work.cached_codes {
+        0 => String::new(),
+        rows => format!("; {rows} codes read from the code cache"),
+    };
     let how = match pilot {
         None => format!(
             "{:.2e} flops in the dense products of the LASSO encodings and the chains' steps, \
-             at {rate}",
+             at {rate}{cached}",
             sampling_flops + lasso_rows as f64 * work.lasso_iterations as f64 * product
         ),
         Some(pilot) => {
@@ -235,7 +241,7 @@ pub fn estimate_augment(
             };
             format!(
                 "{lasso_rows} LASSO rows at {:.2} ms each, timed on {} of the originals (mean \
-                 {:.0} iterations){chains}",
+                 {:.0} iterations){chains}{cached}",
                 pilot.seconds_per_row() * 1e3,
                 pilot.rows,
                 pilot.mean_iterations,
@@ -281,6 +287,7 @@ mod tests {
             reencode: true,
             original_codes: 60_000,
             test_codes: 0,
+            cached_codes: 0,
         };
         let e = estimate_augment(&mnist, &cpu("2"), None);
         assert!(e.worth_announcing(), "{e:?}");
@@ -303,6 +310,7 @@ mod tests {
             reencode: false,
             original_codes: 0,
             test_codes: 0,
+            cached_codes: 0,
         };
         assert!(!estimate_augment(&small, &cpu("2"), None).worth_announcing());
     }
@@ -324,6 +332,7 @@ mod tests {
             reencode: true,
             original_codes: 6000,
             test_codes: 500,
+            cached_codes: 0,
         };
         let pilot = LassoPilot {
             rows: 100,

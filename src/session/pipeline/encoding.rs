@@ -3,8 +3,29 @@
 use super::stage::{Halt, Step};
 use crate::io::{Dataset, NpyStream};
 use crate::io::{Output, Split};
-use crate::model::Observations;
+use crate::model::{Observations, Target};
 pub(super) use crate::orchestrator::encoder::{EncodeArgs, Encoder, Rows};
+use crate::session::settings::AugmentSettings;
+
+/// The settings the run's encodings follow.
+pub(super) fn encode_args(args: &AugmentSettings) -> EncodeArgs {
+    EncodeArgs {
+        pixel_max: args.problem.pixel_max,
+        lasso_iterations: args.dynamics.lasso_iterations,
+        lasso_tolerance: args.lasso_tolerance,
+        code_cache: args.code_cache.clone(),
+        seed: args.problem.seed,
+        backend: args.problem.backend,
+    }
+}
+
+/// Whether the code cache holds the codes of every row of `dataset` as the whole run's
+/// encodings on `device` would make them (they are then read, not encoded).
+pub(super) fn cached(args: &EncodeArgs, target: &Target, device: &str, dataset: &Dataset) -> bool {
+    let observations = Observations::from_dataset(dataset, args.pixel_max);
+    let image = |i: usize| observations.row(i);
+    args.cache_holds(target, device, observations.n, &image)
+}
 
 /// A dataset's codes: streamed into an output file (a whole run, a merge), or a shard's part.
 pub(super) enum Codes {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::encoding;
 use super::fit::{fit, Fitted};
 use super::sampler::sampler_settings;
 use super::stage::Pipeline;
@@ -387,10 +388,13 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
     };
     backend.set_lasso_tolerance(args.lasso_tolerance);
     let info = backend.info();
-    let work = work(run);
+    let whole = matches!(pipe.split, Split::Whole);
+    let mut work = work(run);
+    if whole {
+        leave_out_cached_codes(&mut work, run, &info.device);
+    }
     let mut estimate = estimate_augment(&work, &info, None);
-    let announces = matches!(pipe.split, Split::Whole) && !args.sampler.is_amortized();
-    if announces && estimate.worth_announcing() {
+    if whole && !args.sampler.is_amortized() && estimate.worth_announcing() {
         // Counted as long: time the LASSO before saying how long.
         if let Some(pilot) = lasso_pilot_for(run, &info) {
             estimate = estimate_augment(&work, &info, Some(&pilot));
@@ -408,6 +412,22 @@ fn device(pipe: &Pipeline, run: &Loaded) -> Result<Device> {
         info: json!(info),
         estimate: json!(estimate),
     })
+}
+
+/// Moves the originals' and the test split's codes that the code cache holds from the work
+/// to encode to the work read: a whole run reads them in a moment (a shard's encodings use no
+/// cache). The check hashes the rows, as the encoding does.
+fn leave_out_cached_codes(work: &mut AugmentWork, run: &Loaded, device: &str) {
+    let args = encoding::encode_args(&run.args);
+    let target = &run.problem.target;
+    if work.original_codes > 0 && encoding::cached(&args, target, device, &run.originals) {
+        work.cached_codes += std::mem::take(&mut work.original_codes);
+    }
+    if let Some(test) = run.test.as_ref().filter(|_| work.test_codes > 0) {
+        if encoding::cached(&args, target, device, test) {
+            work.cached_codes += std::mem::take(&mut work.test_codes);
+        }
+    }
 }
 
 /// The largest dictionary (d × p values) a LASSO pilot copies: 64 MiB of f32 (MNIST's 784 ×
@@ -463,5 +483,6 @@ fn work(run: &Loaded) -> AugmentWork {
             false => run.originals.n,
         },
         test_codes: run.test.as_ref().map_or(0, |t| t.n),
+        cached_codes: 0,
     }
 }

@@ -39,7 +39,7 @@ use crate::session::settings::AugmentSettings;
 use crate::session::warm_up;
 use crate::session::Outcome;
 use crate::{Error, Result};
-use encoding::{EncodeArgs, Encoder};
+use encoding::Encoder;
 use load::{Device, Loaded};
 use sampling::Generated;
 use stage::{Halt, Pipeline, Step};
@@ -125,14 +125,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
         .to_pixels_sharp(&sink.images.concat(), (h, w), full, &sharp);
     let mut caches = ["off"; 3];
     let mut encoder = Encoder {
-        args: EncodeArgs {
-            pixel_max: args.problem.pixel_max,
-            lasso_iterations: args.dynamics.lasso_iterations,
-            lasso_tolerance: args.lasso_tolerance,
-            code_cache: args.code_cache.clone(),
-            seed: args.problem.seed,
-            backend: args.problem.backend,
-        },
+        args: encoding::encode_args(args),
         target: &run.problem.target,
         observer: pipe.observer,
         split: pipe.split,
