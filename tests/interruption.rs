@@ -208,49 +208,31 @@ fn a_full_disk_leaves_nothing_corrupt() {
 fn a_checkpoint_of_other_data_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data.npy");
-    io::write_npy_u8(
-        &data,
-        &[30, 16],
-        &(0..480).map(|i| (i * 7 % 256) as u8).collect::<Vec<_>>(),
-    )
-    .unwrap();
+    let write_data = |step: usize| {
+        let pixels: Vec<u8> = (0..480).map(|i| (i * step % 256) as u8).collect();
+        io::write_npy_u8(&data, &[30, 16], &pixels).unwrap();
+    };
+    write_data(7);
+    // A long run killed once it has staged a timed checkpoint: resumable ...
     let out = dir.path().join("run");
-    let run = rmld()
-        .args([
-            "sample",
-            "--backend",
-            "cpu",
-            "--chains",
-            "4",
-            "--samples",
-            "5",
-            "--steps",
-            "2",
-            "--checkpoint-every",
-            "2",
-            "--data",
-        ])
+    let mut child = small_sample("1000000")
+        .args(["--checkpoint-minutes", "0.002", "--data"])
         .arg(&data)
         .arg("--out")
         .arg(&out)
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
         .unwrap();
-    assert!(run.status.success(), "{}", stderr(&run));
-    // The checkpoint after iteration 4 can be continued ...
-    assert!(rmld()
-        .arg("resume")
-        .arg(&out)
-        .output()
-        .unwrap()
-        .status
-        .success());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while staged_checkpoint(&out).is_none() {
+        assert!(Instant::now() < deadline, "no timed checkpoint was written");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(&child, "KILL");
+    let _ = child.wait();
     // ... but not once the data it was made from have changed.
-    io::write_npy_u8(
-        &data,
-        &[30, 16],
-        &(0..480).map(|i| (i * 11 % 256) as u8).collect::<Vec<_>>(),
-    )
-    .unwrap();
+    write_data(11);
     let refused = rmld().arg("resume").arg(&out).output().unwrap();
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(
@@ -349,4 +331,35 @@ fn a_run_killed_without_warning_resumes_from_its_timed_checkpoint() {
     let resumed = rmld().arg("resume").arg(&killed_out).output().unwrap();
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     same("plain", "killed");
+    // The resumed run, finished, keeps no checkpoint: nothing is left to resume.
+    assert!(!killed_out.join("checkpoint.rmld").exists());
+    let again = rmld().arg("resume").arg(&killed_out).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    same("plain", "killed");
+}
+
+/// A finished run whose last `--checkpoint-every` checkpoint precedes its end (40 iterations,
+/// checkpoints at 15 and 30) is complete: `resume` says so and redoes nothing.
+#[test]
+fn a_finished_run_is_not_resumed_from_its_last_periodic_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = small_sample("40")
+        .args(["--checkpoint-every", "15", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let checkpoint = rmld::orchestrator::Checkpoint::read(&out.join("checkpoint.rmld")).unwrap();
+    assert_eq!(checkpoint.run.completed, 30);
+    let codes = std::fs::read(out.join("codes.npy")).unwrap();
+    let resumed = rmld().arg("resume").arg(&out).output().unwrap();
+    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
+    assert!(
+        stderr(&resumed).contains("already complete (40 outer iterations"),
+        "{}",
+        stderr(&resumed)
+    );
+    assert!(std::fs::read(out.join("codes.npy")).unwrap() == codes);
+    assert_eq!(report(&out)["completed_iterations"], 40);
 }

@@ -113,6 +113,12 @@ fn a_stopped_run_resumes_to_the_uninterrupted_samples() {
         let b = std::fs::read(split.join(name)).unwrap();
         assert!(a == b, "{name} differs after resume");
     }
+    // Finished, the run keeps no earlier state of itself to resume (as the uninterrupted run),
+    // and a second resume touches nothing.
+    assert!(!split.join(CHECKPOINT).exists());
+    let codes = std::fs::read(split.join("codes.npy")).unwrap();
+    assert!(Sampler::resume(&split, &Silent).is_err());
+    assert!(std::fs::read(split.join("codes.npy")).unwrap() == codes);
 }
 
 /// MALA adapting its step size over a burn-in of 4 of 6 iterations, stopped at 2 (mid-warm-up) and

@@ -417,7 +417,8 @@ fn merged_sample_shards_equal_the_single_run_on_the_cpu() {
     // And the tangent target's per-chain bases (every proposal accepted, so the dynamics'
     // draws reach the samples), and kernel HMC on the mixture target. MALA and HMC keep their
     // step size (`--no-adapt`): no warm-up needed (adapting runs: tests/shard_warm_up.rs).
-    let cases: [&[&str]; 3] = [
+    // And SSGL adapting its prior over the burn-in (its report's `adapt_iterations` too).
+    let cases: [&[&str]; 4] = [
         &[
             "--method",
             "mala",
@@ -437,6 +438,7 @@ fn merged_sample_shards_equal_the_single_run_on_the_cpu() {
             "0.001",
             "--no-adapt",
         ],
+        &["--prior", "ssgl"],
     ];
     for (k, extra) in cases.iter().enumerate() {
         let single = dir.path().join(format!("single-{k}"));
@@ -743,7 +745,7 @@ fn an_interrupted_sample_shard_resumed_merges_to_the_single_run() {
             assert!(outcome.interrupted);
             assert!(out.join(rmld::session::CHECKPOINT).exists());
             let e = merge(&dir.path().join("early"), &dirs, false).unwrap_err();
-            assert!(e.to_string().contains("manifest"), "{e}");
+            assert!(e.to_string().contains("rmld resume"), "{e}");
             assert!(!dir.path().join("early").exists());
             let outcome = Sampler::resume(out, &Silent).unwrap();
             assert!(!outcome.interrupted);

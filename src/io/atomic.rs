@@ -44,6 +44,16 @@ fn temp_stem(path: &Path) -> String {
     name
 }
 
+/// Whether the file name `name` is one of [`write_atomic`]'s temporary files (`.NAME.tmp-XXXXXX`),
+/// which outlive their write only when the process was killed during it: never an output.
+pub(crate) fn is_temporary_name(name: &str) -> bool {
+    let (bytes, len) = (name.as_bytes(), name.len());
+    len > TEMP_NAME_EXTRA
+        && bytes[0] == b'.'
+        && &bytes[len - 11..len - 6] == b".tmp-"
+        && bytes[len - 6..].iter().all(u8::is_ascii_alphanumeric)
+}
+
 /// A fresh hidden temporary file beside `path`: `.NAME.tmp-XXXXXX`, created exclusively.
 fn temp_file(path: &Path, dir: &Path) -> std::io::Result<NamedTempFile> {
     let prefix = format!(".{}.tmp-", temp_stem(path));
@@ -164,6 +174,31 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporary_names_are_told_from_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        for target in ["codes.npy", "acceptance_rate.npy", &"n".repeat(255)] {
+            let temp = temp_file(&dir.path().join(target), dir.path()).unwrap();
+            let name = temp
+                .path()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            assert!(is_temporary_name(&name), "{name}");
+        }
+        for output in [
+            "codes.npy",
+            ".codes.npy.partial",
+            ".rmld.lock",
+            ".x.tmp-12",
+            "x.tmp-abcdef",
+        ] {
+            assert!(!is_temporary_name(output), "{output}");
+        }
+    }
 
     #[test]
     fn replaces_content_and_cleans_up() {

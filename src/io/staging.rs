@@ -119,7 +119,8 @@ impl Staging {
     }
 
     /// Takes over the staging folder `dir` inside `out` that a stopped run left (to continue
-    /// that run: `rmld resume`); it is published, or kept, as one this run began.
+    /// that run: `rmld resume`); it is published, or kept, as one this run began. The atomic
+    /// writes' temporary files a killed run left in it are removed: they were never outputs.
     pub fn adopt(out: &Path, dir: &Path) -> Result<Staging> {
         let name = file_name(dir);
         let inside = dir.parent() == Some(out) && name.starts_with(STAGING_PREFIX);
@@ -129,6 +130,12 @@ impl Staging {
                 dir.display(),
                 out.display()
             )));
+        }
+        for staged in staged_files(dir)? {
+            let base = staged.rsplit('/').next().unwrap_or_default();
+            if super::atomic::is_temporary_name(base) {
+                super::remove_file_if_present(&dir.join(&staged))?;
+            }
         }
         Ok(Staging {
             out: out.to_path_buf(),
@@ -426,11 +433,21 @@ mod tests {
         let staging = Staging::begin(&out, "f6").unwrap();
         write(&staging.path("checkpoint.rmld").unwrap(), "state");
         write(&staging.path(".codes.npy.partial").unwrap(), "rows");
+        // Half-written atomic writes of a run killed during them: never published.
+        let torn = [
+            "sample_stats/.energy.npy.tmp-Ab3xY9",
+            ".report.json.tmp-000aZz",
+        ];
+        for name in torn {
+            write(&staging.path(name).unwrap(), "half");
+        }
         let dir = staging.keep();
         let recovery = recover(&out).unwrap();
         assert_eq!(recovery.resumable, std::slice::from_ref(&dir));
         assert!(recovery.removed.is_empty());
         let adopted = Staging::adopt(&out, &dir).unwrap();
+        assert!(torn.iter().all(|name| !dir.join(name).exists()));
+        assert!(dir.join(".codes.npy.partial").exists());
         write(&adopted.path("codes.npy").unwrap(), "all rows");
         std::fs::remove_file(adopted.path(".codes.npy.partial").unwrap()).unwrap();
         adopted.publish(&["codes.npy", "checkpoint.rmld"]).unwrap();

@@ -102,7 +102,8 @@ pub fn left_by_a_run(dir: &Path) -> Left {
 }
 
 /// Checks that the outputs published beside the checkpoint `path` in `dir` are its run's: the
-/// run id report.json gives (when it gives one) is the checkpoint's; else names what differs.
+/// run id report.json gives (when it gives one) is the checkpoint's, else names what differs;
+/// and that the run was stopped, not finished since the checkpoint.
 pub fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<()> {
     let report_path = dir.join("report.json");
     let Some(report) = read_report(&report_path)? else {
@@ -112,7 +113,22 @@ pub fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<(
         return Ok(());
     };
     if run_id == identity.run_id {
-        return Ok(());
+        // The run finished after this checkpoint (one of `checkpoint_every`'s, or the one it was
+        // resumed from): its outputs are whole, and going on would redo and replace them.
+        return match report["interrupted"].as_bool() {
+            Some(false) => Err(Error::input(
+                path,
+                format!(
+                    "the run is already complete ({} outer iterations, as {} says); the \
+                     checkpoint is an earlier state of it",
+                    report["completed_iterations"]
+                        .as_u64()
+                        .unwrap_or(identity.samples as u64),
+                    report_path.display()
+                ),
+            )),
+            _ => Ok(()),
+        };
     }
     let settings = &report["settings"];
     let theirs = (

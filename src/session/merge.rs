@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::io::shards::{self, MANIFEST};
 use crate::io::Output;
+use crate::orchestrator::resume::{left_by_a_run, Left};
 use crate::session::Outcome;
 use crate::{Error, Result};
 
@@ -16,6 +17,7 @@ use crate::{Error, Result};
 /// shard's machine) and, for augment, `code_cache` and `lasso` (how this process encoded: a
 /// merge encodes nothing).
 pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
+    refuse_stopped_shards(dirs)?;
     let shards = shards::read_shards(dirs)?;
     if let Ok(resolved) = out.canonicalize() {
         if dirs
@@ -64,4 +66,25 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
     }?;
     outcome.summary.extend(recovered);
     Ok(outcome)
+}
+
+/// A shard that was stopped (Ctrl-C, or killed after a checkpoint) has no manifest yet: it is
+/// named with what finishes it, rather than as a folder that is not a shard's.
+fn refuse_stopped_shards(dirs: &[PathBuf]) -> Result<()> {
+    for dir in dirs {
+        if dir.join(MANIFEST).symlink_metadata().is_ok() {
+            continue;
+        }
+        if !matches!(left_by_a_run(dir), Left::Nothing) {
+            return Err(Error::input(
+                dir,
+                format!(
+                    "holds a stopped run, not a finished shard: finish it with `rmld resume {}`, \
+                     then merge",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -116,8 +116,7 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     }
     output.also_replace(output_names(&args));
     output.also_replace(&[io::MANIFEST]);
-    let problem = shard_problem(&args, load_problem(&args.problem)?)?
-        .with_adapt_iterations(args.burn_in_cap());
+    let problem = shard_problem(&args, load_problem(&args.problem)?)?;
     let target = &problem.target;
     let sources = (
         problem.dataset.source.as_path(),

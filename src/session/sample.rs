@@ -99,7 +99,7 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
         observer.notice(&notice);
     }
     problem.check_sampler_fits(&args.problem, &settings)?;
-    let problem = shard_problem(args, problem)?.with_adapt_iterations(args.burn_in_cap());
+    let problem = shard_problem(args, problem)?;
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
     output.open()?;
     let mut backend = make_backend(
@@ -260,14 +260,16 @@ fn warm_up_only(
     Ok(outcome)
 }
 
-/// The problem with its target kind for every chain of the run, then cut to the shard's chains
-/// (all of them without a shard).
+/// The run's problem: its target kind for every chain of the run, cut to the shard's chains
+/// (all of them without a shard), and an adapting prior adapting over the burn-in. A run, its
+/// resumption and the merge of its shards all build it so.
 pub(super) fn shard_problem(args: &SampleSettings, problem: Problem) -> Result<Problem> {
     let problem = problem.with_target_kind(args.problem.target, args.chains, args.problem.seed)?;
-    match args.problem.shard {
-        Some(shard) => problem.with_chain_slice(args.chains, shard.range(args.chains)),
-        None => Ok(problem),
-    }
+    let problem = match args.problem.shard {
+        Some(shard) => problem.with_chain_slice(args.chains, shard.range(args.chains))?,
+        None => problem,
+    };
+    Ok(problem.with_adapt_iterations(args.burn_in_cap()))
 }
 
 /// A sampling run records its settings, paths included, in its checkpoint (JSON, to resume
@@ -329,10 +331,8 @@ pub(super) fn drive(
     let identity = &run.identity;
     // `resume` continues the chains only on a device that rounds as this one does.
     let device = io::shards::device_key(&serde_json::json!(run.backend.info()));
-    // The timed checkpoints (`checkpoint_minutes`): due that long after the last checkpoint. A
-    // resumed run's staging folder holds its checkpoint from the start.
+    // The timed checkpoints (`checkpoint_minutes`): due that long after the last checkpoint.
     let saved_at = Cell::new(Instant::now());
-    let held_checkpoint = checkpoint_path.exists();
     let minutes = args.checkpoint_minutes;
     let checkpoint_due =
         || minutes > 0.0 && saved_at.get().elapsed().as_secs_f64() >= minutes * 60.0;
@@ -376,10 +376,11 @@ pub(super) fn drive(
     observer.phase_finish();
     let ended = result.and_then(|state| {
         let completed = state.completed;
-        // Without `checkpoint_every`, a completed run's checkpoint can only be a timed one, which
-        // was insurance: its outputs stay those of a run without one. It goes just before
-        // publishing, so a failure until then keeps it.
-        let insurance = !held_checkpoint && args.checkpoint_every == 0 && !state.interrupted;
+        // Without `checkpoint_every`, a completed run's checkpoint can only be a timed one or
+        // the one it was resumed from, which were insurance: its outputs stay those of a run
+        // without one (and no earlier state of a finished run is left to resume). It goes just
+        // before publishing, so a failure until then keeps it.
+        let insurance = args.checkpoint_every == 0 && !state.interrupted;
         let drop_checkpoint = insurance.then_some(checkpoint_path.as_path());
         let ran = (&mut run, state, streams, drop_checkpoint);
         finish(args, problem, settings, ran, (&config, clock), observer).map(|o| (o, completed))

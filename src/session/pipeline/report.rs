@@ -143,6 +143,9 @@ pub(super) fn finish(
     if run.kernel {
         // Its chains start at images and its codes are images: nothing is LASSO-encoded.
         report["lasso"]["encoder"] = json!("none (Kernel HMC encodes nothing)");
+    } else if device.backend.is_none() {
+        // A merge (the only run without a backend) joins codes its shards encoded.
+        report["lasso"]["encoder"] = json!("none in the merge (its shards encoded the codes)");
     }
     report["code_cache"] = json!({
         "folder": args.code_cache,
