@@ -120,6 +120,9 @@ const CASES: &[Case] = &[
     no("sample --data {d}/cols0.npy", &["cols0.npy"]),
     no("sample --data {d}/hugeshape.npy", &["hugeshape.npy"]),
     no("sample --data {d}/nan.npy", &["nan.npy"]),
+    // Finite, but summing its rows before scaling would overflow f32.
+    no("sample --data {d}/huge_f32.npy", &["huge_f32.npy", "divide the data"]),
+    no("encode --data {d}/huge_f32.npy", &["huge_f32.npy", "divide the data"]),
     no("sample --data {d}/trunc-images-idx3-ubyte.gz", &["trunc-images-idx3-ubyte.gz"]),
     no("sample --data {d}/plain-images-idx3-ubyte.gz", &["plain-images-idx3-ubyte.gz"]),
     no("sample --data {d}/trunc", &["trunc"]),
@@ -454,6 +457,8 @@ fn fixtures(d: &Path) {
     let mut nan = floats.clone();
     nan[17] = f32::NAN;
     io::write_npy_f32(&f("nan.npy"), &[n, dim], &nan).unwrap();
+    let huge: Vec<f32> = (0..n * dim).map(|i| (i % 7) as f32 * 1e37).collect();
+    io::write_npy_f32(&f("huge_f32.npy"), &[n, dim], &huge).unwrap();
     let labels: Vec<i64> = (0..n as i64).map(|i| i % 4).collect();
     io::write_npy_i64(&f("labels.npy"), &[n], &labels).unwrap();
     io::write_npy_i64(&f("labels_short.npy"), &[5], &labels[..5]).unwrap();

@@ -57,6 +57,29 @@ fn npy_float_full_scale(values: &[f32]) -> f32 {
     }
 }
 
+/// Refuses float data so large that a sum of its rows (a minibatch's or a class's mean, taken
+/// before the values are scaled to the model's units) could exceed f32's largest value: the
+/// chains would see infinities and reject every proposal.
+fn refuse_overflowing_sums(source: &Path, n: usize, pixels: &Pixels) -> Result<()> {
+    let Pixels::F32(values) = pixels else {
+        return Ok(());
+    };
+    let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+    if (largest as f64) * (n as f64) <= f32::MAX as f64 {
+        return Ok(());
+    }
+    Err(Error::input(
+        source,
+        format!(
+            "values reach {largest:e}: a sum of its {n} rows could exceed f32's largest value \
+             ({:e}), so the means taken before scaling would be infinite; divide the data by a \
+             constant first (float pixels are scaled by their maximum, so that changes nothing \
+             else)",
+            f32::MAX
+        ),
+    ))
+}
+
 impl Dataset {
     /// Loads a dataset. A directory must hold IDX training images (`train-images-idx3-ubyte[.gz]`
     /// or `*-train-images-idx3-ubyte[.gz]`) and optionally the matching labels. A file is sniffed
@@ -264,6 +287,7 @@ impl Dataset {
             .iter()
             .map(|p| p.full_scale)
             .fold(full_scale, f32::max);
+        refuse_overflowing_sums(dir, labels.len(), &pixels)?;
         Ok(Dataset {
             source: dir.to_path_buf(),
             n: labels.len(),
@@ -325,6 +349,7 @@ impl Dataset {
                 return Err(Error::input(source, msg));
             }
         }
+        refuse_overflowing_sums(source, n, &pixels)?;
         let full_scale = match &pixels {
             Pixels::U8(_) => 255.0,
             Pixels::F32(v) => npy_float_full_scale(v),
@@ -349,6 +374,7 @@ impl Dataset {
             labels,
             max_value,
         } = data;
+        refuse_overflowing_sums(&source, n, &pixels)?;
         let full_scale = match &pixels {
             Pixels::U8(_) if max_value <= 16.0 => 16.0,
             Pixels::U8(_) => 255.0,
