@@ -440,8 +440,7 @@ fn finish(
         &staged,
     )?;
     if let (Some(shard), false) = (args.problem.shard, state.interrupted) {
-        let mut hashed = args.clone();
-        hashed.problem.clear_placement();
+        let hashed = args.deciding_the_draws();
         let hashes = hashes(target);
         let end = ShardEnd {
             command: "sample",

@@ -59,6 +59,19 @@ pub struct SampleSettings {
     pub no_adapt: bool,
 }
 
+impl SampleSettings {
+    /// The settings that decide a run's draws, as shards and warm-ups compare them: every one
+    /// but where the run goes (`ProblemSettings::clear_placement`) and how often it
+    /// checkpoints (a checkpoint changes no draw).
+    pub(crate) fn deciding_the_draws(&self) -> SampleSettings {
+        let mut deciding = self.clone();
+        deciding.problem.clear_placement();
+        deciding.checkpoint_every = 0;
+        deciding.checkpoint_minutes = checkpoint_minutes_default();
+        deciding
+    }
+}
+
 impl Default for SampleSettings {
     fn default() -> Self {
         SampleSettings {

@@ -24,9 +24,9 @@ use crate::{Error, Result};
 /// What a run with `warm_up_only` writes.
 pub(crate) const WARM_UP_OUTPUTS: &[&str] = &[WARM_UP_STATE, WARM_UP_MANIFEST, "report.json"];
 
-/// The settings hash of a sampling run's warm-up.
+/// The settings hash of a sampling run's warm-up (its checkpoint cadence aside).
 pub(crate) fn sample_hash(args: &SampleSettings) -> String {
-    hashed(args, |s| &mut s.problem)
+    hashed(&args.deciding_the_draws(), |s| &mut s.problem)
 }
 
 /// The settings hash of an augmentation's warm-up (its settings as given).
