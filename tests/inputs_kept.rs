@@ -192,15 +192,25 @@ fn a_second_run_into_a_used_folder_is_refused_unless_forced() {
         &second,
         &["--out", "codes.npy", "already exists", "--force"],
     );
+    // Its checkpoint (after iteration 4 of 5) is an earlier state of a finished run: nothing to
+    // resume, and the refusal does not offer it.
     assert!(
-        stderr(&second).contains("rmld resume"),
-        "the checkpoint's run can be continued: {}",
+        !stderr(&second).contains("rmld resume"),
+        "a finished run offered for resuming: {}",
         stderr(&second)
     );
     assert!(snapshot(&out) == before, "a refused run changed the folder");
-    // The run's own folder is still resumed (its checkpoint after iteration 4 of 5).
     let resumed = rmld(&["resume", out.to_str().unwrap()]);
-    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
+    assert!(
+        stderr(&resumed).contains("already complete"),
+        "{}",
+        stderr(&resumed)
+    );
+    assert!(
+        snapshot(&out) == before,
+        "resuming a finished run changed the folder"
+    );
     // Asked for, the files are replaced.
     let forced = small_sample(&out, &["--seed", "5", "--force"]);
     assert!(forced.status.success(), "{}", stderr(&forced));

@@ -538,6 +538,8 @@ fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
     // reads no cache), not the run's results.
     const TIMINGS: &[&str] = &[
         "code_cache",
+        // How long this process expected to take (leaving out what its code cache holds).
+        "estimate",
         "lasso",
         "seconds",
         "phase_seconds",

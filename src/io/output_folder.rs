@@ -76,7 +76,8 @@ pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {
     else {
         return Ok(());
     };
-    let resumable = outputs.contains(&CHECKPOINT) && out.join(CHECKPOINT).is_file();
+    let resumable =
+        outputs.contains(&CHECKPOINT) && out.join(CHECKPOINT).is_file() && !finished_run(out);
     Err(Error::usage(
         "out",
         format!(
@@ -94,6 +95,15 @@ pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {
             }
         ),
     ))
+}
+
+/// Whether the folder's report.json says its run finished (`"interrupted": false`): a
+/// checkpoint beside it is then an earlier state of that run, not one to continue.
+fn finished_run(out: &Path) -> bool {
+    super::read_regular_file(&out.join("report.json"), "run report", 64 << 20)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|report| report["interrupted"] == false)
 }
 
 /// True when the folder's run lock exists and another process holds it.

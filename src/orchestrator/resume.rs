@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::identity::RunIdentity;
 use super::observer::{Notice, Observer};
+use super::streams::{CODES, IMAGES};
 use super::Checkpoint;
 use crate::backend::Backend;
 use crate::io::output_folder::CHECKPOINT;
@@ -115,20 +116,32 @@ pub fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<(
     if run_id == identity.run_id {
         // The run finished after this checkpoint (one of `checkpoint_every`'s, or the one it was
         // resumed from): its outputs are whole, and going on would redo and replace them.
-        return match report["interrupted"].as_bool() {
-            Some(false) => Err(Error::input(
-                path,
-                format!(
-                    "the run is already complete ({} outer iterations, as {} says); the \
-                     checkpoint is an earlier state of it",
-                    report["completed_iterations"]
-                        .as_u64()
-                        .unwrap_or(identity.samples as u64),
-                    report_path.display()
-                ),
-            )),
-            _ => Ok(()),
+        if report["interrupted"].as_bool() != Some(false) {
+            return Ok(());
+        }
+        let missing: Vec<&str> = [CODES, IMAGES]
+            .into_iter()
+            .filter(|name| dir.join(name).symlink_metadata().is_err())
+            .collect();
+        let outputs = match missing.as_slice() {
+            [] => String::new(),
+            names => format!(
+                ", but {} missing: run `rmld sample` with its settings again (the same seed \
+                 gives the same samples)",
+                names.join(" and ") + if names.len() == 1 { " is" } else { " are" }
+            ),
         };
+        return Err(Error::input(
+            path,
+            format!(
+                "the run is already complete ({} outer iterations, as {} says; the checkpoint \
+                 is an earlier state of it){outputs}",
+                report["completed_iterations"]
+                    .as_u64()
+                    .unwrap_or(identity.samples as u64),
+                report_path.display()
+            ),
+        ));
     }
     let settings = &report["settings"];
     let theirs = (

@@ -14,8 +14,8 @@ use crate::{Error, Result};
 /// files of those names already in `out` are replaced only with `force` (as a single run's).
 ///
 /// The merged report.json equals the single run's except for timings, `backend` (the first
-/// shard's machine) and, for augment, `code_cache` and `lasso` (how this process encoded: a
-/// merge encodes nothing).
+/// shard's machine) and, for augment, `estimate` (a whole run leaves out what its code cache
+/// holds), `code_cache` and `lasso` (how this process encoded: a merge encodes nothing).
 pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
     refuse_stopped_shards(dirs)?;
     let shards = shards::read_shards(dirs)?;
