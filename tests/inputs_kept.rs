@@ -284,3 +284,68 @@ fn a_users_own_file_is_never_replaced_without_force() {
         assert_ne!(std::fs::read(out.join(file)).unwrap(), b"my own notes");
     }
 }
+
+/// `rmld amortize train` with a tiny fitting and the teacher's inputs in `dir`, into `out`;
+/// every refusal below comes before any input is read.
+fn amortize_train(dir: &Path, data: &str, out: &str, extra: &[&str]) -> Output {
+    let d = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let (data, labels, dictionary, out) = (d(data), d("labels.npy"), d("dict.npy"), d(out));
+    let mut args = vec![
+        "amortize",
+        "train",
+        "--backend",
+        "cpu",
+        "--no-code-cache",
+        "--fit-steps",
+        "20",
+        "--data",
+        &data,
+        "--labels",
+        &labels,
+        "--dictionary",
+        &dictionary,
+        "--out",
+        &out,
+    ];
+    args.extend_from_slice(extra);
+    rmld(&args)
+}
+
+#[cfg(unix)]
+#[test]
+fn one_file_outputs_refuse_what_is_not_a_regular_file_even_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::os::unix::fs::symlink("/dev/null", dir.join("null")).unwrap();
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let mut targets = vec!["null"];
+    if made.is_ok_and(|s| s.success()) {
+        targets.push("fifo");
+    }
+    let quality = |out: &str, extra: &[&str]| {
+        let out = dir.join(out);
+        let mut args = vec![
+            "quality",
+            "--generated",
+            "gen.npy",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        rmld(&args)
+    };
+    for target in &targets {
+        let refused = quality(target, &["--force"]);
+        assert_refused(&refused, &[target, "not a regular file", "quality report"]);
+        let refused = amortize_train(dir, "imgs.npy", target, &["--force"]);
+        assert_refused(&refused, &[target, "not a regular file", "model"]);
+    }
+    assert!(dir.join("null").symlink_metadata().unwrap().is_symlink());
+    assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+    // An existing regular file: the refusal names --out and the path, and --force replaces it.
+    std::fs::write(dir.join("q.json"), b"mine").unwrap();
+    let refused = quality("q.json", &[]);
+    assert_refused(&refused, &["invalid setting --out", "q.json", "--force"]);
+    assert_eq!(std::fs::read(dir.join("q.json")).unwrap(), b"mine");
+}

@@ -44,18 +44,27 @@ pub fn check_output_folder(
     refuse_existing_outputs(out, outputs)
 }
 
-/// Fails when the one-file output `path` (a `what`: "model", "quality report") is a folder, or
-/// exists and `force` was not given; checked before any work, so a refused run writes nothing.
+/// Fails when the one-file output `path` (a `what`: "model", "quality report") is not a regular
+/// file (a folder, a device, a FIFO; also through a symbolic link: replacing `/dev/null` is never
+/// what was meant, not even with `force`), or exists and `force` was not given (`Error::Usage`
+/// on `out`); checked before any work, so a refused run writes nothing. A symbolic link to a
+/// regular file is replaced by the new file (its target is kept).
 pub fn refuse_existing_file(path: &Path, what: &str, force: bool) -> Result<()> {
-    if path.is_dir() {
+    if path.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    if let Some(meta) = std::fs::metadata(path).ok().filter(|m| !m.is_file()) {
         return Err(Error::input(
             path,
-            format!("is a folder; the {what} is a file"),
+            format!(
+                "is {}, not a regular file: the {what} is written as a file; choose another path",
+                super::regular::kind(&meta)
+            ),
         ));
     }
-    if path.symlink_metadata().is_ok() && !force {
+    if !force {
         return Err(Error::usage(
-            "force",
+            "out",
             format!(
                 "{} exists (an earlier {what}, or a file of yours) and this run would replace \
                  it: choose another file, or give `force` to replace it",
@@ -64,6 +73,22 @@ pub fn refuse_existing_file(path: &Path, what: &str, force: bool) -> Result<()> 
         ));
     }
     Ok(())
+}
+
+/// [`refuse_overwriting_inputs`] for outputs named by their paths (a file output and the
+/// files beside it) rather than by their names in one folder.
+pub fn refuse_files_over_inputs(paths: &[&Path], inputs: &[Option<&Path>]) -> Result<()> {
+    let files = input_files(inputs);
+    match paths.iter().find(|p| is_one_of(p, &files)) {
+        Some(path) => Err(Error::usage(
+            "out",
+            format!(
+                "{} is an input of this run, and this run would write it: choose another path",
+                path.display()
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Fails (`Error::Usage` on `out`) when one of `outputs` exists in `out`, naming it, and
@@ -135,33 +160,17 @@ fn patiently(
 }
 
 /// Fails (`Error::Usage` on `out`) when one of `outputs` in the folder `out` is, or resolves to,
-/// one of `inputs`: a file, or every file directly inside a folder (a dataset folder holds its
-/// splits and labels). Nothing is created or written.
+/// one of `inputs`: a file, or a folder and every file directly inside it (a dataset folder
+/// holds its splits and labels). Nothing is created or written.
 pub fn refuse_overwriting_inputs(
     out: &Path,
     outputs: &[&str],
     inputs: &[Option<&Path>],
 ) -> Result<()> {
-    let mut files: HashSet<PathBuf> = HashSet::new();
-    for input in inputs.iter().flatten() {
-        if input.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(input) {
-                for entry in entries.flatten() {
-                    if let Ok(path) = entry.path().canonicalize() {
-                        files.insert(path);
-                    }
-                }
-            }
-        } else if let Ok(path) = input.canonicalize() {
-            files.insert(path);
-        }
-    }
+    let files = input_files(inputs);
     for name in outputs {
         let path = out.join(name);
-        if path
-            .canonicalize()
-            .is_ok_and(|resolved| files.contains(&resolved))
-        {
+        if is_one_of(&path, &files) {
             return Err(Error::usage(
                 "out",
                 format!(
@@ -174,6 +183,32 @@ pub fn refuse_overwriting_inputs(
         }
     }
     Ok(())
+}
+
+/// The inputs, resolved: each file, and each folder with every file directly inside it.
+fn input_files(inputs: &[Option<&Path>]) -> HashSet<PathBuf> {
+    let mut files: HashSet<PathBuf> = HashSet::new();
+    for input in inputs.iter().flatten() {
+        if let Ok(path) = input.canonicalize() {
+            files.insert(path);
+        }
+        if input.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(input) {
+                for entry in entries.flatten() {
+                    if let Ok(path) = entry.path().canonicalize() {
+                        files.insert(path);
+                    }
+                }
+            }
+        }
+    }
+    files
+}
+
+/// True when `path` exists and resolves to one of `files`.
+fn is_one_of(path: &Path, files: &HashSet<PathBuf>) -> bool {
+    path.canonicalize()
+        .is_ok_and(|resolved| files.contains(&resolved))
 }
 
 /// A run's exclusive lock on `DIR/.rmld.lock`, held while the value lives: a second run into

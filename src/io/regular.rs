@@ -45,7 +45,7 @@ fn too_long(path: &Path, what: &str, len: u64, max_bytes: u64) -> Result<()> {
 }
 
 /// What a non-regular file is, in words.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
+pub(crate) fn kind(meta: &std::fs::Metadata) -> &'static str {
     if meta.is_dir() {
         return "a folder";
     }

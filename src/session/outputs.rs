@@ -1,7 +1,5 @@
 //! The files each command writes into its output folder (checked before any work by `io::output_folder`).
 
-pub use crate::io::output_folder::refuse_overwriting_inputs;
-
 /// What `rmld augment` writes into its output folder.
 pub const AUGMENT_OUTPUTS: &[&str] = &[
     "train-images-idx3-ubyte.gz",

@@ -71,9 +71,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
             args.data.as_deref(),
             args.labels.as_deref(),
         ];
-        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let folder = out.parent().unwrap_or(std::path::Path::new("."));
-        super::outputs::refuse_overwriting_inputs(folder, &[name], &inputs)?;
+        crate::io::output_folder::refuse_files_over_inputs(&[out], &inputs)?;
         crate::io::output_folder::refuse_existing_file(out, "quality report", args.force)?;
     }
     let mut train = Dataset::load_or_embedded(args.data.as_deref())?;
