@@ -311,6 +311,59 @@ fn amortize_train(dir: &Path, data: &str, out: &str, extra: &[&str]) -> Output {
     rmld(&args)
 }
 
+#[test]
+fn amortize_train_never_writes_over_its_inputs_even_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for name in ["imgs.npy", "labels.npy", "dict.npy", "m.json"] {
+        std::fs::write(dir.join(name), name.as_bytes()).unwrap();
+    }
+    std::fs::create_dir(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/train-images-idx3-ubyte"), b"idx").unwrap();
+    let before = (snapshot(dir), snapshot(&dir.join("data")));
+    // The model over each input, and a file beside it (its report m.json) over one.
+    let cases = [
+        ("imgs.npy", "labels.npy", "labels.npy"),
+        ("imgs.npy", "imgs.npy", "imgs.npy"),
+        ("imgs.npy", "dict.npy", "dict.npy"),
+        (
+            "data",
+            "data/train-images-idx3-ubyte",
+            "train-images-idx3-ubyte",
+        ),
+        ("m.json", "m", "m.json"),
+    ];
+    for (data, out, named) in cases {
+        let refused = amortize_train(dir, data, out, &["--force"]);
+        assert_refused(&refused, &["--out", named, "is an input"]);
+    }
+    assert!(
+        (snapshot(dir), snapshot(&dir.join("data"))) == before,
+        "a refused training changed its inputs"
+    );
+    assert!(!dir.join("m.teacher").exists() && !dir.join("labels.npy.teacher").exists());
+}
+
+#[test]
+fn amortize_train_keeps_an_existing_report_and_teacher_without_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("x.json"), br#"{"mine":true}"#).unwrap();
+    std::fs::create_dir(dir.join("x.teacher")).unwrap();
+    std::fs::write(dir.join("x.teacher/report.json"), b"keep").unwrap();
+    let refused = amortize_train(dir, "imgs.npy", "x", &[]);
+    assert_refused(&refused, &["--out", "x.json", "--force"]);
+    std::fs::remove_file(dir.join("x.json")).unwrap();
+    let refused = amortize_train(dir, "imgs.npy", "x", &[]);
+    assert_refused(&refused, &["--out", "report.json", "--force"]);
+    assert_eq!(
+        std::fs::read(dir.join("x.teacher/report.json")).unwrap(),
+        b"keep"
+    );
+    assert_eq!(std::fs::read_dir(dir.join("x.teacher")).unwrap().count(), 1);
+    assert!(!dir.join("x").exists());
+}
+
 #[cfg(unix)]
 #[test]
 fn one_file_outputs_refuse_what_is_not_a_regular_file_even_forced() {

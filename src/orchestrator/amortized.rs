@@ -143,7 +143,7 @@ pub(crate) fn amortized_generation(
 /// What made a training's checkpoint, beside it (`MODEL.partial.json`): the build and the
 /// device that fitted it. Another build or device would not take the steps an uninterrupted run
 /// takes, so a checkpoint is continued only by its own.
-fn partial_stamp(partial: &Path) -> std::path::PathBuf {
+pub(crate) fn partial_stamp(partial: &Path) -> std::path::PathBuf {
     crate::amortize::teacher::with_suffix(partial, ".json")
 }
 

@@ -19,14 +19,15 @@ use serde_json::json;
 use crate::amortize::teacher::with_suffix;
 pub use crate::amortize::{load_model, partial_path, save_model, teacher_dir};
 use crate::amortize::{read_teacher, CodeModel, CodeTrainSettings, MAX_JSON_BYTES};
-use crate::io;
+use crate::io::{self, output_folder};
 use crate::{Error, Result};
 
 use super::observer::Observer;
+use super::outputs::AUGMENT_OUTPUTS;
 use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
 use crate::orchestrator::amortized::{
-    device_name, fit, fresh_or_resumed, generation_device, remove_partial,
+    device_name, fit, fresh_or_resumed, generation_device, partial_stamp, remove_partial,
 };
 
 /// Settings of `rmld amortize train`.
@@ -39,7 +40,8 @@ pub struct AmortizeSettings {
     pub model: PathBuf,
     /// The operator's size and training.
     pub train: CodeTrainSettings,
-    /// Replace an existing model file.
+    /// Replace an existing model and its report, and the files of a teacher of other settings
+    /// in `MODEL.teacher` (never an input of the training).
     pub force: bool,
 }
 
@@ -82,8 +84,8 @@ fn teacher_settings(args: &AmortizeSettings) -> AugmentSettings {
 const TEACHER_STAMP: &str = "teacher.json";
 
 /// Refuses what a training cannot run: a teacher without codes, one that is not the MCMC
-/// sampler, a teacher split into shards or warm-ups, a model path that is a folder or exists
-/// (without `force`).
+/// sampler, a teacher split into shards or warm-ups, files that would replace an input or
+/// (without `force`) an existing file ([`refuse_replacing`]).
 fn check(args: &AmortizeSettings) -> Result<()> {
     args.train.validate()?;
     let problem = &args.teacher.problem;
@@ -112,8 +114,51 @@ fn check(args: &AmortizeSettings) -> Result<()> {
             "the teacher of a training is the MCMC sampler; leave out sampler and model",
         ));
     }
-    crate::io::output_folder::refuse_existing_file(&args.model, "model", args.force)?;
+    refuse_replacing(args)
+}
+
+/// Refuses a training whose files (the model, its report, its checkpoint and the checkpoint's
+/// stamp, the teacher's folder and files) would replace an input, even with `force`, or would
+/// replace an existing file without `force`: but for what a resumed training continues from,
+/// its checkpoint and a finished teacher of the same settings (reused, so not written).
+fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
+    let model = &args.model;
+    let report = with_suffix(model, ".json");
+    let partial = partial_path(model);
+    let teacher = teacher_settings(args);
+    let tdir = &teacher.problem.out;
+    let t = &args.teacher;
+    let inputs = [
+        t.problem.data.as_deref(),
+        t.labels.as_deref(),
+        t.problem.dictionary.as_deref(),
+    ];
+    let beside = [model, &report, &partial, &partial_stamp(&partial), tdir];
+    output_folder::refuse_files_over_inputs(&beside.map(PathBuf::as_path), &inputs)?;
+    let mut in_teacher = AUGMENT_OUTPUTS.to_vec();
+    in_teacher.push(TEACHER_STAMP);
+    output_folder::refuse_overwriting_inputs(tdir, &in_teacher, &inputs)?;
+    output_folder::refuse_existing_file(model, "model", args.force)?;
+    output_folder::refuse_existing_file(&report, "model's report", args.force)?;
+    output_folder::refuse_existing_file(&partial, "training checkpoint", true)?;
+    if !args.force && !teacher_reusable(&teacher, &teacher_stamp(&teacher)?) {
+        output_folder::refuse_existing_outputs(tdir, &in_teacher)?;
+    }
     Ok(())
+}
+
+/// The stamp a finished teacher leaves: its settings.
+fn teacher_stamp(teacher: &AugmentSettings) -> Result<serde_json::Value> {
+    serde_json::to_value(teacher).map_err(|e| Error::Internal(format!("teacher settings: {e}")))
+}
+
+/// True when the teacher's folder holds a finished teacher with these settings (`stamp`).
+fn teacher_reusable(teacher: &AugmentSettings, stamp: &serde_json::Value) -> bool {
+    let path = teacher.problem.out.join(TEACHER_STAMP);
+    io::read_regular_file(&path, "teacher stamp", MAX_JSON_BYTES)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v == *stamp)
 }
 
 /// How the teacher ran: reused from an earlier training, or run now (for how long).
@@ -126,12 +171,8 @@ struct TeacherRun {
 /// `None` when the observer stopped it.
 fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Option<TeacherRun>> {
     let stamp_path = teacher.problem.out.join(TEACHER_STAMP);
-    let stamp = serde_json::to_value(teacher)
-        .map_err(|e| Error::Internal(format!("teacher settings: {e}")))?;
-    let reused = io::read_regular_file(&stamp_path, "teacher stamp", MAX_JSON_BYTES)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| v == stamp);
+    let stamp = teacher_stamp(teacher)?;
+    let reused = teacher_reusable(teacher, &stamp);
     if reused {
         return Ok(Some(TeacherRun {
             reused,
