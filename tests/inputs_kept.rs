@@ -402,3 +402,31 @@ fn one_file_outputs_refuse_what_is_not_a_regular_file_even_forced() {
     assert_refused(&refused, &["invalid setting --out", "q.json", "--force"]);
     assert_eq!(std::fs::read(dir.join("q.json")).unwrap(), b"mine");
 }
+
+#[test]
+fn a_shard_never_writes_over_its_warm_up_even_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wu = tmp.path().join("wu");
+    let base = |extra: &[&str]| {
+        let mut args = vec![
+            "sample",
+            "--backend",
+            "cpu",
+            "--chains",
+            "8",
+            "--samples",
+            "6",
+            "--method",
+            "mala",
+        ];
+        args.extend_from_slice(extra);
+        rmld(&args)
+    };
+    let w = wu.to_str().unwrap();
+    let made = base(&["--warm-up-only", "--out", w]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let before = snapshot(&wu);
+    let refused = base(&["--shard", "0/2", "--warm-up", w, "--out", w, "--force"]);
+    assert_refused(&refused, &["--out", "wu", "is an input"]);
+    assert!(snapshot(&wu) == before, "the warm-up changed");
+}

@@ -79,9 +79,11 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     let settings = args.sampler_settings()?;
     refuse_paths_not_utf8(args)?;
+    // A shard's warm-up folder is an input too: its report.json is a shard's.
     let inputs = [
         args.problem.data.as_deref(),
         args.problem.dictionary.as_deref(),
+        args.problem.warm_up.as_deref(),
     ];
     let names = match (args.problem.shard, args.problem.warm_up_only) {
         (_, true) => warm_up::WARM_UP_OUTPUTS,

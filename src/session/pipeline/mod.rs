@@ -80,6 +80,7 @@ pub(crate) fn augment(
                 args.problem.data.as_deref(),
                 args.labels.as_deref(),
                 args.problem.dictionary.as_deref(),
+                args.problem.warm_up.as_deref(),
             ];
             Output::check(&args.problem.out, names, &inputs, args.problem.force)?
         }
