@@ -266,6 +266,30 @@ fn training(dir: &Path) -> AmortizeSettings {
     }
 }
 
+/// Stops a run at its first poll (in the teacher).
+struct StopAtOnce;
+
+impl Observer for StopAtOnce {
+    fn stop_requested(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_training_stopped_in_its_teacher_runs_again_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = training(dir.path());
+    let stopped = AmortizeTrainer::new(settings.clone())
+        .run(&StopAtOnce)
+        .unwrap();
+    assert!(stopped.interrupted);
+    // The stopped teacher's report says so; it is this training's, not a file of the user's.
+    let report = dir.path().join("m.amz.teacher/report.json");
+    assert!(report.is_file(), "the stopped teacher left no report");
+    let done = AmortizeTrainer::new(settings.clone()).run(&Silent).unwrap();
+    assert!(!done.interrupted && settings.model.is_file());
+}
+
 fn augment_settings(out: PathBuf, model: Option<PathBuf>) -> AugmentSettings {
     let mut s = AugmentSettings::paper();
     s.problem.backend = BackendChoice::Cpu;

@@ -142,9 +142,25 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
     output_folder::refuse_existing_file(&report, "model's report", args.force)?;
     output_folder::refuse_existing_file(&partial, "training checkpoint", true)?;
     if !args.force && !teacher_reusable(&teacher, &teacher_stamp(&teacher)?) {
+        // A teacher stopped earlier left only its report saying so: running again replaces it.
+        if stopped_teacher(tdir) {
+            in_teacher.retain(|name| *name != "report.json");
+        }
         output_folder::refuse_existing_outputs(tdir, &in_teacher)?;
     }
     Ok(())
+}
+
+/// True when `tdir/report.json` is the report of an augmentation that was stopped.
+fn stopped_teacher(tdir: &std::path::Path) -> bool {
+    io::read_regular_file(
+        &tdir.join("report.json"),
+        "teacher's report",
+        MAX_JSON_BYTES,
+    )
+    .ok()
+    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    .is_some_and(|v| v["command"] == "augment" && v["interrupted"] == true)
 }
 
 /// The stamp a finished teacher leaves: its settings.
