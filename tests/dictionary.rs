@@ -111,6 +111,57 @@ fn an_interrupted_run_resumes_bit_for_bit() {
 }
 
 #[test]
+fn a_damaged_or_old_checkpoint_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let family = AtomFamily::Eda { len: 160 };
+    let (signals, counts) = synthetic_eda(4, 160, 3);
+    let atoms: Vec<usize> = counts.iter().map(|r| r + 1).collect();
+    let learn = |observer: &dyn Observer| {
+        learn_signals(
+            &family,
+            &signals,
+            &atoms,
+            &settings(dir.path()),
+            dir.path(),
+            observer,
+        )
+    };
+    let stop = StopAfter {
+        after: 2,
+        done: AtomicU64::new(0),
+    };
+    assert!(learn(&stop).unwrap().interrupted);
+    let path = dir.path().join(DICTIONARY_CHECKPOINT);
+    let intact = std::fs::read(&path).unwrap();
+    let refused = |bytes: &[u8], expected: &str| {
+        std::fs::write(&path, bytes).unwrap();
+        let e = learn(&Silent).unwrap_err();
+        let message = e.to_string();
+        assert!(e.is_user_error(), "{message}");
+        assert!(
+            message.contains(DICTIONARY_CHECKPOINT) && message.contains(expected),
+            "{message}"
+        );
+    };
+    // One flipped bit in the results (past the magic, the version and the fingerprint) decoded
+    // into other atoms before the checksum.
+    for at in [intact.len() / 2, intact.len() - 20] {
+        let mut damaged = intact.clone();
+        damaged[at] ^= 0x40;
+        refused(&damaged, "the checksum does not match");
+    }
+    refused(&intact[..intact.len() - 1], "the checksum does not match");
+    // The previous format: the bare payload, no magic, no checksum.
+    refused(
+        &intact[12..intact.len() - 8],
+        "before checkpoints were checksummed",
+    );
+    // The intact one still resumes.
+    std::fs::write(&path, &intact).unwrap();
+    assert_eq!(learn(&Silent).unwrap().results.len(), 4);
+}
+
+#[test]
 fn the_learned_dictionary_is_one_sample_reads() {
     let dir = tempfile::tempdir().unwrap();
     let (signals, _) = synthetic_eda(5, 160, 4);

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::hyper::{DictionaryHyper, ParamPrior};
 use super::signal_chain::{group_names, run_signal, Initial, SignalResult};
@@ -16,6 +17,13 @@ const MAX_CHECKPOINT_BYTES: u64 = 1 << 30;
 
 /// The checkpoint file of an unfinished dictionary-learning run, in its output folder.
 pub const DICTIONARY_CHECKPOINT: &str = "dictionary-checkpoint.bin";
+
+/// A dictionary checkpoint's layout, as `sample`'s checkpoint.rmld: the magic, the version (u32
+/// LE), the postcard-encoded [`Checkpoint`], and an xxh3-64 checksum of everything before it, so a
+/// damaged file is refused rather than resumed into another dictionary. Version 1 was the bare
+/// postcard payload (no magic, no checksum).
+const MAGIC: &[u8; 8] = b"RMLDDICT";
+const VERSION: u32 = 2;
 
 /// How every signal's chain runs (the part of a run's settings the chains read).
 #[derive(Clone, Debug, PartialEq)]
@@ -135,8 +143,8 @@ impl<'a> SignalLearning<'a> {
         if resumed {
             let bytes =
                 crate::io::read_regular_file(&path, "dictionary checkpoint", MAX_CHECKPOINT_BYTES)?;
-            let checkpoint: Checkpoint = postcard::from_bytes(&bytes)
-                .map_err(|e| Error::input(&path, format!("not a dictionary checkpoint: {e}")))?;
+            let checkpoint = Checkpoint::from_bytes(&bytes)
+                .map_err(|e| Error::input(&path, format!("{e}: remove it to start afresh")))?;
             if checkpoint.fingerprint != print || checkpoint.results.len() > signals.len() {
                 return Err(Error::usage(
                     "out",
@@ -230,10 +238,51 @@ impl<'a> SignalLearning<'a> {
             fingerprint: self.fingerprint,
             results: std::mem::take(&mut self.results),
         };
-        let bytes = postcard::to_allocvec(&checkpoint);
+        let bytes = checkpoint.to_bytes();
         self.results = checkpoint.results;
-        let bytes = bytes.map_err(|e| Error::Internal(format!("dictionary checkpoint: {e}")))?;
+        let bytes = bytes?;
         io::write_atomic(&self.checkpoint, |w| w.write_all(&bytes))
+    }
+}
+
+impl Checkpoint {
+    /// The file's bytes: magic, version, payload, checksum.
+    fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        let mut out = postcard::to_extend(self, out)
+            .map_err(|e| Error::Internal(format!("dictionary checkpoint: {e}")))?;
+        let checksum = xxh3_64(&out);
+        out.extend_from_slice(&checksum.to_le_bytes());
+        Ok(out)
+    }
+
+    /// Checks magic, version and checksum before decoding anything.
+    fn from_bytes(bytes: &[u8]) -> std::result::Result<Checkpoint, String> {
+        let fixed = MAGIC.len() + 4;
+        if bytes.len() < fixed + 8 || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(format!(
+                "not a dictionary checkpoint this rmld reads: it does not start with {} (one \
+                 written by an rmld before checkpoints were checksummed, or another file)",
+                String::from_utf8_lossy(MAGIC)
+            ));
+        }
+        let version = u32::from_le_bytes(bytes[MAGIC.len()..fixed].try_into().unwrap_or_default());
+        if version != VERSION {
+            return Err(format!(
+                "dictionary checkpoint version {version}, this rmld reads version {VERSION}"
+            ));
+        }
+        let (body, checksum) = bytes.split_at(bytes.len() - 8);
+        if xxh3_64(body) != u64::from_le_bytes(checksum.try_into().unwrap_or_default()) {
+            return Err(
+                "corrupt dictionary checkpoint: the checksum does not match (truncated or \
+                 modified file)"
+                    .into(),
+            );
+        }
+        postcard::from_bytes(&body[fixed..])
+            .map_err(|e| format!("corrupt dictionary checkpoint: {e}"))
     }
 }
 
