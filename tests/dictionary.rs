@@ -210,6 +210,8 @@ fn bad_settings_are_named_and_nothing_is_written() {
     let cases: Vec<(Change, &str)> = vec![
         (Box::new(|s| s.atoms_per_signal = 0), "atoms_per_signal"),
         (Box::new(|s| s.burn_in = s.iterations), "burn_in"),
+        // What is required, not the count of iterations twice.
+        (Box::new(|s| s.burn_in = 45), "at most 40, got 45"),
         (Box::new(|s| s.centers = 0), "centers"),
         (Box::new(|s| s.hyper.alpha = -1.0), "alpha"),
         (

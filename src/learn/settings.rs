@@ -100,8 +100,11 @@ impl DictionarySettings {
             return Err(Error::usage(
                 "burn_in",
                 format!(
-                    "must leave at least 20 of the {} iterations, got {}",
-                    self.iterations, self.burn_in
+                    "must leave at least 20 of the {} iterations for the Geweke diagnostic, so \
+                     at most {}, got {}",
+                    self.iterations,
+                    self.iterations.saturating_sub(20),
+                    self.burn_in
                 ),
             ));
         }
