@@ -206,6 +206,23 @@ fn bad_settings_are_refused() {
         let arg = format!("{flag}={value}");
         assert_refused(&[&arg], &[flag]);
     }
+    // A --keep that keeps none of the samples after the burn-in.
+    assert_refused(
+        &["--chains", "8", "--samples", "4", "--keep", "every:5"],
+        &[
+            "--keep",
+            "every:5 keeps none of the 4 samples",
+            "every:4 at most",
+        ],
+    );
+    assert_refused(
+        &["--samples", "4", "--burn-in", "2", "--keep", "every:3"],
+        &[
+            "--keep",
+            "burn-in of 2",
+            "every:2 at most, or at least 5 samples",
+        ],
+    );
     // Not numbers at all: clap's own usage error, also status 2.
     assert_refused(&["--chains", "many"], &["--chains"]);
     // The learned noise's Gamma prior: named by its option, with the range.

@@ -173,15 +173,28 @@ impl SampleSettings {
             self.init,
             self.problem.seed,
         )?;
-        if self.keep != KeepPolicy::Last && self.burn_in_cap() >= self.samples {
+        let cap = self.burn_in_cap();
+        if self.keep != KeepPolicy::Last && cap >= self.samples {
             return Err(Error::usage(
                 "burn_in",
-                format!(
-                    "{} discards every one of the {} samples",
-                    self.burn_in_cap(),
-                    self.samples
-                ),
+                format!("{cap} discards every one of the {} samples", self.samples),
             ));
+        }
+        if let KeepPolicy::Every(n) = self.keep {
+            // The first kept is the n-th after the burn-in (its cap: the latest it may end).
+            if self.keep.kept_up_to(self.samples, cap, self.samples) == 0 {
+                return Err(Error::usage(
+                    "keep",
+                    format!(
+                        "every:{n} keeps none of the {} samples: after a burn-in of {cap} it \
+                         keeps sample {} first (ask every:{} at most, or at least {} samples)",
+                        self.samples,
+                        cap as u64 + n as u64,
+                        self.samples - cap,
+                        cap as u64 + n as u64
+                    ),
+                ));
+            }
         }
         settings.adapt = self.adaptation();
         settings.auto_burn_in = self.auto_burn_in();
