@@ -212,6 +212,25 @@ fn assert_refused(extra: &[&str], needles: &[&str]) {
     );
 }
 
+/// A zero count is refused before anything is written, as `rmld quality` refuses it; the test
+/// split's limit was met only by the quality metrics, after the outputs, which went without them.
+#[test]
+fn zero_counts_are_refused_before_anything_is_written() {
+    for flag in ["--test-limit", "--limit", "--samples"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let out_arg = out.to_str().unwrap();
+        let run = rmld(&["augment", "--backend", "cpu", "--out", out_arg, flag, "0"]);
+        let message = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{flag} 0: {message}");
+        assert!(
+            message.contains(&format!("{flag}: must be at least 1")),
+            "{flag} 0: {message}"
+        );
+        assert!(!out.exists(), "{flag} 0 created --out");
+    }
+}
+
 #[test]
 fn bad_input_is_refused_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();

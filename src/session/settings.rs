@@ -532,8 +532,15 @@ impl AugmentSettings {
                 format!("must be positive, got {}", self.ratio),
             ));
         }
-        if self.limit == Some(0) {
-            return Err(Error::usage("limit", "must be at least 1"));
+        // Refused here, before anything is written: the test split's limit was otherwise only
+        // met by the quality metrics after the outputs, which then went without them.
+        for (name, count) in [("limit", self.limit), ("test_limit", self.test_limit)] {
+            if count == Some(0) {
+                return Err(Error::usage(name, "must be at least 1"));
+            }
+        }
+        if self.samples == 0 {
+            return Err(Error::usage("samples", "must be at least 1"));
         }
         check_lasso_tolerance(self.lasso_tolerance)?;
         match (self.sampler, &self.model) {
