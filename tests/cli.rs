@@ -180,6 +180,20 @@ fn bad_files_are_refused_with_a_clear_message() {
     io::write_npy_f32(&p("inf.npy"), &[4, 16], &values).unwrap();
     assert_refused(&["--data", p("inf.npy").to_str().unwrap()], &["inf.npy"]);
 
+    // A damaged NPY magic, or a .npy name on other bytes, is an NPY file's error, not the CSV
+    // reader's "not a text file".
+    let mut npy_magic = b"\x93NUMPX\x01\x00".to_vec();
+    npy_magic.extend(vec![0u8; 120]);
+    write(&p("badmagic.npy"), &npy_magic);
+    write(&p("magic.bin"), &npy_magic);
+    write(&p("text.npy"), b"1,2,3,0\n");
+    for name in ["badmagic.npy", "magic.bin", "text.npy"] {
+        assert_refused(
+            &["--data", p(name).to_str().unwrap()],
+            &[name, "bad NPY magic"],
+        );
+    }
+
     // The embedded data have d = 64; a (63, 256) dictionary does not fit.
     io::write_npy_f32(&p("dict.npy"), &[63, 256], &vec![0.1; 63 * 256]).unwrap();
     assert_refused(

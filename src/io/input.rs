@@ -265,9 +265,12 @@ impl Input {
         if got == 0 {
             return Err(self.error("empty file"));
         }
+        // A damaged NPY magic, or a .npy name, goes to the NPY reader, whose error says the magic
+        // is wrong, rather than to the CSV reader's "not a text file".
         Ok(match &head[..got] {
-            [0x93, b'N', b'U', b'M', b'P', b'Y'] => Format::Npy,
+            [0x93, b'N', b'U', b'M', b'P', ..] => Format::Npy,
             [0, 0, _, _, ..] => Format::Idx,
+            _ if npy_name(&self.path) => Format::Npy,
             _ => Format::Text,
         })
     }
@@ -290,6 +293,13 @@ fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Sniffs the format of the file at `path` (looking inside gzip).
 pub fn sniff_file(path: &Path, limit: u64) -> Result<Format> {
     Input::open(path, limit)?.sniff()
+}
+
+/// True when the path's name ends in `.npy` or `.npy.gz`.
+fn npy_name(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let name = name.to_ascii_lowercase();
+    name.ends_with(".npy") || name.ends_with(".npy.gz")
 }
 
 /// True when the path's name ends in `.gz` (writers compress such outputs).
