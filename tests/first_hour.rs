@@ -358,6 +358,17 @@ fn augment_help_shows_what_the_default_preset_sets() {
 }
 
 #[test]
+fn amortize_train_help_says_out_is_the_model_file() {
+    let help = stdout(&rmld(&["amortize", "train", "--help"]));
+    assert!(help.contains("--out <MODEL>"), "{help}");
+    assert!(help.contains("The model file to write"), "{help}");
+    assert!(
+        !help.contains("Output folder (created if missing"),
+        "{help}"
+    );
+}
+
+#[test]
 fn encode_help_lists_only_what_encode_uses() {
     let help = rmld(&["encode", "--help"]);
     let help = stdout(&help);

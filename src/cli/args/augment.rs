@@ -48,6 +48,11 @@ fn parse_ratio(text: &str) -> Result<Ratio, String> {
 /// `rmld amortize train`: augment's options (the teacher; --out is the model file) and the
 /// sampler's.
 #[derive(Args, Debug, Clone)]
+// --out is the problem's output folder everywhere else; here it names the model file.
+#[command(mut_arg("out", |a| a.value_name("MODEL").help(
+    "The model file to write, its report beside it as MODEL.json (the teacher's run goes into \
+     MODEL.teacher/, an interrupted training's state into MODEL.partial)"
+)))]
 pub struct AmortizeTrainArgs {
     #[command(flatten)]
     pub augment: AugmentArgs,
