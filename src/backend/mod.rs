@@ -173,6 +173,22 @@ pub trait Encode {
     /// with `iterations` iterations, rows of p.
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>>;
 
+    /// [`Encode::encode`] that gives up (None) once `stop` says so: the CPU asks before every
+    /// iteration (a batch of a thousand rows at thousands of iterations takes minutes there);
+    /// elsewhere the batch runs to its end first.
+    fn encode_or_stop(
+        &mut self,
+        images: &[f32],
+        lam: f32,
+        iterations: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<f32>>> {
+        if stop() {
+            return Ok(None);
+        }
+        self.encode(images, lam, iterations).map(Some)
+    }
+
     /// Lets `encode` stop a row before `iterations` once its relative duality gap (a bound on
     /// how far its objective is above the optimum, relative to it) is at most `tolerance`; 0
     /// (every backend's start) runs every iteration. A backend without the rule runs every
@@ -246,6 +262,20 @@ impl dyn Backend + '_ {
         self.encoder()
             .ok_or(missing)?
             .encode(images, lam, iterations)
+    }
+
+    /// `Encode::encode_or_stop`; an error for a backend without codes.
+    pub fn encode_or_stop(
+        &mut self,
+        images: &[f32],
+        lam: f32,
+        iterations: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<f32>>> {
+        let missing = self.missing("backend", "encode LASSO codes (its chains have no codes)");
+        self.encoder()
+            .ok_or(missing)?
+            .encode_or_stop(images, lam, iterations, stop)
     }
 
     /// `Encode::set_lasso_tolerance`; nothing for a backend without codes.

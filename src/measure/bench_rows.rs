@@ -23,7 +23,7 @@ pub(crate) trait BenchProgress {
     fn ceiling(&self, ceiling: &Ceiling, timing: Option<String>);
     /// A row measured: chain-steps/s of `backend` at `chains` (and the CPU products' GFLOP/s).
     fn measured(&self, backend: &str, chains: usize, rate: f64, products_gflops: Option<f64>);
-    /// Whether to stop before the next chain count.
+    /// Whether to stop: asked before every chain count and every timed outer iteration.
     fn stop_requested(&self) -> bool;
 }
 
@@ -99,6 +99,7 @@ pub(crate) fn cpu_rows(
     let ceiling = cpu_ceiling(args.ceiling_size);
     progress.ceiling(&ceiling, None);
     let bytes = 4 * (5 * p + 5 * d);
+    let stop = &|| progress.stop_requested();
     for &c in &args.chains {
         if progress.stop_requested() {
             break;
@@ -108,7 +109,10 @@ pub(crate) fn cpu_rows(
             continue;
         }
         let mut backend = CpuBackend::new(target.clone(), dynamics.clone(), c);
-        let mut row = measure(&mut backend, dynamics, d, p, args.outer)?;
+        // A measurement cut short by a stop is no measurement: it is left out.
+        let Some(mut row) = measure(&mut backend, dynamics, (d, p), args.outer, stop)? else {
+            break;
+        };
         drop(backend);
         row.timing = "wall-clock".into();
         row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
@@ -126,7 +130,9 @@ pub(crate) fn cpu_rows(
         {
             let mut backend =
                 CpuBackend::new(target.clone(), dynamics.clone(), c).with_blas_products();
-            let blas_row = measure(&mut backend, dynamics, d, p, args.outer)?;
+            let Some(blas_row) = measure(&mut backend, dynamics, (d, p), args.outer, stop)? else {
+                break;
+            };
             let rate = blas_row.chain_steps_per_second;
             line.rmld_blas_products_chain_steps_per_second = Some(rate);
             line.fraction_of_blas_with_blas_products =
@@ -144,7 +150,10 @@ pub(crate) fn cpu_rows(
         measured.rows.push(row);
         if args.ssgl {
             let mut backend = CpuBackend::try_new(ssgl_target(target), dynamics.clone(), c)?;
-            let mut row = measure_with(&mut backend, dynamics, d, p, args.outer, true)?;
+            let outer = (args.outer, true);
+            let Some(mut row) = measure_with(&mut backend, dynamics, (d, p), outer, stop)? else {
+                break;
+            };
             row.backend = "cpu-ssgl".into();
             row.timing = "wall-clock".into();
             row.ceiling_fraction = row.gflops_counted / ceiling.gflops;
@@ -284,7 +293,8 @@ pub(crate) mod gpu {
         let (d, p) = (target.d(), target.p());
         let bytes = 4 * (5 * p + 4 * d + 5);
         let rows = &mut measured.rows;
-        for &c in &args.chains {
+        let stop = &|| progress.stop_requested();
+        'chains: for &c in &args.chains {
             if progress.stop_requested() {
                 break;
             }
@@ -316,7 +326,9 @@ pub(crate) mod gpu {
                         continue;
                     }
                 };
-                let row = measure(&mut backend, dynamics, d, p, args.outer)?;
+                let Some(row) = measure(&mut backend, dynamics, (d, p), args.outer, stop)? else {
+                    break 'chains;
+                };
                 rows.push(finish(row, label, &backend, &gpu, progress));
             }
             // The variants measured beside the plain row: (label, target, SSGL's SA update).
@@ -330,7 +342,10 @@ pub(crate) mod gpu {
             }
             for (label, variant, adapts) in variants {
                 let mut backend = GpuBackend::new(variant, dynamics.clone(), c, options.clone())?;
-                let row = measure_with(&mut backend, dynamics, d, p, args.outer, adapts)?;
+                let outer = (args.outer, adapts);
+                let Some(row) = measure_with(&mut backend, dynamics, (d, p), outer, stop)? else {
+                    break 'chains;
+                };
                 rows.push(finish(row, label, &backend, &gpu, progress));
             }
         }

@@ -139,26 +139,26 @@ pub fn memory_note(chains: usize, bytes_per_chain: usize, d: usize, p: usize) ->
     })
 }
 
-/// Times `outer` outer iterations after one warm-up, phase by phase, as the orchestrator runs them.
+/// Times `outer` outer iterations after one warm-up, phase by phase, as the orchestrator runs
+/// them; None when `stop` said so (asked before every iteration: `outer` can be billions).
 pub fn measure(
     backend: &mut dyn Backend,
     dynamics: &DynamicsSettings,
-    d: usize,
-    p: usize,
+    (d, p): (usize, usize),
     outer: u32,
-) -> Result<Row> {
-    measure_with(backend, dynamics, d, p, outer, false)
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Row>> {
+    measure_with(backend, dynamics, (d, p), (outer, false), stop)
 }
 
 /// `measure`, with the prior's adaptive update after every accept when `adapt` (timed with it).
 pub fn measure_with(
     backend: &mut dyn Backend,
     dynamics: &DynamicsSettings,
-    d: usize,
-    p: usize,
-    outer: u32,
-    adapt: bool,
-) -> Result<Row> {
+    (d, p): (usize, usize),
+    (outer, adapt): (u32, bool),
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Row>> {
     let chains = backend.chains();
     backend.load_positions(&vec![0f32; chains * p])?;
     let rule = MhRule {
@@ -171,6 +171,9 @@ pub fn measure_with(
     let mut accepted = 0usize;
     let mut device_start = None;
     for k in 0..=outer {
+        if stop() {
+            return Ok(None);
+        }
         let iteration = k + 1;
         let t0 = Instant::now();
         let terms = backend.propose(iteration)?;
@@ -209,7 +212,7 @@ pub fn measure_with(
         .zip(device_start)
         .map(|(end, start)| end - start);
     let info = backend.info();
-    Ok(Row {
+    Ok(Some(Row {
         backend: info.kind,
         device: info.device,
         chains,
@@ -234,7 +237,7 @@ pub fn measure_with(
         gflops_device: device_seconds.map(|t| flop * (steps + 1.0) / t / 1e9),
         device_ceiling_fraction: None,
         gemm_tile: String::new(),
-    })
+    }))
 }
 
 /// A CSV cell: the value, or empty when not measured.

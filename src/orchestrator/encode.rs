@@ -1,4 +1,4 @@
-//! Batched LASSO encoding: rows encoded a batch at a time with progress and stops between batches, a shard's rows computed as in the whole run's batches, and the reconstructions A z.
+//! Batched LASSO encoding: rows encoded a batch at a time with progress and stops (between batches, and on the CPU between iterations), a shard's rows computed as in the whole run's batches, and the reconstructions A z.
 
 use std::path::Path;
 
@@ -64,7 +64,7 @@ impl<'a> EncodeBackend<'a> {
 /// LASSO codes of the rows `rows` (increasing) of the `total` a whole run encodes `batch` at a
 /// time, in the whole run's batches (cut to `rows`) on `backend`; `image(i)` is row i (model
 /// units). `progress` is told the rows done after each batch; `None` when `stop`
-/// said so before a batch.
+/// said so (before a batch, or inside one where the backend asks).
 #[allow(clippy::too_many_arguments)]
 pub fn encode_like_whole(
     backend: &mut EncodeBackend,
@@ -83,7 +83,13 @@ pub fn encode_like_whole(
             return Ok(None);
         }
         let images: Vec<f32> = group.iter().flat_map(|&i| image(i)).collect();
-        codes.extend(backend.get(like)?.encode(&images, lam, iterations)?);
+        match backend
+            .get(like)?
+            .encode_or_stop(&images, lam, iterations, stop)?
+        {
+            Some(batch) => codes.extend(batch),
+            None => return Ok(None),
+        }
         done += group.len();
         progress(done);
     }
@@ -91,10 +97,10 @@ pub fn encode_like_whole(
 }
 
 /// Encodes `n` rows `batch` at a time: `images` gives a range of rows (model units), `encode`
-/// their codes, `sink` takes them, `progress` is told the rows done. False when `stop` said so
-/// before a batch.
+/// their codes (None: it stopped), `sink` takes them, `progress` is told the rows done. False
+/// when `stop` said so before a batch, or `encode` stopped inside one.
 pub fn encode_batches(
-    encode: &mut dyn FnMut(&[f32]) -> Result<Vec<f32>>,
+    encode: &mut dyn FnMut(&[f32]) -> Result<Option<Vec<f32>>>,
     (n, batch): (usize, usize),
     images: &dyn Fn(std::ops::Range<usize>) -> Vec<f32>,
     sink: &mut dyn FnMut(&[f32]) -> Result<()>,
@@ -106,7 +112,10 @@ pub fn encode_batches(
             return Ok(false);
         }
         let end = (start + batch).min(n);
-        sink(&encode(&images(start..end))?)?;
+        let Some(codes) = encode(&images(start..end))? else {
+            return Ok(false);
+        };
+        sink(&codes)?;
         progress(end);
     }
     Ok(true)

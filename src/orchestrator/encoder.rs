@@ -151,7 +151,11 @@ impl Encoder<'_> {
         }
         let mut kept = Vec::new();
         let finished = encode_batches(
-            &mut |images| backend.encode(images, target.lam, iterations),
+            &mut |images| {
+                backend.encode_or_stop(images, target.lam, iterations, &|| {
+                    observer.stop_requested()
+                })
+            },
             (n, ENCODE_BATCH),
             &|rows| rows.flat_map(image).collect(),
             &mut |codes| {

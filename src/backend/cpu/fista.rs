@@ -49,10 +49,12 @@ pub fn encode(
     trace: Option<&mut Vec<Vec<f64>>>,
 ) -> Vec<f32> {
     let a = PackedMatrix::both(a, d, p);
-    encode_packed(&a, d, p, lipschitz, images, lam, iterations, trace)
+    let never = || false;
+    encode_packed(&a, d, p, lipschitz, images, lam, iterations, trace, &never).unwrap_or_default()
 }
 
-/// [`encode`] against A already packed both ways.
+/// [`encode`] against A already packed both ways; None once `stop` says so (asked before every
+/// iteration: one iteration of a large batch takes a fraction of a second, the batch minutes).
 #[allow(clippy::too_many_arguments)]
 fn encode_packed(
     a: &PackedMatrix,
@@ -63,7 +65,8 @@ fn encode_packed(
     lam: f32,
     iterations: u32,
     mut trace: Option<&mut Vec<Vec<f64>>>,
-) -> Vec<f32> {
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<f32>> {
     let problem = Problem {
         a,
         d,
@@ -73,13 +76,16 @@ fn encode_packed(
     };
     let mut state = Batch::new(images, d, p);
     for _ in 0..iterations {
+        if stop() {
+            return None;
+        }
         state.gradient(&problem, images);
         state.advance(&problem, images);
         if let Some(trace) = trace.as_deref_mut() {
             trace.push(state.objective.clone());
         }
     }
-    state.z
+    Some(state.z)
 }
 
 /// What every FISTA iteration of one encoding shares: A (packed both ways), its shape, λ and the
@@ -289,16 +295,30 @@ pub fn encode_until(
     iterations: u32,
     tolerance: f32,
 ) -> (Vec<f32>, EncodeStats) {
+    let never = || false;
+    let problem = (a, d, p, lipschitz);
+    encode_until_or_stop(problem, images, lam, iterations, tolerance, &never).unwrap_or_default()
+}
+
+/// [`encode_until`] that gives up (None) once `stop` says so, asked before every iteration.
+pub fn encode_until_or_stop(
+    (a, d, p, lipschitz): (&PackedMatrix, usize, usize, f32),
+    images: &[f32],
+    lam: f32,
+    iterations: u32,
+    tolerance: f32,
+    stop: &dyn Fn() -> bool,
+) -> Option<(Vec<f32>, EncodeStats)> {
     let total = images.len() / d;
     if tolerance <= 0.0 {
-        let codes = encode_packed(a, d, p, lipschitz, images, lam, iterations, None);
+        let codes = encode_packed(a, d, p, lipschitz, images, lam, iterations, None, stop)?;
         let stats = EncodeStats {
             rows: total,
             iterations: total as u64 * iterations as u64,
             capped: total,
             admm_rows: 0,
         };
-        return (codes, stats);
+        return Some((codes, stats));
     }
     let problem = Problem {
         a,
@@ -317,6 +337,9 @@ pub fn encode_until(
     let mut x = images.to_vec();
     let mut state = Batch::new(&x, d, p);
     for iteration in 0..iterations {
+        if stop() {
+            return None;
+        }
         state.gradient(&problem, &x);
         let gaps = relative_gaps(
             &state.residual,
@@ -338,7 +361,7 @@ pub fn encode_until(
             let mut k = 0;
             index.retain(|_| (keep[k], k += 1).0);
             if index.is_empty() {
-                return (out, stats);
+                return Some((out, stats));
             }
         }
         state.advance(&problem, &x);
@@ -348,7 +371,7 @@ pub fn encode_until(
     }
     stats.iterations += index.len() as u64 * iterations as u64;
     stats.capped = index.len();
-    (out, stats)
+    Some((out, stats))
 }
 
 /// Keeps the rows (of `width`) of `v` whose `keep` is true, in order.

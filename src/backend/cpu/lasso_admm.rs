@@ -165,6 +165,20 @@ pub fn encode(
     iterations: u32,
     tolerance: f32,
 ) -> (Vec<f32>, EncodeStats) {
+    let never = || false;
+    let problem = (a, factor, d, p);
+    encode_or_stop(problem, images, lam, iterations, tolerance, &never).unwrap_or_default()
+}
+
+/// [`encode`] that gives up (None) once `stop` says so, asked before every iteration.
+pub fn encode_or_stop(
+    (a, factor, d, p): (&PackedMatrix, &Factor, usize, usize),
+    images: &[f32],
+    lam: f32,
+    iterations: u32,
+    tolerance: f32,
+    stop: &dyn Fn() -> bool,
+) -> Option<(Vec<f32>, EncodeStats)> {
     let total = images.len() / d;
     let (rho, alpha) = (factor.rho, RELAXATION);
     let mut out = vec![0f32; total * p];
@@ -175,6 +189,9 @@ pub fn encode(
     };
     let mut batch = Batch::new(a, d, p, images);
     for iteration in 1..=iterations {
+        if stop() {
+            return None;
+        }
         batch.step(factor, d, p, lam, alpha, rho);
         if iteration % CHECK_EVERY == 0 || iteration == iterations {
             let last = iteration == iterations;
@@ -191,7 +208,7 @@ pub fn encode(
     }
     // Rows left (only when `iterations` is 0): their code is v = 0.
     stats.capped += batch.index.len();
-    (out, stats)
+    Some((out, stats))
 }
 
 /// The quadratic step's B q (A z = L⁻ᵀ B q) and AᵀA z, row by row.

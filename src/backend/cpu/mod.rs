@@ -705,6 +705,18 @@ impl ModelState for CpuBackend {
 
 impl Encode for CpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
+        let never = || false;
+        let codes = self.encode_or_stop(images, lam, iterations, &never)?;
+        codes.ok_or_else(|| crate::Error::Internal("an encoding that cannot stop stopped".into()))
+    }
+
+    fn encode_or_stop(
+        &mut self,
+        images: &[f32],
+        lam: f32,
+        iterations: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<f32>>> {
         let (d, p) = (self.target.d(), self.target.p());
         let tolerance = self.lasso_tolerance;
         // With a tolerance, ADMM with the exact quadratic step where the d × d inverse is
@@ -714,20 +726,22 @@ impl Encode for CpuBackend {
             let factor = lasso_admm::Factor::new(&self.target.dictionary.a, d, p);
             self.admm_factor = Some(factor);
         }
-        let (codes, stats) = match &self.admm_factor {
+        let encoded = match &self.admm_factor {
             Some(Some(factor)) if admm => {
-                let a = &self.a_packed;
-                lasso_admm::encode(a, factor, d, p, images, lam, iterations, tolerance)
+                let problem = (&self.a_packed, factor, d, p);
+                lasso_admm::encode_or_stop(problem, images, lam, iterations, tolerance, stop)
             }
             // The factor failed (a NaN in A), or no tolerance or too many rows: FISTA.
             _ => {
                 let lipschitz = self.lipschitz();
-                let a = &self.a_packed;
-                fista::encode_until(a, d, p, lipschitz, images, lam, iterations, tolerance)
+                let problem = (&self.a_packed, d, p, lipschitz);
+                fista::encode_until_or_stop(problem, images, lam, iterations, tolerance, stop)
             }
         };
-        self.encode_stats.add(&stats);
-        Ok(codes)
+        Ok(encoded.map(|(codes, stats)| {
+            self.encode_stats.add(&stats);
+            codes
+        }))
     }
 
     fn set_lasso_tolerance(&mut self, tolerance: f32) {
