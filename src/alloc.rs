@@ -8,6 +8,64 @@
 
 use crate::{Error, Result};
 
+/// The environment variable that, set to 1, skips the memory checks (here and `measure::memory`) (the allocations are still
+/// fallible): for a machine whose swap or overcommit the estimate does not know about.
+pub const SKIP_CHECK_ENV: &str = "RMLD_SKIP_MEMORY_CHECK";
+
+/// Address space kept aside, per thread, from an address-space limit: glibc reserves up to
+/// 64 MiB of it for each thread's malloc arena before the thread touches a byte of it.
+const ARENA_RESERVE: f64 = 64.0 * 1024.0 * 1024.0;
+
+/// Bytes this process can still allocate: the least of the kernel's `MemAvailable` (Linux) and,
+/// under an address-space limit (`ulimit -v`, `RLIMIT_AS`), the limit less the address space
+/// already mapped and the threads' arena reserve; None where neither is known (then nothing is
+/// refused here).
+pub fn available_bytes() -> Option<u64> {
+    let limits = [mem_available(), address_space_left()];
+    limits.into_iter().flatten().min()
+}
+
+/// The kernel's `MemAvailable`: what can be allocated without swapping.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    kib_field(&text, "MemAvailable:")
+}
+
+/// The address-space limit (`RLIMIT_AS`) less this process's mapped address space (`VmSize`)
+/// and an arena's reserve per thread; None without a limit.
+fn address_space_left() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?;
+    let limit: f64 = line
+        .trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let mapped = kib_field(&status, "VmSize:")? as f64;
+    let threads = rayon::current_num_threads() as f64 + 1.0;
+    Some((limit - mapped - threads * ARENA_RESERVE).max(0.0) as u64)
+}
+
+/// The value of a `NAME:  123 kB` line of a /proc file, in bytes.
+fn kib_field(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// What [`available_bytes`] says, unless [`SKIP_CHECK_ENV`] is set to 1 (then None: nothing is
+/// refused by an estimate, allocations stay fallible).
+pub fn checked_available() -> Option<u64> {
+    if std::env::var(SKIP_CHECK_ENV).is_ok_and(|v| v == "1") {
+        return None;
+    }
+    available_bytes()
+}
+
 /// An empty vector with room for exactly `len` values, or [`refused`] when the allocation fails
 /// (or `len` values overflow the address space).
 pub fn try_with_capacity<T>(len: usize, setting: &'static str, what: &str) -> Result<Vec<T>> {
@@ -82,6 +140,13 @@ mod tests {
         assert!(e.contains("chains") && e.contains("positions"), "{e}");
         let e = try_with_capacity::<u64>(usize::MAX / 2, "atoms", "A").unwrap_err();
         assert!(e.is_user_error(), "{e}");
+    }
+
+    #[test]
+    fn an_address_space_limit_is_read_from_proc() {
+        let text = "Name:\trmld\nVmSize:\t  123456 kB\nVmRSS:\t 10 kB\n";
+        assert_eq!(kib_field(text, "VmSize:"), Some(123_456 * 1024));
+        assert_eq!(kib_field(text, "VmPeak:"), None);
     }
 
     #[test]

@@ -180,30 +180,70 @@ impl Input {
         ))
     }
 
-    /// Reads exactly `len` more bytes that must end the file. `what` describes them for messages
-    /// (e.g. "60000 images of 28×28"). Never allocates more than what the file really holds (+1),
-    /// so a header claiming terabytes costs nothing.
-    pub fn read_payload(&mut self, len: u64, what: &str) -> Result<Vec<u8>> {
+    /// Refuses, from the header alone and before a byte of the payload is read (or
+    /// decompressed), `len` more bytes that cannot be: past the input limit, more than a plain
+    /// file holds, or more than this process can still allocate.
+    fn check_promise(&self, len: u64, what: &str) -> Result<()> {
         let room = self.limit.saturating_sub(self.pos);
-        let cap = len.min(room).saturating_add(1);
-        // Exact when the file is known to hold it (no regrowth); else grown as data arrives.
-        let mut buf = match usize::try_from(len) {
-            Ok(n) if self.holds(len) => Vec::with_capacity(n),
-            _ => Vec::new(),
-        };
+        if len > room {
+            return Err(self.error(format!(
+                "the header promises {what} ({len} bytes of data), more than the input limit of \
+                 {} bytes (a decompression bomb or a corrupt file? set {MAX_INPUT_BYTES_ENV} to \
+                 raise the limit if the file is genuine)",
+                self.limit
+            )));
+        }
+        if let Some(left) = self.raw_len.map(|n| n.saturating_sub(self.pos)) {
+            if len > left {
+                return Err(self.truncated_error(len, left, what));
+            }
+        }
+        if let Some(available) = crate::alloc::checked_available() {
+            if len > available {
+                return Err(self.error(format!(
+                    "the header promises {what}, which needs about {}, more than the {} this \
+                     process can still allocate",
+                    crate::alloc::human(len as f64),
+                    crate::alloc::human(available as f64)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A buffer for `len` bytes the header promised, allocated fallibly.
+    fn payload_buffer<T>(&self, len: usize, what: &str) -> Result<Vec<T>> {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| {
+            self.error(format!(
+                "cannot allocate {} for {what}: the machine (or a memory limit on this process) \
+                 refused it",
+                crate::alloc::human((len * std::mem::size_of::<T>()) as f64)
+            ))
+        })?;
+        Ok(buf)
+    }
+
+    /// Reads exactly `len` more bytes that must end the file. `what` describes them for messages
+    /// (e.g. "60000 images of 28×28"). The header's promise is checked first
+    /// ([`Self::check_promise`]), then at most `len` + 1 bytes are read (or decompressed) into a
+    /// buffer of `len`: a gzip'd header claiming terabytes costs nothing.
+    pub fn read_payload(&mut self, len: u64, what: &str) -> Result<Vec<u8>> {
+        self.check_promise(len, what)?;
+        let n = usize::try_from(len).map_err(|_| self.error(format!("{what} is absurd")))?;
+        let mut buf = self.payload_buffer(n, what)?;
         (&mut self.reader)
-            .take(cap)
+            .take(len)
             .read_to_end(&mut buf)
             .map_err(|e| self.read_error(e))?;
         let got = buf.len() as u64;
         self.pos += got;
-        if len > room && got > room {
-            return Err(self.limit_error());
-        }
         if got < len {
             return Err(self.truncated_error(len, got, what));
         }
-        if got > len {
+        let mut probe = [0u8; 1];
+        if fill(&mut self.reader, &mut probe).map_err(|e| self.read_error(e))? > 0 {
+            self.pos += 1;
             return Err(self.trailing_error(len, what));
         }
         Ok(buf)
@@ -214,6 +254,7 @@ impl Input {
     /// little-endian machine) they are read straight into one exactly sized `Vec<f32>`: no
     /// regrowth and no second copy.
     pub fn read_payload_f32(&mut self, len: u64, what: &str) -> Result<Vec<f32>> {
+        self.check_promise(len, what)?;
         let count = usize::try_from(len / 4).ok();
         let (Some(count), true, true) = (
             count,
@@ -226,7 +267,8 @@ impl Input {
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect());
         };
-        let mut values = vec![0f32; count];
+        let mut values = self.payload_buffer::<f32>(count, what)?;
+        values.resize(count, 0.0);
         let got = fill(&mut self.reader, bytemuck::cast_slice_mut(&mut values))
             .map_err(|e| self.read_error(e))? as u64;
         self.pos += got;
@@ -338,5 +380,73 @@ mod tests {
         assert!(input.is_gzip());
         assert_eq!(input.read_rest().unwrap(), b"1,2\n");
         assert!(sniff(b"").is_err());
+    }
+
+    /// An IDX images header claiming `dims`, then `zeros` zero bytes, gzip'd.
+    fn lying_idx_gz(dims: [u32; 3], zeros: usize) -> &'static [u8] {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&0x0803u32.to_be_bytes()).unwrap();
+        for d in dims {
+            gz.write_all(&d.to_be_bytes()).unwrap();
+        }
+        gz.write_all(&vec![0u8; zeros]).unwrap();
+        Box::leak(gz.finish().unwrap().into_boxed_slice())
+    }
+
+    /// Reads the 16 header bytes, then asks for the payload the header promises.
+    fn promised(bytes: &'static [u8], limit: u64, dims: [u32; 3]) -> (Input, String) {
+        let mut input = Input::from_static(Path::new("bomb.gz"), bytes, limit).unwrap();
+        let mut header = [0u8; 16];
+        assert_eq!(input.read_up_to(&mut header).unwrap(), 16);
+        let len = dims.iter().map(|&d| u64::from(d)).product();
+        let e = input.read_payload(len, "images").unwrap_err().to_string();
+        (input, e)
+    }
+
+    #[test]
+    fn a_gzip_header_past_the_limit_is_refused_before_decompressing() {
+        let dims = [1000, 1000, 1000];
+        let (input, e) = promised(lying_idx_gz(dims, 1 << 20), 1 << 16, dims);
+        assert!(e.contains("input limit") && e.contains("promises"), "{e}");
+        assert_eq!(
+            input.position(),
+            16,
+            "nothing past the header was decompressed"
+        );
+    }
+
+    #[test]
+    fn a_gzip_header_past_the_memory_is_refused_before_decompressing() {
+        if crate::alloc::checked_available().is_none() {
+            return; // no /proc/meminfo, or the check is turned off
+        }
+        let dims = [u32::MAX, 65_535, 65_535];
+        let (input, e) = promised(lying_idx_gz(dims, 1 << 20), u64::MAX, dims);
+        assert!(e.contains("this process can still allocate"), "{e}");
+        assert_eq!(
+            input.position(),
+            16,
+            "nothing past the header was decompressed"
+        );
+    }
+
+    #[test]
+    fn a_plain_header_promising_more_than_the_file_is_refused_unread() {
+        let bytes: &'static [u8] = b"\0\0\x08\x03\0\0\0\x02\0\0\0\x02\0\0\0\x02abc";
+        let mut input = Input::from_static(Path::new("x"), bytes, 100).unwrap();
+        let mut header = [0u8; 16];
+        input.read_up_to(&mut header).unwrap();
+        let e = input
+            .read_payload(8, "2 images of 2×2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only 3 bytes follow"), "{e}");
+        assert_eq!(input.position(), 16);
+        // A genuine payload is read whole, and one byte more is trailing data.
+        let mut input = Input::from_static(Path::new("x"), bytes, 100).unwrap();
+        input.read_up_to(&mut header).unwrap();
+        let e = input.read_payload(2, "two bytes").unwrap_err().to_string();
+        assert!(e.contains("trailing data"), "{e}");
     }
 }

@@ -11,54 +11,8 @@ pub use crate::alloc::human;
 use crate::io::{Dataset, Pixels};
 use crate::{Error, Result};
 
-/// The environment variable that, set to 1, skips the checks here (the allocations are still
-/// fallible): for a machine whose swap or overcommit the estimate does not know about.
-pub const SKIP_CHECK_ENV: &str = "RMLD_SKIP_MEMORY_CHECK";
-
-/// Address space kept aside, per thread, from an address-space limit: glibc reserves up to
-/// 64 MiB of it for each thread's malloc arena before the thread touches a byte of it.
-const ARENA_RESERVE: f64 = 64.0 * 1024.0 * 1024.0;
-
-/// Bytes this process can still allocate: the least of the kernel's `MemAvailable` (Linux) and,
-/// under an address-space limit (`ulimit -v`, `RLIMIT_AS`), the limit less the address space
-/// already mapped and the threads' arena reserve; None where neither is known (then nothing is
-/// refused here).
-pub fn available_bytes() -> Option<u64> {
-    let limits = [mem_available(), address_space_left()];
-    limits.into_iter().flatten().min()
-}
-
-/// The kernel's `MemAvailable`: what can be allocated without swapping.
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    kib_field(&text, "MemAvailable:")
-}
-
-/// The address-space limit (`RLIMIT_AS`) less this process's mapped address space (`VmSize`)
-/// and an arena's reserve per thread; None without a limit.
-fn address_space_left() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max address space"))?;
-    let limit: f64 = line
-        .trim_start_matches("Max address space")
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let mapped = kib_field(&status, "VmSize:")? as f64;
-    let threads = rayon::current_num_threads() as f64 + 1.0;
-    Some((limit - mapped - threads * ARENA_RESERVE).max(0.0) as u64)
-}
-
-/// The value of a `NAME:  123 kB` line of a /proc file, in bytes.
-fn kib_field(text: &str, name: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(name))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
+pub use crate::alloc::available_bytes;
+use crate::alloc::SKIP_CHECK_ENV;
 
 /// Fails (`Error::Usage` on `setting`) when `needed` bytes (what `what` describes) exceed what
 /// the machine has available; nothing when that is unknown.
@@ -125,10 +79,7 @@ impl Footprint {
     /// be allocated exceeds what the machine has available ([`available_bytes`]); nothing when
     /// that is unknown or [`SKIP_CHECK_ENV`] is set to 1.
     pub fn check(&self, setting: &'static str) -> Result<()> {
-        if std::env::var(SKIP_CHECK_ENV).is_ok_and(|v| v == "1") {
-            return Ok(());
-        }
-        let Some(available) = available_bytes() else {
+        let Some(available) = crate::alloc::checked_available() else {
             return Ok(());
         };
         let needed = self.to_allocate();
@@ -350,12 +301,5 @@ mod tests {
             cpu_dictionary_copies(1, 65),
             4.0 * (65.0 + 128.0 + 64.0 * 65.0)
         );
-    }
-
-    #[test]
-    fn an_address_space_limit_is_read_from_proc() {
-        let text = "Name:\trmld\nVmSize:\t  123456 kB\nVmRSS:\t 10 kB\n";
-        assert_eq!(kib_field(text, "VmSize:"), Some(123_456 * 1024));
-        assert_eq!(kib_field(text, "VmPeak:"), None);
     }
 }
