@@ -181,9 +181,15 @@ impl Input {
     }
 
     /// Refuses, from the header alone and before a byte of the payload is read (or
-    /// decompressed), `len` more bytes that cannot be: past the input limit, more than a plain
-    /// file holds, or more than this process can still allocate.
+    /// decompressed), `len` more bytes that cannot be: more than a plain file holds, past the
+    /// input limit, or more than this process can still allocate.
     fn check_promise(&self, len: u64, what: &str) -> Result<()> {
+        // A plain file's size is the plainest truth: said first.
+        if let Some(left) = self.raw_len.map(|n| n.saturating_sub(self.pos)) {
+            if len > left {
+                return Err(self.truncated_error(len, left, what));
+            }
+        }
         let room = self.limit.saturating_sub(self.pos);
         if len > room {
             return Err(self.error(format!(
@@ -192,11 +198,6 @@ impl Input {
                  raise the limit if the file is genuine)",
                 self.limit
             )));
-        }
-        if let Some(left) = self.raw_len.map(|n| n.saturating_sub(self.pos)) {
-            if len > left {
-                return Err(self.truncated_error(len, left, what));
-            }
         }
         if let Some(available) = crate::alloc::checked_available() {
             if len > available {
