@@ -12,7 +12,6 @@ use crate::io::{Dataset, Pixels};
 use crate::{Error, Result};
 
 pub use crate::alloc::available_bytes;
-use crate::alloc::SKIP_CHECK_ENV;
 
 /// Fails (`Error::Usage` on `setting`) when `needed` bytes (what `what` describes) exceed what
 /// the machine has available; nothing when that is unknown.
@@ -77,7 +76,7 @@ impl Footprint {
 
     /// Fails (`Error::Usage` on `setting`, the setting that sizes the run) when what is still to
     /// be allocated exceeds what the machine has available ([`available_bytes`]); nothing when
-    /// that is unknown or [`SKIP_CHECK_ENV`] is set to 1.
+    /// that is unknown or [`crate::alloc::SKIP_CHECK_ENV`] is set to 1.
     pub fn check(&self, setting: &'static str) -> Result<()> {
         let Some(available) = crate::alloc::checked_available() else {
             return Ok(());

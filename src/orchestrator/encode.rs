@@ -96,11 +96,14 @@ pub fn encode_like_whole(
     Ok(Some(codes))
 }
 
+/// Codes of a batch of images, or None when it stopped inside it.
+pub type EncodeOrStop<'a> = dyn FnMut(&[f32]) -> Result<Option<Vec<f32>>> + 'a;
+
 /// Encodes `n` rows `batch` at a time: `images` gives a range of rows (model units), `encode`
 /// their codes (None: it stopped), `sink` takes them, `progress` is told the rows done. False
 /// when `stop` said so before a batch, or `encode` stopped inside one.
 pub fn encode_batches(
-    encode: &mut dyn FnMut(&[f32]) -> Result<Option<Vec<f32>>>,
+    encode: &mut EncodeOrStop,
     (n, batch): (usize, usize),
     images: &dyn Fn(std::ops::Range<usize>) -> Vec<f32>,
     sink: &mut dyn FnMut(&[f32]) -> Result<()>,
