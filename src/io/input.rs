@@ -61,6 +61,19 @@ pub struct Input {
 impl Input {
     /// Opens `path`, reading at most `limit` (decompressed) bytes from it.
     pub fn open(path: &Path, limit: u64) -> Result<Input> {
+        // A regular file only: a device such as /dev/urandom would be read to the input limit, a
+        // folder not at all, and a pipe (`--data <(zcat …)`) is read twice (its format is sniffed
+        // first), so the second open would wait for a writer for ever. Checked before opening:
+        // opening a FIFO waits, its metadata does not.
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() {
+                let kind = super::regular::kind(&meta);
+                return Err(Error::input(
+                    path,
+                    format!("is {kind}, not a data file: save the data to a file and give that"),
+                ));
+            }
+        }
         let file = File::open(path).map_err(|e| Error::input(path, format!("cannot open: {e}")))?;
         let raw_len = file
             .metadata()
@@ -289,6 +302,19 @@ impl Input {
     /// Reads the rest of the stream, refusing to go past the limit.
     pub fn read_rest(&mut self) -> Result<Vec<u8>> {
         let room = self.limit.saturating_sub(self.pos);
+        // A plain file's size is known: one too large is refused before it is read.
+        if let Some(left) = self.raw_len.map(|n| n.saturating_sub(self.pos)) {
+            if left > room {
+                return Err(self.limit_error());
+            }
+            if let Some(available) = crate::alloc::checked_available().filter(|&a| left > a) {
+                return Err(self.error(format!(
+                    "holds {}, more than the {} this process can still allocate",
+                    crate::alloc::human(left as f64),
+                    crate::alloc::human(available as f64)
+                )));
+            }
+        }
         let mut buf = Vec::new();
         (&mut self.reader)
             .take(room.saturating_add(1))
@@ -303,20 +329,43 @@ impl Input {
 
     /// Sniffs the (decompressed) content. Consumes the first bytes: reopen to parse.
     pub fn sniff(&mut self) -> Result<Format> {
-        let mut head = [0u8; 6];
-        let got = self.read_up_to(&mut head)?;
+        let mut head = [0u8; SNIFF_BYTES];
+        let within = SNIFF_BYTES.min(usize::try_from(self.limit).unwrap_or(SNIFF_BYTES));
+        let got = self.read_up_to(&mut head[..within])?;
         if got == 0 {
             return Err(self.error("empty file"));
         }
         // A damaged NPY magic, or a .npy name, goes to the NPY reader, whose error says the magic
         // is wrong, rather than to the CSV reader's "not a text file".
-        Ok(match &head[..got] {
+        let format = match &head[..got] {
             [0x93, b'N', b'U', b'M', b'P', ..] => Format::Npy,
             [0, 0, _, _, ..] => Format::Idx,
             _ if npy_name(&self.path) => Format::Npy,
             _ => Format::Text,
-        })
+        };
+        // Binary bytes that are no IDX or NPY are refused from their head, not read whole (to
+        // the input limit) as text first.
+        if format == Format::Text && !looks_like_text(&head[..got]) {
+            return Err(self.error(
+                "matches no format rmld reads: not IDX, NPY or text (CSV), its first bytes \
+                 being binary",
+            ));
+        }
+        Ok(format)
     }
+}
+
+/// Bytes a sniff reads to tell text from binary.
+const SNIFF_BYTES: usize = 4096;
+
+/// Whether `head` can begin a text file: no NUL byte, and UTF-8 but for a character the cut
+/// may have split at its end.
+fn looks_like_text(head: &[u8]) -> bool {
+    !head.contains(&0)
+        && match std::str::from_utf8(head) {
+            Ok(_) => true,
+            Err(e) => e.error_len().is_none(),
+        }
 }
 
 /// Reads until `buf` is full or the stream ends (a plain `read` may return short counts).
@@ -381,6 +430,46 @@ mod tests {
         assert!(input.is_gzip());
         assert_eq!(input.read_rest().unwrap(), b"1,2\n");
         assert!(sniff(b"").is_err());
+    }
+
+    #[test]
+    fn binary_bytes_of_no_format_are_refused_from_their_head() {
+        let sniff =
+            |bytes: &'static [u8]| Input::from_static(Path::new("x"), bytes, 1 << 20)?.sniff();
+        let e = sniff(b"\xff\xfe1,2,3\n").unwrap_err().to_string();
+        assert!(e.contains("matches no format"), "{e}");
+        assert!(sniff(b"1,2\n3,\x004\n").is_err());
+        // Text whose 4096th byte splits a character is still text.
+        let mut text = vec![b'7'; SNIFF_BYTES - 1];
+        text.extend_from_slice("é,1\n".as_bytes());
+        assert_eq!(
+            sniff(Box::leak(text.into_boxed_slice())).unwrap(),
+            Format::Text
+        );
+        assert_eq!(
+            sniff("\u{feff}label,x\n1,2\n".as_bytes()).unwrap(),
+            Format::Text
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_is_refused_as_a_data_file() {
+        let e = Input::open(Path::new("/dev/null"), 1 << 20)
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("a device, not a data file"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let e = Input::open(dir.path(), 1 << 20).err().expect("refused");
+        assert!(e.to_string().contains("a folder, not a data file"), "{e}");
+        // A named pipe would be opened twice (sniffed, then parsed): the second open waits for
+        // a writer for ever.
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let e = Input::open(&fifo, 1 << 20).err().expect("refused");
+            assert!(e.to_string().contains("FIFO"), "{e}");
+        }
     }
 
     /// An IDX images header claiming `dims`, then `zeros` zero bytes, gzip'd.
