@@ -168,8 +168,10 @@ fn the_estimate_is_within_a_factor_of_the_measured_peak() {
     );
 }
 
+/// Float data whose row sums overflow f32 (1e37-scale pixels: the minibatch means are summed
+/// before scaling) is refused by name before the run, not sampled into infinities.
 #[test]
-fn data_scaled_by_1e37_is_warned_about_every_proposal_diverging() {
+fn data_scaled_by_1e37_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("huge.npy");
     write_data(&data, 40, 64, 1e37);
@@ -184,8 +186,37 @@ fn data_scaled_by_1e37_is_warned_about_every_proposal_diverging() {
         "2",
         "--samples",
         "4",
+        "--backend",
+        "cpu",
+        "--out",
+        path(&out),
+    ]);
+    let err = stderr(&run);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("huge.npy") && err.contains("divide the data"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// A step so large that every proposal diverges: the run says so and flags it.
+#[test]
+fn a_step_that_makes_every_proposal_diverge_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = rmld(&[
+        "sample",
+        "--atoms",
+        "20",
+        "--chains",
+        "2",
+        "--samples",
+        "4",
         "--steps",
         "2",
+        "--eta",
+        "1e30",
         "--backend",
         "cpu",
         "--out",
