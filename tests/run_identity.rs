@@ -48,6 +48,18 @@ fn sample_for(
 fn sampled(out: &Path, seed: u64, chains: usize) {
     let run = sample(out, seed, chains, None);
     assert!(run.status.success(), "{}", stderr(&run));
+    as_stopped(out);
+}
+
+/// Marks the finished run in `out` as stopped, so that its checkpoint (after iteration 4 of 5)
+/// is one `resume` continues: a finished run is not resumed, and these tests are about what
+/// `resume` checks beside a checkpoint.
+fn as_stopped(out: &Path) {
+    let path = out.join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    report["interrupted"] = true.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&report).unwrap()).unwrap();
 }
 
 fn resume(out: &Path) -> Output {
@@ -362,6 +374,7 @@ fn resume_from_another_working_folder_finds_relative_inputs() {
         .output()
         .unwrap();
     assert!(run.status.success(), "{}", stderr(&run));
+    as_stopped(&dir.path().join("run"));
     let elsewhere = tempfile::tempdir().unwrap();
     let resumed = rmld()
         .current_dir(elsewhere.path())
