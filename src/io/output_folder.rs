@@ -122,12 +122,26 @@ pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {
     ))
 }
 
+/// The most bytes of a report.json read to learn what run a folder holds.
+const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// The folder's report.json, if there is one that parses (bounded, regular files only): what
+/// run the folder holds, and whether it finished.
+pub fn read_report(dir: &Path) -> Result<Option<serde_json::Value>> {
+    let path = dir.join("report.json");
+    if path.symlink_metadata().is_err() {
+        return Ok(None);
+    }
+    let bytes = super::read_regular_file(&path, "run report", MAX_REPORT_BYTES)?;
+    Ok(serde_json::from_slice(&bytes).ok())
+}
+
 /// Whether the folder's report.json says its run finished (`"interrupted": false`): a
 /// checkpoint beside it is then an earlier state of that run, not one to continue.
 fn finished_run(out: &Path) -> bool {
-    super::read_regular_file(&out.join("report.json"), "run report", 64 << 20)
+    read_report(out)
         .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .flatten()
         .is_some_and(|report| report["interrupted"] == false)
 }
 

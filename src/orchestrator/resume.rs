@@ -7,8 +7,8 @@ use super::observer::{Notice, Observer};
 use super::streams::{CODES, IMAGES};
 use super::Checkpoint;
 use crate::backend::Backend;
-use crate::io::output_folder::CHECKPOINT;
-use crate::io::{self, read_regular_file, Output};
+use crate::io::output_folder::{read_report, CHECKPOINT};
+use crate::io::{self, Output};
 use crate::model::Target;
 use crate::{Error, Result};
 
@@ -75,9 +75,6 @@ pub fn restore(checkpoint: &Checkpoint, backend: &mut dyn Backend) -> Result<()>
     Ok(())
 }
 
-/// The most bytes of a report.json read to check whose outputs a folder holds.
-const MAX_REPORT_BYTES: u64 = 64 << 20;
-
 /// What a stopped run left in a folder for `resume` to continue.
 pub enum Left {
     Nothing,
@@ -107,7 +104,7 @@ pub fn left_by_a_run(dir: &Path) -> Left {
 /// and that the run was stopped, not finished since the checkpoint.
 pub fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<()> {
     let report_path = dir.join("report.json");
-    let Some(report) = read_report(&report_path)? else {
+    let Some(report) = read_report(dir)? else {
         return Ok(());
     };
     let Some(run_id) = report["run_id"].as_str() else {
@@ -169,18 +166,9 @@ pub fn check_report(dir: &Path, path: &Path, identity: &RunIdentity) -> Result<(
     ))
 }
 
-/// The report.json at `path`, if there is one that parses (bounded, regular files only).
-fn read_report(path: &Path) -> Result<Option<serde_json::Value>> {
-    if path.symlink_metadata().is_err() {
-        return Ok(None);
-    }
-    let bytes = read_regular_file(path, "run report", MAX_REPORT_BYTES)?;
-    Ok(serde_json::from_slice(&bytes).ok())
-}
-
 /// Why a folder without a checkpoint cannot be resumed: what its report says it holds.
 pub fn not_resumable(dir: &Path, path: &Path) -> Error {
-    let report = read_report(&dir.join("report.json")).ok().flatten();
+    let report = read_report(dir).ok().flatten();
     let command = report
         .as_ref()
         .and_then(|r| r["command"].as_str().map(str::to_string));

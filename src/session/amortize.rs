@@ -153,14 +153,10 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
 
 /// True when `tdir/report.json` is the report of an augmentation that was stopped.
 fn stopped_teacher(tdir: &std::path::Path) -> bool {
-    io::read_regular_file(
-        &tdir.join("report.json"),
-        "teacher's report",
-        MAX_JSON_BYTES,
-    )
-    .ok()
-    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-    .is_some_and(|v| v["command"] == "augment" && v["interrupted"] == true)
+    output_folder::read_report(tdir)
+        .ok()
+        .flatten()
+        .is_some_and(|v| v["command"] == "augment" && v["interrupted"] == true)
 }
 
 /// The stamp a finished teacher leaves: its settings.
