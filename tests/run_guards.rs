@@ -61,6 +61,39 @@ fn assert_refused(out: &Output, setting: &str) {
     );
 }
 
+/// Steps, leapfrog steps and minibatches of 2^32 − 1 made the host allocate the outer
+/// iteration's program or the minibatches' indices and abort ("memory allocation of … failed");
+/// they are refused before, naming the setting.
+#[test]
+fn steps_and_minibatches_too_large_to_hold_are_refused_not_aborted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let huge = "4294967295";
+    for (setting, extra) in [
+        ("--steps", &["--steps", huge][..]),
+        (
+            "--leapfrog-steps",
+            &["--method", "hmc", "--leapfrog-steps", huge][..],
+        ),
+        ("--batch", &["--batch", huge][..]),
+    ] {
+        let mut args = vec![
+            "sample",
+            "--chains",
+            "4",
+            "--samples",
+            "2",
+            "--backend",
+            "cpu",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--out", path(&out)]);
+        let refused = rmld_limited(4 << 20, &[], &args);
+        assert_refused(&refused, setting);
+        assert!(!out.exists(), "{setting}: an output folder was made");
+    }
+}
+
 #[test]
 fn a_dictionary_too_large_for_the_address_space_is_refused_before_it_is_allocated() {
     let dir = tempfile::tempdir().unwrap();

@@ -107,12 +107,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _finite(name: str, value: Any) -> None:
+    """Raises ValueError naming setting ``name`` when ``value`` holds NaN or an infinity, which
+    JSON cannot carry to the library (its own message would name no setting)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        raise ValueError(f"invalid setting {name}: must be a finite number, got {value}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _finite(f"{name}[{k!r}]", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(f"{name}[{i}]", v)
+
+
 def _settings_json(settings: Dict[str, Any]) -> str:
     renamed = {}
     for key, value in settings.items():
-        if key == "lam":
-            key = "lambda"
-        renamed[key] = _plain(value)
+        plain = _plain(value)
+        _finite(key, plain)
+        renamed["lambda" if key == "lam" else key] = plain
     return json.dumps(renamed)
 
 

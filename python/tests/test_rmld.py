@@ -413,6 +413,11 @@ def test_bad_inputs_raise_clear_errors():
         rmld.augment(images[:50], labels[:50], backend="cpu", seed=-1)
     with pytest.raises(ValueError, match=r"invalid setting chains = 2.5"):
         rmld.sample(chains=2.5, samples=2, backend="cpu")
+    # NaN and infinities, which JSON cannot carry, name their setting too.
+    with pytest.raises(ValueError, match=r"invalid setting eta: must be a finite number, got nan"):
+        rmld.sample(images[:50], eta=float("nan"), backend="cpu")
+    with pytest.raises(ValueError, match=r"invalid setting balance\[1\]: .* got inf"):
+        rmld.augment(images[:50], labels[:50], balance={1: float("inf")}, backend="cpu")
 
 
 def test_a_class_with_one_image_is_augmented_or_refused_clearly():

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::memory;
 use crate::methods::{DynamicsSettings, Method};
 use crate::{Error, Result};
 
@@ -58,6 +59,31 @@ fn positive(field: &'static str, value: f64) -> Result<()> {
 }
 
 impl SamplerSettings {
+    /// Refuses, before anything is allocated, steps and minibatches whose host buffers cannot
+    /// fit: the outer iteration's program holds one operation per momentum or leapfrog step,
+    /// and each thread (and each chain, on the GPU) the minibatch's row indices. A failed
+    /// allocation would abort the process (`steps` or `batch` of 2^32 − 1 did).
+    fn check_step_sizes_fit(&self) -> Result<()> {
+        let per_step = (2 * std::mem::size_of::<crate::methods::ops::ChainOp>()) as f64;
+        let leapfrog = self.dynamics.method.runs_trajectory();
+        for (setting, steps, used) in [
+            ("steps", self.dynamics.steps, true),
+            ("leapfrog_steps", self.dynamics.leapfrog_steps, leapfrog),
+        ] {
+            if used {
+                let what = format!("the outer iteration's program of {steps} steps");
+                memory::check_fits(setting, &what, steps as f64 * per_step)?;
+            }
+        }
+        let holders = (rayon::current_num_threads() + self.chains) as f64;
+        let batch = self.dynamics.batch as f64;
+        memory::check_fits(
+            "batch",
+            &format!("minibatch indices of {batch} rows"),
+            batch * 4.0 * holders,
+        )
+    }
+
     /// Checks every setting before anything is dispatched.
     pub fn validate(&self) -> Result<()> {
         positive("eta", self.dynamics.eta as f64)?;
@@ -72,6 +98,7 @@ impl SamplerSettings {
         if self.chains > u32::MAX as usize {
             return Err(Error::usage("chains", "at most 4294967295 chains"));
         }
+        self.check_step_sizes_fit()?;
         if self.init == Init::Lasso && self.lasso_iterations == 0 {
             return Err(Error::usage(
                 "lasso_iterations",
