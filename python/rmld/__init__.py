@@ -90,6 +90,12 @@ def _as_labels(labels: Any, n: int) -> np.ndarray:
         if not np.all(rounded == array):
             raise ValueError("labels must be integers (class numbers from 0)")
         array = rounded
+    # Past int64 a label would wrap to a negative number (and the message show that instead).
+    too_large = array > np.iinfo(np.int64).max
+    if np.any(too_large):
+        i = int(np.argmax(too_large))
+        raise ValueError(f"labels[{i}] is {array[i]}: labels are class numbers from 0 (at most "
+                         "255 classes)")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -137,11 +143,25 @@ def read_idx(path: PathLike) -> np.ndarray:
 
 def _read_idx(path: Path) -> np.ndarray:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        raw = f.read()
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (EOFError, gzip.BadGzipFile) as e:  # a cut or damaged gzip stream
+        raise ValueError(f"{path}: not a readable gzip'd IDX file: {e}") from None
+    # uint8 IDX: two zero bytes, type 0x08, the number of dimensions, then each as a u32.
+    if len(raw) < 4 or raw[:3] != b"\0\0\x08" or raw[3] == 0:
+        raise ValueError(f"{path}: not a uint8 IDX file (its first 4 bytes are {raw[:4]!r}, "
+                         "expected 00 00 08 and a number of dimensions)")
     dims = raw[3]
+    header = 4 + 4 * dims
+    if len(raw) < header:
+        raise ValueError(f"{path}: truncated IDX header ({len(raw)} bytes of {header})")
     shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims))
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape).copy()
+    size = int(np.prod(shape, dtype=object))
+    if len(raw) - header != size:
+        raise ValueError(f"{path}: the IDX header promises {size} bytes of shape {shape}, "
+                         f"but {len(raw) - header} follow")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape).copy()
 
 
 class _Run:

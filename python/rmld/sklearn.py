@@ -192,13 +192,18 @@ class RMLDAugmenter(_Base):
                              f"or (N, 1, h, w), got shape {X.shape}")
         if y.ndim != 1 or len(y) != len(X):
             raise ValueError(f"y must be one label per row of X: shape ({len(X)},), got {y.shape}")
+        if len(X) == 0:
+            raise ValueError("X holds no rows: there is nothing to resample")
         if X.ndim == 3:
             self._image_shape_ = tuple(X.shape[1:])
         elif one_channel:
             self._image_shape_ = tuple(X.shape[1:3] if X.shape[3] == 1 else X.shape[2:])
         elif self.image_shape is not None:
             shape = tuple(int(s) for s in self.image_shape)
-            if len(shape) != 2 or shape[0] * shape[1] != X.shape[1]:
+            if len(shape) != 2 or min(shape) < 1:
+                raise ValueError(f"image_shape must be (h, w), two positive sizes, got "
+                                 f"{self.image_shape}")
+            if shape[0] * shape[1] != X.shape[1]:
                 raise ValueError(
                     f"image_shape {self.image_shape} does not hold {X.shape[1]} pixels")
             self._image_shape_ = shape

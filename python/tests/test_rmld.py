@@ -1,6 +1,7 @@
 """The Python package: arrays in and out, the library's defaults and errors, ArviZ,
 imbalanced-learn, progress, the GIL and Ctrl-C."""
 
+import gzip
 import os
 import signal
 import subprocess
@@ -413,6 +414,8 @@ def test_bad_inputs_raise_clear_errors():
         rmld.augment(images[:50], labels[:50], backend="cpu", seed=-1)
     with pytest.raises(ValueError, match=r"invalid setting chains = 2.5"):
         rmld.sample(chains=2.5, samples=2, backend="cpu")
+    with pytest.raises(ValueError, match=r"labels\[0\] is 9223372036854775808"):
+        rmld.augment(images[:50], labels[:50].astype(np.uint64) + np.uint64(2**63), backend="cpu")
     # NaN and infinities, which JSON cannot carry, name their setting too.
     with pytest.raises(ValueError, match=r"invalid setting eta: must be a finite number, got nan"):
         rmld.sample(images[:50], eta=float("nan"), backend="cpu")
@@ -568,3 +571,24 @@ def test_amortize_train_writes_a_model_augment_generates_with(tmp_path):
     # A training setting out of range is refused by name, before any work.
     with pytest.raises(ValueError, match="fit.steps"):
         rmld.amortize_train(images, labels, model=tmp_path / "bad.amz", fit_steps=0, **common)
+
+
+def test_read_idx_refuses_damaged_files_by_name(tmp_path):
+    cases = {
+        "empty.gz": b"",
+        "short": b"\x00\x00\x08\x03\x00\x00\x00\x05",
+        "foreign": b"PK\x03\x04 not idx",
+        "cut": b"\x00\x00\x08\x01\x00\x00\x00\x05\x01\x02",
+    }
+    for name, raw in cases.items():
+        path = tmp_path / name
+        path.write_bytes(raw)
+        with pytest.raises(ValueError, match=name):
+            rmld.read_idx(path)
+    gz = tmp_path / "cut.gz"
+    gz.write_bytes(gzip.compress(b"\x00\x00\x08\x01\x00\x00\x00\x05" + bytes(5))[:20])
+    with pytest.raises(ValueError, match="cut.gz"):
+        rmld.read_idx(gz)
+    good = tmp_path / "good"
+    good.write_bytes(b"\x00\x00\x08\x02\x00\x00\x00\x02\x00\x00\x00\x03" + bytes(range(6)))
+    np.testing.assert_array_equal(rmld.read_idx(good), np.arange(6, dtype=np.uint8).reshape(2, 3))

@@ -155,6 +155,15 @@ def test_integer_and_boolean_X_keep_their_range():
     assert new.dtype == np.bool_ and 0.5 < new.mean() / binary.mean() < 1.5
 
 
+def test_empty_X_and_a_shape_of_no_size_are_named():
+    X, y = imbalanced_digits()
+    rows = X.reshape(len(X), -1)
+    with pytest.raises(ValueError, match="X holds no rows"):
+        RMLDAugmenter(ratio=4, **FAST).fit_resample(rows[:0], y[:0])
+    with pytest.raises(ValueError, match="two positive sizes"):
+        RMLDAugmenter(ratio=4, image_shape=(-8, -8), **FAST).fit_resample(rows, y)
+
+
 def test_rows_that_are_not_square_images_need_their_shape():
     """Rows of 60 values are read as one row of pixels, which the default's deformations would
     blank; it says so and names image_shape, with which they run."""
