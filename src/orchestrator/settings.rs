@@ -61,8 +61,9 @@ fn positive(field: &'static str, value: f64) -> Result<()> {
 impl SamplerSettings {
     /// Refuses, before anything is allocated, steps and minibatches whose host buffers cannot
     /// fit: the outer iteration's program holds one operation per momentum or leapfrog step,
-    /// and each thread (and each chain, on the GPU) the minibatch's row indices. A failed
-    /// allocation would abort the process (`steps` or `batch` of 2^32 − 1 did).
+    /// and each thread the minibatch's row indices (the chains' own buffers are the sampler
+    /// footprint's). A failed allocation would abort the process (`steps` or `batch` of
+    /// 2^32 − 1 did).
     fn check_step_sizes_fit(&self) -> Result<()> {
         let per_step = (2 * std::mem::size_of::<crate::methods::ops::ChainOp>()) as f64;
         let leapfrog = self.dynamics.method.runs_trajectory();
@@ -75,7 +76,7 @@ impl SamplerSettings {
                 memory::check_fits(setting, &what, steps as f64 * per_step)?;
             }
         }
-        let holders = (rayon::current_num_threads() + self.chains) as f64;
+        let holders = rayon::current_num_threads() as f64;
         let batch = self.dynamics.batch as f64;
         memory::check_fits(
             "batch",
