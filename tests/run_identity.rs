@@ -313,6 +313,60 @@ fn a_run_stopped_by_a_full_disk_exits_2_and_resumes_to_the_uninterrupted_bytes()
     }
 }
 
+/// A stopped run whose remaining draws cannot fit on the disk is not resumed: exit 2, the sizes
+/// and what to do named, the folder as it was (its staging folder and checkpoint kept); with
+/// room, the same folder resumes to the uninterrupted run's bytes. Both kinds of resumption:
+/// from a staging folder (the draws continued in place) and from a published set (copied).
+#[test]
+fn a_resume_whose_draws_cannot_fit_on_the_disk_is_refused_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    sampled(&whole, 0, 4);
+    let staged = dir.path().join("staged");
+    let stopped = sample(
+        &staged,
+        0,
+        4,
+        Some(("RMLD_TEST_FULL_DISK_AFTER", "21000".into())),
+    );
+    assert_eq!(stopped.status.code(), Some(2), "{}", stderr(&stopped));
+    let published = dir.path().join("published");
+    sampled(&published, 0, 4);
+    for out in [&staged, &published] {
+        let what = out.display().to_string();
+        let before = snapshot(out);
+        let mut command = rmld();
+        let run = command.arg("resume").arg(out);
+        let run = run.env("RMLD_TEST_DISK_FREE", "1000").output().unwrap();
+        let message = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{what}: {message}");
+        for needle in [
+            "on disk",
+            "codes.npy",
+            "free that much space",
+            "then resume again",
+        ] {
+            assert!(
+                message.contains(needle),
+                "{what}: no {needle:?} in: {message}"
+            );
+        }
+        assert!(
+            snapshot(out) == before,
+            "{what}: the refused resume changed the folder"
+        );
+        let resumed = resume(out);
+        assert!(resumed.status.success(), "{what}: {}", stderr(&resumed));
+        for name in ["codes.npy", "images.npy"] {
+            let (a, b) = (out.join(name), whole.join(name));
+            assert!(
+                std::fs::read(a).unwrap() == std::fs::read(b).unwrap(),
+                "{what}: {name}"
+            );
+        }
+    }
+}
+
 /// Four iterations, a checkpoint every two: the last checkpoint is of the complete run, and the
 /// disk fills while the outputs are written after it. `rmld resume` has only to publish them.
 #[test]

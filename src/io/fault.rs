@@ -1,4 +1,4 @@
-//! A full disk on demand, for tests: with `RMLD_TEST_FULL_DISK_AFTER=N` set, every output write of the process fails (out of space) once N bytes have been written.
+//! A full disk on demand, for tests: with `RMLD_TEST_FULL_DISK_AFTER=N` set, every output write of the process fails (out of space) once N bytes have been written; with `RMLD_TEST_DISK_FREE=N`, the check made before a run (`io::disk`) sees N bytes free.
 //!
 //! Tests cannot rely on mounting a small file system, and `ulimit -f` limits each file, not the
 //! total: this budget fails a run at any chosen byte of all it writes (temporary files, NPY
@@ -11,6 +11,16 @@ use std::sync::OnceLock;
 
 /// The environment variable: a byte count after which writes fail.
 pub const FULL_DISK_ENV: &str = "RMLD_TEST_FULL_DISK_AFTER";
+
+/// The environment variable: the free bytes `io::disk` sees, whatever the file system says.
+pub const DISK_FREE_ENV: &str = "RMLD_TEST_DISK_FREE";
+
+/// The free bytes [`DISK_FREE_ENV`] sets, if any.
+pub fn simulated_free_bytes() -> Option<u64> {
+    std::env::var(DISK_FREE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+}
 
 /// Bytes written through [`Budgeted`] writers so far.
 static WRITTEN: AtomicU64 = AtomicU64::new(0);

@@ -8,6 +8,7 @@ pub(crate) mod code_cache;
 pub(crate) mod csv;
 pub(crate) mod dataset;
 pub(crate) mod discover;
+pub(crate) mod disk;
 pub(crate) mod fault;
 pub(crate) mod hash;
 pub(crate) mod idx;

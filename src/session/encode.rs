@@ -86,6 +86,12 @@ fn encode(args: &EncodeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let shape = (range.len(), chains, if sharded { 2 } else { 1 });
     problem.check_encoder_fits(&args.problem, shape, args.lasso_tolerance)?;
     let out = &args.problem.out;
+    let rows = range.len();
+    io::disk::Writes::new()
+        .add("codes.npy", io::disk::npy_f32_bytes(rows, p))
+        .add("reconstructions.npy", io::disk::npy_f32_bytes(rows, d))
+        .add("dictionary.npy", io::disk::npy_f32_bytes(d, p))
+        .check(out, "limit", "encode fewer rows (`limit`)")?;
     output.open()?;
     // The single run encodes rows in batches [k·B, (k+1)·B) of n on one backend; a shard
     // encodes its rows in the same batches (cut to its range).

@@ -14,7 +14,7 @@ use crate::{Error, Result};
 use super::observer::{Notice, Observer};
 use super::problem::{load_problem, make_backend};
 use super::sample::{drive, identity_config, output_names, shard_problem, tell_recovery};
-use super::sample::{hashes, Continued, RunClock, Sampler, CHECKPOINT};
+use super::sample::{hashes, outputs_on_disk, Continued, RunClock, Sampler, CHECKPOINT};
 use super::settings::SampleSettings;
 use super::Outcome;
 
@@ -163,6 +163,11 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     });
     let [codes_mark, images_mark] = marks;
     let (codes_mark, images_mark) = (codes_mark?, images_mark?);
+    // The remaining draws, and the earlier ones again where they are copied from the published
+    // set rather than continued in place.
+    let in_place = if source.staging.is_some() { kept } else { 0 };
+    outputs_on_disk(&args, (c, d, p), in_place)
+        .check_room(dir, "free that much space on its disk, then resume again")?;
     let streams = match &source.staging {
         Some(staging) => {
             output.adopt(staging)?;

@@ -103,6 +103,10 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     problem.check_sampler_fits(&args.problem, &settings)?;
     let problem = shard_problem(args, problem)?;
     refuse_auto_burn_in_with_adapting_prior(args.auto_burn_in, &problem)?;
+    if !args.problem.warm_up_only {
+        let shape = (settings.chains, problem.target.d(), problem.target.p());
+        outputs_on_disk(args, shape, 0).check(out, "samples", LOWER_DRAWS)?;
+    }
     output.open()?;
     let mut backend = make_backend(
         args.problem.backend,
@@ -155,6 +159,35 @@ fn sample(args: &SampleSettings, observer: &dyn Observer) -> Result<Outcome> {
     };
     let clock = RunClock::since(started, 0.0);
     drive(args, &problem, &settings, run, hashes, clock, observer)
+}
+
+/// What to change when a run's draws cannot fit on its disk.
+const LOWER_DRAWS: &str =
+    "lower `samples` or `chains`, or keep fewer draws (`keep` every:N or last)";
+
+/// Bytes of one chain's per-draw statistics (sample_stats/: acceptance rate and steps in f64,
+/// energy and step size in f32, a divergence flag).
+const STATS_BYTES: f64 = 8.0 + 8.0 + 4.0 + 4.0 + 1.0;
+
+/// What a run of `args` writes into its output folder, `c` chains of `d` pixels and `p` atoms:
+/// the codes and images of every draw `keep` may keep (an automatic burn-in counted as ending
+/// at once: the most the run can keep) but the `in_place` ones a resumed run finds in its
+/// staging folder, the draws' statistics, the dictionary and a checkpoint (the chains' state).
+pub(super) fn outputs_on_disk(
+    args: &SampleSettings,
+    (c, d, p): (usize, usize, usize),
+    in_place: usize,
+) -> io::disk::Writes {
+    let burn_in = if args.auto_burn_in { 0 } else { args.burn_in };
+    let draws = args.keep.kept_up_to(args.samples, burn_in, args.samples);
+    let values = |draws: usize, width: usize| draws as f64 * c as f64 * width as f64;
+    let new = draws.saturating_sub(in_place);
+    io::disk::Writes::new()
+        .add(CODES, io::disk::npy_f32_bytes(new * c, p))
+        .add(IMAGES, io::disk::npy_f32_bytes(new * c, d))
+        .add("sample_stats/", STATS_BYTES * values(draws, 1))
+        .add("dictionary.npy", io::disk::npy_f32_bytes(d, p))
+        .add(CHECKPOINT, 4.0 * values(1, 4 * p + 2 * d))
 }
 
 /// A sampling run's wall clock: this process's seconds since `started` and those of the run's
@@ -512,6 +545,11 @@ fn write_outputs(
     write_sample_outputs(&outputs, run, kept)
 }
 
+/// The size of the file at `path` (0 where it cannot be read: the join reads it and says why).
+fn file_bytes(path: &Path) -> f64 {
+    std::fs::metadata(path).map_or(0.0, |m| m.len() as f64)
+}
+
 /// Joins the shards of a sampling run (checked and in order) into the single run's files:
 /// codes and images interleaved by chain in every draw, the traces joined chain by chain, and
 /// the picture and report made from them as the single run makes them. The data and the
@@ -540,6 +578,19 @@ pub(crate) fn merge_shards(output: &mut Output, parts: &[ShardFiles]) -> Result<
         return Err(Error::Internal("shards' chains".into()));
     }
     let info = first.json("report.json")?["backend"].clone();
+    let (d, p) = (problem.target.d(), problem.target.p());
+    let mut joined = io::disk::Writes::new().add("dictionary.npy", io::disk::npy_f32_bytes(d, p));
+    for name in [CODES, IMAGES] {
+        let bytes = parts
+            .iter()
+            .map(|s| file_bytes(&s.dir.join(name)))
+            .sum::<f64>();
+        joined = joined.add(name, bytes);
+    }
+    joined.check_room(
+        &out,
+        "free that much space there, or merge into a folder on a larger disk",
+    )?;
     output.open()?;
     let staged = output.staged()?.to_path_buf();
     // The draws, interleaved by chain.
