@@ -75,6 +75,13 @@ def test_out_keeps_the_run_folder(tmp_path):
     assert (tmp_path / "run" / "report.json").exists()
 
 
+def test_draws_that_cannot_fit_on_the_disk_are_refused_before_the_run(tmp_path):
+    # 2**32 - 1 outer iterations of 64 chains: hundreds of TiB, past any disk.
+    with pytest.raises(ValueError, match=r"invalid setting samples: .* on disk .*codes\.npy"):
+        rmld.sample(samples=2**32 - 1, backend="cpu", out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_errors_are_python_exceptions_with_the_library_message(tmp_path):
     images, _ = rmld.load_digits()
     with pytest.raises(ValueError, match="unknown setting `chainz`"):
