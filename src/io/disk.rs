@@ -38,6 +38,10 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
 #[cfg(unix)]
 fn available_on(path: &Path) -> Option<u64> {
     let stats = rustix::fs::statvfs(path).ok()?;
+    // A file system of no blocks at all (some FUSE file systems) reports no size: unknown.
+    if stats.f_blocks == 0 {
+        return None;
+    }
     // f_frsize is the unit of f_bavail; a few file systems report 0 there and mean f_bsize.
     let block = if stats.f_frsize > 0 {
         stats.f_frsize
