@@ -124,6 +124,28 @@ fn an_encoding_whose_codes_cannot_fit_is_refused() {
 }
 
 #[test]
+fn an_augmentation_whose_codes_cannot_fit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("augmented");
+    let augment = |free: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rmld"));
+        command
+            .args(["augment", "--backend", "cpu", "--no-quality", "--out"])
+            .arg(&out);
+        command.env(DISK_FREE, free).output().unwrap()
+    };
+    // The digits' codes alone (1,797 originals and their new images, 256 atoms) take 2 MiB.
+    let refused = augment("200000");
+    assert_refused(
+        &refused,
+        &out,
+        &["--ratio", "codes.npy", "--no-original-codes"],
+    );
+    let run = augment("100000000");
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+#[test]
 fn a_merge_whose_joined_draws_cannot_fit_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut shards = Vec::new();

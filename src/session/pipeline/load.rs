@@ -11,7 +11,7 @@ use super::sampler::sampler_settings;
 use super::stage::Pipeline;
 use crate::backend::kernel_hmc::KernelTarget;
 use crate::backend::{Backend, BackendInfo};
-use crate::io::{labelled, Dataset, ShardFiles, Split};
+use crate::io::{self, labelled, Dataset, ShardFiles, Split};
 use crate::measure::memory;
 use crate::methods::AugmentMethod;
 use crate::model::{Dictionary, Target, TargetKind};
@@ -188,6 +188,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         d,
         p,
     };
+    check_disk(pipe, &loaded)?;
     pipe.output.open()?;
     let device = device(pipe, &loaded)?;
     Ok((loaded, device))
@@ -456,6 +457,43 @@ fn merged_device(shards: &[ShardFiles]) -> Result<Device> {
         info: report["backend"].clone(),
         estimate: report["estimate"].clone(),
     })
+}
+
+impl Loaded {
+    /// Whether the run writes codes: Kernel HMC has none; Deform's are its images'
+    /// re-encodings, none without them.
+    pub fn writes_codes(&self) -> bool {
+        !(self.kernel || (self.args.method == AugmentMethod::Deform && !self.args.reencode))
+    }
+}
+
+/// Refuses a whole run whose codes cannot fit on the disk before it starts: the generated
+/// ones (generated-codes.npy), the originals' and the generated ones again (codes.npy), the
+/// test split's and the dictionary, in f32. The IDX images, compressed, are not counted; a
+/// shard writes its part, checked when it is merged.
+fn check_disk(pipe: &Pipeline, run: &Loaded) -> Result<()> {
+    if !matches!(pipe.split, Split::Whole) || !run.writes_codes() {
+        return Ok(());
+    }
+    let work = work(run);
+    let rows = |n: usize| match n {
+        0 => 0.0,
+        n => io::disk::npy_f32_bytes(n, run.p),
+    };
+    let with_originals = match work.original_codes {
+        0 => 0,
+        n => n + work.generated,
+    };
+    io::disk::Writes::new()
+        .add("generated-codes.npy", rows(work.generated))
+        .add("codes.npy", rows(with_originals))
+        .add("test-codes.npy", rows(work.test_codes))
+        .add("dictionary.npy", io::disk::npy_f32_bytes(run.d, run.p))
+        .check(
+            &pipe.output.dir,
+            run.args.count_setting(),
+            "generate fewer images, or leave out the originals' codes (`no_original_codes`)",
+        )
 }
 
 /// The whole run's work, for its estimate.

@@ -167,8 +167,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
             quality::quality(args, &run.originals, generated, pipe.observer, &mut report)
         })?,
     };
-    // Kernel HMC has no codes; Deform's are its images' re-encodings, none without them.
-    let no_codes = run.kernel || (args.method == AugmentMethod::Deform && !args.reencode);
+    let no_codes = !run.writes_codes();
     let mut original = None;
     if !args.no_original_codes && !no_codes {
         original = Some(pipe.stage(original_codes::PHASE, None, |pipe| {
