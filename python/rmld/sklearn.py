@@ -58,7 +58,8 @@ class RMLDAugmenter(_Base):
       raised to the majority's count), a float (binary only: minority / majority after
       resampling), a dict {class: count after resampling}, or a callable ``y -> dict``.
     - ``ratio``: when given, ignore ``sampling_strategy`` and generate round(n_c / ratio) new
-      images for every class c (``rmld augment --ratio``: originals per generated image).
+      images for every class c (``rmld augment --ratio``: originals per generated image, a
+      positive finite number or the command line's text, "6:1" or "1:4").
     - ``random_state``: an int (the sampler's seed), a ``numpy.random.RandomState`` (the seed is
       drawn from it), or None: numpy's global random state, so each call draws anew, as
       imbalanced-learn's samplers do (``numpy.random.seed`` fixes it). ``seed`` is the older
@@ -80,7 +81,7 @@ class RMLDAugmenter(_Base):
     if _IMBLEARN:
         _parameter_constraints: dict = {
             **_Base._parameter_constraints,
-            "ratio": [numbers.Real, None],
+            "ratio": [numbers.Real, str, None],
             "preset": [str, None],
             "backend": [str],
             "seed": [numbers.Integral, None],
@@ -92,7 +93,7 @@ class RMLDAugmenter(_Base):
         self,
         sampling_strategy: SamplingStrategy = "auto",
         random_state: Any = None,
-        ratio: Optional[float] = None,
+        ratio: Optional[Union[float, str]] = None,
         preset: Optional[str] = None,
         backend: str = "auto",
         seed: Optional[int] = None,
@@ -210,9 +211,6 @@ class RMLDAugmenter(_Base):
         else:
             side = int(round(X.shape[1] ** 0.5))
             self._image_shape_ = (side, side) if side * side == X.shape[1] else (1, X.shape[1])
-        if self.ratio is not None and not (isinstance(self.ratio, numbers.Real) and self.ratio > 0):
-            raise ValueError("ratio must be a positive number (originals per generated image), "
-                             f"got {self.ratio!r}")
         self._counts(y)  # the class-naming checks, before anything else runs
         return X.reshape(len(X), -1), y
 
@@ -220,7 +218,12 @@ class RMLDAugmenter(_Base):
         """{class: images to generate}, with the checks that name the class."""
         present = Counter(y.tolist())
         if self.ratio is not None:
-            counts = OrderedDict((c, int(round(present[c] / self.ratio))) for c in sorted(present))
+            ratio = _ratio_value(self.ratio)
+            if not np.isfinite(max(present.values(), default=0) / ratio):  # ratio=1e-320
+                raise ValueError(f"ratio={self.ratio!r} asks for more images than a count holds: "
+                                 "ratio is originals per generated image (0.25: four new images "
+                                 "per original)")
+            counts = OrderedDict((c, int(round(present[c] / ratio))) for c in sorted(present))
         else:
             counts = resolve_sampling_strategy(self.sampling_strategy, y)
         for c, n in counts.items():
@@ -242,6 +245,34 @@ class RMLDAugmenter(_Base):
             return int(self.random_state.randint(np.iinfo(np.int32).max))
         raise ValueError("random_state must be None, an int or a numpy RandomState, "
                          f"got {self.random_state!r}")
+
+
+def _ratio_value(ratio: Any) -> float:
+    """``ratio`` as originals per generated image: a positive finite number, or the command
+    line's text "O:G" ("6:1", "1:4") or "O", as ``rmld.augment`` reads it. Anything else raises
+    ValueError naming ``ratio``: an infinite one asked for no image at all, without a word."""
+
+    def positive(value: Any) -> Optional[float]:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                return None
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return None
+        value = float(value)
+        return value if np.isfinite(value) and value > 0 else None
+
+    if isinstance(ratio, str) and ":" in ratio:
+        originals, generated = (positive(part) for part in ratio.split(":", 1))
+        parsed = None if originals is None or generated is None else originals / generated
+    else:
+        parsed = positive(ratio)
+    if parsed is None or not np.isfinite(parsed) or parsed == 0:  # "1e308:1e-10", "1e-320:1e10"
+        raise ValueError(
+            "ratio must be originals per generated image: a positive, finite number (0.25: four "
+            f'new images per original) or its text "O:G" like "1:4", got {ratio!r}')
+    return parsed
 
 
 def _as_given(resampled: np.ndarray, given: Any) -> Any:

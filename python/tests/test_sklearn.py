@@ -96,6 +96,26 @@ def test_ratio_keeps_its_meaning():
     assert Counter(y_res[len(X):].tolist()) == {c: (10 if c < 5 else 2) for c in range(10)}
 
 
+def test_a_ratio_that_asks_for_no_image_or_is_no_number_is_refused_by_name():
+    """An infinite ratio asked for round(n / inf) = 0 images of every class and returned the
+    originals without a word (not even the warning a strategy asking for none gives); NaN, 0
+    and negative ratios, and text that is no "O:G", are refused the same way, naming ratio and
+    what it takes, before anything runs. The command line's text "4:1" is read as rmld.augment
+    reads it."""
+    X, y = imbalanced_digits()
+    for bad in (float("inf"), float("-inf"), float("nan"), np.float64("inf"), 0, 0.0, -4,
+                "inf", "nan", "0:1", "1:0", "-1:4", "x", "1e308:1e-10", True, [4]):
+        with pytest.raises(ValueError, match=r'ratio must be originals per generated image: a '
+                                             r'positive, finite number.*"O:G" like "1:4"'):
+            RMLDAugmenter(ratio=bad, random_state=0, **FAST).fit_resample(X, y)
+    with pytest.raises(ValueError, match=r"ratio=1e-320 asks for more images"):
+        RMLDAugmenter(ratio=1e-320, **FAST).fit_resample(X, y)
+    expected = {c: (10 if c < 5 else 2) for c in range(10)}
+    for given in ("4:1", " 4 ", "8:2", np.float32(4)):
+        _, y_res = RMLDAugmenter(ratio=given, random_state=0, **FAST).fit_resample(X, y)
+        assert Counter(y_res[len(X):].tolist()) == expected, given
+
+
 def test_random_state_gives_the_same_images():
     X, y = imbalanced_digits()
     first = RMLDAugmenter(sampling_strategy={5: 12}, random_state=3, **FAST).fit_resample(X, y)[0]
