@@ -290,6 +290,44 @@ fn a_training_stopped_in_its_teacher_runs_again_without_force() {
     assert!(!done.interrupted && settings.model.is_file());
 }
 
+#[test]
+fn refusals_name_the_model_setting_the_library_caller_fills() {
+    // `AmortizeSettings` (and Python's `amortize_train`) take the model file as `model`: the
+    // refusals of its files name `model`, not the `out` of augment's folder (the command line
+    // writes it as --out again, tests/inputs_kept.rs).
+    let dir = tempfile::tempdir().unwrap();
+    let settings = training(dir.path());
+    let refused =
+        |settings: &AmortizeSettings| match AmortizeTrainer::new(settings.clone()).run(&Silent) {
+            Err(Error::Usage { field, message }) => (field, message),
+            other => panic!("expected a refusal of a setting, got {other:?}"),
+        };
+    std::fs::write(&settings.model, b"mine").unwrap();
+    let (field, message) = refused(&settings);
+    assert_eq!(field, "model", "{message}");
+    assert!(
+        message.contains("m.amz exists") && message.contains("`force`"),
+        "{message}"
+    );
+    std::fs::remove_file(&settings.model).unwrap();
+    let teacher = dir.path().join("m.amz.teacher");
+    std::fs::create_dir(&teacher).unwrap();
+    std::fs::write(teacher.join("report.json"), b"mine").unwrap();
+    let (field, message) = refused(&settings);
+    assert_eq!(field, "model", "{message}");
+    assert!(
+        message.contains("report.json") && !message.contains("`out`"),
+        "{message}"
+    );
+    let mut over_input = settings.clone();
+    over_input.teacher.problem.dictionary = Some(teacher.join("report.json"));
+    let (field, message) = refused(&over_input);
+    assert_eq!(field, "model", "{message}");
+    assert!(message.contains("is an input"), "{message}");
+    assert_eq!(std::fs::read(teacher.join("report.json")).unwrap(), b"mine");
+    assert!(!settings.model.exists());
+}
+
 fn augment_settings(out: PathBuf, model: Option<PathBuf>) -> AugmentSettings {
     let mut s = AugmentSettings::paper();
     s.problem.backend = BackendChoice::Cpu;

@@ -113,7 +113,9 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
         }
         Command::Amortize(args::AmortizeCommand::Train(args)) => {
             let terminal = terminal(Some(StopRequest::install()));
-            let outcome = rmld::session::AmortizeTrainer::new(args.settings()).run(&terminal)?;
+            let outcome = rmld::session::AmortizeTrainer::new(args.settings())
+                .run(&terminal)
+                .map_err(model_as_out)?;
             Ok(finish(&terminal, &outcome))
         }
         Command::Quality(args) => {
@@ -129,6 +131,18 @@ pub fn dispatch(cli: &Cli) -> Result<Finished> {
             }
             Ok(finish(&terminal, &outcome))
         }
+    }
+}
+
+/// `rmld amortize train`'s errors with the library's `model` (the model file) named as the
+/// setting `--out` sets: the training's `--model` is augment's, which a training refuses.
+fn model_as_out(error: Error) -> Error {
+    match error {
+        Error::Usage { field, message } => Error::Usage {
+            field: if field == "model" { "out" } else { field },
+            message: message.replace("`model`", "`out`"),
+        },
+        other => other,
     }
 }
 

@@ -61,7 +61,21 @@ impl AmortizeTrainer {
     /// teacher keeps nothing and runs again next time; during the fitting, the state so far is
     /// in `MODEL.partial` and `interrupted` is set.
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
-        train(&self.settings, observer)
+        train(&self.settings, observer).map_err(named_model)
+    }
+}
+
+/// The training's errors as its settings name them: what augment's checks and the output
+/// folder's helpers call `out` (the file or folder a run writes) is here the model file
+/// `model`, or `MODEL.teacher` beside it, the teacher's folder (`AmortizeSettings` has no
+/// `out`; the command line writes `model` as its `--out` again).
+fn named_model(error: Error) -> Error {
+    match error {
+        Error::Usage { field, message } => Error::Usage {
+            field: if field == "out" { "model" } else { field },
+            message: message.replace("`out`", "`model`"),
+        },
+        other => other,
     }
 }
 
