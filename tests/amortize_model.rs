@@ -316,7 +316,9 @@ fn refusals_name_the_model_setting_the_library_caller_fills() {
     let (field, message) = refused(&settings);
     assert_eq!(field, "model", "{message}");
     assert!(
-        message.contains("report.json") && !message.contains("`out`"),
+        message.contains("give `force` to replace the teacher's files")
+            && message.contains("or choose another `model`")
+            && !message.contains("`out`"),
         "{message}"
     );
     let mut over_input = settings.clone();

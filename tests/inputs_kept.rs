@@ -354,8 +354,23 @@ fn amortize_train_keeps_an_existing_report_and_teacher_without_force() {
     let refused = amortize_train(dir, "imgs.npy", "x", &[]);
     assert_refused(&refused, &["--out", "x.json", "--force"]);
     std::fs::remove_file(dir.join("x.json")).unwrap();
+    // The output is the model file (`--out`), its teacher's folder beside it: the refusal says
+    // to choose another --out, not another output folder.
     let refused = amortize_train(dir, "imgs.npy", "x", &[]);
-    assert_refused(&refused, &["--out", "report.json", "--force"]);
+    assert_refused(
+        &refused,
+        &[
+            "invalid setting --out",
+            "x.teacher/report.json",
+            "give --force to replace the teacher's files",
+            "or choose another --out",
+        ],
+    );
+    assert!(
+        !stderr(&refused).contains("output folder"),
+        "{}",
+        stderr(&refused)
+    );
     assert_eq!(
         std::fs::read(dir.join("x.teacher/report.json")).unwrap(),
         b"keep"

@@ -94,11 +94,7 @@ pub fn refuse_files_over_inputs(paths: &[&Path], inputs: &[Option<&Path>]) -> Re
 /// Fails (`Error::Usage` on `out`) when one of `outputs` exists in `out`, naming it, and
 /// pointing at `rmld resume` when the folder holds a checkpoint.
 pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {
-    let Some(existing) = outputs
-        .iter()
-        .map(|name| out.join(name))
-        .find(|path| path.symlink_metadata().is_ok())
-    else {
+    let Some(existing) = first_existing(out, outputs) else {
         return Ok(());
     };
     let resumable =
@@ -120,6 +116,14 @@ pub fn refuse_existing_outputs(out: &Path, outputs: &[&str]) -> Result<()> {
             }
         ),
     ))
+}
+
+/// The first of `outputs` in `out` that exists (a file, a folder or a link), if any.
+pub fn first_existing(out: &Path, outputs: &[&str]) -> Option<PathBuf> {
+    outputs
+        .iter()
+        .map(|name| out.join(name))
+        .find(|path| path.symlink_metadata().is_ok())
 }
 
 /// The most bytes of a report.json read to learn what run a folder holds.

@@ -148,10 +148,13 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
         t.problem.dictionary.as_deref(),
     ];
     let beside = [model, &report, &partial, &partial_stamp(&partial), tdir];
-    output_folder::refuse_files_over_inputs(&beside.map(PathBuf::as_path), &inputs)?;
+    let beside = beside.map(PathBuf::as_path);
+    output_folder::refuse_files_over_inputs(&beside, &inputs)?;
     let mut in_teacher = AUGMENT_OUTPUTS.to_vec();
     in_teacher.push(TEACHER_STAMP);
-    output_folder::refuse_overwriting_inputs(tdir, &in_teacher, &inputs)?;
+    let teacher_files: Vec<PathBuf> = in_teacher.iter().map(|name| tdir.join(name)).collect();
+    let teacher_files: Vec<&std::path::Path> = teacher_files.iter().map(PathBuf::as_path).collect();
+    output_folder::refuse_files_over_inputs(&teacher_files, &inputs)?;
     output_folder::refuse_existing_file(model, "model", args.force)?;
     output_folder::refuse_existing_file(&report, "model's report", args.force)?;
     output_folder::refuse_existing_file(&partial, "training checkpoint", true)?;
@@ -160,7 +163,19 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
         if stopped_teacher(tdir) {
             in_teacher.retain(|name| *name != "report.json");
         }
-        output_folder::refuse_existing_outputs(tdir, &in_teacher)?;
+        if let Some(existing) = output_folder::first_existing(tdir, &in_teacher) {
+            // The output is the model file; its teacher's folder comes with it.
+            return Err(Error::usage(
+                "model",
+                format!(
+                    "{} already exists (a teacher of other settings, or a file of yours) and \
+                     this training would replace it: give `force` to replace the teacher's \
+                     files in {}, or choose another `model`",
+                    existing.display(),
+                    tdir.display()
+                ),
+            ));
+        }
     }
     Ok(())
 }
