@@ -326,6 +326,11 @@ fn refusals_name_the_model_setting_the_library_caller_fills() {
     let (field, message) = refused(&over_input);
     assert_eq!(field, "model", "{message}");
     assert!(message.contains("is an input"), "{message}");
+    let mut in_cache = settings.clone();
+    in_cache.teacher.code_cache = Some(dir.path().to_path_buf());
+    let (field, message) = refused(&in_cache);
+    assert_eq!(field, "model", "{message}");
+    assert!(message.contains("`code_cache`"), "{message}");
     assert_eq!(std::fs::read(teacher.join("report.json")).unwrap(), b"mine");
     assert!(!settings.model.exists());
 }

@@ -295,7 +295,6 @@ fn amortize_train(dir: &Path, data: &str, out: &str, extra: &[&str]) -> Output {
         "train",
         "--backend",
         "cpu",
-        "--no-code-cache",
         "--fit-steps",
         "20",
         "--data",
@@ -307,6 +306,9 @@ fn amortize_train(dir: &Path, data: &str, out: &str, extra: &[&str]) -> Output {
         "--out",
         &out,
     ];
+    if !extra.contains(&"--code-cache") {
+        args.push("--no-code-cache");
+    }
     args.extend_from_slice(extra);
     rmld(&args)
 }
@@ -377,6 +379,57 @@ fn amortize_train_keeps_an_existing_report_and_teacher_without_force() {
     );
     assert_eq!(std::fs::read_dir(dir.join("x.teacher")).unwrap().count(), 1);
     assert!(!dir.join("x").exists());
+}
+
+#[test]
+fn amortize_train_writes_nothing_in_or_onto_its_code_cache() {
+    // The teacher reads and writes the code cache (making it when missing): the model, its
+    // report, checkpoint and teacher's folder go neither in it nor onto it, nor hold it, even
+    // forced and before the cache exists. Such a training ran its teacher and fitting, then
+    // failed writing a model onto the folder the teacher had made ("Is a directory").
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for name in ["imgs.npy", "labels.npy", "dict.npy"] {
+        std::fs::write(dir.join(name), name.as_bytes()).unwrap();
+    }
+    std::fs::create_dir(dir.join("cache")).unwrap();
+    std::fs::write(dir.join("cache/codes-0.bin"), b"codes").unwrap();
+    let before = (snapshot(dir), snapshot(&dir.join("cache")));
+    let cases = [
+        ("cache", "cache/m"),
+        ("cache", "cache/codes-0.bin"),
+        ("cache", "cache"),
+        ("cache/../cache", "cache/m"),
+        ("new", "new"),
+        ("new", "new/m"),
+        ("new/sub", "new"),
+        ("m.teacher", "m"),
+        ("cache/m.json", "cache/m"),
+    ];
+    for (cache, out) in cases {
+        let cache = dir.join(cache);
+        let extra = ["--force", "--code-cache", cache.to_str().unwrap()];
+        let refused = amortize_train(dir, "imgs.npy", out, &extra);
+        assert_refused(
+            &refused,
+            &[
+                "invalid setting --out",
+                "the code cache folder",
+                "--code-cache",
+            ],
+        );
+    }
+    assert!(
+        (snapshot(dir), snapshot(&dir.join("cache"))) == before,
+        "a refused training wrote a file"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 4, "a refused training made a folder: {left:?}");
+    assert_eq!(std::fs::read_dir(dir.join("cache")).unwrap().count(), 1);
 }
 
 #[cfg(unix)]

@@ -126,6 +126,71 @@ pub fn first_existing(out: &Path, outputs: &[&str]) -> Option<PathBuf> {
         .find(|path| path.symlink_metadata().is_ok())
 }
 
+/// Fails (`Error::Usage` on `out`) when one of `paths` (a one-file output and the files and
+/// folders beside it) is the code cache folder `cache`, lies inside it or holds it, also where
+/// neither exists yet (compared as they resolve: links, `..`): the cache holds the codes this
+/// run reads and writes (the folder it makes when missing), and is rmld's to clear.
+pub fn refuse_outputs_in_code_cache(paths: &[&Path], cache: Option<&Path>) -> Result<()> {
+    let Some(cache) = cache else {
+        return Ok(());
+    };
+    let folder = resolved(cache);
+    for path in paths {
+        let output = resolved(path);
+        let overlap = if output == folder {
+            "is"
+        } else if output.starts_with(&folder) {
+            "is in"
+        } else if folder.starts_with(&output) {
+            "would hold"
+        } else {
+            continue;
+        };
+        return Err(Error::usage(
+            "out",
+            format!(
+                "{} {overlap} the code cache folder {} (`code_cache`), which this run reads and \
+                 writes codes in: choose another path, or another `code_cache`",
+                path.display(),
+                cache.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `path` made absolute with its deepest existing ancestor resolved (links, `..`) and the rest
+/// appended, `..` and `.` taken lexically: where it is, or would be once made.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    let base = loop {
+        if let Ok(real) = existing.canonicalize() {
+            break real;
+        }
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last.as_os_str().to_os_string());
+                existing = parent;
+            }
+            // No ancestor resolves: compare it as written.
+            _ => return absolute,
+        }
+    };
+    let mut out = base;
+    for name in rest.iter().rev() {
+        match name.to_str() {
+            Some("..") => {
+                out.pop();
+            }
+            Some(".") => {}
+            _ => out.push(name),
+        }
+    }
+    out
+}
+
 /// The most bytes of a report.json read to learn what run a folder holds.
 const MAX_REPORT_BYTES: u64 = 64 << 20;
 

@@ -142,13 +142,17 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
     let teacher = teacher_settings(args);
     let tdir = &teacher.problem.out;
     let t = &args.teacher;
+    // The code cache is read (and written) by the teacher: an input like the others, and no
+    // file of the training goes in it, not even once the teacher has made it.
     let inputs = [
         t.problem.data.as_deref(),
         t.labels.as_deref(),
         t.problem.dictionary.as_deref(),
+        t.code_cache.as_deref(),
     ];
     let beside = [model, &report, &partial, &partial_stamp(&partial), tdir];
     let beside = beside.map(PathBuf::as_path);
+    output_folder::refuse_outputs_in_code_cache(&beside, t.code_cache.as_deref())?;
     output_folder::refuse_files_over_inputs(&beside, &inputs)?;
     let mut in_teacher = AUGMENT_OUTPUTS.to_vec();
     in_teacher.push(TEACHER_STAMP);
