@@ -193,6 +193,11 @@ fn bad_files_are_refused_with_a_clear_message() {
             &[name, "bad NPY magic"],
         );
     }
+    // ... and text under a .npy name (a CSV saved as x.npy) is said to look like text.
+    assert_refused(
+        &["--data", p("text.npy").to_str().unwrap()],
+        &["text.npy", "looks like text (CSV?)", "rename it to .csv"],
+    );
 
     // The embedded data have d = 64; a (63, 256) dictionary does not fit.
     io::write_npy_f32(&p("dict.npy"), &[63, 256], &vec![0.1; 63 * 256]).unwrap();

@@ -356,11 +356,11 @@ impl Input {
 }
 
 /// Bytes a sniff reads to tell text from binary.
-const SNIFF_BYTES: usize = 4096;
+pub(crate) const SNIFF_BYTES: usize = 4096;
 
 /// Whether `head` can begin a text file: no NUL byte, and UTF-8 but for a character the cut
 /// may have split at its end.
-fn looks_like_text(head: &[u8]) -> bool {
+pub(crate) fn looks_like_text(head: &[u8]) -> bool {
     !head.contains(&0)
         && match std::str::from_utf8(head) {
             Ok(_) => true,

@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use super::input::{input_limit, Input};
+use super::input::{input_limit, looks_like_text, Input, SNIFF_BYTES};
 use super::npy_header::{parse_header, NpyHeader, NPY_MAGIC};
 use super::Pixels;
 use crate::{Error, Result};
@@ -121,6 +121,21 @@ fn read_raw(path: &Path, limit: u64) -> Result<(NpyHeader, Dtype, Vec<usize>, Ra
     let got = input.read_up_to(&mut magic)?;
     if got < 6 || &magic[..6] != NPY_MAGIC {
         let found = magic[..got.min(6)].escape_ascii().to_string();
+        // A text file named .npy (a CSV saved under the wrong name) is read as NPY by its name:
+        // say so, from its first bytes, rather than only that the magic is wrong.
+        let within = usize::try_from(limit.saturating_sub(8)).unwrap_or(usize::MAX);
+        let mut head = vec![0u8; 8 + (SNIFF_BYTES - 8).min(within)];
+        head[..got].copy_from_slice(&magic[..got]);
+        let more = match got {
+            8 => input.read_up_to(&mut head[8..]).unwrap_or(0),
+            _ => 0,
+        };
+        if got > 0 && looks_like_text(&head[..got + more]) {
+            return Err(input.error(format!(
+                "bad NPY magic: it does not start with the NPY magic \"\\x93NUMPY\" (found \
+                 \"{found}\") but looks like text (CSV?): rename it to .csv to read it as text"
+            )));
+        }
         return Err(input.error(format!(
             "bad NPY magic: expected \"\\x93NUMPY\", found \"{found}\" (not a .npy file)"
         )));
@@ -307,4 +322,32 @@ pub fn read_npy_labels(path: &Path) -> Result<Vec<u32>> {
         }
     }
     Ok(labels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_file_named_npy_is_said_to_look_like_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("x.npy");
+        std::fs::write(&csv, b"0,0.5,1,0.25\n1,0,0,1\n").unwrap();
+        let e = read_npy(&csv).unwrap_err().to_string();
+        for needle in [
+            "x.npy",
+            "does not start with the NPY magic \"\\x93NUMPY\"",
+            "looks like text (CSV?)",
+            "rename it to .csv",
+        ] {
+            assert!(e.contains(needle), "{needle:?} missing: {e}");
+        }
+        // A short text file too; binary bytes keep the plain bad-magic error.
+        std::fs::write(&csv, b"1,2\n").unwrap();
+        let e = read_npy(&csv).unwrap_err().to_string();
+        assert!(e.contains("looks like text (CSV?)"), "{e}");
+        std::fs::write(&csv, b"\x93NUMPX\x01\x00\0\0\0").unwrap();
+        let e = read_npy(&csv).unwrap_err().to_string();
+        assert!(e.contains("bad NPY magic") && !e.contains("text"), "{e}");
+    }
 }
