@@ -165,6 +165,33 @@ fn too_many_chains_for_the_address_space_are_refused() {
 }
 
 #[test]
+fn more_chains_than_a_run_holds_name_what_gives_fewer_images() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // 1,797 digits, 10^8 new images each: 1.8e11, past 2^32 - 1 chains. A ratio is originals per
+    // new image, so fewer images are a larger ratio; Deform's chains make one image each.
+    let ratio = [
+        "--ratio",
+        "1:100000000",
+        "--no-quality",
+        "--out",
+        path(&out),
+    ];
+    for (preset, longer) in [("quality", false), ("paper", true)] {
+        let run = rmld(&[&["augment", "--preset", preset][..], &ratio[..]].concat());
+        let message = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{preset}: {message}");
+        assert!(message.contains("raise --ratio"), "{preset}: {message}");
+        assert_eq!(
+            message.contains("raise --samples"),
+            longer,
+            "{preset}: {message}"
+        );
+        assert!(!out.exists(), "{preset}: the refused run made its folder");
+    }
+}
+
+#[test]
 fn the_estimate_is_within_a_factor_of_the_measured_peak() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data.npy");

@@ -36,11 +36,21 @@ pub(crate) fn sampler_settings(
     };
     if plan.chains() > u32::MAX as usize {
         let setting = args.count_setting();
+        // A ratio is originals per generated image: fewer images are a larger one.
+        let fewer = match setting {
+            "ratio" => "raise `ratio` (originals per new image)",
+            _ => "lower the counts in `balance`",
+        };
+        // Each chain of a moving method makes `samples` images; Deform and Compression one.
+        let longer = match args.method.moves() {
+            true => ", or raise `samples`",
+            false => "",
+        };
         return Err(Error::usage(
             setting,
             format!(
                 "{} generated samples need {} chains, more than the 4294967295 a run can hold: \
-                 lower `{setting}` or raise `samples`",
+                 {fewer}{longer}",
                 plan.generated(),
                 plan.chains()
             ),
