@@ -312,7 +312,9 @@ def sample(
     Keyword settings are the library's (``rmld sample``'s, with underscores): ``chains``,
     ``samples``, ``method`` ("rmld", "mala", "hmc"), ``eta``, ``steps``, ``batch``, ``burn_in``
     (a count, or "auto" / "auto:CAP" to end the warm-up where it settles; when not given,
-    "auto" for MALA and HMC, 0 for RMLD, as ``rmld sample``), ``precision`` ("f32",
+    "auto" for MALA and HMC, 0 for RMLD, as ``rmld sample``; ``samples`` counts the outer
+    iterations with the burn-in among them, so the result holds ``samples`` less the burn-in's
+    draws, ``report["burn_in"]``), ``precision`` ("f32",
     "f16": the dictionary stored as half precision),
     ``keep``, ``init``, ``pixel_max``, ``sigma2``, ``lam``, ``target``, ``seed``, ``backend``
     ("auto", "cpu", "gpu"), ... ``out`` keeps the run's folder (codes.npy, report.json, ...);
