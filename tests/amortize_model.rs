@@ -603,6 +603,29 @@ fn cli_trains_and_augments_with_the_model() {
         );
         assert!(!never.exists(), "{flags:?} wrote {}", never.display());
     }
+    // At another pixel scale than its teacher's (the paper's 255), the model's codes would make
+    // images 255 times too bright: refused, naming the scale to give.
+    let scaled = dir.path().join("scaled");
+    let mut other_scale = vec!["augment", "--out", scaled.to_str().unwrap()];
+    other_scale.extend_from_slice(&common);
+    other_scale.extend_from_slice(&["--sampler", "amortized", "--model"]);
+    other_scale.extend_from_slice(&[model.to_str().unwrap(), "--pixel-max", "1"]);
+    let out = run(&other_scale);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for needle in [
+        "--pixel-max",
+        "scaled to 255",
+        "give --pixel-max 255",
+        "m.amz",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    assert!(
+        !scaled.exists(),
+        "the refused run wrote {}",
+        scaled.display()
+    );
     // A damaged model: exit status 2 and the file named.
     let bytes = std::fs::read(&model).unwrap();
     std::fs::write(&model, &bytes[..bytes.len() / 3]).unwrap();

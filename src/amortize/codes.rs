@@ -508,6 +508,35 @@ impl CodeModel {
         Ok(())
     }
 
+    /// The pixel scale its teacher sampled at (`pixel_max`: a full-intensity pixel's value in
+    /// model units), read from the teacher's recorded settings; None where they do not say.
+    pub fn teacher_pixel_max(&self) -> Option<f32> {
+        let teacher: serde_json::Value = serde_json::from_str(&self.teacher).ok()?;
+        teacher["problem"]["pixel_max"].as_f64().map(|v| v as f32)
+    }
+
+    /// Refuses generation at another pixel scale than its teacher's: its codes make images
+    /// whose full intensity is the teacher's `pixel_max`, so at another scale every image would
+    /// come out too bright or too faint (at 1 against 255, nearly every pixel saturated).
+    pub fn check_pixel_max(&self, path: &std::path::Path, pixel_max: f32) -> Result<()> {
+        match self.teacher_pixel_max() {
+            Some(trained) if trained != pixel_max => {
+                Err(Error::usage(
+                    "pixel_max",
+                    format!(
+                    "{} was trained on pixels scaled to {trained} (its teacher's `pixel_max`), \
+                     but this run scales them to {pixel_max}: its codes would make images {} \
+                     times too {}; give `pixel_max` {trained}",
+                    path.display(),
+                    trained.max(pixel_max) / trained.min(pixel_max),
+                    if trained > pixel_max { "bright" } else { "faint" },
+                ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Refuses use with data of another shape: image size, dictionary, classes. `path` names
     /// the model file; `what` names the other side (e.g. "the data and dictionary of this run").
     pub fn check_matches(&self, path: &std::path::Path, want: &ModelShape) -> Result<()> {

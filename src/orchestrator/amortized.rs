@@ -69,7 +69,7 @@ pub(crate) fn generation_device(choice: BackendChoice) -> Result<GenerationDevic
 /// `augment --sampler amortized`: the model's samples for every class of `plan`, as the MCMC
 /// path's sink and an empty run (no chains) hold them; images are A·z, as the chains' are.
 pub(crate) fn amortized_generation(
-    (model_path, backend, seed): (Option<&Path>, BackendChoice, u64),
+    (model_path, backend, seed, pixel_max): (Option<&Path>, BackendChoice, u64, f32),
     plan: &AugmentPlan,
     target: &Target,
     height: usize,
@@ -97,6 +97,7 @@ pub(crate) fn amortized_generation(
         classes: plan.classes.iter().map(|c| c.label).collect(),
     };
     model.check_matches(path, &want)?;
+    model.check_pixel_max(path, pixel_max)?;
     let gpu = generation_device(backend)?;
     let started = Instant::now();
     let mut sink = AugmentSink::new(plan, 0, true);

@@ -61,6 +61,7 @@ pub(super) fn amortized(
             args.model.as_deref(),
             args.problem.backend,
             args.problem.seed,
+            args.problem.pixel_max,
         ),
         plan,
         target,
