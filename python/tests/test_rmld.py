@@ -304,7 +304,10 @@ def python_handles_ctrl_c():
     signal.signal(signal.SIGINT, previous)
 
 
-def test_ctrl_c_raises_keyboard_interrupt_with_the_partial_result(python_handles_ctrl_c):
+def test_ctrl_c_raises_keyboard_interrupt_with_the_partial_result(python_handles_ctrl_c,
+                                                                  monkeypatch):
+    # Stopped after a second: the million iterations' draws need not fit on the disk.
+    monkeypatch.setenv("RMLD_SKIP_DISK_CHECK", "1")
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt) as caught:
@@ -442,7 +445,8 @@ def test_a_class_with_one_image_is_augmented_or_refused_clearly():
         assert set(result.labels) <= {0, 1}
 
 
-def test_ctrl_c_stops_within_one_iteration(python_handles_ctrl_c):
+def test_ctrl_c_stops_within_one_iteration(python_handles_ctrl_c, monkeypatch):
+    monkeypatch.setenv("RMLD_SKIP_DISK_CHECK", "1")
     started = []
     timer = threading.Timer(1.0, lambda: (started.append(time.time()),
                                           os.kill(os.getpid(), signal.SIGINT)))
