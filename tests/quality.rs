@@ -703,3 +703,31 @@ fn augment_reports_quality_in_report_json() {
         serde_json::from_slice(&std::fs::read(again.join("report.json")).unwrap()).unwrap();
     assert!(report.get("quality").is_none());
 }
+
+/// `--test-limit` cuts a test split; where there is none (the embedded digits: the reference
+/// is a held-out part of the training images) or nothing reads it, it would cut nothing, and
+/// was ignored without a word: refused by name, before anything is read or written.
+#[test]
+fn a_test_limit_with_no_test_split_to_cut_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let generated = dir.path().join("generated.npy");
+    let quality = ["quality", "--generated", generated.to_str().unwrap()];
+    let needles = [
+        "--test-limit",
+        "no test split beside the embedded digits",
+        "leave it out",
+    ];
+    assert_refused(&[&quality[..], &["--test-limit", "5"]].concat(), &needles);
+    let out = dir.path().join("augmented");
+    let augment = [
+        "augment",
+        "--backend",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    assert_refused(&[&augment[..], &["--test-limit", "5"]].concat(), &needles);
+    let unread = [&augment[..], &["--test-limit", "5", "--no-quality"]].concat();
+    assert_refused(&unread, &["--test-limit", "which this run does not read"]);
+    assert!(!out.exists(), "a refused augment made {}", out.display());
+}

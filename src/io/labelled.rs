@@ -32,6 +32,43 @@ pub fn labelled(
     }
 }
 
+/// Refuses `test_limit` where it would cut nothing: `data` has no test split beside it (the
+/// embedded digits, a file, a folder without t10k files), so the quality metrics' reference is
+/// a held-out part of the training images; or nothing reads the test split (`used` false: no
+/// quality metrics and no test codes).
+pub fn refuse_unused_test_limit(
+    data: Option<&Path>,
+    test_limit: Option<usize>,
+    used: bool,
+) -> Result<()> {
+    if test_limit.is_none() {
+        return Ok(());
+    }
+    if !used {
+        return Err(Error::usage(
+            "test_limit",
+            "cuts the test split, which this run does not read (it computes no quality metrics \
+             and no test codes): leave it out",
+        ));
+    }
+    let split = match data.filter(|d| d.is_dir()) {
+        Some(dir) => super::discover::find_split(dir, super::discover::Split::Test)?,
+        None => None,
+    };
+    if split.is_none() {
+        let source = data.map_or("the embedded digits".into(), |d| d.display().to_string());
+        return Err(Error::usage(
+            "test_limit",
+            format!(
+                "there is no test split beside {source} (t10k-images-idx3-ubyte[.gz] or \
+                 *-test-images-idx3-ubyte[.gz]), so no test image to cut: the quality metrics' \
+                 reference is a held-out part of the training images; leave it out"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The labelled test split in the folder `dir` (the training data's), with `train`'s image
 /// size, cut to its first `limit` images.
 pub fn test_split(dir: Option<&Path>, train: &Dataset, limit: Option<usize>) -> Result<Dataset> {

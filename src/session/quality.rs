@@ -64,6 +64,7 @@ pub fn judge_images(args: &QualitySettings, observer: &dyn Observer) -> Result<O
             return Err(Error::usage(name, "must be at least 1"));
         }
     }
+    crate::io::labelled::refuse_unused_test_limit(args.data.as_deref(), args.test_limit, true)?;
     if let Some(out) = &args.out {
         let inputs = [
             Some(args.generated.as_path()),

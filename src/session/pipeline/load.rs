@@ -79,6 +79,11 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
     )?;
     refuse_non_pixel_data(&dataset, asked)?;
     // Checked before any work: a missing test split must not cost a whole run.
+    // (With `encode_test` the split itself is required, and its absence named, below.)
+    if !asked.encode_test {
+        let data = asked.problem.data.as_deref();
+        labelled::refuse_unused_test_limit(data, asked.test_limit, !asked.no_quality)?;
+    }
     let test = match asked.encode_test {
         true => Some(labelled::test_split(
             asked.problem.data.as_deref(),
