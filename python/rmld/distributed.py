@@ -29,6 +29,13 @@ amortized sampler run no chains and go without one. Each attempt of a shard appe
 ``index pid`` to ``OUT/shards/attempts.log`` and starts from an empty shard folder, so a retry
 after a killed attempt never meets that attempt's partial files.
 
+Data given as an array reaches ``encode``'s shards through Ray's object store. ``sample``'s and
+``augment``'s merge loads the data again (to check the shards' hash of it; augment's to make
+the post-processed set and the quality metrics), so their arrays are checked as the library
+checks them, then saved as ``OUT/shards/data.npy`` (and ``labels.npy``), which the shards and
+the merge read: the merged files equal the single run's on the array, and the report's
+``dataset.source`` names that file rather than ``<numpy array>``.
+
 Why Ray and not Dask: Ray schedules GPUs as a first-class resource (``num_gpus``), retries a
 task whose worker process or node died (not only one that raised), and is what GPU ML users
 already run (Ray Train/Tune/Serve clusters, KubeRay, Anyscale); Dask's GPU support goes through
@@ -55,6 +62,8 @@ from . import (
     _read_draws,
     _read_sample_stats,
     _read_encoding,
+    _as_labels,
+    _as_pixels,
     _rmld,
     _settings_json,
     _split_data,
@@ -139,6 +148,52 @@ def _shard_task(
     return index
 
 
+def _stored_pixels(pixels: np.ndarray) -> np.ndarray:
+    """The data array as the native module converts it (uint8 as is, other integers checked to
+    lie in 0..255 and stored as uint8, floats and booleans as float32, checked finite), so that
+    an NPY file of it loads as the same dataset as the array given in memory."""
+    if pixels.dtype == np.uint8:
+        return np.ascontiguousarray(pixels)
+    flat = pixels.reshape(-1)
+    if pixels.dtype.kind in "iu":
+        bad = np.flatnonzero((flat < 0) | (flat > 255))
+        if len(bad):
+            i = int(bad[0])
+            raise ValueError(
+                f"the data hold {flat[i]} at flat index {i}: integer pixels must lie in 0..255"
+            )
+        return np.ascontiguousarray(pixels, dtype=np.uint8)
+    with np.errstate(over="ignore"):  # float64 beyond float32's range: inf, refused below
+        values = np.ascontiguousarray(pixels, dtype=np.float32)
+    bad = np.flatnonzero(~np.isfinite(values.reshape(-1)))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(
+            f"the data hold a non-finite value ({values.reshape(-1)[i]}) at flat index {i}: "
+            "pixels must be finite"
+        )
+    return values
+
+
+def _stored_labels(labels: np.ndarray) -> np.ndarray:
+    """The labels (int64) as the native module takes them: class numbers from 0, checked."""
+    bad = np.flatnonzero((labels < 0) | (labels > np.iinfo(np.uint32).max))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(f"labels[{i}] is {labels[i]}: labels are class numbers from 0")
+    return labels
+
+
+def _save_npy(path: Path, array: np.ndarray) -> str:
+    """Writes ``array`` to the NPY file ``path`` at once (a temporary file renamed onto it)."""
+    path = Path(os.path.abspath(path))  # the same file from every node's working folder
+    part = path.with_name(path.name + ".part")
+    with open(part, "wb") as f:
+        np.save(f, array)
+    os.replace(part, path)
+    return os.fspath(path)
+
+
 class _Reporter:
     """A Ray actor collecting the shards' progress for the driver."""
 
@@ -169,13 +224,30 @@ def run(
     """Runs ``command`` as ``shards`` Ray tasks into ``OUT/shards/shard-i`` and merges them into
     ``out``; returns the merged report. ``address``: the Ray cluster (``"auto"``, ``"ray://…"``,
     ``"host:port"``); None starts or joins a local one. The shards' folders are removed after
-    the merge unless ``keep_shards``."""
+    the merge unless ``keep_shards``. ``data``/``labels``: arrays (sample's and augment's are
+    saved into ``OUT/shards``, where their merge reads them); None: the settings' ``data``
+    path, or the embedded digits."""
     import ray
 
     if not isinstance(shards, int) or shards < 1:
         raise ValueError(f"shards must be an integer of at least 1, got {shards!r}")
     out = Path(out)
     shard_root = out / "shards"
+    if data is not None and command in ("sample", "augment"):
+        # Their merge loads the data again (to check the shards' hash of it, and augment's to
+        # make the post-processed set and the quality metrics) from the settings' `data`: an
+        # array reaches the shards and the merge as an NPY file in OUT/shards, which every node
+        # reads, instead of in memory (where the merge would read the embedded digits).
+        # An array the library refuses is refused here, before any file or task.
+        pixels = _stored_pixels(_as_pixels(data))
+        if labels is not None:
+            labels = _stored_labels(_as_labels(labels, len(pixels)))
+        shard_root.mkdir(parents=True, exist_ok=True)
+        settings = dict(settings)
+        settings["data"] = _save_npy(shard_root / "data.npy", pixels)
+        if labels is not None:
+            settings["labels"] = _save_npy(shard_root / "labels.npy", labels)
+        data = labels = None
     shard_root.mkdir(parents=True, exist_ok=True)
     if not ray.is_initialized():
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
@@ -287,7 +359,9 @@ def sample(
     """``rmld.sample`` split into ``shards`` Ray tasks (each a contiguous part of the chains) and
     merged into ``out`` (a folder every node can read): codes, images and report equal
     ``rmld.sample``'s with the same settings (the report but for timings and memory).
-    ``log_alpha`` and ``energy`` are None: the per-draw trace stays in the shards' files."""
+    ``log_alpha`` and ``energy`` are None: the per-draw trace stays in the shards' files. An
+    array ``data`` is saved into ``OUT/shards`` for the shards and the merge to read (the
+    report's ``dataset.source`` names that file)."""
     pixels, _ = _split_data(data, None, settings)
     report = run(
         "sample",
@@ -324,25 +398,21 @@ def augment(
     classes in order, and of the originals' codes) and merged into ``out``: every file equals
     the single run's (``rmld augment`` with the same settings), the report but for timings.
 
-    ``images``/``labels``: None (the embedded digits) or paths every node can read (a dataset
-    folder or file, as ``rmld augment --data``/``--labels`` take); arrays are refused
-    (ValueError): save them to the shared filesystem (e.g. IDX or NPY files) and pass the path,
-    so that the shards and the merge read the same data. Returns an ``rmld.AugmentResult``
+    ``images``/``labels``: None (the embedded digits), paths every node can read (a dataset
+    folder or file, as ``rmld augment --data``/``--labels`` take), or arrays (as
+    ``rmld.augment`` takes them), saved into ``OUT/shards`` for the shards and the merge to
+    read (the report's ``dataset.source`` names that file). Returns an ``rmld.AugmentResult``
     read from ``out`` (``arrays=True``, for runs that fit in memory) or the ``out`` path."""
-    if images is not None and not isinstance(images, (str, os.PathLike)):
-        raise ValueError(
-            "rmld.distributed.augment reads its data from a path every node can read: save the "
-            "images and labels to the shared filesystem and pass their paths (or None for the "
-            "embedded digits)"
-        )
-    if labels is not None and images is None:
-        raise ValueError("give labels only with images (a path)")
-    _split_data(images, labels, settings)
+    if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
+        raise ValueError("give both images and labels, or neither (the embedded digits)")
+    pixels, label_values = _split_data(images, labels, settings)
     report = run(
         "augment",
         settings,
         shards=shards,
         out=out,
+        data=pixels,
+        labels=label_values,
         preset=preset,
         address=address,
         max_retries=max_retries,

@@ -301,8 +301,67 @@ def test_adaptive_augment_shards_start_from_the_warm_up_and_equal_the_single_run
     assert _without_timings(result.report) == _without_timings(single_report)
 
 
-def test_augment_refuses_arrays_before_any_task(tmp_path):
+def _report_diff(single, merged, path=""):
+    """The keys whose values differ between two reports (nested keys joined by dots)."""
+    if isinstance(single, dict) and isinstance(merged, dict):
+        return [d for k in sorted(set(single) | set(merged))
+                for d in _report_diff(single.get(k), merged.get(k), f"{path}.{k}")]
+    return [] if single == merged else [path]
+
+
+def test_augment_shards_of_arrays_equal_the_single_run(cluster, tmp_path):
+    # Arrays reach the shards and the merge (which loads the originals again) as NPY files in
+    # OUT/shards; they were refused before.
     images, labels = rmld.load_digits()
-    with pytest.raises(ValueError, match="path every node can read"):
-        rmld.distributed.augment(images[:300], labels[:300], shards=2, out=tmp_path, backend="cpu")
-    assert not any(tmp_path.iterdir())
+    kw = dict(preset="paper", ratio=3.0, samples=4, burn_in=2, lasso_iterations=50, seed=11,
+              backend="cpu")
+    rmld.augment(images[:300], labels[:300], out=tmp_path / "single", **kw)
+    result = rmld.distributed.augment(
+        images[:300], labels[:300], shards=2, out=tmp_path / "merged", address=cluster, **kw
+    )
+    for name in AUGMENT_FILES:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{name} differs from the single run's"
+    single_report = json.loads((tmp_path / "single" / "report.json").read_text())
+    # The report names the data as the shards read it: the NPY file, not "<numpy array>".
+    assert _report_diff(_without_timings(single_report), _without_timings(result.report)) == [
+        ".dataset.source"
+    ]
+    assert not (tmp_path / "merged" / "shards").exists()
+
+
+def test_sample_shards_of_an_array_equal_the_single_run(cluster, tmp_path):
+    # float64: stored for the shards as the float32 the library converts it to in memory.
+    images, _ = rmld.load_digits()
+    images = images[:200].astype(np.float64)
+    kw = dict(chains=4, samples=6, burn_in=2, steps=4, seed=5, backend="cpu")
+    single = rmld.sample(images, out=tmp_path / "single", **kw)
+    result = rmld.distributed.sample(
+        images, shards=2, out=tmp_path / "merged", address=cluster, keep_shards=True, **kw
+    )
+    for name in ["codes.npy", "images.npy", "dictionary.npy", "samples.png"]:
+        a = (tmp_path / "single" / name).read_bytes()
+        b = (tmp_path / "merged" / name).read_bytes()
+        assert a == b, f"{name} differs from the single run's"
+    np.testing.assert_array_equal(result.codes, single.codes)
+    np.testing.assert_array_equal(result.images, single.images)
+    skip = {"seconds", "timings", "run_id", "peak_rss_bytes"}
+    strip = lambda r: {k: v for k, v in r.items() if k not in skip}
+    assert _report_diff(strip(single.report), strip(result.report)) == [".dataset.source"]
+    stored = Path(result.report["dataset"]["source"])
+    assert stored == (tmp_path / "merged" / "shards" / "data.npy").resolve()
+    np.testing.assert_array_equal(np.load(stored), images.astype(np.float32))
+
+
+def test_array_the_library_refuses_is_refused_before_any_file_or_task(tmp_path):
+    bad = np.full((3, 8, 8), 300, dtype=np.int64)
+    with pytest.raises(ValueError, match="integer pixels must lie in 0..255"):
+        rmld.sample(bad, backend="cpu", chains=2, samples=2)
+    with pytest.raises(ValueError, match="integer pixels must lie in 0..255"):
+        rmld.distributed.sample(bad, shards=2, out=tmp_path / "run", backend="cpu")
+    nan = np.zeros((3, 8, 8))
+    nan[1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match="non-finite value .* at flat index 83"):
+        rmld.distributed.augment(nan, np.zeros(3, dtype=int), shards=2, out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
