@@ -12,7 +12,9 @@ and write: a shared filesystem (NFS, Lustre, a mounted bucket such as s3fs/gcsfu
 asks for one GPU (``num_gpus=1``) when the cluster has GPUs, else one CPU. A failed task (its
 worker killed, its node lost, an exception) is retried up to ``max_retries`` times: a shard
 is a pure function of its settings and writes its files atomically, so a retry writes the same
-bytes. ``progress(phase, done, total)`` is called in the driver as shards report their rows
+bytes. When a shard fails for good (or the driver is interrupted), the driver cancels the
+other tasks (their workers killed) and waits for them to end before it raises, so nothing
+writes into ``OUT/shards`` after the error. ``progress(phase, done, total)`` is called in the driver as shards report their rows
 ("shards" phase: shards finished, and each shard's own phase as it advances).
 
 ``encode`` (originals split), ``sample`` (chains split: shard i runs chains
@@ -207,6 +209,23 @@ class _Reporter:
         return dict(self.latest)
 
 
+def _cancel(ray: Any, refs: List[Any], timeout: float = 60.0) -> None:
+    """Cancels the tasks of ``refs`` and waits (up to ``timeout`` seconds) until they have
+    ended. ``force``: a shard works in native code with the GIL released, which the
+    KeyboardInterrupt of a plain cancel does not stop, so its worker process is killed (a
+    cancelled task is not retried; one not started yet never starts)."""
+    for ref in refs:
+        try:
+            ray.cancel(ref, force=True)
+        except Exception:  # already finished, or its owner gone: nothing left to stop
+            pass
+    if refs:
+        try:
+            ray.wait(refs, num_returns=len(refs), timeout=timeout, fetch_local=False)
+        except Exception:
+            pass
+
+
 def run(
     command: str,
     settings: Dict[str, Any],
@@ -268,16 +287,19 @@ def run(
         )(_warm_up_task)
         if progress is not None:
             progress("warm-up", 0, 1)
-        warm_up_dir = ray.get(
-            warm_up.remote(
-                command,
-                settings_json,
-                preset,
-                data_ref,
-                labels_ref,
-                os.fspath(shard_root / "warm-up"),
-            )
+        warm_up_ref = warm_up.remote(
+            command,
+            settings_json,
+            preset,
+            data_ref,
+            labels_ref,
+            os.fspath(shard_root / "warm-up"),
         )
+        try:
+            warm_up_dir = ray.get(warm_up_ref)
+        except BaseException:
+            _cancel(ray, [warm_up_ref])
+            raise
         if progress is not None:
             progress("warm-up", 1, 1)
     pending = [
@@ -296,15 +318,23 @@ def run(
         for i in range(shards)
     ]
     finished = 0
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
-        for ref in done:
-            ray.get(ref)  # raises the shard's error once its retries are spent
-            finished += 1
-        if progress is not None:
-            for index, (phase, rows, total) in sorted(ray.get(reporter.snapshot.remote()).items()):
-                progress(f"shard {index}/{shards}: {phase}", rows, total)
-            progress("shards", finished, shards)
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            for ref in done:
+                ray.get(ref)  # raises the shard's error once its retries are spent
+                finished += 1
+            if progress is not None:
+                snapshot = ray.get(reporter.snapshot.remote())
+                for index, (phase, rows, total) in sorted(snapshot.items()):
+                    progress(f"shard {index}/{shards}: {phase}", rows, total)
+                progress("shards", finished, shards)
+    except BaseException:
+        # A shard failed for good (or the driver was interrupted, or progress raised): the
+        # others are stopped before the error reaches the caller, so none keeps working and
+        # writing into OUT/shards after it.
+        _cancel(ray, pending)
+        raise
     # Like a single run, the merge replaces an earlier run's files in ``out`` only with force.
     force = bool(settings.get("force", False))
     report = json.loads(_rmld.merge_shards(os.fspath(out), dirs, force))

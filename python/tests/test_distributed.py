@@ -365,3 +365,57 @@ def test_array_the_library_refuses_is_refused_before_any_file_or_task(tmp_path):
     with pytest.raises(ValueError, match="non-finite value .* at flat index 83"):
         rmld.distributed.augment(nan, np.zeros(3, dtype=int), shards=2, out=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def _alive(pid):
+    """Whether process ``pid`` exists and is no zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _files(root):
+    """Every file under ``root`` with its size and modification time."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_shard_failed_for_good_cancels_the_others_before_the_error(cluster, tmp_path):
+    # Two long shards (FISTA's every iteration); once both run, one's worker is killed. With no
+    # retries that shard fails for good: the driver must stop the other before it raises.
+    images, _ = rmld.load_digits()
+    log = tmp_path / "run" / "shards" / "attempts.log"
+    killed = []
+
+    def kill_one_once_both_run():
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not killed:
+            text = log.read_text() if log.exists() else ""
+            attempts = [int(line.split()[1]) for line in text.splitlines(keepends=True)
+                        if line.endswith("\n") and len(line.split()) == 2]
+            running = set(_shard_workers())
+            if len(attempts) == 2 and all(pid in running for pid in attempts):
+                os.kill(attempts[0], signal.SIGKILL)
+                killed.append(attempts[0])
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_once_both_run)
+    killer.start()
+    try:
+        with pytest.raises(ray.exceptions.RayError):
+            rmld.distributed.encode(
+                images, shards=2, out=tmp_path / "run", address=cluster, max_retries=0,
+                lasso_iterations=100_000, lasso_tolerance=0.0, backend="cpu",
+            )
+    finally:
+        killer.join()
+    assert killed, "the two shards were not seen running together, so none was killed"
+    # As the error is raised, no worker runs a shard any more: the other was cancelled (its
+    # worker ended), not left computing, and nothing is written into OUT/shards afterwards.
+    assert _shard_workers() == []
+    pids = [pid for _, pids in _attempts(log).items() for pid in pids]
+    assert len(pids) == 2 and not [pid for pid in pids if _alive(pid)]
+    before = _files(tmp_path / "run" / "shards")
+    time.sleep(2)
+    assert _files(tmp_path / "run" / "shards") == before
+    assert len(log.read_text().splitlines()) == 2, "a cancelled shard was started again"
