@@ -626,6 +626,23 @@ fn quality_command_refuses_bad_input_with_exit_2() {
         "255",
     ]);
     assert!(run.status.success(), "{}", stderr(&run));
+    // Images normalised to [-0.5, 0.5], and 8-bit pixels judged at the digits' scale 16: off
+    // their scale, and judged as they were their metrics meant nothing.
+    let centred = path("centred.npy");
+    let values: Vec<f32> = (0..1280).map(|i| (i % 11) as f32 / 10.0 - 0.5).collect();
+    io::write_npy_f32(Path::new(&centred), &[20, 64], &values).unwrap();
+    let labelled = ["--generated-labels", ones.as_str()];
+    assert_refused(
+        &[&["quality", "--generated", &centred][..], &labelled].concat(),
+        &["centred.npy", "-0.5", "below 0", "[-1, 1]"],
+    );
+    let bright = path("bright.npy");
+    io::write_npy_u8(Path::new(&bright), &[20, 64], &[255; 1280]).unwrap();
+    let scale = ["--generated-scale", "16"];
+    assert_refused(
+        &[&["quality", "--generated", &bright][..], &labelled, &scale].concat(),
+        &["bright.npy", "reach 255", "--generated-scale of 16"],
+    );
     // A class without training images; a missing file.
     assert_refused(
         &["quality", "--generated", &images, "--classes", "3,42"],

@@ -98,6 +98,7 @@ pub fn load_generated(
             1.0
         }
     };
+    refuse_values_off_scale(path, &generated.pixels, scale, images.scale.is_some())?;
     let all = LabelledImages::from_dataset(&generated, scale)?;
     if let Some((i, bad)) = all
         .labels
@@ -118,6 +119,41 @@ pub fn load_generated(
         ));
     }
     Ok(kept)
+}
+
+/// Refuses images whose values do not sit on `scale` (their full intensity): a value below 0
+/// (images normalised to [−1, 1], or standardised) or, for a `given` scale, far above it (8-bit
+/// pixels judged at scale 16). Judged as they are, their metrics would be off without a word.
+fn refuse_values_off_scale(path: &Path, pixels: &Pixels, scale: f32, given: bool) -> Result<()> {
+    let (least, most) = match pixels {
+        Pixels::U8(v) => (0.0, v.iter().copied().max().unwrap_or(0) as f32),
+        Pixels::F32(v) => v
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            }),
+    };
+    // Smoothing and interpolation leave values a rounding below 0: a hundredth of the scale.
+    if least < -0.01 * scale {
+        return Err(Error::input(
+            path,
+            format!(
+                "images hold {least}, below 0: their values must run from 0 to their full \
+                 intensity (`generated_scale`, {scale} here); map images normalised to [-1, 1] \
+                 or standardised back to that range first"
+            ),
+        ));
+    }
+    if given && most > FLOAT_SCALE_SLACK * scale {
+        return Err(Error::input(
+            path,
+            format!(
+                "images reach {most}, far above the `generated_scale` of {scale} given for \
+                 them: give their full intensity (e.g. 255 for 8-bit pixels)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The labelled test split beside `data` (a folder) with the training images' dimension, as
