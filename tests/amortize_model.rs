@@ -721,6 +721,133 @@ fn a_full_disk_leaves_the_earlier_model_and_its_report_as_they_were() {
     );
 }
 
+/// `rmld amortize train` of [`SMALL_TEACHER`] (10 steps) into `model`, with the disk full
+/// after `budget` bytes when given, and `extra` arguments.
+fn small_training(model: &Path, budget: Option<u64>, extra: &[&str]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rmld"));
+    command.args(["amortize", "train", "--out"]);
+    command.arg(model).args(SMALL_TEACHER).args([
+        "--ratio",
+        "1:1",
+        "--fit-steps",
+        "10",
+        "--hidden",
+        "4",
+        "--no-code-cache",
+    ]);
+    command.args(extra);
+    if let Some(budget) = budget {
+        command.env("RMLD_TEST_FULL_DISK_AFTER", budget.to_string());
+    }
+    command.output().unwrap()
+}
+
+/// Asserts that `run` exited 0.
+fn succeeded(run: &std::process::Output, what: &str) {
+    assert!(
+        run.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// The names of the files in `dir` (not the run lock), sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != ".rmld.lock")
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_full_disk_while_the_teacher_is_written_and_stamped_reruns_to_the_same_model() {
+    // The teacher's stamp (teacher.json) was written after its files were published: a full
+    // disk there left a stampless teacher, which every rerun refused as another's.
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("whole/m.amz");
+    succeeded(&small_training(&reference, None, &[]), "the whole run");
+    let model = std::fs::read(&reference).unwrap();
+    let tdir = dir.path().join("whole/m.amz.teacher");
+    let teacher_bytes: u64 = file_names(&tdir)
+        .iter()
+        .map(|name| tdir.join(name).metadata().unwrap().len())
+        .sum();
+    let stamp = tdir.join("teacher.json").metadata().unwrap().len();
+    // Budgets around the end of the teacher's writes, in fifths of the stamp's size.
+    let mut at_stamp = 0;
+    for k in 0..25 {
+        let budget = teacher_bytes - 3 * stamp + k * stamp / 5;
+        let out = dir.path().join(format!("b{k}/m.amz"));
+        let failed = small_training(&out, Some(budget), &[]);
+        if !failed.status.success() {
+            let message = String::from_utf8_lossy(&failed.stderr);
+            assert_eq!(failed.status.code(), Some(2), "budget {budget}: {message}");
+            assert!(
+                message.contains("no space left"),
+                "budget {budget}: {message}"
+            );
+            at_stamp += usize::from(message.contains("teacher.json"));
+        }
+        succeeded(
+            &small_training(&out, None, &[]),
+            &format!("the rerun after budget {budget}"),
+        );
+        assert!(
+            std::fs::read(&out).unwrap() == model,
+            "budget {budget}: the rerun wrote another model"
+        );
+    }
+    assert!(at_stamp > 0, "no budget filled the disk at the stamp");
+}
+
+#[test]
+fn a_training_killed_while_it_publishes_its_teacher_reruns_to_the_same_model() {
+    // A kill -9 during the teacher's publication leaves its journal, the files it moved and
+    // the staging folder with the rest: a rerun finishes the publication and reuses the teacher.
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("whole/m.amz");
+    succeeded(&small_training(&reference, None, &[]), "the whole run");
+    let model = std::fs::read(&reference).unwrap();
+    let whole = dir.path().join("whole/m.amz.teacher");
+    // Published in name order, report.json last.
+    let mut files = file_names(&whole);
+    files.sort_by_key(|name| (name == "report.json", name.clone()));
+    for moved in 0..files.len() {
+        // A teacher of this model (its stamp names its folder), taken back into its staging
+        // folder as far as the kill left it.
+        let out = dir.path().join(format!("k{moved}/m.amz"));
+        succeeded(&small_training(&out, None, &[]), "the teacher's run");
+        std::fs::remove_file(&out).unwrap();
+        std::fs::remove_file(dir.path().join(format!("k{moved}/m.amz.json"))).unwrap();
+        let tdir = dir.path().join(format!("k{moved}/m.amz.teacher"));
+        let staging = tdir.join(".rmld-staging-0123456789abcdef");
+        std::fs::create_dir(&staging).unwrap();
+        for name in &files[moved..] {
+            std::fs::rename(tdir.join(name), staging.join(name)).unwrap();
+        }
+        let journal = serde_json::json!({
+            "staging": ".rmld-staging-0123456789abcdef",
+            "files": files,
+            "remove": [],
+        });
+        std::fs::write(tdir.join(".rmld-publish.json"), journal.to_string()).unwrap();
+        let rerun = small_training(&out, None, &[]);
+        succeeded(&rerun, &format!("the rerun after {moved} files moved"));
+        assert!(
+            String::from_utf8_lossy(&rerun.stdout).contains("teacher reused"),
+            "{moved} files moved: the teacher ran again"
+        );
+        assert!(
+            std::fs::read(&out).unwrap() == model,
+            "{moved} files moved: the rerun wrote another model"
+        );
+        assert_eq!(file_names(&tdir), file_names(&whole), "{moved} files moved");
+    }
+}
+
 #[test]
 fn gemm_inference_matches_the_taped_forward_pass() {
     use rand::SeedableRng;

@@ -3,14 +3,16 @@
 //! Training runs in two stages. (1) The teacher: an ordinary augmentation ([`Augmenter`]) with
 //! the given settings, written to `MODEL.teacher/` (without the quality metrics or the
 //! originals' codes); its generated codes, per class, are the samples of the target that the
-//! MCMC path samples. It is reused when a finished one with the same settings is there. (2) One
+//! MCMC path samples. It is reused when a finished one with the same settings is there: its
+//! stamp (`teacher.json`, the settings) is published with its files, all or none, so a teacher
+//! folder holds a stamped teacher or an earlier one, never one a rerun cannot tell. (2) One
 //! [`CodeModel`] operator per class fitted to those codes, with progress through the
 //! [`Observer`]; a stop writes the state to `MODEL.partial` (with the build and device that
 //! fitted it in `MODEL.partial.json`) and running the same training again, with that build on
 //! that device, continues from it, taking exactly the steps an uninterrupted run takes (the
 //! same bytes). The model and its report are written as one output at the end.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -98,8 +100,8 @@ fn teacher_settings(args: &AmortizeSettings) -> AugmentSettings {
 const TEACHER_STAMP: &str = "teacher.json";
 
 /// Refuses what a training cannot run: a teacher without codes, one that is not the MCMC
-/// sampler, a teacher split into shards or warm-ups, files that would replace an input or
-/// (without `force`) an existing file ([`refuse_replacing`]).
+/// sampler, a teacher split into shards or warm-ups, files that would replace an input
+/// ([`refuse_over_inputs`]). Reads no output (see [`refuse_replacing`]).
 fn check(args: &AmortizeSettings) -> Result<()> {
     args.train.validate()?;
     let problem = &args.teacher.problem;
@@ -128,19 +130,23 @@ fn check(args: &AmortizeSettings) -> Result<()> {
             "the teacher of a training is the MCMC sampler; leave out sampler and model",
         ));
     }
-    refuse_replacing(args)
+    refuse_over_inputs(args)
+}
+
+/// The teacher's files: augment's outputs and the stamp.
+fn teacher_files() -> Vec<&'static str> {
+    let mut names = AUGMENT_OUTPUTS.to_vec();
+    names.push(TEACHER_STAMP);
+    names
 }
 
 /// Refuses a training whose files (the model, its report, its checkpoint and the checkpoint's
-/// stamp, the teacher's folder and files) would replace an input, even with `force`, or would
-/// replace an existing file without `force`: but for what a resumed training continues from,
-/// its checkpoint and a finished teacher of the same settings (reused, so not written).
-fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
+/// stamp, the teacher's folder and files) would replace an input, even with `force`.
+fn refuse_over_inputs(args: &AmortizeSettings) -> Result<()> {
     let model = &args.model;
     let report = with_suffix(model, ".json");
     let partial = partial_path(model);
-    let teacher = teacher_settings(args);
-    let tdir = &teacher.problem.out;
+    let tdir = &teacher_dir(model);
     let t = &args.teacher;
     // The code cache is read (and written) by the teacher: an input like the others, and no
     // file of the training goes in it, not even once the teacher has made it.
@@ -154,15 +160,25 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
     let beside = beside.map(PathBuf::as_path);
     output_folder::refuse_outputs_in_code_cache(&beside, t.code_cache.as_deref())?;
     output_folder::refuse_files_over_inputs(&beside, &inputs)?;
-    let mut in_teacher = AUGMENT_OUTPUTS.to_vec();
-    in_teacher.push(TEACHER_STAMP);
-    let teacher_files: Vec<PathBuf> = in_teacher.iter().map(|name| tdir.join(name)).collect();
-    let teacher_files: Vec<&std::path::Path> = teacher_files.iter().map(PathBuf::as_path).collect();
-    output_folder::refuse_files_over_inputs(&teacher_files, &inputs)?;
+    let in_teacher: Vec<PathBuf> = teacher_files().iter().map(|n| tdir.join(n)).collect();
+    let in_teacher: Vec<&Path> = in_teacher.iter().map(PathBuf::as_path).collect();
+    output_folder::refuse_files_over_inputs(&in_teacher, &inputs)
+}
+
+/// Refuses, without `force`, a training whose files would replace an existing file: but for
+/// what a resumed training continues from, its checkpoint and a finished teacher of the same
+/// settings (reused, so not written). Checked once a publication of the teacher that a killed
+/// training left half done is finished ([`finish_teacher_publication`]).
+fn refuse_replacing(args: &AmortizeSettings, teacher: &AugmentSettings) -> Result<()> {
+    let model = &args.model;
+    let report = with_suffix(model, ".json");
+    let partial = partial_path(model);
+    let tdir = &teacher.problem.out;
+    let mut in_teacher = teacher_files();
     output_folder::refuse_existing_file(model, "model", args.force)?;
     output_folder::refuse_existing_file(&report, "model's report", args.force)?;
     output_folder::refuse_existing_file(&partial, "training checkpoint", true)?;
-    if !args.force && !teacher_reusable(&teacher, &teacher_stamp(&teacher)?) {
+    if !args.force && !teacher_reusable(teacher, &teacher_stamp(teacher)?) {
         // A teacher stopped earlier left only its report saying so: running again replaces it.
         if stopped_teacher(tdir) {
             in_teacher.retain(|name| *name != "report.json");
@@ -184,8 +200,21 @@ fn refuse_replacing(args: &AmortizeSettings) -> Result<()> {
     Ok(())
 }
 
+/// Finishes the publication of a teacher's files (its stamp among them) that a training killed
+/// while publishing them left half done, as the teacher's own run does before it looks at its
+/// folder: the folder then holds the whole teacher, stamp and all, before a rerun asks whether
+/// it can reuse it.
+fn finish_teacher_publication(tdir: &Path) -> Result<()> {
+    if tdir.join(io::JOURNAL).symlink_metadata().is_err() {
+        return Ok(());
+    }
+    let _lock = output_folder::lock_output(tdir)?;
+    io::recover(tdir)?;
+    Ok(())
+}
+
 /// True when `tdir/report.json` is the report of an augmentation that was stopped.
-fn stopped_teacher(tdir: &std::path::Path) -> bool {
+fn stopped_teacher(tdir: &Path) -> bool {
     output_folder::read_report(tdir)
         .ok()
         .flatten()
@@ -213,9 +242,8 @@ struct TeacherRun {
 }
 
 /// Runs the teacher into its folder unless a finished one with the same settings is there;
-/// `None` when the observer stopped it.
+/// `None` when the observer stopped it. The stamp is published with the teacher's files.
 fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Option<TeacherRun>> {
-    let stamp_path = teacher.problem.out.join(TEACHER_STAMP);
     let stamp = teacher_stamp(teacher)?;
     let reused = teacher_reusable(teacher, &stamp);
     if reused {
@@ -226,11 +254,10 @@ fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Opt
     }
     let t0 = Instant::now();
     observer.stage_start("teacher (MCMC augmentation)");
-    let outcome = Augmenter::new(teacher.clone()).run(observer)?;
+    let outcome = Augmenter::new(teacher.clone()).run_with(observer, &[(TEACHER_STAMP, &stamp)])?;
     if outcome.interrupted {
         return Ok(None);
     }
-    io::write_json_atomic(&stamp_path, &stamp)?;
     Ok(Some(TeacherRun {
         reused,
         seconds: t0.elapsed().as_secs_f64(),
@@ -242,6 +269,8 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     check(args)?;
     let teacher = teacher_settings(args);
     let tdir = teacher.problem.out.clone();
+    finish_teacher_publication(&tdir)?;
+    refuse_replacing(args, &teacher)?;
     let Some(teacher_run) = run_teacher(&teacher, observer)? else {
         return Ok(Outcome {
             interrupted: true,

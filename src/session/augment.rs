@@ -38,9 +38,20 @@ impl Augmenter {
     /// the chains and of the encodings (see [`merge`](crate::session::merge), which joins the
     /// shards into this run's files).
     pub fn run(&self, observer: &dyn Observer) -> Result<Outcome> {
+        self.run_with(observer, &[])
+    }
+
+    /// [`Augmenter::run`], publishing the JSON files `extra` (names in the output folder, and
+    /// their values) with the outputs of a finished run: all of them or none (a training's
+    /// stamp on its teacher, which says the files beside it are that teacher's).
+    pub(crate) fn run_with(
+        &self,
+        observer: &dyn Observer,
+        extra: &[(&str, &serde_json::Value)],
+    ) -> Result<Outcome> {
         let problem = &self.settings.problem;
         let split = Split::of(problem.shard, problem.warm_up_only);
-        super::pipeline::augment(&self.settings, observer, split, None)
+        super::pipeline::augment(&self.settings, observer, split, None, extra)
     }
 }
 
@@ -56,7 +67,7 @@ pub(crate) fn merge_shards(output: Output, parts: &[ShardFiles]) -> Result<Outco
     args.problem.warm_up = None;
     args.problem.out = output.dir.clone();
     let merge = Split::Merge(parts);
-    let mut outcome = super::pipeline::augment(&args, &Silent, merge, Some(output))?;
+    let mut outcome = super::pipeline::augment(&args, &Silent, merge, Some(output), &[])?;
     outcome.summary.insert(
         0,
         format!(

@@ -60,12 +60,14 @@ pub const AUGMENT_PHASES: [&str; 9] = [
 
 /// Runs the augmentation `args` split as `split` (a merge: `args` are the shards', and
 /// `merged` is the output folder the merge checked). Every file is published when the run
-/// ends, or none.
+/// ends, or none; `extra` (names and JSON values: a training's stamp on its teacher) is
+/// written as JSON files beside the outputs of a finished run and published with them.
 pub(crate) fn augment(
     args: &AugmentSettings,
     observer: &dyn Observer,
     split: Split,
     merged: Option<Output>,
+    extra: &[(&str, &Value)],
 ) -> Result<Outcome> {
     args.validate()?;
     let mut output = match merged {
@@ -98,6 +100,10 @@ pub(crate) fn augment(
     let mut pipe = Pipeline::new(observer, split, output, &AUGMENT_PHASES);
     match run(&mut pipe, args, warm.as_ref()) {
         Ok(outcome) => {
+            for (name, value) in extra {
+                let path = pipe.output.path(name)?;
+                crate::io::write_json_atomic(&path, value)?;
+            }
             pipe.output.publish()?;
             Ok(outcome)
         }
