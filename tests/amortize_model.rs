@@ -848,6 +848,75 @@ fn a_training_killed_while_it_publishes_its_teacher_reruns_to_the_same_model() {
     }
 }
 
+/// Every file under `dir` (the run lock too) with its bytes, sorted by path.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                found.push((path, bytes));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_second_training_into_a_model_being_trained_is_refused_and_changes_nothing() {
+    // Two trainings into one model, its teacher reused, both wrote the model (the later one
+    // replacing the other's without `force`) and shared its checkpoint.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.amz");
+    succeeded(&small_training(&model, None, &[]), "the teacher's run");
+    std::fs::remove_file(&model).unwrap();
+    std::fs::remove_file(dir.path().join("m.amz.json")).unwrap();
+    // A training holds the model's lock, as a running one does.
+    let lock_path = dir.path().join("m.amz.lock");
+    let lock = std::fs::File::create(&lock_path).unwrap();
+    lock.lock().unwrap();
+    let before = tree(dir.path());
+    let refused = small_training(&model, None, &[]);
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("another rmld training is writing")
+            && message.contains(&*model.to_string_lossy())
+            && message.contains("m.amz.lock")
+            && message.contains("--out"),
+        "{message}"
+    );
+    assert!(
+        tree(dir.path()) == before,
+        "the refused training changed files"
+    );
+    // A lock file whose holder is gone (killed) holds no one off; a finished training removes it.
+    drop(lock);
+    succeeded(
+        &small_training(&model, None, &[]),
+        "the training after the lock",
+    );
+    assert!(model.is_file());
+    assert!(
+        !lock_path.exists(),
+        "the finished training left its lock file"
+    );
+    // A training into new folders that fails once it holds its lock (a missing data file)
+    // leaves neither the lock nor the folders behind.
+    let new = dir.path().join("new/sub/m.amz");
+    let missing = dir.path().join("missing.npy");
+    let failed = small_training(&new, None, &["--data", missing.to_str().unwrap()]);
+    let message = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(2), "{message}");
+    assert!(message.contains("missing.npy"), "{message}");
+    assert!(!dir.path().join("new").exists(), "{message}");
+}
+
 #[test]
 fn gemm_inference_matches_the_taped_forward_pass() {
     use rand::SeedableRng;

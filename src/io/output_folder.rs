@@ -1,4 +1,4 @@
-//! A run's output folder: never written over an input or another run's files (checked against its inputs and the folder's contents before any work), and locked while a run writes into it.
+//! A run's output folder: never written over an input or another run's files (checked against its inputs and the folder's contents before any work), and locked while a run writes into it (a one-file output by a lock file beside it).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -296,10 +296,15 @@ fn is_one_of(path: &Path, files: &HashSet<PathBuf>) -> bool {
 
 /// A run's exclusive lock on `DIR/.rmld.lock`, held while the value lives: a second run into
 /// the same folder is refused. Dropped by a run that leaves the folder empty but for the lock,
-/// it removes the lock file, and the folders the run made ([`RunLock::made`]).
+/// it removes the lock file, and the folders the run made ([`RunLock::made`]). The lock of a
+/// one-file output ([`lock_beside`]) is a file beside it, removed whenever the lock is dropped.
+/// The operating system releases a lock whose process dies (kill -9): the file it leaves
+/// holds no one off, and the next run takes it.
 #[derive(Debug)]
 pub struct RunLock {
     dir: PathBuf,
+    /// The lock file beside a one-file output; `None` for a folder's `DIR/.rmld.lock`.
+    beside: Option<PathBuf>,
     file: Option<File>,
     created: Option<PathBuf>,
 }
@@ -316,7 +321,16 @@ impl RunLock {
 impl Drop for RunLock {
     fn drop(&mut self) {
         if let Some(file) = self.file.take() {
-            release_lock(&self.dir, file, self.created.as_deref());
+            match &self.beside {
+                Some(path) => {
+                    if names_this_file(path, &file) {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    drop(file);
+                    remove_made(&self.dir, self.created.as_deref());
+                }
+                None => release_lock(&self.dir, file, self.created.as_deref()),
+            }
         }
     }
 }
@@ -326,27 +340,110 @@ impl Drop for RunLock {
 /// opens the new one and tries again, so two runs never hold locks on two files of one name.
 pub fn lock_output(out: &Path) -> Result<RunLock> {
     let path = out.join(LOCK);
+    let file = take_lock(&path, || held(out, &path))?;
+    Ok(RunLock {
+        dir: out.to_path_buf(),
+        beside: None,
+        file: Some(file),
+        created: None,
+    })
+}
+
+/// Locks the one-file output `output` (a model) for this run of a `what` ("training") by the
+/// lock file `lock` beside it (`MODEL.lock`), creating the folder they go in when missing: a
+/// second run is refused (`Error::Usage` on `out`, naming the output and the lock) while this
+/// one holds it. Released when dropped: the lock file is removed, and so are the folders made
+/// for it if they are left empty. A lock file a killed run left behind is taken over.
+pub fn lock_beside(output: &Path, lock: &Path, what: &str) -> Result<RunLock> {
+    let dir = match lock.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if let Some(meta) = std::fs::metadata(lock).ok().filter(|m| !m.is_file()) {
+        return Err(Error::input(
+            lock,
+            format!(
+                "is {}, not the lock file of a {what}: the {what} of {} locks it; choose \
+                 another path",
+                super::regular::kind(&meta),
+                output.display()
+            ),
+        ));
+    }
+    let top = topmost_missing(dir);
+    std::fs::create_dir_all(dir).map_err(|source| Error::Output {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let held = || {
+        Error::usage(
+            "out",
+            format!(
+                "another rmld {what} is writing {} (it holds {}): let it finish, or choose \
+                 another `out`",
+                output.display(),
+                lock.display()
+            ),
+        )
+    };
+    let file = take_lock(lock, held).and_then(|file| {
+        // rmld's lock files are empty: one with bytes in it is a file of the user's, which
+        // releasing the lock would remove.
+        match file.metadata() {
+            Ok(meta) if meta.len() > 0 => Err(Error::input(
+                lock,
+                format!(
+                    "holds data, so it is not the lock file of a {what} (an empty file): the \
+                     {what} of {} locks it; move it, or choose another path",
+                    output.display()
+                ),
+            )),
+            _ => Ok(file),
+        }
+    });
+    match file {
+        Ok(file) => Ok(RunLock {
+            dir: dir.to_path_buf(),
+            beside: Some(lock.to_path_buf()),
+            file: Some(file),
+            created: top,
+        }),
+        Err(e) => {
+            remove_made(dir, top.as_deref());
+            Err(e)
+        }
+    }
+}
+
+/// Opens the lock file `path` (created when missing, never truncated) and takes its exclusive
+/// lock; `held()` is the error when another process holds it. The lock is taken on the file the
+/// path names when it is taken: a run that opened the file just before its holder removed it
+/// (on release) opens the new one and tries again, so two runs never hold locks on two files
+/// of one name.
+fn take_lock(path: &Path, held: impl Fn() -> Error) -> Result<File> {
     for _ in 0..8 {
-        let file = File::create(&path).map_err(|source| Error::Output {
-            path: path.clone(),
-            source,
-        })?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|source| Error::Output {
+                path: path.to_path_buf(),
+                source,
+            })?;
         match patiently(|| file.try_lock()) {
-            Ok(()) if names_this_file(&path, &file) => {
-                return Ok(RunLock {
-                    dir: out.to_path_buf(),
-                    file: Some(file),
-                    created: None,
-                })
-            }
+            Ok(()) if names_this_file(path, &file) => return Ok(file),
             Ok(()) => continue,
-            Err(std::fs::TryLockError::WouldBlock) => return Err(held(out, &path)),
+            Err(std::fs::TryLockError::WouldBlock) => return Err(held()),
             Err(std::fs::TryLockError::Error(source)) => {
-                return Err(Error::Output { path, source })
+                return Err(Error::Output {
+                    path: path.to_path_buf(),
+                    source,
+                })
             }
         }
     }
-    Err(held(out, &path))
+    Err(held())
 }
 
 /// Creates `out` (and its missing ancestors) and locks it for this run; the folders it made
@@ -398,12 +495,18 @@ fn release_lock(out: &Path, lock: File, created: Option<&Path>) {
     if only_lock && names_this_file(&out.join(LOCK), &lock) {
         let _ = std::fs::remove_file(out.join(LOCK));
         drop(lock);
-        let Some(top) = created else { return };
-        // remove_dir fails, harmlessly, on a folder something was put in meanwhile.
-        for dir in out.ancestors() {
-            if std::fs::remove_dir(dir).is_err() || dir == top {
-                break;
-            }
+        remove_made(out, created);
+    }
+}
+
+/// Removes `dir` and its ancestors up to `created` (the topmost folder a run made; nothing
+/// when `None`), as far as they are empty.
+fn remove_made(dir: &Path, created: Option<&Path>) {
+    let Some(top) = created else { return };
+    // remove_dir fails, harmlessly, on a folder something was put in meanwhile.
+    for dir in dir.ancestors() {
+        if std::fs::remove_dir(dir).is_err() || dir == top {
+            break;
         }
     }
 }

@@ -10,7 +10,9 @@
 //! [`Observer`]; a stop writes the state to `MODEL.partial` (with the build and device that
 //! fitted it in `MODEL.partial.json`) and running the same training again, with that build on
 //! that device, continues from it, taking exactly the steps an uninterrupted run takes (the
-//! same bytes). The model and its report are written as one output at the end.
+//! same bytes). The model and its report are written as one output at the end. A training holds
+//! the lock `MODEL.lock` from its first file to its last, so a second training into the same
+//! model (which would share its teacher and checkpoint) is refused while one runs.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -133,6 +135,11 @@ fn check(args: &AmortizeSettings) -> Result<()> {
     refuse_over_inputs(args)
 }
 
+/// The lock a training holds while it runs: `MODEL.lock`.
+fn model_lock(model: &Path) -> PathBuf {
+    with_suffix(model, ".lock")
+}
+
 /// The teacher's files: augment's outputs and the stamp.
 fn teacher_files() -> Vec<&'static str> {
     let mut names = AUGMENT_OUTPUTS.to_vec();
@@ -141,7 +148,7 @@ fn teacher_files() -> Vec<&'static str> {
 }
 
 /// Refuses a training whose files (the model, its report, its checkpoint and the checkpoint's
-/// stamp, the teacher's folder and files) would replace an input, even with `force`.
+/// stamp, its lock, the teacher's folder and files) would replace an input, even with `force`.
 fn refuse_over_inputs(args: &AmortizeSettings) -> Result<()> {
     let model = &args.model;
     let report = with_suffix(model, ".json");
@@ -156,7 +163,15 @@ fn refuse_over_inputs(args: &AmortizeSettings) -> Result<()> {
         t.problem.dictionary.as_deref(),
         t.code_cache.as_deref(),
     ];
-    let beside = [model, &report, &partial, &partial_stamp(&partial), tdir];
+    let lock = model_lock(model);
+    let beside = [
+        model,
+        &report,
+        &partial,
+        &partial_stamp(&partial),
+        &lock,
+        tdir,
+    ];
     let beside = beside.map(PathBuf::as_path);
     output_folder::refuse_outputs_in_code_cache(&beside, t.code_cache.as_deref())?;
     output_folder::refuse_files_over_inputs(&beside, &inputs)?;
@@ -267,6 +282,8 @@ fn run_teacher(teacher: &AugmentSettings, observer: &dyn Observer) -> Result<Opt
 fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let started = Instant::now();
     check(args)?;
+    // Held until the training ends: its teacher, checkpoint and model are this run's alone.
+    let _lock = output_folder::lock_beside(&args.model, &model_lock(&args.model), "training")?;
     let teacher = teacher_settings(args);
     let tdir = teacher.problem.out.clone();
     finish_teacher_publication(&tdir)?;
