@@ -518,3 +518,45 @@ pub fn topmost_missing(dir: &Path) -> Option<PathBuf> {
         .last()
         .map(Path::to_path_buf)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_beside_a_file_refuses_a_second_run_and_leaves_nothing_when_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("new/sub/m.amz");
+        let lock = tmp.path().join("new/sub/m.amz.lock");
+        let first = lock_beside(&model, &lock, "training").unwrap();
+        assert!(lock.is_file());
+        let e = lock_beside(&model, &lock, "training")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("another rmld training is writing") && e.contains("m.amz.lock"),
+            "{e}"
+        );
+        drop(first);
+        assert!(!tmp.path().join("new").exists(), "the folders made stay");
+        // A lock file a killed run left (no one holds it) is taken over, and removed.
+        std::fs::write(tmp.path().join("m.amz.lock"), b"").unwrap();
+        let (model, lock) = (tmp.path().join("m.amz"), tmp.path().join("m.amz.lock"));
+        drop(lock_beside(&model, &lock, "training").unwrap());
+        assert!(!lock.exists());
+        // Not an rmld lock file: a file with data in it, or a folder; kept as they are.
+        std::fs::write(&lock, b"mine").unwrap();
+        let e = lock_beside(&model, &lock, "training")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds data"), "{e}");
+        assert_eq!(std::fs::read(&lock).unwrap(), b"mine");
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::create_dir(&lock).unwrap();
+        let e = lock_beside(&model, &lock, "training")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not the lock file"), "{e}");
+        assert!(lock.is_dir());
+    }
+}
