@@ -52,6 +52,12 @@ def cluster():
     # Each shard attempt waits 1 s once logged (rmld.distributed's test hook): with a warm code
     # cache a shard can end within the killer's 0.3 s look, and none would be killed.
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RMLD_TEST_SHARD_PAUSE="1")
+    # Ray turns token authentication on when ~/.ray/auth_token exists (any earlier local
+    # ray.init() of the user's writes one), and then the driver of this private cluster was
+    # refused (InvalidAuthToken): the cluster and its driver go without it.
+    env["RAY_AUTH_MODE"] = "disabled"
+    auth_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     common = ["--node-ip-address=127.0.0.1", "--num-gpus=0", "--num-cpus=2", "--disable-usage-stats"]
     head = _start(
         ["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}", *common], env
@@ -86,6 +92,10 @@ def cluster():
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+        if auth_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
 
 
 def _shard_workers():
