@@ -149,20 +149,7 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
         .keep
         .kept_up_to(checkpoint.run.completed, burn_in, args.samples);
     let (c, d, p) = (settings.chains, target.d(), target.p());
-    let marks = [(CODES, [kept, c, p]), (IMAGES, [kept, c, d])].map(|(name, shape)| match identity
-        .stream(name)
-    {
-        Some(mark) if mark.shape == shape => Ok(mark.xxh3),
-        _ => Err(Error::input(
-            path,
-            format!(
-                "its record of {name} does not say {shape:?} (what its run's state \
-                     implies): a damaged or hand-made checkpoint"
-            ),
-        )),
-    });
-    let [codes_mark, images_mark] = marks;
-    let (codes_mark, images_mark) = (codes_mark?, images_mark?);
+    let (codes_mark, images_mark) = stream_marks(path, &identity, kept, (c, d, p))?;
     // The remaining draws, and the earlier ones again where they are copied from the published
     // set rather than continued in place.
     let in_place = if source.staging.is_some() { kept } else { 0 };
@@ -224,6 +211,28 @@ pub(super) fn resume(dir: &Path, observer: &dyn Observer) -> Result<Outcome> {
     drive(
         &args, &problem, &settings, continued, hashes, clock, observer,
     )
+}
+
+/// The checksums the checkpoint at `path` records of codes.npy and images.npy, each checked to
+/// record the shape its run's state implies: `kept` draws of `c` chains of `p` atoms and `d`
+/// pixels.
+fn stream_marks(
+    path: &Path,
+    identity: &RunIdentity,
+    kept: usize,
+    (c, d, p): (usize, usize, usize),
+) -> Result<(u64, u64)> {
+    let mark = |name: &str, shape: [usize; 3]| match identity.stream(name) {
+        Some(mark) if mark.shape == shape => Ok(mark.xxh3),
+        _ => Err(Error::input(
+            path,
+            format!(
+                "its record of {name} does not say {shape:?} (what its run's state implies): a \
+                 damaged or hand-made checkpoint"
+            ),
+        )),
+    };
+    Ok((mark(CODES, [kept, c, p])?, mark(IMAGES, [kept, c, d])?))
 }
 
 /// Checks that the checkpoint was written by this build (`crate::BUILD`): another build may
