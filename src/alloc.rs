@@ -121,6 +121,18 @@ pub fn human(bytes: f64) -> String {
     }
 }
 
+/// `parts` (what, bytes) of more than 0 bytes, largest first, as "what 1.2 GiB, …": how the
+/// memory and the disk refusals list what they add up.
+pub fn largest_first<'a>(parts: impl Iterator<Item = (&'a str, f64)>) -> String {
+    let mut parts: Vec<(&str, f64)> = parts.filter(|p| p.1 > 0.0).collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    parts
+        .iter()
+        .map(|(what, bytes)| format!("{what} {}", human(*bytes)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

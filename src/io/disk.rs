@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::alloc::human;
+use crate::alloc::{human, largest_first};
 use crate::{Error, Result};
 
 /// The environment variable that, set to 1, skips the check: for a file system whose free space
@@ -120,13 +120,7 @@ impl Writes {
         if needed.is_finite() && needed <= free as f64 {
             return None;
         }
-        let mut files: Vec<&(String, f64)> = self.files.iter().filter(|f| f.1 > 0.0).collect();
-        files.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let listed = files
-            .iter()
-            .map(|(what, bytes)| format!("{what} {}", human(*bytes)))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let listed = largest_first(self.files.iter().map(|f| (f.0.as_str(), f.1)));
         Some(format!(
             "the run's outputs would take {} on disk ({listed}), more than the {} free on \
              the file system of {}",

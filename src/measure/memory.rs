@@ -64,14 +64,7 @@ impl Footprint {
 
     /// The parts, largest first, with their sizes.
     pub fn describe(&self) -> String {
-        let mut parts: Vec<&(String, f64, bool)> =
-            self.parts.iter().filter(|p| p.1 > 0.0).collect();
-        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-        parts
-            .iter()
-            .map(|(what, bytes, _)| format!("{what} {}", human(*bytes)))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::alloc::largest_first(self.parts.iter().map(|p| (p.0.as_str(), p.1)))
     }
 
     /// Fails (`Error::Usage` on `setting`, the setting that sizes the run) when what is still to
