@@ -30,6 +30,7 @@ use regression::{regression_data, RegressionData};
 use rmld::backend::cpu::CpuBackend;
 use rmld::backend::DynamicsSettings;
 use rmld::io::Pixels;
+use rmld::math::Portable;
 use rmld::methods::Method;
 use rmld::model::{Dictionary, Observations, Prior, Ssgl, SsglMode, Target};
 use rmld::orchestrator::{self, Init, SampleSink, SamplerSettings};
@@ -256,7 +257,7 @@ fn paper_loop(
             prior.inv_sigma2
         };
         let eps = if options.lr0 > 0.0 {
-            options.lr0 * (k as f32).powf(-options.decay)
+            options.lr0 * (k as f32).powf_portable(-options.decay)
         } else {
             1e-4 * sigma * sigma
         };

@@ -1,4 +1,4 @@
-//! f64's elementary functions from the libm crate, so that a seed's outputs do not depend on the CPU's FMA or on the C library.
+//! f64's and f32's elementary functions from the libm crate, so that a seed's outputs do not depend on the CPU's FMA or on the C library.
 //!
 //! `f64::exp` and its kin call the C library, and glibc picks an FMA or a plain build of exp,
 //! log, pow, sin and cos by the CPU: with FMA hidden (`GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA`,
@@ -6,14 +6,20 @@
 //! `rmld sample --method hmc` wrote another `acceptance_rate.npy`. The libm crate is Rust, with no
 //! contraction into FMA, so it gives the same bits on every CPU and platform (it differs from
 //! glibc by an ulp in about 10% of exp's values, so the switch moved adaptive runs' draws once;
-//! docs/benchmarks.md). `clippy.toml`
-//! refuses the `f64` methods in rmld's code. The f32 functions stay on the C library: glibc's
-//! float builds gave the same bits with and without FMA on 4 million arguments each, and the
-//! chains' Gaussians (one `ln`, `cos` and `sin` per pair) are about 10% faster there. Dictionary
-//! learning's Normal, Gamma and χ² draws are `rng::portable_draws`' (`rand_distr`'s called the C
-//! library inside).
+//! docs/benchmarks.md). `clippy.toml` refuses the `f64` and `f32` methods in rmld's code.
+//!
+//! glibc's float builds differ too, rarely: over every f32 argument (glibc 2.36), `expf` differs
+//! between the two builds at 32.564632 and −63.09946 (a weight of a mixture or a Sinkhorn plan,
+//! or SSGL's inclusion probability, can take such an exponent), `sinf` and `cosf` for some
+//! arguments of magnitude 16 to 128; `logf`, `log1pf` and `expm1f` never. rmld's f32 functions
+//! are libm's f64 ones rounded once to f32, 2 ns slower than glibc's `expf`. They differ from it
+//! for about 1 argument of `exp` in 25,000, where glibc's is the one not correctly rounded (40
+//! of 40 checked against 50-digit values). The chains' Gaussians (`rng::philox`'s Box–Muller: one
+//! `ln` of (0, 1] and a `cos` and `sin` of [0, 2π) per pair, where both builds agree on every
+//! argument) stay on the C library, about 10% faster there. Dictionary learning's Normal, Gamma
+//! and χ² draws are `rng::portable_draws`' (`rand_distr`'s called the C library inside).
 
-/// f64's elementary functions, each the libm crate's, named after the method it replaces.
+/// Elementary functions, each the libm crate's in f64, named after the method it replaces.
 pub trait Portable: Sized {
     /// eˣ.
     fn exp_portable(self) -> Self;
@@ -70,6 +76,42 @@ impl Portable for f64 {
     }
 }
 
+/// f32's, each computed in f64 by libm and rounded once, so a hard case of glibc's f32 builds
+/// (above) is correctly rounded, whatever the CPU.
+impl Portable for f32 {
+    fn exp_portable(self) -> f32 {
+        libm::exp(self as f64) as f32
+    }
+    fn exp_m1_portable(self) -> f32 {
+        libm::expm1(self as f64) as f32
+    }
+    fn ln_portable(self) -> f32 {
+        libm::log(self as f64) as f32
+    }
+    fn ln_1p_portable(self) -> f32 {
+        libm::log1p(self as f64) as f32
+    }
+    fn log10_portable(self) -> f32 {
+        libm::log10(self as f64) as f32
+    }
+    fn powf_portable(self, y: f32) -> f32 {
+        libm::pow(self as f64, y as f64) as f32
+    }
+    fn sin_portable(self) -> f32 {
+        libm::sin(self as f64) as f32
+    }
+    fn cos_portable(self) -> f32 {
+        libm::cos(self as f64) as f32
+    }
+    fn sin_cos_portable(self) -> (f32, f32) {
+        let (sin, cos) = libm::sincos(self as f64);
+        (sin as f32, cos as f32)
+    }
+    fn hypot_portable(self, y: f32) -> f32 {
+        libm::hypot(self as f64, y as f64) as f32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Portable;
@@ -103,5 +145,34 @@ mod tests {
         assert_eq!(f64::NEG_INFINITY.exp_portable(), 0.0);
         assert!((-1f64).ln_portable().is_nan());
         assert_eq!(0f64.ln_portable(), f64::NEG_INFINITY);
+    }
+
+    /// The two f32 arguments at which glibc 2.36's FMA and plain `expf` differ (every f32 was
+    /// tried): the FMA build gives the next float up. Ours is the correctly rounded value
+    /// (exp(32.564632415771484) = 138880145675599.26, exp(−63.09946060180664) = 3.94686661e−28,
+    /// to 60 digits with Python's decimal), on any CPU.
+    #[test]
+    fn f32_exp_is_correctly_rounded_where_glibc_builds_differ() {
+        for (argument, rounded) in [
+            (0x4202_422f_u32, 0x56fc_9f1b_u32),
+            (0xc27c_65d9, 0x11fa_2992),
+        ] {
+            let got = f32::from_bits(argument).exp_portable();
+            assert_eq!(
+                got.to_bits(),
+                rounded,
+                "exp({}) = {got:e}, want {:e}",
+                f32::from_bits(argument),
+                f32::from_bits(rounded)
+            );
+        }
+        assert_eq!(0f32.exp_portable(), 1.0);
+        assert_eq!(1f32.ln_portable(), 0.0);
+        assert_eq!(0f32.ln_1p_portable(), 0.0);
+        assert_eq!(f32::NEG_INFINITY.exp_portable(), 0.0);
+        assert_eq!(200f32.exp_portable(), f32::INFINITY);
+        assert_eq!(0f32.ln_portable(), f32::NEG_INFINITY);
+        let (sin, cos) = 0.5f32.sin_cos_portable();
+        assert_eq!((sin, cos), (0.5f32.sin_portable(), 0.5f32.cos_portable()));
     }
 }

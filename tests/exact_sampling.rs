@@ -450,7 +450,9 @@ fn cached_energy_is_fresh(make: &Factory, method: Method, eta: f32) {
     let s = dynamics(method, eta, 4, 3);
     let chains = 8;
     let mut backend = make(t.clone(), s.clone(), chains);
-    let start: Vec<f32> = (0..chains * p).map(|i| (i as f32 * 0.37).sin()).collect();
+    let start: Vec<f32> = (0..chains * p)
+        .map(|i| (i as f32 * 0.37).sin_portable())
+        .collect();
     backend.load_positions(&start).unwrap();
     let rule = MhRule {
         enabled: true,

@@ -103,7 +103,7 @@ fn target(d: usize, p: usize, y: Vec<f32>, noise: NoiseModel) -> Arc<Target> {
 /// A deterministic observation: a sine ramp of amplitude `scale`.
 fn ramp(d: usize, scale: f32) -> Vec<f32> {
     (0..d)
-        .map(|i| (i as f32 * 0.7).sin() * scale + 0.3 * scale)
+        .map(|i| (i as f32 * 0.7).sin_portable() * scale + 0.3 * scale)
         .collect()
 }
 

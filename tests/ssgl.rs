@@ -75,7 +75,9 @@ fn small_problem(ssgl: Ssgl) -> Arc<Target> {
     let a: Vec<f32> = (0..d * p)
         .map(|i| ((i * 37 % 101) as f32 / 50.0 - 1.0) * 0.5)
         .collect();
-    let y: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin() * 2.0).collect();
+    let y: Vec<f32> = (0..d)
+        .map(|i| (i as f32 * 0.7).sin_portable() * 2.0)
+        .collect();
     target(a, d, p, y, ssgl, 1.0)
 }
 
@@ -510,7 +512,9 @@ fn problem(d: usize, p: usize, ssgl: Ssgl) -> Arc<Target> {
     let a: Vec<f32> = (0..d * p)
         .map(|i| ((i * 37 % 101) as f32 / 50.0 - 1.0) * 0.5)
         .collect();
-    let y: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin() * 2.0).collect();
+    let y: Vec<f32> = (0..d)
+        .map(|i| (i as f32 * 0.7).sin_portable() * 2.0)
+        .collect();
     target(a, d, p, y, ssgl, 1.0)
 }
 

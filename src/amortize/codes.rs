@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::mlp::{Adam, Mlp};
 use super::normal;
+use crate::math::Portable;
 use crate::{Error, Result};
 
 /// The most bytes an amortised-sampler model file may have (models are a few megabytes).
@@ -165,12 +166,12 @@ fn softplus(x: f32) -> f32 {
     if x > 20.0 {
         x
     } else {
-        x.exp().ln_1p()
+        x.exp_portable().ln_1p_portable()
     }
 }
 
 fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
+    1.0 / (1.0 + (-x).exp_portable())
 }
 
 impl CodeModel {
@@ -236,7 +237,7 @@ impl CodeModel {
             let mut rng = StdRng::seed_from_u64(settings.seed ^ ((k as u64 + 1) << 48));
             let mut net = Mlp::new(&[p, settings.hidden, 2 * p], &mut rng);
             // Near the identity: small weights in the last layer, σ ≈ 0.3 + σ_min to start.
-            let s0 = (0.3f32.exp() - 1.0).ln();
+            let s0 = (0.3f32.exp_portable() - 1.0).ln_portable();
             {
                 let params = net.params_mut();
                 let last = params.len() - 2;
@@ -646,7 +647,7 @@ fn loss_gradient(
             let sigma = settings.sigma_min + softplus(s);
             let resid = y[r * p + j] - x[r * p + j] - mu;
             let z = resid / sigma;
-            loss += (0.5 * z * z + sigma.ln()) as f64;
+            loss += (0.5 * z * z + sigma.ln_portable()) as f64;
             g[j] = -z / sigma * norm;
             g[p + j] = (1.0 - z * z) / sigma * sigmoid(s) * norm;
         }

@@ -168,12 +168,12 @@ fn softplus(s: f32) -> f32 {
     if s > 20.0 {
         s
     } else {
-        s.exp().ln_1p()
+        s.exp_portable().ln_1p_portable()
     }
 }
 
 fn sigmoid(s: f32) -> f32 {
-    1.0 / (1.0 + (-s).exp())
+    1.0 / (1.0 + (-s).exp_portable())
 }
 
 /// A chain run: the draws (chain-major, each `[x, y]`) and the MH acceptance rate.
@@ -484,9 +484,9 @@ fn train_discriminator(
                 .map(|&l| {
                     let p = sigmoid(l);
                     disc_loss -= if label > 0.5 {
-                        (p.max(1e-7)).ln() as f64
+                        (p.max(1e-7)).ln_portable() as f64
                     } else {
-                        ((1.0 - p).max(1e-7)).ln() as f64
+                        ((1.0 - p).max(1e-7)).ln_portable() as f64
                     };
                     (p - label) / m as f32
                 })
@@ -508,7 +508,7 @@ fn adversarial_gradient(d: &Mlp, fake: &[f32]) -> (f64, Vec<f32>) {
         .iter()
         .map(|&l| {
             let p = sigmoid(l);
-            gen_loss -= (p.max(1e-7)).ln() as f64;
+            gen_loss -= (p.max(1e-7)).ln_portable() as f64;
             (p - 1.0) / m as f32
         })
         .collect();
@@ -544,7 +544,7 @@ fn add_w2_gradient(weight: f32, fake: &[f32], flat: &[f32], dfake: &mut [f32]) {
         let min = row.iter().copied().fold(f32::INFINITY, f32::min);
         let weights: Vec<f32> = row
             .iter()
-            .map(|&cij| (-(cij - min) / lambda).exp())
+            .map(|&cij| (-(cij - min) / lambda).exp_portable())
             .collect();
         let z: f32 = weights.iter().sum();
         for (j, wij) in weights.iter().enumerate() {

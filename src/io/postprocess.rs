@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::math::Portable;
 use crate::{Error, Result};
 
 /// How generated images become 8-bit pixels; the same for every method (the paper filters every
@@ -124,7 +125,7 @@ pub fn gaussian_kernel(sigma: f32) -> Vec<f32> {
     }
     let radius = (3.0 * sigma).ceil() as i32;
     let weights: Vec<f32> = (-radius..=radius)
-        .map(|i| (-(i * i) as f32 / (2.0 * sigma * sigma)).exp())
+        .map(|i| (-(i * i) as f32 / (2.0 * sigma * sigma)).exp_portable())
         .collect();
     let total: f32 = weights.iter().sum();
     weights.iter().map(|w| w / total).collect()

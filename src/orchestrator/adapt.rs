@@ -510,7 +510,7 @@ mod tests {
                 .zip(&r)
                 .map(|(x, r)| {
                     let a = (u * length) as f32;
-                    x * a.cos() + r * a.sin()
+                    x * a.cos_portable() + r * a.sin_portable()
                 })
                 .collect();
             let r_end: Vec<f32> = x
@@ -518,7 +518,7 @@ mod tests {
                 .zip(&r)
                 .map(|(x, r)| {
                     let a = (u * length) as f32;
-                    -x * a.sin() + r * a.cos()
+                    -x * a.sin_portable() + r * a.cos_portable()
                 })
                 .collect();
             t.observe(&x, &z, &r_end, &vec![0.0; chains], u, 1, 0.1);

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use super::kernel_density::{ChainInfo, KernelTarget};
 use super::{ChainData, StepDraw};
 use crate::io::Pixels;
+use crate::math::Portable;
 use crate::model::wgsl::WgslModel;
 use crate::model::{Observations, Target};
 use crate::rng::{Purpose, Stream};
@@ -179,7 +180,7 @@ pub fn minibatch_mean(
     }
     let mut total = 0f32;
     for w in weights.iter_mut() {
-        *w = (*w - max).exp();
+        *w = (*w - max).exp_portable();
         total += *w;
     }
     mean.fill(0.0);
@@ -227,10 +228,10 @@ pub fn kernel_energy(
         weights.clear();
         weights.extend(rows.clone().map(|i| exponent(observations, info, i, at)));
         let new_max = weights.iter().fold(running_max, |m, &e| m.max(e));
-        let rescale = (running_max - new_max).exp();
+        let rescale = (running_max - new_max).exp_portable();
         let mut chunk_sum = 0f32;
         for w in weights.iter_mut() {
-            *w = (*w - new_max).exp();
+            *w = (*w - new_max).exp_portable();
             chunk_sum += *w;
         }
         running_sum = running_sum * rescale + chunk_sum;
@@ -243,7 +244,7 @@ pub fn kernel_energy(
     for (g, &x) in gradient.iter_mut().zip(at) {
         *g = (x - *g / running_sum) * info.inv_h2;
     }
-    -(running_max + running_sum.ln())
+    -(running_max + running_sum.ln_portable())
 }
 
 impl Target {

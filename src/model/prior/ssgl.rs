@@ -365,7 +365,7 @@ impl UpdateScalars {
 pub fn rho_tilde(s: &UpdateScalars, log_odds: f32, inv_sigma: f32, inv_sigma2: f32, x: f32) -> f32 {
     let z = log_odds + s.log_ratio - 0.5 * x * x * inv_sigma2 * s.inv_v1
         + x.abs() * inv_sigma * s.inv_v0;
-    1.0 / (1.0 + (-z).exp())
+    1.0 / (1.0 + (-z).exp_portable())
 }
 
 /// One coefficient's new (ρ, κ0, κ1) from its old ones.
@@ -425,7 +425,7 @@ fn chain_update(s: &UpdateScalars, row: &mut [f32], x: &[f32], r: &[f32], p: usi
     let (sigma, delta) = (row[3 * p], row[3 * p + 1]);
     let inv_sigma = 1.0 / sigma;
     let inv_sigma2 = inv_sigma * inv_sigma;
-    let log_odds = delta.ln() - (1.0 - delta).ln();
+    let log_odds = delta.ln_portable() - (1.0 - delta).ln_portable();
     let new = |row: &[f32], j: usize| {
         let old = [row[j], row[p + j], row[2 * p + j]];
         coefficient(s, old, log_odds, inv_sigma, inv_sigma2, x[j])
