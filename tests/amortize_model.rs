@@ -848,6 +848,75 @@ fn a_training_killed_while_it_publishes_its_teacher_reruns_to_the_same_model() {
     }
 }
 
+#[test]
+fn an_augmentation_written_over_a_teacher_is_not_taken_for_it() {
+    // The teacher's stamp vouches for the teacher's files. `rmld augment --force` into the
+    // teacher's folder replaced those files and left the stamp, so the next training of the
+    // same settings reused the other augmentation's codes as its teacher, and fitted them.
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("whole/m.amz");
+    succeeded(&small_training(&reference, None, &[]), "the whole run");
+    let model = std::fs::read(&reference).unwrap();
+    let out = dir.path().join("other/m.amz");
+    succeeded(&small_training(&out, None, &[]), "the first training");
+    let tdir = dir.path().join("other/m.amz.teacher");
+    let mut other = Command::new(env!("CARGO_BIN_EXE_rmld"));
+    other.args([
+        "augment",
+        "--force",
+        "--no-code-cache",
+        "--seed",
+        "9",
+        "--out",
+    ]);
+    other
+        .arg(&tdir)
+        .args(SMALL_TEACHER)
+        .args(["--ratio", "1:1"]);
+    succeeded(
+        &other.output().unwrap(),
+        "the augmentation over the teacher",
+    );
+    assert!(
+        !tdir.join("teacher.json").exists(),
+        "the augmentation left the teacher's stamp beside its own files"
+    );
+    let rerun = small_training(&out, None, &["--force"]);
+    succeeded(&rerun, "the training after the augmentation");
+    assert!(
+        !String::from_utf8_lossy(&rerun.stdout).contains("teacher reused"),
+        "the training reused the other augmentation as its teacher"
+    );
+    assert!(
+        std::fs::read(&out).unwrap() == model,
+        "the training fitted another model than its teacher's"
+    );
+    // A sample run over the teacher replaces its report and dictionary, not its codes or stamp.
+    let mut sample = Command::new(env!("CARGO_BIN_EXE_rmld"));
+    sample.args([
+        "sample",
+        "--force",
+        "--backend",
+        "cpu",
+        "--chains",
+        "2",
+        "--samples",
+        "2",
+    ]);
+    succeeded(
+        &sample.arg("--out").arg(&tdir).output().unwrap(),
+        "the sample run over the teacher",
+    );
+    assert!(tdir.join("teacher.json").exists());
+    let rerun = small_training(&out, None, &["--force"]);
+    succeeded(&rerun, "the training after the sample run");
+    assert!(
+        !String::from_utf8_lossy(&rerun.stdout).contains("teacher reused"),
+        "the training reused a sample run's report and dictionary as its teacher's"
+    );
+    assert!(std::fs::read(&out).unwrap() == model);
+}
+
 /// Every file under `dir` (the run lock too) with its bytes, sorted by path.
 fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut found = Vec::new();

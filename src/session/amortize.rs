@@ -27,7 +27,7 @@ use crate::io::{self, output_folder};
 use crate::{Error, Result};
 
 use super::observer::Observer;
-use super::outputs::AUGMENT_OUTPUTS;
+use super::outputs::{AUGMENT_OUTPUTS, TEACHER_STAMP};
 use super::settings::{AugmentSettings, SamplerChoice};
 use super::{Augmenter, Outcome};
 use crate::orchestrator::amortized::{
@@ -96,10 +96,6 @@ fn teacher_settings(args: &AmortizeSettings) -> AugmentSettings {
     t.model = None;
     t
 }
-
-/// What a finished teacher leaves besides augment's files: its settings, to tell whether it can
-/// be reused.
-const TEACHER_STAMP: &str = "teacher.json";
 
 /// Refuses what a training cannot run: a teacher without codes, one that is not the MCMC
 /// sampler, a teacher split into shards or warm-ups, files that would replace an input
@@ -241,13 +237,21 @@ fn teacher_stamp(teacher: &AugmentSettings) -> Result<serde_json::Value> {
     serde_json::to_value(teacher).map_err(|e| Error::Internal(format!("teacher settings: {e}")))
 }
 
-/// True when the teacher's folder holds a finished teacher with these settings (`stamp`).
+/// True when the teacher's folder holds a finished teacher with these settings (`stamp`): the
+/// stamp, and beside it the report of a finished augmentation. An augmentation run into the
+/// folder removes the stamp; the report catches another command's files written over it
+/// (`rmld sample --force` replaces the report and the dictionary).
 fn teacher_reusable(teacher: &AugmentSettings, stamp: &serde_json::Value) -> bool {
-    let path = teacher.problem.out.join(TEACHER_STAMP);
-    io::read_regular_file(&path, "teacher stamp", MAX_JSON_BYTES)
+    let tdir = &teacher.problem.out;
+    let stamped = io::read_regular_file(&tdir.join(TEACHER_STAMP), "teacher stamp", MAX_JSON_BYTES)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| v == *stamp)
+        .is_some_and(|v| v == *stamp);
+    stamped
+        && output_folder::read_report(tdir)
+            .ok()
+            .flatten()
+            .is_some_and(|v| v["command"] == "augment" && v["interrupted"] == false)
 }
 
 /// How the teacher ran: reused from an earlier training, or run now (for how long).

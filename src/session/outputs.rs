@@ -17,6 +17,10 @@ pub const AUGMENT_OUTPUTS: &[&str] = &[
     "report.json",
 ];
 
+/// The stamp a training's teacher (`MODEL.teacher/`) publishes with augment's files: the
+/// settings that made them, so that a later training of the same settings reuses them.
+pub const TEACHER_STAMP: &str = "teacher.json";
+
 /// What `rmld sample` writes into its output folder.
 pub const SAMPLE_OUTPUTS: &[&str] = &[
     "codes.npy",

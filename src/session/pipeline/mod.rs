@@ -87,8 +87,13 @@ pub(crate) fn augment(
             Output::check(&args.problem.out, names, &inputs, args.problem.force)?
         }
     };
-    // A manifest left by an earlier shard or warm-up here must not vouch for this run's files.
-    output.also_replace(&[crate::io::MANIFEST, crate::io::WARM_UP_MANIFEST]);
+    // A manifest left by an earlier shard or warm-up here must not vouch for this run's files,
+    // nor a training's teacher stamp (a teacher's run writes its own, in `extra`).
+    output.also_replace(&[
+        crate::io::MANIFEST,
+        crate::io::WARM_UP_MANIFEST,
+        crate::session::outputs::TEACHER_STAMP,
+    ]);
     crate::session::sample::tell_recovery(observer, &output, None);
     // A shard's warm-up, checked against its settings before any work.
     let warm = match split {
