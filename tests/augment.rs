@@ -398,6 +398,89 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
     assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
 }
 
+/// The quality preset shades deform's draws on images of 28 px or more (`--shade`, 0.1): the
+/// report says how much, `--shade 0` draws the unshaded images, the 8 × 8 digits are not
+/// shaded, and a shading other methods cannot apply, or off its range, is refused by name.
+#[test]
+fn deform_shades_large_images_and_bad_shading_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("bars.npy");
+    let labels = dir.path().join("bars-labels.npy");
+    let n = 20;
+    let mut pixels = vec![0u8; n * 28 * 28];
+    for (i, image) in pixels.chunks_mut(28 * 28).enumerate() {
+        for r in 4 + i % 3..20 + i % 3 {
+            for c in 6..22 {
+                image[r * 28 + c] = (40 + 8 * c + 20 * (i % 2)) as u8;
+            }
+        }
+    }
+    io::write_npy_u8(&data, &[n, 28, 28], &pixels).unwrap();
+    let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
+    io::write_npy_i64(&labels, &[n], &classes).unwrap();
+    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
+    let generated = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec!["--data", data, "--labels", labels, "--ratio", "1:1"];
+        args.extend(["--no-quality", "--reencode", "false"]);
+        args.extend(extra);
+        let run = augment_with_defaults(&out, &args);
+        assert!(run.status.success(), "{extra:?}: {}", stderr(&run));
+        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
+        (report_of(&out), images.pixels)
+    };
+    let (report, shaded) = generated("shaded", &[]);
+    assert_eq!(report["shade"], 0.1f32 as f64, "{report}");
+    let (report, plain) = generated("plain", &["--shade", "0"]);
+    assert_eq!(report["shade"], 0.0);
+    let (_, twice) = generated("twice", &["--shade", "0.2"]);
+    // Shading moves pixels, the more the larger the amplitude.
+    let moved = |a: &[u8]| -> u64 {
+        a.iter()
+            .zip(&plain)
+            .map(|(&x, &y)| (x as i64 - y as i64).unsigned_abs())
+            .sum()
+    };
+    assert!(moved(&shaded) > 0 && moved(&twice) > moved(&shaded));
+    // The 8 × 8 digits are not shaded: the default equals --shade 0 there.
+    let digits = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec!["--classes", "0,1", "--no-quality"];
+        args.extend(extra);
+        let run = augment_with_defaults(&out, &args);
+        assert!(run.status.success(), "{extra:?}: {}", stderr(&run));
+        std::fs::read(out.join("generated-images-idx3-ubyte.gz")).unwrap()
+    };
+    assert_eq!(
+        digits("digits", &[]),
+        digits("digits-plain", &["--shade", "0"])
+    );
+    // Another method under the quality preset keeps no shading; one given is refused.
+    let hmc = dir.path().join("hmc");
+    let run = augment_with_defaults(
+        &hmc,
+        &[
+            "--preset",
+            "quality",
+            "--method",
+            "hmc",
+            "--classes",
+            "0",
+            "--limit",
+            "60",
+        ],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(report_of(&hmc)["shade"].is_null());
+    assert_refused(
+        &["--preset", "quality", "--method", "hmc", "--shade", "0.2"],
+        &["--shade", "method deform", "hmc"],
+    );
+    for bad in ["-0.1", "1.5", "NaN", "inf"] {
+        assert_refused(&["--shade", bad], &["--shade", "from 0 (off) to 1"]);
+    }
+}
+
 /// With no --preset and no --method, `rmld augment` runs the quality preset: method deform
 /// (exact draws along the transformation tangents, docs/usefulness.md), pixel-max 1, re-encoded
 /// codes, the same run as an explicit `--preset quality`; `--preset quality --method hmc` runs

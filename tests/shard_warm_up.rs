@@ -216,6 +216,51 @@ fn augment_default_shards_equal_the_single_run_on_the_cpu() {
         "5",
     ];
     shards_match(&many, "cpu", (&base, &[]), false);
+    // On images of 28 px the draws are moved by whole pixels and shaded, each draw's field its
+    // own stream: a shard shades its range as the whole run does.
+    let data = dir.path().join("garments.npy");
+    let labels = dir.path().join("garments-labels.npy");
+    write_garments(&data, &labels, 24);
+    let shaded = dir.path().join("shaded");
+    let base = [
+        "augment",
+        "--data",
+        data.to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+        "--ratio",
+        "1:2",
+        "--lasso-iterations",
+        "20",
+    ];
+    shards_match(&shaded, "cpu", (&base, &[]), false);
+    let report = json(&shaded.join("single"), "report.json");
+    assert!(
+        report["shade"].as_f64().unwrap() > 0.0,
+        "not shaded: {report}"
+    );
+}
+
+/// `n` images of 28 × 28 (uint8) in two classes, a bright square or a graded bar on a dark
+/// ground, moved about, and their labels.
+fn write_garments(data: &Path, labels: &Path, n: usize) {
+    let mut pixels = vec![0u8; n * 28 * 28];
+    for (i, image) in pixels.chunks_mut(28 * 28).enumerate() {
+        let (top, left) = (6 + i % 5, 5 + (i * 3) % 7);
+        for r in top..top + 14 {
+            for c in left..left + 12 {
+                let v = if i % 2 == 0 {
+                    220
+                } else {
+                    60 + 12 * (c - left)
+                };
+                image[r * 28 + c] = v as u8;
+            }
+        }
+    }
+    let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
+    rmld::io::write_npy_u8(data, &[n, 28, 28], &pixels).unwrap();
+    rmld::io::write_npy_i64(labels, &[n], &classes).unwrap();
 }
 
 #[test]

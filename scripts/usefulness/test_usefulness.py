@@ -40,7 +40,8 @@ class Augmenters(unittest.TestCase):
                                                "p-stretch1.5", "p-box", "p-morph",
                                                "p-deform-stretch1.5", "p-nudge0.3", "p-gamma", "p-moves8", "p-elastic17",
                                                "p-half-elastic", "p-hard2", "p-mirror-sym",
-                                               "p-moves-still", "p-learned", "p-within0.5", "p-extrap0.25"]
+                                               "p-moves-still", "p-learned", "p-within0.5", "p-extrap0.25",
+                                               "p-shade0.1", "p-erase", "p-beyond4-shade0.1"]
         for name in names:
             if name in ("adasyn", "borderline-smote"):
                 continue  # they choose their own counts near class borders

@@ -13,6 +13,7 @@
 //! rest as interpolants between its images (`interpolation.rs`, the prototype's `p-beyond4`).
 
 use super::interpolation::{interpolant_count, interpolants, turns};
+use super::shading::shade;
 use crate::math::Portable;
 use crate::rng::{Purpose, Stream};
 
@@ -69,27 +70,56 @@ fn reflect(i: isize, n: usize) -> usize {
 /// axis then the columns', as `scipy.ndimage.gaussian_filter` (truncated at 4σ, borders
 /// reflected).
 pub fn gaussian_filter(image: &[f64], height: usize, width: usize, sigma: f64) -> Vec<f64> {
+    filter_axes(image, (height, width), (sigma, sigma), reflect)
+}
+
+/// As [`gaussian_filter`] with `sigmas` (rows, columns) and the image periodic
+/// (`mode="wrap"`): for a field with no edges.
+pub fn gaussian_filter_wrapped(
+    image: &[f64],
+    shape: (usize, usize),
+    sigmas: (f64, f64),
+) -> Vec<f64> {
+    filter_axes(image, shape, sigmas, |i, n| {
+        i.rem_euclid(n as isize) as usize
+    })
+}
+
+/// scipy's Gaussian weights of `sigma` pixels: radius ⌊4σ + ½⌋, normalised to sum 1.
+fn gaussian_weights(sigma: f64) -> (isize, Vec<f64>) {
     let radius = (TRUNCATE * sigma + 0.5) as isize;
     let weights: Vec<f64> = (-radius..=radius)
         .map(|i| (-0.5 * (i * i) as f64 / (sigma * sigma)).exp_portable())
         .collect();
     let total: f64 = weights.iter().sum();
-    let weights: Vec<f64> = weights.iter().map(|w| w / total).collect();
+    (radius, weights.iter().map(|w| w / total).collect())
+}
+
+/// The separable filter along the rows' axis, then the columns', `border` taking an index past
+/// the edge back into 0..n.
+fn filter_axes(
+    image: &[f64],
+    (height, width): (usize, usize),
+    (sigma_rows, sigma_cols): (f64, f64),
+    border: impl Fn(isize, usize) -> usize,
+) -> Vec<f64> {
+    let (radius, weights) = gaussian_weights(sigma_rows);
     let mut across_rows = vec![0f64; image.len()];
     for r in 0..height {
         for c in 0..width {
             across_rows[r * width + c] = (-radius..=radius)
                 .zip(&weights)
-                .map(|(k, w)| w * image[reflect(r as isize + k, height) * width + c])
+                .map(|(k, w)| w * image[border(r as isize + k, height) * width + c])
                 .sum();
         }
     }
+    let (radius, weights) = gaussian_weights(sigma_cols);
     let mut out = vec![0f64; image.len()];
     for r in 0..height {
         for c in 0..width {
             out[r * width + c] = (-radius..=radius)
                 .zip(&weights)
-                .map(|(k, w)| w * across_rows[r * width + reflect(c as isize + k, width)])
+                .map(|(k, w)| w * across_rows[r * width + border(c as isize + k, width)])
                 .sum();
         }
     }
@@ -171,19 +201,21 @@ pub fn anchors(n: usize, count: usize, seed: u64, label: u32) -> Vec<usize> {
 
 /// `count` new images of the class whose `n` images (rows of h × w, 0..1 scale) are `images`,
 /// as rows of h × w (before post-processing), with the image each was drawn from: first the
-/// deformations ([`deformations`]), then, for a class brought past four new images per
-/// original, the interpolants between its images ([`interpolant_count`], [`interpolants`]).
+/// deformations ([`deformations`]) shaded by `shading` (`shading::shade`), then, for a class
+/// brought past four new images per original, the interpolants between its images
+/// ([`interpolant_count`], [`interpolants`]), unshaded.
 pub fn class_draws(
     images: &[f32],
     (height, width): (usize, usize),
     count: usize,
-    seed: u64,
-    label: u32,
+    (seed, label): (u64, u32),
+    shading: f64,
 ) -> (Vec<f32>, Vec<usize>) {
     let d = height * width;
     let n = images.len() / d.max(1);
     let between = interpolant_count(n, count);
     let mut draws = deformations(images, (height, width), count - between, seed, label);
+    shade(&mut draws, (height, width), shading, seed, label);
     let mut starts = anchors(n, count - between, seed, label);
     let (mixed, bases) = interpolants(images, d, between, seed, label);
     draws.extend(mixed);
@@ -340,10 +372,10 @@ mod tests {
         let images: Vec<f32> = (0..3 * h * w)
             .map(|i| ((i * 13) % 17) as f32 / 16.0)
             .collect();
-        let (draws, starts) = class_draws(&images, (h, w), 12, 5, 1);
+        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), 0.0);
         assert_eq!(draws, deformations(&images, (h, w), 12, 5, 1));
         assert_eq!(starts, anchors(3, 12, 5, 1));
-        let (draws, starts) = class_draws(&images, (h, w), 20, 5, 1);
+        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), 0.0);
         let between = interpolant_count(3, 20);
         assert_eq!(between, 4);
         let (mixed, bases) = interpolants(&images, h * w, between, 5, 1);

@@ -21,6 +21,7 @@ pub(crate) mod likelihood;
 pub(crate) mod neighbours;
 pub(crate) mod posterior;
 pub(crate) mod prior;
+pub(crate) mod shading;
 pub mod wgsl;
 
 pub use atoms::AtomFamily;

@@ -64,6 +64,8 @@ pub enum Purpose {
     Interpolation = 13,
     /// The order in which a class's images start interpolants, one permutation per round.
     InterpolationBases = 14,
+    /// The white noise of a deformation draw's shading field.
+    Shading = 15,
     /// Parametric dictionary learning (one stream per signal and MCMC iteration).
     DictionaryLearning = 20,
 }

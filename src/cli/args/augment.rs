@@ -176,6 +176,12 @@ pub struct AugmentArgs {
     #[arg(long, value_name = "PX", default_value_t = paper().smooth)]
     pub smooth: f32,
 
+    /// Method deform's shading: each deformation draw times exp(A·f), f a smooth random field
+    /// of unit spread (6 px at 28 px), light and shade that vary across the item, on images of
+    /// 28 px or more (0: off; docs/usefulness.md, "Shading") [quality preset: 0.1]
+    #[arg(long, value_name = "A", default_value_t = paper().shade)]
+    pub shade: f32,
+
     /// Soft-threshold generated pixels by τ on the 0..255 scale after smoothing (0: off).
     #[arg(long, value_name = "TAU", default_value_t = paper().soft_threshold)]
     pub soft_threshold: f32,
@@ -288,6 +294,7 @@ pub fn apply_preset(preset: Preset, args: &mut AugmentArgs, given: impl Fn(&str)
         }
     });
     set("reencode", &mut || args.reencode = values.reencode);
+    set("shade", &mut || args.shade = values.shade);
 }
 
 impl AugmentArgs {
@@ -307,6 +314,7 @@ impl AugmentArgs {
             method: self.method,
             dynamics: self.dynamics.options(),
             smooth: self.smooth,
+            shade: self.shade,
             soft_threshold: self.soft_threshold,
             rescale: self.rescale,
             no_original_codes: self.no_original_codes,

@@ -1,4 +1,4 @@
-//! Method "deform": each class's images moved along their transformation tangents, with interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
+//! Method "deform": each class's images moved along their transformation tangents and shaded, with interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
 
 use crate::model::deformation::class_draws;
 use crate::model::interpolation::interpolant_count;
@@ -30,7 +30,13 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             .flat_map(|i| observations.row(i))
             .map(|v| v / full)
             .collect();
-        let (draws, origins) = class_draws(&originals, (h, w), class.generated, seed, class.label);
+        let (draws, origins) = class_draws(
+            &originals,
+            (h, w),
+            class.generated,
+            (seed, class.label),
+            run.args.shade as f64,
+        );
         images.extend(draws.iter().map(|v| v * full));
         for origin in origins {
             starts.extend(observations.row(first + origin));

@@ -46,6 +46,7 @@ pub(super) fn report(
         "burn_in_auto": chains.burn_in.as_ref().map(parts::burn_in_json),
         "adaptation": parts::adaptation_json(chains, Some(&class_labels)),
         "postprocess": args.postprocess(),
+        "shade": (args.method == AugmentMethod::Deform).then_some(args.shade),
         "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
         } else if args.reencode {
