@@ -142,19 +142,25 @@ mod tests {
         assert!((y.iter().sum::<f64>() - 14.5).abs() < 1e-12);
     }
 
+    /// A draw of a flat image at 0.5: its log-factors, ln(v / 0.5), and their spread.
+    fn log_spread(row: &[f32]) -> (Vec<f64>, f64) {
+        let logs: Vec<f64> = row
+            .iter()
+            .map(|&v| (v as f64 / 0.5).ln_portable())
+            .collect();
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        let sd = (logs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+        (logs, sd)
+    }
+
     #[test]
     fn a_flat_image_takes_the_field_as_its_log_with_the_amplitudes_spread() {
         let (h, w) = (28, 28);
         let mut draws = vec![0.5f32; 3 * h * w];
         shade(&mut draws, (h, w), 0.1, 7, 2);
         for (j, row) in draws.chunks(h * w).enumerate() {
-            let logs: Vec<f64> = row
-                .iter()
-                .map(|&v| (v as f64 / 0.5).ln_portable())
-                .collect();
-            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-            let sd =
-                (logs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / logs.len() as f64).sqrt();
+            let (logs, sd) = log_spread(row);
             assert!((sd - 0.1).abs() < 1e-5, "draw {j}: spread {sd}");
             // Smooth: neighbours differ by far less than the spread.
             let step = (0..h * w - 1)
@@ -194,13 +200,7 @@ mod tests {
         let mut large = vec![0.5f32; 2 * h * w];
         shade(&mut large, (h, w), 0.1, 3, 1);
         for row in large.chunks(h * w) {
-            let logs: Vec<f64> = row
-                .iter()
-                .map(|&v| (v as f64 / 0.5).ln_portable())
-                .collect();
-            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-            let sd =
-                (logs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / logs.len() as f64).sqrt();
+            let (logs, sd) = log_spread(row);
             assert!((sd - 0.1).abs() < 1e-5, "spread {sd}");
             let step = (0..h * w - w)
                 .map(|i| (logs[i + w] - logs[i]).abs())
