@@ -98,6 +98,10 @@ def augmenter(name: str):
         return aug.rmld_deform(anchor_shift=True, drop=("shift",), **_settings(name.split(":", 1)[1]))
     if name.startswith("rmld:"):  # rmld:key=value,key=value: rmld.augment settings
         return aug.rmld_rust(**_settings(name[5:]))
+    if name.startswith("rmld-stretch"):  # the default's draws stretched, box-normalised (session 34)
+        import learned_variation
+
+        return learned_variation.stretched(aug.rmld_rust(), float(name[len("rmld-stretch"):]))
     import prototypes
 
     if name in prototypes.PROTOTYPES:
