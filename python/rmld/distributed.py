@@ -10,9 +10,10 @@ into ``OUT`` with the library's merge (which checks that every shard is there on
 configuration and seed, intact). ``OUT`` must be a folder every node and the driver can read
 and write: a shared filesystem (NFS, Lustre, a mounted bucket such as s3fs/gcsfuse). A task
 asks for one GPU (``num_gpus=1``) when the cluster has GPUs, else one CPU. A failed task (its
-worker killed, its node lost, an exception) is retried up to ``max_retries`` times: a shard
-is a pure function of its settings and writes its files atomically, so a retry writes the same
-bytes. When a shard fails for good (or the driver is interrupted), the driver cancels the
+worker killed, its node lost, an ``OSError`` or ``RuntimeError``) is retried up to
+``max_retries`` times: a shard is a pure function of its settings and writes its files
+atomically, so a retry writes the same bytes. A ``ValueError`` (a setting or the data refused)
+would recur on every attempt, so it fails the run at once. When a shard fails for good (or the driver is interrupted), the driver cancels the
 other tasks (their workers killed) and waits for them to end before it raises, so nothing
 writes into ``OUT/shards`` after the error. ``progress(phase, done, total)`` is called in the driver as shards report their rows
 ("shards" phase: shards finished, and each shard's own phase as it advances).
@@ -35,8 +36,9 @@ Data given as an array reaches ``encode``'s shards through Ray's object store. `
 ``augment``'s merge loads the data again (to check the shards' hash of it; augment's to make
 the post-processed set and the quality metrics), so their arrays are checked as the library
 checks them, then saved as ``OUT/shards/data.npy`` (and ``labels.npy``), which the shards and
-the merge read: the merged files equal the single run's on the array, and the report's
-``dataset.source`` names that file rather than ``<numpy array>``.
+the merge read: the merged files equal the single run's on the array. The report's
+``dataset.source`` says ``<numpy array>``, as the single run's does, or, with ``keep_shards``,
+names the kept file.
 
 Why Ray and not Dask: Ray schedules GPUs as a first-class resource (``num_gpus``), retries a
 task whose worker process or node died (not only one that raised), and is what GPU ML users
@@ -106,6 +108,11 @@ def _needs_warm_up(command: str, settings: Dict[str, Any]) -> bool:
         one_draw = method in ("compression", "deform")
         return not one_draw and settings.get("sampler") != "amortized"
     return False
+
+
+#: The library's errors a shard's task retries (a file or node that may be back, a lost GPU);
+#: its ValueError says a setting or the data is refused, which no attempt changes.
+RETRIED_ERRORS = [OSError, RuntimeError]
 
 
 def _shard_task(
@@ -252,7 +259,8 @@ def run(
         raise ValueError(f"shards must be an integer of at least 1, got {shards!r}")
     out = Path(out)
     shard_root = out / "shards"
-    if data is not None and command in ("sample", "augment"):
+    stored_array = data is not None and command in ("sample", "augment")
+    if stored_array:
         # Their merge loads the data again (to check the shards' hash of it, and augment's to
         # make the post-processed set and the quality metrics) from the settings' `data`: an
         # array reaches the shards and the merge as an NPY file in OUT/shards, which every node
@@ -271,9 +279,10 @@ def run(
     if not ray.is_initialized():
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-    task = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=max_retries, retry_exceptions=True)(
-        _shard_task
+    options = dict(
+        num_cpus=1, num_gpus=gpus, max_retries=max_retries, retry_exceptions=RETRIED_ERRORS
     )
+    task = ray.remote(**options)(_shard_task)
     reporter = ray.remote(num_cpus=0)(_Reporter).remote() if progress is not None else None
     data_ref = ray.put(data) if data is not None else None
     labels_ref = ray.put(labels) if labels is not None else None
@@ -282,9 +291,7 @@ def run(
     warm_up_dir = None
     if _needs_warm_up(command, settings):
         # The warm-up couples the chains: one task runs it on all of them, before the shards.
-        warm_up = ray.remote(
-            num_cpus=1, num_gpus=gpus, max_retries=max_retries, retry_exceptions=True
-        )(_warm_up_task)
+        warm_up = ray.remote(**options)(_warm_up_task)
         if progress is not None:
             progress("warm-up", 0, 1)
         warm_up_ref = warm_up.remote(
@@ -337,7 +344,10 @@ def run(
         raise
     # Like a single run, the merge replaces an earlier run's files in ``out`` only with force.
     force = bool(settings.get("force", False))
-    report = json.loads(_rmld.merge_shards(os.fspath(out), dirs, force))
+    # Where the shards read an array from OUT/shards/data.npy and that copy is removed, the
+    # report names the data as a single run on the array does.
+    from_array = stored_array and not keep_shards
+    report = json.loads(_rmld.merge_shards(os.fspath(out), dirs, force, from_array))
     if not keep_shards:
         shutil.rmtree(shard_root, ignore_errors=True)
     return report
@@ -391,7 +401,8 @@ def sample(
     ``rmld.sample``'s with the same settings (the report but for timings and memory).
     ``log_alpha`` and ``energy`` are None: the per-draw trace stays in the shards' files. An
     array ``data`` is saved into ``OUT/shards`` for the shards and the merge to read (the
-    report's ``dataset.source`` names that file)."""
+    report's ``dataset.source`` then says ``<numpy array>``, or with ``keep_shards`` names
+    that file)."""
     pixels, _ = _split_data(data, None, settings)
     report = run(
         "sample",
@@ -431,7 +442,8 @@ def augment(
     ``images``/``labels``: None (the embedded digits), paths every node can read (a dataset
     folder or file, as ``rmld augment --data``/``--labels`` take), or arrays (as
     ``rmld.augment`` takes them), saved into ``OUT/shards`` for the shards and the merge to
-    read (the report's ``dataset.source`` names that file). Returns an ``rmld.AugmentResult``
+    read (the report's ``dataset.source`` then says ``<numpy array>``, or with ``keep_shards``
+    names that file). Returns an ``rmld.AugmentResult``
     read from ``out`` (``arrays=True``, for runs that fit in memory) or the ``out`` path."""
     if not isinstance(images, (str, os.PathLike)) and (images is None) != (labels is None):
         raise ValueError("give both images and labels, or neither (the embedded digits)")

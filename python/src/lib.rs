@@ -22,14 +22,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use rmld::amortize::CodeTrainSettings;
-use rmld::io::{Dataset, Pixels};
+use rmld::io::{Dataset, Pixels, ARRAY_SOURCE};
 use rmld::session::{
     AmortizeSettings, AmortizeTrainer, DrawStats, Notice, Observer, Outcome, Phase, Preset,
 };
 use rmld::{AugmentSettings, Augmenter, EncodeSettings, Encoder, Error, SampleSettings, Sampler};
-
-/// The name the data given as an array goes by in messages and reports.
-const ARRAY_SOURCE: &str = "<numpy array>";
 
 /// A library error as the Python exception its kind calls for: settings and data →
 /// `ValueError`, files → `OSError`, the rest → `RuntimeError`; the library's message either way.
@@ -512,17 +509,22 @@ fn run<'py>(
 /// shard is missing, duplicated, from another configuration or seed, or damaged: OSError (a
 /// shard's files) or ValueError (no shards, a missing index), with the library's message naming
 /// the shard; nothing is written then. Files of a merged run already in `out` are replaced only
-/// with `force`.
+/// with `force`. With `from_array` the merged report names the data as a single run on an
+/// array does ("<numpy array>"): for shards that read it from a copy their caller removes.
 #[pyfunction]
-#[pyo3(signature = (out, shards, force = false))]
+#[pyo3(signature = (out, shards, force = false, from_array = false))]
 fn merge_shards(
     py: Python<'_>,
     out: PathBuf,
     shards: Vec<PathBuf>,
     force: bool,
+    from_array: bool,
 ) -> PyResult<String> {
     let outcome = py
-        .detach(|| rmld::session::merge(&out, &shards, force))
+        .detach(|| match from_array {
+            true => rmld::session::merge_naming_data(&out, &shards, force, ARRAY_SOURCE),
+            false => rmld::session::merge(&out, &shards, force),
+        })
         .map_err(to_py)?;
     Ok(outcome.report.to_string())
 }

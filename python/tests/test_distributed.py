@@ -232,6 +232,33 @@ def test_merge_refuses_a_missing_shard(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_refused_setting_fails_the_run_at_once_without_retries(cluster, tmp_path):
+    # The shards refuse the setting (a ValueError), which every attempt would: no shard is
+    # tried twice (with retries of every exception, shards were tried up to max_retries + 1).
+    images, _ = rmld.load_digits()
+    with pytest.raises(ValueError, match="lasso_iterations: must be at least 1"):
+        rmld.distributed.encode(images[:40], shards=2, out=tmp_path / "run", address=cluster,
+                                max_retries=3, lasso_iterations=0, backend="cpu")
+    attempts = _attempts(tmp_path / "run" / "shards" / "attempts.log")
+    assert all(len(pids) == 1 for pids in attempts.values()), attempts
+
+
+def test_merge_of_shards_run_by_hand_on_an_array_says_it_cannot_read_the_array(tmp_path):
+    # Each shard sampled an array in memory; the merge reads the data again to check it, and
+    # an array cannot be: it says so, rather than that the data changed.
+    images, _ = rmld.load_digits()
+    images = images[100:260]
+    dirs = []
+    for i in range(2):
+        d = tmp_path / f"shard-{i}"
+        rmld.sample(images, out=d, shard=f"{i}/2", chains=4, samples=4, burn_in=2, steps=2,
+                    seed=3, backend="cpu")
+        dirs.append(os.fspath(d))
+    with pytest.raises(OSError, match=r"data given in memory \(<numpy array>\).*NPY file"):
+        rmld._rmld.merge_shards(os.fspath(tmp_path / "out"), dirs)
+    assert not (tmp_path / "out").exists()
+
+
 AUGMENT = dict(
     preset="paper", limit=600, ratio=3.0, samples=4, burn_in=60, lasso_iterations=600,
     reencode=True, seed=11, backend="cpu",
@@ -334,10 +361,12 @@ def test_augment_shards_of_arrays_equal_the_single_run(cluster, tmp_path):
         b = (tmp_path / "merged" / name).read_bytes()
         assert a == b, f"{name} differs from the single run's"
     single_report = json.loads((tmp_path / "single" / "report.json").read_text())
-    # The report names the data as the shards read it: the NPY file, not "<numpy array>".
-    assert _report_diff(_without_timings(single_report), _without_timings(result.report)) == [
-        ".dataset.source"
-    ]
+    # The shards' copy of the arrays is removed, so the report names the data as the single
+    # run's does, not as the shards read it (a file no longer there).
+    assert _report_diff(_without_timings(single_report), _without_timings(result.report)) == []
+    assert result.report["dataset"]["source"] == "<numpy array>"
+    written = json.loads((tmp_path / "merged" / "report.json").read_text())
+    assert written == result.report
     assert not (tmp_path / "merged" / "shards").exists()
 
 

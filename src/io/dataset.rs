@@ -16,6 +16,9 @@ const EMBEDDED_CSV: &[u8] = include_bytes!("../../assets/digits.csv.gz");
 /// The `source` of the embedded dataset.
 pub const EMBEDDED_SOURCE: &str = "embedded optdigits (assets/digits.csv.gz)";
 
+/// The name data given in memory (the Python package's arrays) goes by in messages and reports.
+pub const ARRAY_SOURCE: &str = "<numpy array>";
+
 /// The shared datasets folder: `$RMLD_DATASETS`, else `<crate root>/../shared/datasets`; `None`
 /// when that is not a directory (tests then skip real-data checks).
 pub fn shared_datasets_dir() -> Option<PathBuf> {

@@ -31,7 +31,7 @@ pub use atomic::{
 };
 pub use code_cache::default_code_cache;
 pub use csv::{read_csv, read_csv_with_limit, write_csv, CsvData};
-pub use dataset::{geometry, shared_datasets_dir, EMBEDDED_SOURCE};
+pub use dataset::{geometry, shared_datasets_dir, ARRAY_SOURCE, EMBEDDED_SOURCE};
 pub use hash::hash_values;
 pub use idx::{
     read_idx_images, read_idx_images_with_limit, read_idx_labels, read_idx_labels_with_limit,

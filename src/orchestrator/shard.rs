@@ -10,6 +10,7 @@ use super::augment::{AugmentPlan, AugmentSink};
 use super::{Checkpoint, ClassSteps, SampleRun, SampleSink, PROJECTIONS};
 use crate::diagnostics::degenerate::DrawWatch;
 use crate::io::shards::{write_manifest, Part, Shard, ShardFiles, Split, MANIFEST};
+use crate::io::ARRAY_SOURCE;
 use crate::{Error, Result};
 
 /// A shard's chains' finished run (a checkpoint of it, with the configuration), which the
@@ -221,6 +222,18 @@ pub fn check_inputs(
     (data, dictionary): (&Path, &str),
 ) -> Result<()> {
     if hashes != (trace.data_hash, trace.dictionary_hash) {
+        if sampled_an_array(first) {
+            return Err(Error::input(
+                first.dir.join(TRACE),
+                format!(
+                    "the shards sampled data given in memory ({ARRAY_SOURCE}), which a merge \
+                     cannot read again (it read {} instead): save the array as an NPY file and \
+                     give its path as the shards' and the merge's data, or run the shards with \
+                     rmld.distributed, which does so",
+                    data.display(),
+                ),
+            ));
+        }
         return Err(Error::input(
             first.dir.join(TRACE),
             format!(
@@ -232,6 +245,13 @@ pub fn check_inputs(
         ));
     }
     Ok(())
+}
+
+/// Whether the shard's report names its data as an array given in memory.
+fn sampled_an_array(shard: &ShardFiles) -> bool {
+    shard
+        .json("report.json")
+        .is_ok_and(|report| report["dataset"]["source"] == ARRAY_SOURCE)
 }
 
 /// The whole run's run joined from the shards' `runs` (each shard's chains, the same

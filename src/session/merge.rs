@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::io::shards::{self, MANIFEST};
-use crate::io::Output;
+use crate::io::{write_json_atomic, Output};
 use crate::orchestrator::resume::{left_by_a_run, Left};
 use crate::session::Outcome;
 use crate::{Error, Result};
@@ -65,6 +65,24 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Outcome> {
         )),
     }?;
     outcome.summary.extend(recovered);
+    Ok(outcome)
+}
+
+/// [`merge`], then the merged report's `dataset.source` set to `source` (written again,
+/// atomically): for shards that read their data from a file standing in for it, which the
+/// caller removes after the merge (the distributed front end's copy of an array, named
+/// [`ARRAY_SOURCE`](crate::io::ARRAY_SOURCE) as in a single run's report).
+pub fn merge_naming_data(
+    out: &Path,
+    dirs: &[PathBuf],
+    force: bool,
+    source: &str,
+) -> Result<Outcome> {
+    let mut outcome = merge(out, dirs, force)?;
+    if let Some(dataset) = outcome.report.get_mut("dataset") {
+        dataset["source"] = source.into();
+        write_json_atomic(&out.join("report.json"), &outcome.report)?;
+    }
     Ok(outcome)
 }
 

@@ -57,7 +57,7 @@ pub use dictionary::{
 };
 pub use eda_experiment::{eda_experiment, EdaExperimentSettings};
 pub use encode::Encoder;
-pub use merge::merge;
+pub use merge::{merge, merge_naming_data};
 pub use observer::{Notice, Observer, Phase, Silent};
 pub use pipeline::AUGMENT_PHASES;
 pub use problem::{build_problem, load_problem, make_backend, make_kernel_backend, Problem};
