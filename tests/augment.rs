@@ -398,6 +398,73 @@ fn reencode_writes_the_lasso_codes_of_the_generated_images() {
     assert_refused(&["--method", "kernel-hmc", "--reencode"], &["--reencode"]);
 }
 
+/// `n` 28 × 28 images of a bright bar on black, in two classes (even and odd i) by brightness,
+/// moved down by i mod 3 rows.
+fn bars(n: usize) -> Vec<u8> {
+    let mut pixels = vec![0u8; n * 28 * 28];
+    for (i, image) in pixels.chunks_mut(28 * 28).enumerate() {
+        for r in 4 + i % 3..20 + i % 3 {
+            for c in 6..22 {
+                image[r * 28 + c] = (40 + 8 * c + 20 * (i % 2)) as u8;
+            }
+        }
+    }
+    pixels
+}
+
+/// Deform takes 0 for the background (its moved anchors shift zeros in, its shading scales the
+/// ink): a set of dark ink on white is drawn inverted, so that its draws are the inverted
+/// draws of the inverted set (to one level of rounding), not white images with black edges
+/// shifted in; the report says which background it found.
+#[test]
+fn deform_draws_dark_ink_on_white_as_the_inverted_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20;
+    let labels = dir.path().join("labels.npy");
+    let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
+    io::write_npy_i64(&labels, &[n], &classes).unwrap();
+    let generated = |name: &str, pixels: &[u8]| {
+        let data = dir.path().join(format!("{name}.npy"));
+        io::write_npy_u8(&data, &[n, 28, 28], pixels).unwrap();
+        let out = dir.path().join(name);
+        let args = [
+            "--data",
+            data.to_str().unwrap(),
+            "--labels",
+            labels.to_str().unwrap(),
+            "--ratio",
+            "1:2",
+            "--no-quality",
+        ];
+        let run = augment_with_defaults(&out, &args);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
+        (report_of(&out), images.pixels)
+    };
+    let dark = bars(n);
+    let white: Vec<u8> = dark.iter().map(|&v| 255 - v).collect();
+    let (dark_report, dark_draws) = generated("dark", &dark);
+    let (white_report, white_draws) = generated("white", &white);
+    assert_eq!(dark_report["background"], "dark");
+    assert_eq!(white_report["background"], "bright");
+    assert_eq!(dark_draws.len(), 40 * 28 * 28);
+    let mismatches: Vec<String> = dark_draws
+        .iter()
+        .zip(&white_draws)
+        .enumerate()
+        .filter(|(_, (&d, &w))| (255 - d as i32 - w as i32).abs() > 1)
+        .map(|(i, (d, w))| {
+            format!("pixel {i}: dark run {d}, white run {w} (255 - {w} expected near {d})")
+        })
+        .collect();
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches: {:?}",
+        mismatches.len(),
+        &mismatches[..mismatches.len().min(20)]
+    );
+}
+
 /// The quality preset shades deform's draws on images of 28 px or more (`--shade`, 0.1): the
 /// report says how much, `--shade 0` draws the unshaded images, the 8 × 8 digits are not
 /// shaded, and a shading other methods cannot apply, or off its range, is refused by name.
@@ -407,15 +474,7 @@ fn deform_shades_large_images_and_bad_shading_is_refused() {
     let data = dir.path().join("bars.npy");
     let labels = dir.path().join("bars-labels.npy");
     let n = 20;
-    let mut pixels = vec![0u8; n * 28 * 28];
-    for (i, image) in pixels.chunks_mut(28 * 28).enumerate() {
-        for r in 4 + i % 3..20 + i % 3 {
-            for c in 6..22 {
-                image[r * 28 + c] = (40 + 8 * c + 20 * (i % 2)) as u8;
-            }
-        }
-    }
-    io::write_npy_u8(&data, &[n, 28, 28], &pixels).unwrap();
+    io::write_npy_u8(&data, &[n, 28, 28], &bars(n)).unwrap();
     let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
     io::write_npy_i64(&labels, &[n], &classes).unwrap();
     let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());

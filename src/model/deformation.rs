@@ -11,6 +11,7 @@
 //! numpy prototype's (`scripts/usefulness/prototypes.py`, `proposal`), which this file
 //! reproduces to rounding. A class brought past four new images per original takes half the
 //! rest as interpolants between its images (`interpolation.rs`, the prototype's `p-beyond4`).
+//! A set of dark ink on a bright background is drawn inverted ([`bright_background`]).
 
 use super::interpolation::{interpolant_count, interpolants, turns};
 use super::shading::shade;
@@ -191,6 +192,27 @@ pub fn moved(image: &[f64], height: usize, width: usize, (dy, dx): (isize, isize
         }
     }
     out
+}
+
+/// Whether a set of `n` images of h × w has a bright background: more than half of the pixels
+/// on its images' outermost rings above one half (`value(i, j)`: image i's pixel j on the 0..1
+/// scale). The draws take 0 for the background (a moved anchor shifts zeros in, shading scales
+/// the ink), so such a set (dark ink on white) is drawn inverted, 1 − v, and inverted back.
+pub fn bright_background(
+    n: usize,
+    (height, width): (usize, usize),
+    value: impl Fn(usize, usize) -> f32,
+) -> bool {
+    let ring: Vec<usize> = (0..height * width)
+        .filter(|j| {
+            let (r, c) = (j / width, j % width);
+            r == 0 || c == 0 || r + 1 == height || c + 1 == width
+        })
+        .collect();
+    let bright = (0..n)
+        .map(|i| ring.iter().filter(|&&j| value(i, j) > 0.5).count())
+        .sum::<usize>();
+    2 * bright > n * ring.len()
 }
 
 /// The anchors of `count` draws from a class of `n` images: every image in turn, a permutation
@@ -385,6 +407,34 @@ mod tests {
         );
         assert_eq!(draws[16 * h * w..], mixed[..]);
         assert_eq!(starts[16..], bases[..]);
+    }
+
+    #[test]
+    fn a_background_is_bright_when_most_of_the_border_rings_are() {
+        // 5 × 4 images: a ring of 14 pixels around a 3 × 2 middle.
+        let ring = |v: f32| -> Vec<f32> {
+            (0..20)
+                .map(|j| {
+                    let (r, c) = (j / 4, j % 4);
+                    let inside = (1..4).contains(&r) && (1..3).contains(&c);
+                    if inside {
+                        1.0 - v
+                    } else {
+                        v
+                    }
+                })
+                .collect()
+        };
+        let bright =
+            |images: &[Vec<f32>]| bright_background(images.len(), (5, 4), |i, j| images[i][j]);
+        assert!(!bright(&[ring(0.0), ring(0.2)]));
+        assert!(bright(&[ring(0.9), ring(1.0)]));
+        // Half the ring pixels bright is not more than half.
+        assert!(!bright(&[ring(0.0), ring(1.0)]));
+        assert!(bright(&[ring(0.0), ring(1.0), ring(0.6)]));
+        // The middle does not count: bright ink filling it leaves the background dark.
+        assert!(!bright(&[ring(0.0)]));
+        assert!(!bright(&[]));
     }
 
     #[test]

@@ -1,15 +1,26 @@
 //! Method "deform": each class's images moved along their transformation tangents and shaded, with interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
 
-use crate::model::deformation::class_draws;
+use crate::model::deformation::{bright_background, class_draws};
 use crate::model::interpolation::interpolant_count;
 use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
 use crate::{Error, Result};
 
 use super::load::Loaded;
 
+/// Whether the run's images have a bright background (`bright_background`): its draws are then
+/// made on the inverted images, and the report says so.
+pub(super) fn bright(run: &Loaded) -> bool {
+    let observations = &run.problem.target.observations;
+    let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
+    let unit = observations.scale / run.args.problem_settings().pixel_max;
+    bright_background(observations.n, (h, w), |i, j| observations.raw(i, j) * unit)
+}
+
 /// Every class's draws (model units) in a sink of one-draw chains, class by class, and a run
 /// of no iterations. The draws are made on the 0..1 scale (the images divided by pixel-max),
-/// where the tangents' scales are set, and brought back to the model's. A shard draws every
+/// where the tangents' scales are set, and brought back to the model's; a set with a bright
+/// background ([`bright`]) is drawn on its inverted images (1 − v), so that its background is
+/// the 0 the draws shift in and shade around, and inverted back. A shard draws every
 /// class as the whole run does (a second or so) and keeps its range of the chains, so that the
 /// shards' merge is the whole run's draws. Each draw's start is the image it was drawn from
 /// (an interpolant's: the image it leans away from).
@@ -19,6 +30,15 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
     let d = h * w;
     let full = run.args.problem_settings().pixel_max;
     let seed = run.args.problem.seed;
+    let inverted = bright(run);
+    let to_draw = |v: f32| match inverted {
+        true => 1.0 - v / full,
+        false => v / full,
+    };
+    let from_draw = |v: &f32| match inverted {
+        true => (1.0 - v) * full,
+        false => v * full,
+    };
     // One row per chain of the whole run: a class's draws, then zeros for any chain past them
     // (their rows are never kept); each draw's start is the image it was drawn around, so that
     // the report's distance moved is the draw's distance from its original.
@@ -28,7 +48,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
         let [first, count] = class.rows.map(|v| v as usize);
         let originals: Vec<f32> = (first..first + count)
             .flat_map(|i| observations.row(i))
-            .map(|v| v / full)
+            .map(to_draw)
             .collect();
         let (draws, origins) = class_draws(
             &originals,
@@ -37,7 +57,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             (seed, class.label),
             run.args.shade as f64,
         );
-        images.extend(draws.iter().map(|v| v * full));
+        images.extend(draws.iter().map(from_draw));
         for origin in origins {
             starts.extend(observations.row(first + origin));
         }

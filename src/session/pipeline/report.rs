@@ -47,6 +47,9 @@ pub(super) fn report(
         "adaptation": parts::adaptation_json(chains, Some(&class_labels)),
         "postprocess": args.postprocess(),
         "shade": (args.method == AugmentMethod::Deform).then_some(args.shade),
+        // Deform draws a set of dark ink on a bright background inverted.
+        "background": (args.method == AugmentMethod::Deform)
+            .then(|| if super::deform::bright(run) { "bright" } else { "dark" }),
         "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
         } else if args.reencode {
