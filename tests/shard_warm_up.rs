@@ -220,7 +220,7 @@ fn augment_default_shards_equal_the_single_run_on_the_cpu() {
     // own stream: a shard shades its range as the whole run does.
     let data = dir.path().join("garments.npy");
     let labels = dir.path().join("garments-labels.npy");
-    write_garments(&data, &labels, 24);
+    write_garments(&data, &labels, 24, false);
     let shaded = dir.path().join("shaded");
     let base = [
         "augment",
@@ -239,11 +239,17 @@ fn augment_default_shards_equal_the_single_run_on_the_cpu() {
         report["shade"].as_f64().unwrap() > 0.0,
         "not shaded: {report}"
     );
+    // Dark ink on white is drawn inverted: each shard finds the whole set's background.
+    write_garments(&data, &labels, 24, true);
+    let white = dir.path().join("white");
+    shards_match(&white, "cpu", (&base, &[]), false);
+    let report = json(&white.join("single"), "report.json");
+    assert_eq!(report["background"], "bright", "{report}");
 }
 
 /// `n` images of 28 × 28 (uint8) in two classes, a bright square or a graded bar on a dark
-/// ground, moved about, and their labels.
-fn write_garments(data: &Path, labels: &Path, n: usize) {
+/// ground (`inverted`: dark on white), moved about, and their labels.
+fn write_garments(data: &Path, labels: &Path, n: usize, inverted: bool) {
     let mut pixels = vec![0u8; n * 28 * 28];
     for (i, image) in pixels.chunks_mut(28 * 28).enumerate() {
         let (top, left) = (6 + i % 5, 5 + (i * 3) % 7);
@@ -257,6 +263,9 @@ fn write_garments(data: &Path, labels: &Path, n: usize) {
                 image[r * 28 + c] = v as u8;
             }
         }
+    }
+    if inverted {
+        pixels.iter_mut().for_each(|v| *v = 255 - *v);
     }
     let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
     rmld::io::write_npy_u8(data, &[n, 28, 28], &pixels).unwrap();
