@@ -915,6 +915,29 @@ fn an_augmentation_written_over_a_teacher_is_not_taken_for_it() {
     retrained("the sample run");
 }
 
+#[test]
+fn a_model_moved_with_its_teacher_reuses_the_teacher() {
+    // The stamp recorded the teacher's folder, so a model and its MODEL.teacher moved together
+    // (or trained from another working directory) ran the teacher again.
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first/m.amz");
+    succeeded(&small_training(&first, None, &[]), "the first training");
+    let model = std::fs::read(&first).unwrap();
+    std::fs::rename(dir.path().join("first"), dir.path().join("moved")).unwrap();
+    let moved = dir.path().join("moved/m.amz");
+    let again = small_training(&moved, None, &["--force"]);
+    succeeded(&again, "the training after the move");
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("teacher reused"),
+        "the moved teacher ran again: {}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    assert!(
+        std::fs::read(&moved).unwrap() == model,
+        "another model after the move"
+    );
+}
+
 /// Every file under `dir` (the run lock too) with its bytes, sorted by path.
 fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut found = Vec::new();

@@ -234,7 +234,18 @@ fn stopped_teacher(tdir: &Path) -> bool {
 
 /// The stamp a finished teacher leaves: its settings.
 fn teacher_stamp(teacher: &AugmentSettings) -> Result<serde_json::Value> {
-    serde_json::to_value(teacher).map_err(|e| Error::Internal(format!("teacher settings: {e}")))
+    // The stamp lies in the teacher's folder: a teacher moved with its model is still its own.
+    serde_json::to_value(without_folders(teacher))
+        .map_err(|e| Error::Internal(format!("teacher settings: {e}")))
+}
+
+/// The teacher's settings without its folder and code cache, which change where files lie, not
+/// what they hold: what a model records and a stamp vouches for.
+fn without_folders(teacher: &AugmentSettings) -> AugmentSettings {
+    let mut recorded = teacher.clone();
+    recorded.problem.out = PathBuf::from("MODEL.teacher");
+    recorded.code_cache = None;
+    recorded
 }
 
 /// True when the teacher's folder holds a finished teacher with these settings (`stamp`): the
@@ -307,10 +318,7 @@ fn train(args: &AmortizeSettings, observer: &dyn Observer) -> Result<Outcome> {
     let samples = read_teacher(&tdir)?;
     let (classes, p) = (samples.shape.classes.clone(), samples.shape.p);
     // Recorded without the folders, so that a model does not depend on where it was trained.
-    let mut recorded = teacher.clone();
-    recorded.problem.out = PathBuf::from("MODEL.teacher");
-    recorded.code_cache = None;
-    let teacher_text = serde_json::to_string(&recorded)
+    let teacher_text = serde_json::to_string(&without_folders(&teacher))
         .map_err(|e| Error::Internal(format!("teacher settings: {e}")))?;
     let fresh = CodeModel::new(
         samples.shape,
