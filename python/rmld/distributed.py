@@ -13,10 +13,11 @@ asks for one GPU (``num_gpus=1``) when the cluster has GPUs, else one CPU. A fai
 worker killed, its node lost, an ``OSError`` or ``RuntimeError``) is retried up to
 ``max_retries`` times: a shard is a pure function of its settings and writes its files
 atomically, so a retry writes the same bytes. A ``ValueError`` (a setting or the data refused)
-would recur on every attempt, so it fails the run at once. When a shard fails for good (or the driver is interrupted), the driver cancels the
-other tasks (their workers killed) and waits for them to end before it raises, so nothing
-writes into ``OUT/shards`` after the error. ``progress(phase, done, total)`` is called in the driver as shards report their rows
-("shards" phase: shards finished, and each shard's own phase as it advances).
+would recur on every attempt, so it fails the run at once. When a shard fails for good (or the
+driver is interrupted), the driver cancels the other tasks (their workers killed) and waits for
+them to end before it raises, so nothing writes into ``OUT/shards`` after the error.
+``progress(phase, done, total)`` is called in the driver as shards report their rows ("shards"
+phase: shards finished, and each shard's own phase as it advances).
 
 ``encode`` (originals split), ``sample`` (chains split: shard i runs chains
 [C·i/N, C·(i+1)/N), drawing the numbers those chains draw in the single run) and ``augment``
