@@ -1,7 +1,9 @@
 """Self-test of the usefulness benchmark on synthetic images (no dataset, no rmld build needed):
 `python -m unittest discover -s scripts/usefulness -p 'test_*.py'`."""
 
+import json
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import augmenters  # noqa: E402
+import criteria  # noqa: E402
 import data  # noqa: E402
 import learned_variation  # noqa: E402
 import prototypes  # noqa: E402
@@ -171,6 +174,42 @@ class Harness(unittest.TestCase):
                                         classifiers=["lr"], seeds=2, first_seed=1))
         self.assertIn("| none (1 seed) | 0 | 51.0 / 51.0 ± 0.0 / 51.0 |", text)
         self.assertIn("| shifts | 20 | 60.5 / **60.5** ± 0.5 / 60.5 |", text)
+
+
+class Criteria(unittest.TestCase):
+    def test_gains_are_paired_by_seed_and_held_against_the_issues_lines(self):
+        def row(regime, augmenter, seed, bacc):
+            return dict(dataset="mnist", regime=regime, setting="s", seed=seed, classifier="lr",
+                        augmenter=augmenter, bacc=bacc)
+
+        rows = [row("few", "none", s, 80.0 + s) for s in range(3)]
+        rows += [row("few", "rmld", s, 81.5 + s - (s == 2)) for s in range(3)]  # +1.5, +1.5, +0.5
+        rows += [row("few", "shifts", s, 82.0) for s in range(3)]
+        rows += [row("few", "rmld+shifts", s, 82.0) for s in range(2)]  # a tie, seeds 0-1 only
+        rows += [row("imbalanced", "smote", s, 70.0) for s in range(3)]
+        rows += [row("imbalanced", "rmld", s, 69.0) for s in range(3)]
+        rows.append(dict(dataset="mnist", regime="few", setting="s", seed=0, augmenter="adasyn",
+                         classifier=None, error="RuntimeError: refused"))
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "rows.jsonl"
+            path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+            found = {r["comparison"]: r for r in criteria.lines(criteria.load([path]))}
+        self.assertEqual(set(found), {"rmld − none", "shifts+rmld − shifts", "rmld − smote"})
+        self.assertAlmostEqual(found["rmld − none"]["mean"], 7 / 6)
+        self.assertAlmostEqual(found["rmld − none"]["lowest"], 0.5)
+        self.assertTrue(found["rmld − none"]["met"])
+        self.assertEqual(found["shifts+rmld − shifts"]["seeds"], [0, 1])
+        self.assertFalse(found["shifts+rmld − shifts"]["met"])  # "above": a tie is not
+        self.assertFalse(found["rmld − smote"]["met"])
+        self.assertIn("| mnist | few s | lr | rmld − none | +1.17 ± 0.33 | +0.50 | 0–2 (3) | ≥ 1 | yes |",
+                      criteria.markdown(list(found.values())))
+        # a dataset or classifier the issue draws no line for is shown, not held
+        other = [dict(r, dataset="digits-8x8") for r in rows if r["augmenter"] in ("none", "rmld")]
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "rows.jsonl"
+            path.write_text("\n".join(json.dumps(r) for r in other) + "\n")
+            (result,) = criteria.lines(criteria.load([path]))
+        self.assertIsNone(result["met"])
 
 
 if __name__ == "__main__":
