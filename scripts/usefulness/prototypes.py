@@ -555,6 +555,29 @@ def smote_beyond(inner, per_image: int = 4, share: float = 0.5, interpolants=Non
     return augment
 
 
+def elastic_of(alpha: float):
+    """Simard's elastic distortion (augmenters.py) of a class's images in turn, α at 28 px."""
+
+    def augment(x, y, counts, seed):
+        from augmenters import _elastic, _per_image  # here: augmenters imports this module
+
+        return _per_image(lambda image, rng: _elastic(image, rng, alpha))(x, y, counts, seed)
+
+    return augment
+
+
+# Past four new images per original (session 35): elastic distortions where the default took
+# SMOTE's interpolants (half the rest, or all of it), at α 34 (augmenters.py's), 25 or 17.
+# `p-beyond4-elastic17-all` is rmld's default on strokes since (src/model/elastic.rs), unshaded.
+PROTOTYPES["p-beyond4-elastic"] = smote_beyond(proposal(), interpolants=elastic_of(34.0))
+PROTOTYPES["p-beyond4-elastic-all"] = smote_beyond(proposal(), share=1.0,
+                                                   interpolants=elastic_of(34.0))
+PROTOTYPES["p-beyond4-elastic17"] = smote_beyond(proposal(), interpolants=elastic_of(17.0))
+for _alpha in (17.0, 25.0):
+    PROTOTYPES[f"p-beyond4-elastic{_alpha:g}-all"] = smote_beyond(proposal(), share=1.0,
+                                                                 interpolants=elastic_of(_alpha))
+
+
 # A fixed share of every class's new images by SMOTE (per_image 0), whatever the count.
 for _share in (0.25, 0.5, 0.75):
     PROTOTYPES[f"p-smote{_share:g}"] = smote_beyond(proposal(), per_image=0, share=_share)
