@@ -1,9 +1,12 @@
 //! `rmld augment` end to end on the embedded digits: the files a user loads, their agreement with
 //! each other and with the originals, class conditioning, and bad input refused with exit 2.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
+use common::stroke_images;
 use rmld::io::{self, Dataset, Pixels};
 
 fn rmld(args: &[&str]) -> Output {
@@ -537,6 +540,89 @@ fn deform_shades_large_images_and_bad_shading_is_refused() {
     );
     for bad in ["-0.1", "1.5", "NaN", "inf"] {
         assert_refused(&["--shade", bad], &["--shade", "from 0 (off) to 1"]);
+    }
+}
+
+/// On a set of strokes the quality preset's deform draws, past four new images per original,
+/// elastic distortions (`--elastic`, 17): each class's first four draws per original are as
+/// with `--elastic 0`, its later ones not; at four per original, and on graded surfaces, the
+/// draws are those of `--elastic 0`; the report says the ink and the scale; a scale other
+/// methods cannot apply, or off its range, is refused by name.
+#[test]
+fn deform_distorts_strokes_past_four_per_original_and_bad_elastic_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20;
+    let labels = dir.path().join("labels.npy");
+    let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
+    io::write_npy_i64(&labels, &[n], &classes).unwrap();
+    let generated = |name: &str, pixels: &[u8], extra: &[&str]| {
+        let data = dir.path().join(format!("{name}.npy"));
+        io::write_npy_u8(&data, &[n, 28, 28], pixels).unwrap();
+        let out = dir.path().join(name);
+        let mut args = vec!["--data", data.to_str().unwrap(), "--labels"];
+        args.extend([
+            labels.to_str().unwrap(),
+            "--no-quality",
+            "--reencode",
+            "false",
+        ]);
+        args.extend(extra);
+        let run = augment_with_defaults(&out, &args);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
+        (report_of(&out), images.pixels)
+    };
+    let d = 28 * 28;
+    let (report, distorted) = generated("strokes", &stroke_images(n), &["--ratio", "1:8"]);
+    assert_eq!(report["ink"], "strokes", "{report}");
+    assert_eq!(report["elastic"], 17.0, "{report}");
+    let (_, plain) = generated(
+        "plain",
+        &stroke_images(n),
+        &["--ratio", "1:8", "--elastic", "0"],
+    );
+    // 80 new images per class of 10: 40 deformations, then 40 distortions (or interpolants).
+    assert_eq!(distorted.len(), 2 * 80 * d);
+    for class in 0..2 {
+        let rows = |images: &[u8], from: usize, to: usize| {
+            images[(class * 80 + from) * d..(class * 80 + to) * d].to_vec()
+        };
+        assert_eq!(
+            rows(&distorted, 0, 40),
+            rows(&plain, 0, 40),
+            "class {class}: the deformations changed"
+        );
+        let (a, b) = (rows(&distorted, 40, 80), rows(&plain, 40, 80));
+        let changed = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+        assert!(
+            changed > 40 * d / 20,
+            "class {class}: {changed} pixels changed"
+        );
+    }
+    let (_, four) = generated("four", &stroke_images(n), &["--ratio", "1:4"]);
+    let (_, four_plain) = generated(
+        "four-plain",
+        &stroke_images(n),
+        &["--ratio", "1:4", "--elastic", "0"],
+    );
+    assert_eq!(four, four_plain, "four new per original changed");
+    let (report, surfaces) = generated("surfaces", &bars(n), &["--ratio", "1:8"]);
+    assert_eq!(report["ink"], "surfaces", "{report}");
+    let (_, surfaces_plain) = generated(
+        "surfaces-plain",
+        &bars(n),
+        &["--ratio", "1:8", "--elastic", "0"],
+    );
+    assert_eq!(surfaces, surfaces_plain, "graded surfaces were distorted");
+    assert_refused(
+        &["--preset", "quality", "--method", "hmc", "--elastic", "5"],
+        &["--elastic", "method deform", "hmc"],
+    );
+    for bad in ["-1", "101", "NaN", "inf"] {
+        assert_refused(
+            &["--elastic", bad],
+            &["--elastic", "from 0 (off) to 100 px"],
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 //! CPU and on lavapipe). A shard that cannot reproduce its run refuses it by name.
 
 mod cli_common;
+mod common;
 mod gpu_common;
 
 use std::path::{Path, PathBuf};
@@ -245,6 +246,23 @@ fn augment_default_shards_equal_the_single_run_on_the_cpu() {
     shards_match(&white, "cpu", (&base, &[]), false);
     let report = json(&white.join("single"), "report.json");
     assert_eq!(report["background"], "bright", "{report}");
+    assert_eq!(report["ink"], "surfaces", "{report}");
+    // Strokes brought past four new images per original take elastic distortions, each its own
+    // stream and left unsmoothed: a shard distorts and tells its rows as the whole run does.
+    write_strokes(&data, &labels, 24);
+    let strokes = dir.path().join("strokes");
+    let mut many = base.to_vec();
+    many[6] = "1:8";
+    shards_match(&strokes, "cpu", (&many, &[]), false);
+    let report = json(&strokes.join("single"), "report.json");
+    assert_eq!(report["ink"], "strokes", "{report}");
+}
+
+/// `n` stroke images (`common::stroke_images`) in two classes, and their labels.
+fn write_strokes(data: &Path, labels: &Path, n: usize) {
+    let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
+    rmld::io::write_npy_u8(data, &[n, 28, 28], &common::stroke_images(n)).unwrap();
+    rmld::io::write_npy_i64(labels, &[n], &classes).unwrap();
 }
 
 /// `n` images of 28 × 28 (uint8) in two classes, a bright square or a graded bar on a dark

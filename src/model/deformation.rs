@@ -13,6 +13,7 @@
 //! rest as interpolants between its images (`interpolation.rs`, the prototype's `p-beyond4`).
 //! A set of dark ink on a bright background is drawn inverted ([`bright_background`]).
 
+use super::elastic::{distortion_count, distortions};
 use super::interpolation::{interpolant_count, interpolants, turns};
 use super::shading::shade;
 use crate::math::Portable;
@@ -221,26 +222,41 @@ pub fn anchors(n: usize, count: usize, seed: u64, label: u32) -> Vec<usize> {
     turns(n, count, seed, label, Purpose::DeformationAnchors)
 }
 
+/// Of `count` new images for a class of `n` images, how many come past its deformations (the
+/// last ones, unshaded and unsmoothed): elastic distortions where the set `distorts`
+/// (`elastic::distorts`: strokes of 28 px or more; [`distortion_count`]), else interpolants
+/// ([`interpolant_count`]).
+pub fn past_deformations(n: usize, count: usize, distorts: bool) -> usize {
+    match distorts {
+        true => distortion_count(n, count),
+        false => interpolant_count(n, count),
+    }
+}
+
 /// `count` new images of the class whose `n` images (rows of h × w, 0..1 scale) are `images`,
 /// as rows of h × w (before post-processing), with the image each was drawn from: first the
 /// deformations ([`deformations`]) shaded by `shading` (`shading::shade`), then, for a class
-/// brought past four new images per original, the interpolants between its images
-/// ([`interpolant_count`], [`interpolants`]), unshaded.
+/// brought past four new images per original ([`past_deformations`]), unshaded, the elastic
+/// distortions of its images of scale `alpha` where the set is distorted (`elastic::distorts`,
+/// `elastic::distortions`), else the interpolants between them ([`interpolants`]).
 pub fn class_draws(
     images: &[f32],
     (height, width): (usize, usize),
     count: usize,
     (seed, label): (u64, u32),
-    shading: f64,
+    (shading, alpha): (f64, Option<f64>),
 ) -> (Vec<f32>, Vec<usize>) {
     let d = height * width;
     let n = images.len() / d.max(1);
-    let between = interpolant_count(n, count);
-    let mut draws = deformations(images, (height, width), count - between, seed, label);
+    let past = past_deformations(n, count, alpha.is_some());
+    let mut draws = deformations(images, (height, width), count - past, seed, label);
     shade(&mut draws, (height, width), shading, seed, label);
-    let mut starts = anchors(n, count - between, seed, label);
-    let (mixed, bases) = interpolants(images, d, between, seed, label);
-    draws.extend(mixed);
+    let mut starts = anchors(n, count - past, seed, label);
+    let (more, bases) = match alpha {
+        Some(alpha) => distortions(images, (height, width), (past, alpha), seed, label),
+        None => interpolants(images, d, past, seed, label),
+    };
+    draws.extend(more);
     starts.extend(bases);
     (draws, starts)
 }
@@ -394,10 +410,10 @@ mod tests {
         let images: Vec<f32> = (0..3 * h * w)
             .map(|i| ((i * 13) % 17) as f32 / 16.0)
             .collect();
-        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), 0.0);
+        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None));
         assert_eq!(draws, deformations(&images, (h, w), 12, 5, 1));
         assert_eq!(starts, anchors(3, 12, 5, 1));
-        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), 0.0);
+        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.0, None));
         let between = interpolant_count(3, 20);
         assert_eq!(between, 4);
         let (mixed, bases) = interpolants(&images, h * w, between, 5, 1);
@@ -407,6 +423,31 @@ mod tests {
         );
         assert_eq!(draws[16 * h * w..], mixed[..]);
         assert_eq!(starts[16..], bases[..]);
+    }
+
+    /// On a set of strokes the deformations are the same up to four new images per original;
+    /// past that every draw is an elastic distortion, after them.
+    #[test]
+    fn distortions_follow_the_deformations_past_four_per_image_on_strokes() {
+        let (h, w) = (28, 28);
+        let images: Vec<f32> = (0..3 * h * w)
+            .map(|i| ((i * 13) % 17) as f32 / 16.0)
+            .collect();
+        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.1, Some(17.0)));
+        assert_eq!(
+            (draws, starts),
+            class_draws(&images, (h, w), 12, (5, 1), (0.1, None))
+        );
+        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.1, Some(17.0)));
+        assert_eq!(past_deformations(3, 20, true), 8);
+        let (distorted, bases) = distortions(&images, (h, w), (8, 17.0), 5, 1);
+        let (deformed, _) = class_draws(&images, (h, w), 12, (5, 1), (0.1, None));
+        assert_eq!(draws[..12 * h * w], deformed[..]);
+        assert_eq!(draws[12 * h * w..], distorted[..]);
+        assert_eq!(starts[12..], bases[..]);
+        let mut first_round = bases[..3].to_vec();
+        first_round.sort_unstable();
+        assert_eq!(first_round, vec![0, 1, 2]);
     }
 
     #[test]

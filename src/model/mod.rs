@@ -15,6 +15,7 @@ pub(crate) mod classes;
 pub(crate) mod data_scale;
 pub(crate) mod deformation;
 pub(crate) mod dictionary;
+pub(crate) mod elastic;
 pub(crate) mod fit;
 pub(crate) mod interpolation;
 pub(crate) mod likelihood;

@@ -66,6 +66,10 @@ pub enum Purpose {
     InterpolationBases = 14,
     /// The white noise of a deformation draw's shading field.
     Shading = 15,
+    /// The uniform noise of an elastic distortion's displacement field.
+    Elastic = 16,
+    /// The order in which a class's images are distorted elastically, one permutation per round.
+    ElasticBases = 17,
     /// Parametric dictionary learning (one stream per signal and MCMC iteration).
     DictionaryLearning = 20,
 }

@@ -304,6 +304,12 @@ pub struct AugmentSettings {
     /// preset's 0.1; `model::shading`).
     #[serde(default)]
     pub shade: f32,
+    /// Method deform's elastic distortions: on a set of strokes of 28 px or more, a class's new
+    /// images past four per original are its images distorted by a random field of σ 4 px and
+    /// scale α = `elastic` px at 28 px (0: off, interpolants as on surfaces; the quality
+    /// preset's 17; `model::elastic`).
+    #[serde(default)]
+    pub elastic: f32,
     /// Soft-threshold generated pixels by τ on the 0..255 scale after smoothing (0: off).
     pub soft_threshold: f32,
     /// How generated images reach 0..255.
@@ -373,6 +379,11 @@ impl Default for AugmentSettings {
     }
 }
 
+/// The quality preset's elastic scale α (`AugmentSettings::elastic`), px at 28 px: half of
+/// Simard et al.'s 34, the largest measured whose draws keep label preservation within 3 points
+/// of real images at eight new per original (docs/usefulness.md, "Elastic distortions").
+pub const QUALITY_ELASTIC: f32 = 17.0;
+
 /// The quality preset's shading amplitude (`AugmentSettings::shade`): docs/usefulness.md,
 /// "Shading", measured against 0, 0.15, 0.2 and 0.3 on four datasets.
 pub const QUALITY_SHADE: f32 = 0.1;
@@ -410,6 +421,7 @@ impl AugmentSettings {
             dynamics: DynamicsOptions::default(),
             smooth: 0.5,
             shade: 0.0,
+            elastic: 0.0,
             soft_threshold: 0.0,
             rescale: Rescale::Clip,
             no_original_codes: false,
@@ -451,6 +463,7 @@ impl AugmentSettings {
         s.burn_in = 20;
         s.reencode = true;
         s.shade = QUALITY_SHADE;
+        s.elastic = QUALITY_ELASTIC;
         s.fit_scale_to_data = ScaleFit::ALL;
         s
     }
@@ -464,8 +477,8 @@ impl AugmentSettings {
     }
 
     /// The settings whose value, given by the caller, is kept from the fitting to the data
-    /// (and `shade` from being turned off with a method other than deform).
-    pub const KEPT_WHEN_GIVEN: [&'static str; 7] = [
+    /// (and `shade` and `elastic` from being turned off with a method other than deform).
+    pub const KEPT_WHEN_GIVEN: [&'static str; 8] = [
         "eta",
         "sigma2",
         "smooth",
@@ -473,6 +486,7 @@ impl AugmentSettings {
         "batch",
         "tangent_k",
         "shade",
+        "elastic",
     ];
 
     /// Keeps the value of each setting the caller gave (`given(name)`, the settings' flat
@@ -493,6 +507,9 @@ impl AugmentSettings {
         // A preset's shading is method deform's: another method given keeps none of it.
         if !given("shade") && self.method != AugmentMethod::Deform {
             self.shade = 0.0;
+        }
+        if !given("elastic") && self.method != AugmentMethod::Deform {
+            self.elastic = 0.0;
         }
         if given("batch") && !given("fit_batch_to_classes") {
             self.fit_batch_to_classes = false;
@@ -541,6 +558,30 @@ impl AugmentSettings {
         }
     }
 
+    /// `elastic` is a scale from 0 to `MAX_ELASTIC` px, and only method deform distorts.
+    fn check_elastic(&self) -> Result<()> {
+        use crate::model::elastic::MAX_ELASTIC;
+        if !(self.elastic.is_finite() && (0.0..=MAX_ELASTIC).contains(&self.elastic)) {
+            return Err(Error::usage(
+                "elastic",
+                format!(
+                    "must be a scale from 0 (off) to {MAX_ELASTIC} px, got {}",
+                    self.elastic
+                ),
+            ));
+        }
+        if self.elastic > 0.0 && self.method != AugmentMethod::Deform {
+            return Err(Error::usage(
+                "elastic",
+                format!(
+                    "distorts method deform's draws; method {} draws none: leave it out or give 0",
+                    self.method.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// `shade` is an amplitude from 0 to `MAX_SHADE`, and only method deform shades.
     fn check_shade(&self) -> Result<()> {
         use crate::model::shading::MAX_SHADE;
@@ -586,6 +627,7 @@ impl AugmentSettings {
             return Err(Error::usage("samples", "must be at least 1"));
         }
         self.check_shade()?;
+        self.check_elastic()?;
         check_lasso_tolerance(self.lasso_tolerance)?;
         match (self.sampler, &self.model) {
             (SamplerChoice::Amortized, None) => {

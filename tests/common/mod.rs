@@ -1,4 +1,4 @@
-//! Shared test fixtures: small random problems built from a fixed seed.
+//! Shared test fixtures: small random problems built from a fixed seed, and small image sets.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -46,4 +46,23 @@ pub fn dynamics(eta: f32, steps: u32, batch: u32, seed: u64) -> DynamicsSettings
         seed,
         ..Default::default()
     }
+}
+
+/// `n` 28 × 28 images of a saturated bar two pixels wide with grey edges on black (strokes:
+/// half their ink saturated), in two classes (even i vertical, odd i horizontal), moved about.
+pub fn stroke_images(n: usize) -> Vec<u8> {
+    let mut pixels = vec![0u8; n * 28 * 28];
+    for (i, image) in pixels.chunks_mut(28 * 28).enumerate() {
+        let (at, from) = (8 + i % 9, 6 + (i * 3) % 5);
+        for k in from..from + 14 {
+            for (offset, v) in [(0, 128u8), (1, 255), (2, 255), (3, 128)] {
+                let (r, c) = match i % 2 {
+                    0 => (k, at + offset),
+                    _ => (at + offset, k),
+                };
+                image[r * 28 + c] = v;
+            }
+        }
+    }
+    pixels
 }

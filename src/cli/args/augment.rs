@@ -182,6 +182,14 @@ pub struct AugmentArgs {
     #[arg(long, value_name = "A", default_value_t = paper().shade)]
     pub shade: f32,
 
+    /// Method deform's elastic distortions: on a set of strokes (most ink pixels saturated) of
+    /// 28 px or more, a class's new images past four per original are its images distorted by
+    /// a random field of σ 4 px and scale ALPHA px at 28 px (0: off, interpolants as on graded
+    /// surfaces; Simard's 34 helps rare classes more and keeps fewer labels;
+    /// docs/usefulness.md, "Elastic distortions") [quality preset: 17]
+    #[arg(long, value_name = "ALPHA", default_value_t = paper().elastic)]
+    pub elastic: f32,
+
     /// Soft-threshold generated pixels by τ on the 0..255 scale after smoothing (0: off).
     #[arg(long, value_name = "TAU", default_value_t = paper().soft_threshold)]
     pub soft_threshold: f32,
@@ -295,6 +303,7 @@ pub fn apply_preset(preset: Preset, args: &mut AugmentArgs, given: impl Fn(&str)
     });
     set("reencode", &mut || args.reencode = values.reencode);
     set("shade", &mut || args.shade = values.shade);
+    set("elastic", &mut || args.elastic = values.elastic);
 }
 
 impl AugmentArgs {
@@ -315,6 +324,7 @@ impl AugmentArgs {
             dynamics: self.dynamics.options(),
             smooth: self.smooth,
             shade: self.shade,
+            elastic: self.elastic,
             soft_threshold: self.soft_threshold,
             rescale: self.rescale,
             no_original_codes: self.no_original_codes,

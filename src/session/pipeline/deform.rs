@@ -1,7 +1,7 @@
-//! Method "deform": each class's images moved along their transformation tangents and shaded, with interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
+//! Method "deform": each class's images moved along their transformation tangents and shaded, with elastic distortions (strokes) or interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
 
-use crate::model::deformation::{bright_background, class_draws};
-use crate::model::interpolation::interpolant_count;
+use crate::model::deformation::{bright_background, class_draws, past_deformations};
+use crate::model::elastic;
 use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
 use crate::{Error, Result};
 
@@ -14,6 +14,31 @@ pub(super) fn bright(run: &Loaded) -> bool {
     let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
     let unit = observations.scale / run.args.problem_settings().pixel_max;
     bright_background(observations.n, (h, w), |i, j| observations.raw(i, j) * unit)
+}
+
+/// Whether the run's images, as drawn (inverted where [`bright`]), are strokes
+/// (`elastic::strokes`; the report's `ink`).
+pub(super) fn strokes(run: &Loaded) -> bool {
+    let observations = &run.problem.target.observations;
+    let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
+    let unit = observations.scale / run.args.problem_settings().pixel_max;
+    let inverted = bright(run);
+    elastic::strokes(observations.n, (h, w), |i, j| {
+        let v = observations.raw(i, j) * unit;
+        if inverted {
+            1.0 - v
+        } else {
+            v
+        }
+    })
+}
+
+/// The scale of the elastic distortions a class brought past four new images per original
+/// takes instead of interpolants, if it does: strokes ([`strokes`]) of 28 px or more and the
+/// run's `elastic` above 0 (`elastic::distorts`).
+fn distortion(run: &Loaded) -> Option<f64> {
+    let alpha = run.args.elastic as f64;
+    elastic::distorts(strokes(run), run.problem.dataset.width, alpha).then_some(alpha)
 }
 
 /// Every class's draws (model units) in a sink of one-draw chains, class by class, and a run
@@ -31,6 +56,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
     let full = run.args.problem_settings().pixel_max;
     let seed = run.args.problem.seed;
     let inverted = bright(run);
+    let distortion = distortion(run);
     let to_draw = |v: f32| match inverted {
         true => 1.0 - v / full,
         false => v / full,
@@ -55,7 +81,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             (h, w),
             class.generated,
             (seed, class.label),
-            run.args.shade as f64,
+            (run.args.shade as f64, distortion),
         );
         images.extend(draws.iter().map(from_draw));
         for origin in origins {
@@ -87,16 +113,17 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
     Ok((sink, state))
 }
 
-/// Per row of `sink`'s images (class by class, as written): whether it is an interpolant,
-/// which the post-processing leaves unsmoothed. A class's interpolants are its last draws
-/// (`class_draws`), so a row's position among its class's draws of the whole run tells.
-pub(super) fn interpolant_rows(plan: &AugmentPlan, sink: &AugmentSink) -> Vec<bool> {
+/// Per row of `sink`'s images (class by class, as written): whether it is an interpolant or an
+/// elastic distortion, which the post-processing leaves unsmoothed. They are a class's last
+/// draws (`class_draws`), so a row's position among its class's draws of the whole run tells.
+pub(super) fn unsmoothed_rows(run: &Loaded, plan: &AugmentPlan, sink: &AugmentSink) -> Vec<bool> {
+    let distorts = distortion(run).is_some();
     plan.classes
         .iter()
         .zip(&sink.positions)
         .flat_map(|(class, positions)| {
             let count = class.rows[1] as usize;
-            let first = class.generated - interpolant_count(count, class.generated);
+            let first = class.generated - past_deformations(count, class.generated, distorts);
             positions.iter().map(move |&position| position >= first)
         })
         .collect()

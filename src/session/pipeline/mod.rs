@@ -129,7 +129,7 @@ fn run(pipe: &mut Pipeline, args: &AugmentSettings, warm: Option<&WarmUp>) -> St
     let full = args.problem_settings().pixel_max;
     let sink = &generated.sink;
     let sharp = match args.method {
-        AugmentMethod::Deform => deform::interpolant_rows(&run.plan, sink),
+        AugmentMethod::Deform => deform::unsmoothed_rows(&run, &run.plan, sink),
         _ => Vec::new(),
     };
     let pixels = args

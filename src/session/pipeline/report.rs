@@ -47,9 +47,13 @@ pub(super) fn report(
         "adaptation": parts::adaptation_json(chains, Some(&class_labels)),
         "postprocess": args.postprocess(),
         "shade": (args.method == AugmentMethod::Deform).then_some(args.shade),
+        "elastic": (args.method == AugmentMethod::Deform).then_some(args.elastic),
         // Deform draws a set of dark ink on a bright background inverted.
         "background": (args.method == AugmentMethod::Deform)
             .then(|| if super::deform::bright(run) { "bright" } else { "dark" }),
+        // Past four new images per original deform draws elastic distortions of strokes.
+        "ink": (args.method == AugmentMethod::Deform)
+            .then(|| if super::deform::strokes(run) { "strokes" } else { "surfaces" }),
         "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
         } else if args.reencode {
