@@ -3,8 +3,9 @@
 //! A class brought up many times its size (20 images to 400) gets each image's four moved
 //! deformations and then, on a set of strokes (handwriting, sketches: most ink pixels
 //! saturated), elastic distortions of its images in turn: a displacement field of uniform noise
-//! smoothed by a Gaussian of 4 px and scaled by 34 px (at 28 px, both scaled with the side), the
-//! image resampled bilinearly there, 0 outside. Strokes wobble so; a garment's outline does not,
+//! smoothed by a Gaussian of 4 px and scaled by α px (`--elastic`: the quality preset's 17,
+//! Simard's 34; at 28 px, both scaled with the side), the image resampled bilinearly there, 0
+//! outside. Strokes wobble so; a garment's outline does not,
 //! so a set of graded surfaces (most ink pixels between 0.1 and 0.9: Fashion-MNIST) keeps the
 //! interpolants (`interpolation.rs`). Images under 28 px are never distorted (4 px is half an
 //! 8 × 8 digit).

@@ -558,50 +558,38 @@ impl AugmentSettings {
         }
     }
 
-    /// `elastic` is a scale from 0 to `MAX_ELASTIC` px, and only method deform distorts.
-    fn check_elastic(&self) -> Result<()> {
-        use crate::model::elastic::MAX_ELASTIC;
-        if !(self.elastic.is_finite() && (0.0..=MAX_ELASTIC).contains(&self.elastic)) {
-            return Err(Error::usage(
+    /// Method deform's own amounts: `shade` an amplitude from 0 to `MAX_SHADE`, `elastic` a
+    /// scale from 0 to `MAX_ELASTIC` px, and neither above 0 with another method.
+    fn check_deform_amounts(&self) -> Result<()> {
+        use crate::model::{elastic::MAX_ELASTIC, shading::MAX_SHADE};
+        let amounts = [
+            ("shade", self.shade, MAX_SHADE, "an amplitude", "", "shades"),
+            (
                 "elastic",
-                format!(
-                    "must be a scale from 0 (off) to {MAX_ELASTIC} px, got {}",
-                    self.elastic
-                ),
-            ));
-        }
-        if self.elastic > 0.0 && self.method != AugmentMethod::Deform {
-            return Err(Error::usage(
-                "elastic",
-                format!(
-                    "distorts method deform's draws; method {} draws none: leave it out or give 0",
-                    self.method.name()
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// `shade` is an amplitude from 0 to `MAX_SHADE`, and only method deform shades.
-    fn check_shade(&self) -> Result<()> {
-        use crate::model::shading::MAX_SHADE;
-        if !(self.shade.is_finite() && (0.0..=MAX_SHADE).contains(&self.shade)) {
-            return Err(Error::usage(
-                "shade",
-                format!(
-                    "must be an amplitude from 0 (off) to {MAX_SHADE}, got {}",
-                    self.shade
-                ),
-            ));
-        }
-        if self.shade > 0.0 && self.method != AugmentMethod::Deform {
-            return Err(Error::usage(
-                "shade",
-                format!(
-                    "shades method deform's draws; method {} draws none: leave it out or give 0",
-                    self.method.name()
-                ),
-            ));
+                self.elastic,
+                MAX_ELASTIC,
+                "a scale",
+                " px",
+                "distorts",
+            ),
+        ];
+        for (name, value, max, what, unit, verb) in amounts {
+            if !(value.is_finite() && (0.0..=max).contains(&value)) {
+                return Err(Error::usage(
+                    name,
+                    format!("must be {what} from 0 (off) to {max}{unit}, got {value}"),
+                ));
+            }
+            if value > 0.0 && self.method != AugmentMethod::Deform {
+                return Err(Error::usage(
+                    name,
+                    format!(
+                        "{verb} method deform's draws; method {} draws none: leave it out or \
+                         give 0",
+                        self.method.name()
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -626,8 +614,7 @@ impl AugmentSettings {
         if self.samples == 0 {
             return Err(Error::usage("samples", "must be at least 1"));
         }
-        self.check_shade()?;
-        self.check_elastic()?;
+        self.check_deform_amounts()?;
         check_lasso_tolerance(self.lasso_tolerance)?;
         match (self.sampler, &self.model) {
             (SamplerChoice::Amortized, None) => {
