@@ -6,45 +6,45 @@ use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
 use crate::{Error, Result};
 
 use super::load::Loaded;
+use crate::session::problem::Problem;
 
-/// Whether the run's images have a bright background (`bright_background`): its draws are then
-/// made on the inverted images, and the report says so.
-pub(super) fn bright(run: &Loaded) -> bool {
-    let observations = &run.problem.target.observations;
-    let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
-    let unit = observations.scale / run.args.problem_settings().pixel_max;
-    bright_background(observations.n, (h, w), |i, j| observations.raw(i, j) * unit)
+/// What deform reads off the run's images, once per run (at load): whether their background
+/// is bright (`bright_background`: the draws are then made on the inverted images) and whether,
+/// as drawn, they are strokes (`elastic::strokes`); the report says both.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Ink {
+    pub bright: bool,
+    pub strokes: bool,
 }
 
-/// Whether the run's images, as drawn (inverted where [`bright`]), are strokes
-/// (`elastic::strokes`; the report's `ink`).
-pub(super) fn strokes(run: &Loaded) -> bool {
-    let observations = &run.problem.target.observations;
-    let (h, w) = (run.problem.dataset.height, run.problem.dataset.width);
-    let unit = observations.scale / run.args.problem_settings().pixel_max;
-    let inverted = bright(run);
-    elastic::strokes(observations.n, (h, w), |i, j| {
-        let v = observations.raw(i, j) * unit;
-        if inverted {
-            1.0 - v
-        } else {
-            v
-        }
-    })
+impl Ink {
+    /// The ink of `problem`'s images, pixel-max `pixel_max`: two passes over every pixel.
+    pub(super) fn of(problem: &Problem, pixel_max: f32) -> Ink {
+        let observations = &problem.target.observations;
+        let (h, w) = (problem.dataset.height, problem.dataset.width);
+        let unit = observations.scale / pixel_max;
+        let value = |i: usize, j: usize| observations.raw(i, j) * unit;
+        let bright = bright_background(observations.n, (h, w), value);
+        let strokes = elastic::strokes(observations.n, (h, w), |i, j| match bright {
+            true => 1.0 - value(i, j),
+            false => value(i, j),
+        });
+        Ink { bright, strokes }
+    }
 }
 
 /// The scale of the elastic distortions a class brought past four new images per original
-/// takes instead of interpolants, if it does: strokes ([`strokes`]) of 28 px or more and the
+/// takes instead of interpolants, if it does: strokes ([`Ink`]) of 28 px or more and the
 /// run's `elastic` above 0 (`elastic::distorts`).
 fn distortion(run: &Loaded) -> Option<f64> {
     let alpha = run.args.elastic as f64;
-    elastic::distorts(strokes(run), run.problem.dataset.width, alpha).then_some(alpha)
+    elastic::distorts(run.ink.strokes, run.problem.dataset.width, alpha).then_some(alpha)
 }
 
 /// Every class's draws (model units) in a sink of one-draw chains, class by class, and a run
 /// of no iterations. The draws are made on the 0..1 scale (the images divided by pixel-max),
 /// where the tangents' scales are set, and brought back to the model's; a set with a bright
-/// background ([`bright`]) is drawn on its inverted images (1 − v), so that its background is
+/// background ([`Ink`]) is drawn on its inverted images (1 − v), so that its background is
 /// the 0 the draws shift in and shade around, and inverted back. A shard draws every
 /// class as the whole run does (a second or so) and keeps its range of the chains, so that the
 /// shards' merge is the whole run's draws. Each draw's start is the image it was drawn from
@@ -55,7 +55,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
     let d = h * w;
     let full = run.args.problem_settings().pixel_max;
     let seed = run.args.problem.seed;
-    let inverted = bright(run);
+    let inverted = run.ink.bright;
     let distortion = distortion(run);
     let to_draw = |v: f32| match inverted {
         true => 1.0 - v / full,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::deform::Ink;
 use super::encoding;
 use super::fit::{fit, Fitted};
 use super::sampler::sampler_settings;
@@ -61,6 +62,8 @@ pub(super) struct Loaded {
     /// The pixels d and the code size p (d for Kernel HMC).
     pub d: usize,
     pub p: usize,
+    /// Method deform's reading of the images (the default, unread, for other methods).
+    pub ink: Ink,
 }
 
 /// The device: the backend (none in a merge), its description and the run's estimate on it.
@@ -175,6 +178,10 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         );
         check_inputs(&shards[0], &shard_trace(&shards[0])?, hashes, sources)?;
     }
+    let ink = match args.method {
+        AugmentMethod::Deform => Ink::of(&problem, args.problem_settings().pixel_max),
+        _ => Ink::default(),
+    };
     let loaded = Loaded {
         asked: asked.clone(),
         args,
@@ -192,6 +199,7 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         hashes,
         d,
         p,
+        ink,
     };
     check_disk(pipe, &loaded)?;
     pipe.output.open()?;

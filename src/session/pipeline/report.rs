@@ -50,10 +50,10 @@ pub(super) fn report(
         "elastic": (args.method == AugmentMethod::Deform).then_some(args.elastic),
         // Deform draws a set of dark ink on a bright background inverted.
         "background": (args.method == AugmentMethod::Deform)
-            .then(|| if super::deform::bright(run) { "bright" } else { "dark" }),
+            .then_some(if run.ink.bright { "bright" } else { "dark" }),
         // Past four new images per original deform draws elastic distortions of strokes.
         "ink": (args.method == AugmentMethod::Deform)
-            .then(|| if super::deform::strokes(run) { "strokes" } else { "surfaces" }),
+            .then_some(if run.ink.strokes { "strokes" } else { "surfaces" }),
         "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
         } else if args.reencode {
