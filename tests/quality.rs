@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use rmld::diagnostics::quality::{
-    choose_reference, evaluate, hold_out, train, LabelledImages, QualityInputs, QualityReport,
-    ReferenceKind, TrainSettings,
+    choose_reference, evaluate, hold_out, moved_one_pixel, train, LabelledImages, QualityInputs,
+    QualityReport, ReferenceKind, TrainSettings,
 };
 use rmld::io::{self, Dataset, Pixels};
 use rmld::rng::{Purpose, Stream};
@@ -63,6 +63,7 @@ fn judge(
             generated,
             seed: 1,
             classifier: TrainSettings::default(),
+            shape: None,
         },
         &never,
     )
@@ -288,6 +289,7 @@ fn a_stop_request_ends_the_evaluation_without_a_report() {
             generated: &reference,
             seed: 0,
             classifier: TrainSettings::default(),
+            shape: None,
         },
         &|| true,
     )
@@ -747,4 +749,86 @@ fn a_test_limit_with_no_test_split_to_cut_is_refused() {
     let unread = [&augment[..], &["--test-limit", "5", "--no-quality"]].concat();
     assert_refused(&unread, &["--test-limit", "which this run does not read"]);
     assert!(!out.exists(), "a refused augment made {}", out.display());
+}
+
+/// Image i moves right, left, down, up as i % 4, the edge repeated into the emptied pixels
+/// (scripts/quality/metrics.py's twin is checked against the same values).
+#[test]
+fn moved_one_pixel_moves_each_image_in_turn_and_repeats_the_edge() {
+    let images: Vec<f32> = (0..5)
+        .flat_map(|i| (0..6).map(move |j| (10 * i + j) as f32))
+        .collect();
+    let moved = moved_one_pixel(&images, (2, 3));
+    let want: [[f32; 6]; 5] = [
+        [0., 0., 1., 3., 3., 4.],
+        [11., 12., 12., 14., 15., 15.],
+        [20., 21., 22., 20., 21., 22.],
+        [33., 34., 35., 33., 34., 35.],
+        [40., 40., 41., 43., 43., 44.],
+    ];
+    let mismatches: Vec<String> = moved
+        .iter()
+        .zip(want.iter().flatten())
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(k, (a, b))| format!("image {} pixel {}: {a}, want {b}", k / 6, k % 6))
+        .collect();
+    assert!(mismatches.is_empty(), "{}", mismatches.join("; "));
+}
+
+/// With the images' shape the report gives the judge's accuracy on its training images moved
+/// one pixel: all of them for images a move leaves in their class (each class one flat grey),
+/// about chance for random patterns a move scrambles; none without a shape or with one that
+/// does not fit.
+#[test]
+fn the_judge_is_calibrated_by_its_training_images_moved_one_pixel() {
+    let evaluate_with = |train: &LabelledImages, reference: &LabelledImages, shape| {
+        evaluate(
+            &QualityInputs {
+                train,
+                reference,
+                reference_kind: ReferenceKind::TestSplit,
+                generated: reference,
+                seed: 1,
+                classifier: TrainSettings::default(),
+                shape,
+            },
+            &never,
+        )
+        .unwrap()
+        .expect("not stopped")
+    };
+    let greys = |draw: u32| {
+        let (d, per_class) = (32, 40);
+        let mut noise = vec![0f32; 4 * per_class * d];
+        Stream::new(3, 8, draw, 0, Purpose::InitNoise).fill_normal(&mut noise);
+        let labels: Vec<u32> = (0..4 * per_class).map(|i| i as u32 % 4).collect();
+        let values = (0..4 * per_class * d)
+            .map(|k| 0.2 * (labels[k / d] + 1) as f32 + 0.01 * noise[k])
+            .collect();
+        LabelledImages::new(d, values, labels).unwrap()
+    };
+    let (greys, other_greys) = (greys(0), greys(1));
+    let report = evaluate_with(&greys, &other_greys, Some((4, 8)));
+    assert_eq!(
+        report.reference_scores.moved_one_pixel_label_preservation,
+        Some(1.0)
+    );
+    assert!(report.summary_line().contains("moved one pixel 100.0%"));
+    let moved = evaluate_with(&separated(60, 0), &separated(20, 1), Some((4, 8)))
+        .reference_scores
+        .moved_one_pixel_label_preservation
+        .unwrap();
+    assert!(
+        moved < 0.6,
+        "moved random patterns kept {moved} of their labels"
+    );
+    for shape in [None, Some((3, 3))] {
+        let report = evaluate_with(&greys, &other_greys, shape);
+        assert_eq!(
+            report.reference_scores.moved_one_pixel_label_preservation,
+            None
+        );
+        assert!(!report.summary_line().contains("moved"));
+    }
 }

@@ -8,7 +8,9 @@ of DATASET_DIR's training split (as `rmld augment --limit`), the held-out set th
 --test-limit images of its test split.
 - label preservation: multinomial logistic regression (lbfgs, C = 1, 300 iterations) trained on
   the real training images; the fraction of generated images it assigns to their class, beside
-  its accuracy on the real test images;
+  its accuracy on the real test images, and (images of a known shape) on its training images
+  each moved by one pixel (image i right, left, down, up as i % 4; edges repeated): what a
+  plain 1-pixel move keeps under this position-sensitive judge, as the Rust report says;
 - novelty: each generated image's Euclidean distance to its nearest real training image divided
   by the median of the same for the real test images;
 - diversity: per class, mean pairwise distance among generated images over the same among real
@@ -48,10 +50,29 @@ def mean_pairwise(x: np.ndarray, rng: np.random.Generator, cap: int = 1000) -> f
     return float(np.sqrt(d2[iu]).mean())
 
 
-def evaluate(generated, generated_labels, train, train_labels, test, test_labels) -> dict:
+ONE_PIXEL_MOVES = ((0, 1), (0, -1), (1, 0), (-1, 0))
+
+
+def moved_one_pixel(images: np.ndarray, shape) -> np.ndarray:
+    """`images` (N, h·w) each moved by one pixel, image i by ONE_PIXEL_MOVES[i % 4], the edge
+    row or column repeated into the emptied pixels (the Rust `moved_one_pixel`)."""
+    h, w = shape
+    out = np.empty_like(images)
+    for k, (dr, dc) in enumerate(ONE_PIXEL_MOVES):
+        pictures = images[k::4].reshape(-1, h, w)
+        rows = np.clip(np.arange(h) - dr, 0, h - 1)
+        cols = np.clip(np.arange(w) - dc, 0, w - 1)
+        out[k::4] = pictures[:, rows][:, :, cols].reshape(len(pictures), -1)
+    return out
+
+
+def evaluate(generated, generated_labels, train, train_labels, test, test_labels, shape=None) -> dict:
     classifier = LogisticRegression(C=1.0, max_iter=300)
     classifier.fit(train, train_labels)
     test_accuracy = float((classifier.predict(test) == test_labels).mean())
+    moved = None
+    if shape is not None:
+        moved = float((classifier.predict(moved_one_pixel(train, shape)) == train_labels).mean())
     preserved = float((classifier.predict(generated) == generated_labels).mean())
     test_nn = nearest_distances(test, train)
     scale = float(np.median(test_nn))
@@ -65,6 +86,7 @@ def evaluate(generated, generated_labels, train, train_labels, test, test_labels
     return {
         "label_preservation": preserved,
         "classifier_test_accuracy": test_accuracy,
+        "moved_one_pixel_label_preservation": moved,
         "novelty_mean": float(novelty.mean()),
         "novelty_median": float(np.median(novelty)),
         "near_copy_fraction": float((novelty < 0.1).mean()),
@@ -94,13 +116,15 @@ def main() -> None:
     train, train_labels = train[: args.limit], train_labels[: args.limit]
     test, test_labels = test[: args.test_limit], test_labels[: args.test_limit]
     flat = lambda a: a.reshape(len(a), -1).astype(np.float64) / 255.0  # noqa: E731
-    result = evaluate(flat(generated), generated_labels, flat(train), train_labels, flat(test), test_labels)
+    result = evaluate(flat(generated), generated_labels, flat(train), train_labels, flat(test), test_labels,
+                      shape=train.shape[1:])
     if args.json:
         print(json.dumps(result))
     else:
         print(
             f"label preservation {100 * result['label_preservation']:.1f}% "
-            f"(classifier on real test {100 * result['classifier_test_accuracy']:.1f}%), "
+            f"(classifier on real test {100 * result['classifier_test_accuracy']:.1f}%, "
+            f"on its training images moved one pixel {100 * result['moved_one_pixel_label_preservation']:.1f}%), "
             f"novelty {result['novelty_mean']:.2f} (median {result['novelty_median']:.2f}, "
             f"near copies {100 * result['near_copy_fraction']:.1f}%), diversity {result['diversity']:.2f} "
             f"(real test: novelty {result['reference_test_novelty_mean']:.2f}, diversity {result['reference_test_diversity']:.2f})"

@@ -51,7 +51,7 @@ def tables(rows, mode) -> str:
         with_proxies = any(r["classifier"] == "proxies" for r in group)
         header = ["augmentation", "new images"] + \
                  [f"{NAMES[c]}: acc / bacc ± sd / F1" for c in classifiers] + ["augment s"] + \
-                 (["label pres. (real) / novelty / diversity"] if with_proxies else [])
+                 (["label pres. (real; originals moved 1 px) / novelty / diversity"] if with_proxies else [])
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "---|" * len(header))
         best = {c: max((np.mean([r["bacc"] for r in group if r["augmenter"] == a and r["classifier"] == c])
@@ -83,8 +83,16 @@ def tables(rows, mode) -> str:
             if with_proxies:
                 judged = [r for r in mine if r["classifier"] == "proxies"]
                 cells.append("–" if not judged else
-                             f"{_cell([r['preservation'] for r in judged])} ({_cell([r['real'] for r in judged])}) / "
+                             f"{_cell([r['preservation'] for r in judged])} ({_cell([r['real'] for r in judged])}"
+                             f"{_moved(judged)}) / "
                              f"{np.mean([r['novelty'] for r in judged]):.2f} / "
                              f"{np.mean([r['diversity'] for r in judged]):.2f}")
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _moved(judged) -> str:
+    """The judge's accuracy on the originals moved one pixel, when the rows have it (older rows
+    do not)."""
+    moved = [r["moved"] for r in judged if r.get("moved") is not None]
+    return f"; {_cell(moved)}" if moved else ""

@@ -112,16 +112,19 @@ def augmenter(name: str):
 def proxies(x, y, gx, gy, pools) -> dict:
     """The quality proxies of docs/quality.md (scripts/quality/metrics.py) of the new images
     against this cut's originals and the test set: label preservation (and the classifier's
-    accuracy on real test images), novelty (mean) and diversity (mean over the classes with at
-    least two new images)."""
+    accuracy on real test images and on the originals moved one pixel), novelty (mean) and
+    diversity (mean over the classes with at least two new images)."""
     sys.path.insert(0, str(HERE.parent / "quality"))
     import metrics
 
     flat = lambda a: a.reshape(len(a), -1).astype(np.float64)  # noqa: E731
-    result = metrics.evaluate(flat(gx), gy, flat(x), y, flat(pools.test_x), pools.test_y)
+    shape = x.shape[1:] if x.ndim == 3 else None
+    result = metrics.evaluate(flat(gx), gy, flat(x), y, flat(pools.test_x), pools.test_y, shape=shape)
     per_class = [v for v in result["diversity_per_class"].values() if np.isfinite(v)]
     return dict(preservation=100 * result["label_preservation"],
                 real=100 * result["classifier_test_accuracy"],
+                moved=None if result["moved_one_pixel_label_preservation"] is None
+                else 100 * result["moved_one_pixel_label_preservation"],
                 novelty=result["novelty_mean"], diversity=float(np.mean(per_class)))
 
 

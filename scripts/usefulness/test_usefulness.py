@@ -19,6 +19,9 @@ import prototypes  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "quality"))
+import metrics  # noqa: E402
+
 
 def blobs(side=12, per_class=(8, 8, 3), seed=0):
     """Per class a bright square at its own place, jittered: (x (n, side, side), y)."""
@@ -174,6 +177,27 @@ class Harness(unittest.TestCase):
                                         classifiers=["lr"], seeds=2, first_seed=1))
         self.assertIn("| none (1 seed) | 0 | 51.0 / 51.0 ± 0.0 / 51.0 |", text)
         self.assertIn("| shifts | 20 | 60.5 / **60.5** ± 0.5 / 60.5 |", text)
+
+    def test_proxies_give_the_judges_accuracy_on_the_originals_moved_one_pixel(self):
+        x, y = blobs(side=12, per_class=(10, 10, 10))
+        moved = run.proxies(x, y, x[:6], y[:6], data.Pools("b", x, y, x, y))["moved"]
+        self.assertTrue(0.0 <= moved <= 100.0)
+        rows = [dict(dataset="d", regime="few", setting="5/class", seed=0, test=10, augmenter="a",
+                     classifier=c, n_generated=3, gen_s=0.1, fit_s=0.1, acc=50.0, bacc=50.0,
+                     f1=50.0, preservation=90.0, real=80.0, moved=70.0, novelty=1.0, diversity=1.0)
+                for c in ("lr", "proxies")]
+        text = report.tables(rows, dict(datasets=["d"], augmenters=["a"], classifiers=["lr"], seeds=1))
+        self.assertIn("| 90.0 (80.0; 70.0) / 1.00 / 1.00 |", text)
+
+
+class Quality(unittest.TestCase):
+    def test_moved_one_pixel_is_the_rust_twins(self):
+        """The fixture of tests/quality.rs's moved_one_pixel test: image i moves right, left,
+        down, up as i % 4, the edge repeated."""
+        images = np.array([[10 * i + j for j in range(6)] for i in range(5)], np.float64)
+        want = [[0, 0, 1, 3, 3, 4], [11, 12, 12, 14, 15, 15], [20, 21, 22, 20, 21, 22],
+                [33, 34, 35, 33, 34, 35], [40, 40, 41, 43, 43, 44]]
+        np.testing.assert_array_equal(metrics.moved_one_pixel(images, (2, 3)), np.array(want))
 
 
 class Criteria(unittest.TestCase):

@@ -40,6 +40,7 @@ pub fn judge(
             generated,
             seed,
             classifier: TrainSettings::default(),
+            shape: Some((train.height, train.width)),
         },
         &|| observer.stop_requested(),
     );
