@@ -18,6 +18,7 @@ use super::interpolation::{interpolant_count, interpolants, turns};
 use super::shading::shade;
 use crate::math::Portable;
 use crate::rng::{Purpose, Stream};
+use rayon::prelude::*;
 
 /// The image width (pixels) from which an anchor is moved by one whole pixel instead of
 /// drawing along the shift tangents (one pixel is too far on the 8 × 8 digits).
@@ -275,34 +276,42 @@ pub fn deformations(
     let d = height * width;
     let n = images.len() / d.max(1);
     let stds = tangent_stds(width);
+    // Each draw's anchor and its move: an image's k-th draw takes its k-th move in turn.
     let mut turns = vec![0usize; n];
-    let mut out = Vec::with_capacity(count * d);
-    let mut z = vec![0f32; stds.len()];
-    for (j, start) in anchors(n, count, seed, label).into_iter().enumerate() {
-        let image: Vec<f64> = images[start * d..(start + 1) * d]
-            .iter()
-            .map(|&v| v as f64)
-            .collect();
-        let anchor = match moves_anchor(width) {
-            true => {
-                let step = ANCHOR_MOVES[(turns[start] + start) % 4];
-                turns[start] += 1;
-                moved(&image, height, width, step)
+    let visits: Vec<(usize, usize)> = anchors(n, count, seed, label)
+        .into_iter()
+        .map(|start| {
+            let turn = turns[start];
+            turns[start] += 1;
+            (start, turn)
+        })
+        .collect();
+    // Every draw has its own stream: drawn on any thread, the bytes are the same.
+    visits
+        .into_par_iter()
+        .enumerate()
+        .flat_map_iter(|(j, (start, turn))| {
+            let image: Vec<f64> = images[start * d..(start + 1) * d]
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let anchor = match moves_anchor(width) {
+                true => moved(&image, height, width, ANCHOR_MOVES[(turn + start) % 4]),
+                false => image,
+            };
+            let tangents = transformation_tangents(&anchor, height, width);
+            let mut z = vec![0f32; stds.len()];
+            Stream::new(seed, label, j as u32, 0, Purpose::Deformation).fill_normal(&mut z);
+            let mut draw = anchor;
+            for ((tangent, std), &zi) in tangents.iter().zip(&stds).zip(&z) {
+                let coefficient = std * zi as f64;
+                draw.iter_mut()
+                    .zip(tangent)
+                    .for_each(|(x, t)| *x += coefficient * t);
             }
-            false => image,
-        };
-        let tangents = transformation_tangents(&anchor, height, width);
-        Stream::new(seed, label, j as u32, 0, Purpose::Deformation).fill_normal(&mut z);
-        let mut draw = anchor;
-        for ((tangent, std), &zi) in tangents.iter().zip(&stds).zip(&z) {
-            let coefficient = std * zi as f64;
-            draw.iter_mut()
-                .zip(tangent)
-                .for_each(|(x, t)| *x += coefficient * t);
-        }
-        out.extend(draw.iter().map(|&v| v as f32));
-    }
-    out
+            draw.into_iter().map(|v| v as f32)
+        })
+        .collect()
 }
 
 #[cfg(test)]

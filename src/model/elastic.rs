@@ -13,6 +13,7 @@
 use super::deformation::{gaussian_filter, moves_anchor};
 use super::interpolation::{turns, DEFORMATIONS_PER_IMAGE};
 use crate::rng::{uniform_from_word, Purpose, Stream};
+use rayon::prelude::*;
 
 /// The displacement field's smoothing, in pixels at 28 px (Simard et al.'s σ); its scale α is
 /// the run's `elastic` setting (Simard's 34; the quality preset's 17).
@@ -82,24 +83,28 @@ pub fn distortions(
     }
     let bases = turns(n, count, seed, label, Purpose::ElasticBases);
     let side = height as f64 / 28.0;
-    let mut words = vec![0u32; 2 * d];
-    let mut out = Vec::with_capacity(count * d);
-    for (i, &a) in bases.iter().enumerate() {
-        Stream::new(seed, label, i as u32, 0, Purpose::Elastic).fill_u32(&mut words);
-        let noise: Vec<f64> = words
-            .iter()
-            .map(|&w| 2.0 * uniform_from_word(w) as f64 - 1.0)
-            .collect();
-        let (rows, cols) = noise.split_at(d);
-        let image = &images[a * d..(a + 1) * d];
-        out.extend(distort(
-            image,
-            (height, width),
-            (rows, cols),
-            alpha * side,
-            SIGMA_PX * side,
-        ));
-    }
+    // Every distortion's field has its own stream: drawn on any thread, the bytes are the same.
+    let out = bases
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(i, &a)| {
+            let mut words = vec![0u32; 2 * d];
+            Stream::new(seed, label, i as u32, 0, Purpose::Elastic).fill_u32(&mut words);
+            let noise: Vec<f64> = words
+                .iter()
+                .map(|&w| 2.0 * uniform_from_word(w) as f64 - 1.0)
+                .collect();
+            let (rows, cols) = noise.split_at(d);
+            let image = &images[a * d..(a + 1) * d];
+            distort(
+                image,
+                (height, width),
+                (rows, cols),
+                alpha * side,
+                SIGMA_PX * side,
+            )
+        })
+        .collect();
     (out, bases)
 }
 

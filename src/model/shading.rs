@@ -11,6 +11,7 @@
 use super::deformation::{gaussian_filter_wrapped, moves_anchor};
 use crate::math::Portable;
 use crate::rng::{Purpose, Stream};
+use rayon::prelude::*;
 
 /// The field's Gaussian, standard deviation in pixels at 28 px.
 const FIELD_PX: f64 = 6.0;
@@ -41,12 +42,16 @@ pub fn shade(
     if amplitude == 0.0 || !shades(width) || d == 0 {
         return;
     }
-    for (j, row) in draws.chunks_exact_mut(d).enumerate() {
-        let field = unit_field((height, width), seed, label, j as u32);
-        for (v, f) in row.iter_mut().zip(&field) {
-            *v = (*v as f64 * (amplitude * f).exp_portable()) as f32;
-        }
-    }
+    // Every draw's field has its own stream: shaded on any thread, the bytes are the same.
+    draws
+        .par_chunks_exact_mut(d)
+        .enumerate()
+        .for_each(|(j, row)| {
+            let field = unit_field((height, width), seed, label, j as u32);
+            for (v, f) in row.iter_mut().zip(&field) {
+                *v = (*v as f64 * (amplitude * f).exp_portable()) as f32;
+            }
+        });
 }
 
 /// Draw `draw`'s field: normals on a grid of at most 28 × 28, filtered periodically at 6 px ·
