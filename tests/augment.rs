@@ -1026,3 +1026,49 @@ fn balance_sets_each_class_count_and_refuses_what_it_cannot_do() {
     assert!(stderr(&run).contains("--balance"), "{}", stderr(&run));
     assert!(!out.join("generated-labels.npy").exists());
 }
+
+/// A folder of one NPY file per class (Quick Draw's layout) is in class order, so a `--limit`
+/// under the first file's images keeps one class: the run says so, and says "1 class".
+#[test]
+fn a_limit_that_keeps_fewer_classes_than_the_data_has_is_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("drawings");
+    std::fs::create_dir(&folder).unwrap();
+    for (name, level) in [("apple", 120u8), ("bee", 200u8)] {
+        let values: Vec<u8> = (0..30 * 64)
+            .map(|k| {
+                if (k % 64) % 3 == 0 {
+                    level
+                } else {
+                    (k % 7) as u8
+                }
+            })
+            .collect();
+        io::write_npy_u8(&folder.join(format!("{name}.npy")), &[30, 8, 8], &values).unwrap();
+    }
+    let data = folder.to_str().unwrap();
+    let out = dir.path().join("one");
+    let run = augment_with_defaults(
+        &out,
+        &["--data", data, "--limit", "20", "--reencode", "false"],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let said = stderr(&run);
+    assert!(
+        said.contains("--limit 20 keeps the data's first 20 images, which hold 1 of its 2 classes"),
+        "{said}"
+    );
+    let summary = String::from_utf8_lossy(&run.stdout);
+    assert!(summary.contains(" of 1 class drawn at once"), "{summary}");
+    let out = dir.path().join("both");
+    let run = augment_with_defaults(
+        &out,
+        &["--data", data, "--limit", "40", "--reencode", "false"],
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(
+        !stderr(&run).contains("keeps the data's first"),
+        "{}",
+        stderr(&run)
+    );
+}

@@ -148,7 +148,7 @@ fn notice_text(notice: &Notice, options: &[String]) -> String {
             )
         }
         Notice::Estimate { .. } => format!("rmld: {notice}"),
-        Notice::FewNewImages { .. } => format!(
+        Notice::FewNewImages { .. } | Notice::LimitLeavesClasses { .. } => format!(
             "rmld augment: note: {}",
             super::with_flags(&notice.to_string(), options)
         ),
@@ -228,6 +228,17 @@ mod tests {
             "rmld augment: note: 500 new images for 3000 originals (one per 6.0) are too few to \
              change a classifier trained on them (docs/usefulness.md); four per original \
              (--ratio 1:4), or --balance auto where the classes are imbalanced, are what help"
+        );
+        let cut = Notice::LimitLeavesClasses {
+            limit: 3000,
+            kept: 1,
+            classes: 3,
+        };
+        assert_eq!(
+            notice_text(&cut, &["limit".to_string()]),
+            "rmld augment: note: --limit 3000 keeps the data's first 3000 images, which hold 1 of \
+             its 3 classes (the images are stored in class order); a larger --limit takes the \
+             others"
         );
         let skipped = Notice::QualitySkipped {
             error: rmld::Error::usage("test_limit", "must be at least 1"),

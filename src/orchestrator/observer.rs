@@ -122,6 +122,16 @@ pub enum Notice {
         /// Originals they are drawn from.
         originals: usize,
     },
+    /// `limit` cut the data to its first images, and they hold fewer classes than it has (a
+    /// folder of one file per class, say, is in class order).
+    LimitLeavesClasses {
+        /// The images kept.
+        limit: usize,
+        /// Classes among them.
+        kept: usize,
+        /// Classes in the whole data.
+        classes: usize,
+    },
     /// The sample-quality metrics could not be computed (the report says why).
     QualitySkipped {
         /// What was wrong with their inputs.
@@ -291,6 +301,16 @@ impl std::fmt::Display for Notice {
                  change a classifier trained on them (docs/usefulness.md); four per original \
                  (`ratio` 1:4), or `balance` auto where the classes are imbalanced, are what help",
                 *originals as f64 / (*generated).max(1) as f64
+            ),
+            Notice::LimitLeavesClasses {
+                limit,
+                kept,
+                classes,
+            } => write!(
+                f,
+                "`limit` {limit} keeps the data's first {limit} images, which hold {kept} of its \
+                 {classes} classes (the images are stored in class order); a larger `limit` \
+                 takes the others"
             ),
             Notice::QualitySkipped { error } => write!(f, "no quality metrics: {error}"),
             Notice::Degenerate { warning } => write!(f, "{warning}"),

@@ -182,10 +182,13 @@ pub(super) fn finish(
 /// The summary's first line: what was generated, how fast, where it was written.
 fn first_line(report: &Value, run: &Loaded, device: &Device, generated: &Generated) -> String {
     let (args, g, out) = (&run.args, generated.sink.total(), &args_out(run));
-    let classes = run.plan.classes.len();
+    let classes = match run.plan.classes.len() {
+        1 => "1 class".to_string(),
+        n => format!("{n} classes"),
+    };
     if generated.amortized.is_some() {
         return format!(
-            "rmld augment (amortized sampler {}): {g} samples of {classes} classes in {:.2} s \
+            "rmld augment (amortized sampler {}): {g} samples of {classes} in {:.2} s \
              of generation ({:.0} samples/s); {} originals; wrote {out}",
             args.model
                 .as_deref()
@@ -211,7 +214,7 @@ fn first_line(report: &Value, run: &Loaded, device: &Device, generated: &Generat
         ("drawn at once".to_string(), "no accept step".to_string())
     };
     format!(
-        "rmld augment ({}): {g} samples of {classes} classes {source} on {} in \
+        "rmld augment ({}): {g} samples of {classes} {source} on {} in \
          {seconds:.1} s ({:.0} samples/s, {acceptance}); {} originals; wrote {out}",
         args.method.name(),
         device.info["device"].as_str().unwrap_or("?"),
