@@ -958,3 +958,47 @@ fn read_backs_of_every_size_return_their_own_values() {
     }
     assert_none(bad);
 }
+
+/// A GPU encoding asked to stop gives up between its submissions; one never asked to stop gives
+/// the bytes of `encode` (the same iterations, submitted in pieces).
+#[test]
+fn fista_stops_between_submissions_and_otherwise_equals_encode() {
+    let label = "fista_stops_between_submissions";
+    let Some(ctx) = context(label) else {
+        return;
+    };
+    let mut r = fixed_rng(label, 0x5709);
+    let seed: u64 = r.random();
+    let target = target(0.0, seed);
+    let mut gpu = GpuBackend::with_context(
+        ctx,
+        target,
+        settings(1, false, seed),
+        1,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let images: Vec<f32> = uniform(&mut r, 3 * D).iter().map(|v| v.abs()).collect();
+    let whole = gpu.encode(&images, 0.05, 40).unwrap();
+    let never = gpu
+        .encode_or_stop(&images, 0.05, 40, &|| false)
+        .unwrap()
+        .expect("never asked to stop");
+    assert_eq!(never, whole);
+    assert_eq!(
+        gpu.encode_or_stop(&images, 0.05, 40, &|| true).unwrap(),
+        None
+    );
+    // Asked on the third look: after the first submission of one iteration and the second.
+    let looks = std::cell::Cell::new(0);
+    let third = || {
+        looks.set(looks.get() + 1);
+        looks.get() >= 3
+    };
+    assert_eq!(gpu.encode_or_stop(&images, 0.05, 40, &third).unwrap(), None);
+    assert_eq!(
+        looks.get(),
+        3,
+        "stop asked before the encoding and after two submissions"
+    );
+}

@@ -174,8 +174,9 @@ pub trait Encode {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>>;
 
     /// [`Encode::encode`] that gives up (None) once `stop` says so: the CPU asks before every
-    /// iteration (a batch of a thousand rows at thousands of iterations takes minutes there);
-    /// elsewhere the batch runs to its end first.
+    /// iteration (a batch of a thousand rows at thousands of iterations takes minutes there),
+    /// the GPU between submissions of at most about a quarter of a second (or one iteration);
+    /// a backend without its own asks once, before the batch.
     fn encode_or_stop(
         &mut self,
         images: &[f32],

@@ -1,23 +1,34 @@
 //! Batched monotone FISTA on the device, the twin of `cpu/fista.rs`.
 
-// Per iteration: transpose product, prox, A u, per-row objective and update; all iterations of a
-// group of rows go into one submission, one `FistaParams` slot each (the products' one
-// `MatmulParams` slot serves every iteration).
+// Per iteration: transpose product, prox, A u, per-row objective and update, one `FistaParams`
+// slot each (the products' one `MatmulParams` slot serves every iteration). A group of rows'
+// iterations go in submissions that double in length until one takes `STOP_CHECK_SECONDS`, a
+// stop asked for between two of them ending the encoding: a few round trips on a fast device,
+// an iteration's wait at most on a slow one (lavapipe). The same work in the same order: the
+// same codes as one submission.
+
+use std::time::{Duration, Instant};
 
 use super::buffers::{self, storage, upload, SlotLayout};
 use super::kernels::{fista, matmul, FistaParams, MatmulParams};
 use super::{group_size, GpuBackend};
 use crate::{Error, Result};
 
+/// A submission of FISTA iterations is made longer (twice) until it takes this long; a stop is
+/// seen between submissions.
+const STOP_CHECK_SECONDS: f64 = 0.25;
+
 /// LASSO codes (rows of p) of `images` (rows of d) by `iterations` MFISTA iterations with step
-/// 1/`lipschitz`, rows split into groups that fit the binding limit.
+/// 1/`lipschitz`, rows split into groups that fit the binding limit; None once `stop` says so
+/// (asked between submissions).
 pub fn encode(
     backend: &GpuBackend,
     images: &[f32],
     lam: f32,
     iterations: u32,
     lipschitz: f32,
-) -> Result<Vec<f32>> {
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Vec<f32>>> {
     let (d, p) = (backend.target.d(), backend.target.p());
     if !images.len().is_multiple_of(d) {
         return Err(Error::Internal(format!(
@@ -26,8 +37,11 @@ pub fn encode(
         )));
     }
     let rows = images.len() / d;
+    if stop() {
+        return Ok(None);
+    }
     if rows == 0 || iterations == 0 {
-        return Ok(vec![0.0; rows * p]);
+        return Ok(Some(vec![0.0; rows * p]));
     }
     // The CPU's scalars, rounded alike: step 1/L, tau = lam/L, and the t sequence in f32.
     let step = 1.0 / lipschitz;
@@ -54,9 +68,12 @@ pub fn encode(
     for start in (0..rows).step_by(per_group) {
         let count = per_group.min(rows - start);
         let chunk = &images[start * d..(start + count) * d];
-        codes.extend(encode_group(backend, chunk, count, &slots)?);
+        let Some(group) = encode_group(backend, chunk, count, &slots, stop)? else {
+            return Ok(None);
+        };
+        codes.extend(group);
     }
-    Ok(codes)
+    Ok(Some(codes))
 }
 
 fn encode_group(
@@ -64,14 +81,15 @@ fn encode_group(
     images: &[f32],
     rows: usize,
     slots: &[FistaParams],
-) -> Result<Vec<f32>> {
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Vec<f32>>> {
     let context = &backend.context;
     let (d, p) = (backend.target.d(), backend.target.p());
     let objective: Vec<f32> = images
         .chunks(d)
         .map(|x| (0.5 * x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>()) as f32)
         .collect();
-    context.checked("running FISTA", || -> Result<Vec<f32>> {
+    context.checked("running FISTA", || -> Result<Option<Vec<f32>>> {
         let buffer = |label: &str, width: usize| storage(context, label, (4 * rows * width) as u64);
         let x = upload(context, "images", bytemuck::cast_slice(images));
         let (z, y, u, grad) = (
@@ -177,18 +195,38 @@ fn encode_group(
                 rowwise(d.max(p)),
             ),
         ];
-        let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("FISTA"),
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            for iteration in 0..slots.len() {
-                // The objective is one workgroup per row.
-                for (launch, groups) in &stages {
-                    k.dispatch(&mut pass, launch, iteration, *groups);
+        let record = |iterations: std::ops::Range<usize>| {
+            let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("FISTA"),
+            });
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                for iteration in iterations {
+                    // The objective is one workgroup per row.
+                    for (launch, groups) in &stages {
+                        k.dispatch(&mut pass, launch, iteration, *groups);
+                    }
                 }
             }
+            encoder
+        };
+        let (mut done, mut length) = (0, 1);
+        while slots.len() - done > length {
+            let started = Instant::now();
+            context.queue.submit([record(done..done + length).finish()]);
+            context
+                .device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
+            done += length;
+            if stop() {
+                return Ok(None);
+            }
+            if started.elapsed() < Duration::from_secs_f64(STOP_CHECK_SECONDS) {
+                length *= 2;
+            }
         }
-        buffers::read_back_after(context, encoder, &[(&z, 0, (4 * rows * p) as u64)])
+        let last = record(done..slots.len());
+        buffers::read_back_after(context, last, &[(&z, 0, (4 * rows * p) as u64)]).map(Some)
     })?
 }

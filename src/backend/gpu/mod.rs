@@ -704,7 +704,22 @@ impl Encode for GpuBackend {
         let lipschitz = *self
             .lipschitz
             .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32);
-        fista::encode(self, images, lam, iterations, lipschitz)
+        fista::encode(self, images, lam, iterations, lipschitz, &|| false)?
+            .ok_or_else(|| Error::Internal("encode: stopped with no stop asked".into()))
+    }
+
+    /// Asks `stop` between the submissions of a group's iterations (`fista::encode`).
+    fn encode_or_stop(
+        &mut self,
+        images: &[f32],
+        lam: f32,
+        iterations: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<f32>>> {
+        let lipschitz = *self
+            .lipschitz
+            .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32);
+        fista::encode(self, images, lam, iterations, lipschitz, stop)
     }
 
     /// FISTA here runs every iteration.
