@@ -153,6 +153,17 @@ fn bench(args: &BenchSettings, observer: &dyn Observer) -> Result<BenchOutcome> 
         measured
             .notes
             .push("interrupted: the rows below are those measured before the stop".into());
+        // bench.csv alone says so too: every measurement asked for and not made is a row.
+        let asked = [(want_cpu, "cpu"), (want_gpu, "gpu")];
+        for (_, backend) in asked.into_iter().filter(|(wanted, _)| *wanted) {
+            for &chains in &args.chains {
+                let made = |r: &Row| r.backend == backend && r.chains == chains;
+                if !measured.rows.iter().any(made) {
+                    let note = "not measured: the run was interrupted".to_string();
+                    measured.rows.push(Row::skipped(backend, "", chains, note));
+                }
+            }
+        }
     }
     let ratios = ratios(&measured.rows);
     let report = report_json(args, (d, p), &source, &measured, &ratios, interrupted);
