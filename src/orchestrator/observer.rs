@@ -261,37 +261,7 @@ impl std::fmt::Display for Notice {
                 f,
                 "encoding interrupted; nothing written (run it again to encode)"
             ),
-            Notice::StoppedRunFound {
-                out,
-                completed,
-                removed,
-                resumed,
-            } => {
-                let mut said = Vec::new();
-                if let Some(staging) = completed {
-                    said.push(format!(
-                        "completed the publication of the outputs that a stopped run began \
-                         (from {})",
-                        staging.display()
-                    ));
-                }
-                if !removed.is_empty() {
-                    let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
-                    said.push(format!(
-                        "removed what runs that stopped before publishing their outputs \
-                         (killed, or failed) had written: {}",
-                        names.join(", ")
-                    ));
-                }
-                if let Some(staging) = resumed {
-                    said.push(format!(
-                        "continuing from the checkpoint a run that stopped before publishing \
-                         left in {}",
-                        staging.display()
-                    ));
-                }
-                write!(f, "{}: {}", out.display(), said.join("; "))
-            }
+            Notice::StoppedRunFound { .. } => self.fmt_stopped_run(f),
             Notice::FewNewImages {
                 generated,
                 originals,
@@ -345,6 +315,43 @@ impl std::fmt::Display for Notice {
 
 impl Notice {
     /// The benchmark's notices, as `Display` writes them.
+    /// [`Notice::StoppedRunFound`]: what was done with what stopped runs left.
+    fn fmt_stopped_run(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Notice::StoppedRunFound {
+            out,
+            completed,
+            removed,
+            resumed,
+        } = self
+        else {
+            return Ok(());
+        };
+        let mut said = Vec::new();
+        if let Some(staging) = completed {
+            said.push(format!(
+                "completed the publication of the outputs that a stopped run began \
+                 (from {})",
+                staging.display()
+            ));
+        }
+        if !removed.is_empty() {
+            let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+            said.push(format!(
+                "removed what runs that stopped before publishing their outputs \
+                 (killed, or failed) had written: {}",
+                names.join(", ")
+            ));
+        }
+        if let Some(staging) = resumed {
+            said.push(format!(
+                "continuing from the checkpoint a run that stopped before publishing \
+                 left in {}",
+                staging.display()
+            ));
+        }
+        write!(f, "{}: {}", out.display(), said.join("; "))
+    }
+
     fn fmt_bench(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Notice::BenchStarted {

@@ -7,11 +7,12 @@
 // an iteration's wait at most on a slow one (lavapipe). The same work in the same order: the
 // same codes as one submission.
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use super::buffers::{self, storage, upload, SlotLayout};
 use super::kernels::{fista, matmul, FistaParams, MatmulParams};
-use super::{group_size, GpuBackend};
+use super::{group_size, GpuBackend, GpuContext};
 use crate::{Error, Result};
 
 /// A submission of FISTA iterations is made longer (twice) until it takes this long; a stop is
@@ -195,7 +196,7 @@ fn encode_group(
                 rowwise(d.max(p)),
             ),
         ];
-        let record = |iterations: std::ops::Range<usize>| {
+        let record = |iterations: Range<usize>| {
             let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("FISTA"),
             });
@@ -210,23 +211,38 @@ fn encode_group(
             }
             encoder
         };
-        let (mut done, mut length) = (0, 1);
-        while slots.len() - done > length {
-            let started = Instant::now();
-            context.queue.submit([record(done..done + length).finish()]);
-            context
-                .device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
-            done += length;
-            if stop() {
-                return Ok(None);
-            }
-            if started.elapsed() < Duration::from_secs_f64(STOP_CHECK_SECONDS) {
-                length *= 2;
-            }
-        }
-        let last = record(done..slots.len());
+        let Some(last) = submit_in_pieces(context, slots.len(), &record, stop)? else {
+            return Ok(None);
+        };
         buffers::read_back_after(context, last, &[(&z, 0, (4 * rows * p) as u64)]).map(Some)
     })?
+}
+
+/// Submits iterations 0..`n` as `record` records them, in pieces that double in length until
+/// one takes [`STOP_CHECK_SECONDS`], waiting for each and asking `stop` after it; the last
+/// piece comes back recorded, not submitted (its read-back joins it), or None once `stop` says
+/// so.
+fn submit_in_pieces(
+    context: &GpuContext,
+    n: usize,
+    record: &dyn Fn(Range<usize>) -> wgpu::CommandEncoder,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<wgpu::CommandEncoder>> {
+    let (mut done, mut length) = (0, 1);
+    while n - done > length {
+        let started = Instant::now();
+        context.queue.submit([record(done..done + length).finish()]);
+        context
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
+        done += length;
+        if stop() {
+            return Ok(None);
+        }
+        if started.elapsed() < Duration::from_secs_f64(STOP_CHECK_SECONDS) {
+            length *= 2;
+        }
+    }
+    Ok(Some(record(done..n)))
 }

@@ -701,10 +701,7 @@ impl Tuning for GpuBackend {
 
 impl Encode for GpuBackend {
     fn encode(&mut self, images: &[f32], lam: f32, iterations: u32) -> Result<Vec<f32>> {
-        let lipschitz = *self
-            .lipschitz
-            .get_or_insert_with(|| self.target.dictionary.spectral_norm_squared() as f32);
-        fista::encode(self, images, lam, iterations, lipschitz, &|| false)?
+        self.encode_or_stop(images, lam, iterations, &|| false)?
             .ok_or_else(|| Error::Internal("encode: stopped with no stop asked".into()))
     }
 
