@@ -75,9 +75,13 @@ pub(super) struct Device {
 
 /// Loads everything and opens the output folder (a stop is noticed after it).
 pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Loaded, Device)> {
-    let whole = labelled::labelled(asked.problem.load_dataset()?, asked.labels.as_deref(), None)?;
-    let dataset = labelled::labelled(whole.clone(), None, asked.limit)?;
-    note_limit_leaves_classes(pipe, asked, &whole, &dataset);
+    let dataset = {
+        let whole =
+            labelled::labelled(asked.problem.load_dataset()?, asked.labels.as_deref(), None)?;
+        let kept = labelled::labelled(whole.clone(), None, asked.limit)?;
+        note_limit_leaves_classes(pipe, asked, &whole, &kept);
+        kept
+    };
     refuse_non_pixel_data(&dataset, asked)?;
     // Checked before any work: a missing test split must not cost a whole run.
     // (With `encode_test` the split itself is required, and its absence named, below.)
@@ -231,9 +235,6 @@ fn make_plan(args: &AugmentSettings, labels: &[u32]) -> Result<AugmentPlan> {
     }
 }
 
-/// A ratio of a few originals per new image (the paper's 6:1, augment's default) moves no
-/// classifier; the preset's method for classifiers says so once, on the whole run (not an
-/// amortised sampler's MCMC teacher).
 /// Says so when `limit` kept fewer classes than the data has and no `classes` were chosen: the
 /// first images of a folder of one file per class (Quick Draw's) are all of its first class.
 fn note_limit_leaves_classes(
@@ -262,6 +263,9 @@ fn note_limit_leaves_classes(
     }
 }
 
+/// A ratio of a few originals per new image (the paper's 6:1, augment's default) moves no
+/// classifier; the preset's method for classifiers says so once, on the whole run (not an
+/// amortised sampler's MCMC teacher).
 fn note_few_new_images(pipe: &Pipeline, args: &AugmentSettings, plan: &AugmentPlan) {
     let few = plan.generated() < plan.order.len();
     let for_classifiers = args.preset == Some(Preset::Quality)
