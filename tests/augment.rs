@@ -491,11 +491,16 @@ fn deform_shades_large_images_and_bad_shading_is_refused() {
         let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
         (report_of(&out), images.pixels)
     };
+    // The bars are graded surfaces: the preset shades them by 0.2 unless a shading is given.
     let (report, shaded) = generated("shaded", &[]);
-    assert_eq!(report["shade"], 0.1f32 as f64, "{report}");
+    assert_eq!(report["ink"], "surfaces", "{report}");
+    assert_eq!(report["shade"], 0.2f32 as f64, "{report}");
     let (report, plain) = generated("plain", &["--shade", "0"]);
     assert_eq!(report["shade"], 0.0);
+    let (report, once) = generated("once", &["--shade", "0.1"]);
+    assert_eq!(report["shade"], 0.1f32 as f64, "{report}");
     let (_, twice) = generated("twice", &["--shade", "0.2"]);
+    assert_eq!(shaded, twice);
     // Shading moves pixels, the more the larger the amplitude.
     let moved = |a: &[u8]| -> u64 {
         a.iter()
@@ -503,7 +508,7 @@ fn deform_shades_large_images_and_bad_shading_is_refused() {
             .map(|(&x, &y)| (x as i64 - y as i64).unsigned_abs())
             .sum()
     };
-    assert!(moved(&shaded) > 0 && moved(&twice) > moved(&shaded));
+    assert!(moved(&once) > 0 && moved(&twice) > moved(&once));
     // The 8 × 8 digits are not shaded: the default equals --shade 0 there.
     let digits = |name: &str, extra: &[&str]| {
         let out = dir.path().join(name);
@@ -575,6 +580,8 @@ fn deform_distorts_strokes_past_four_per_original_and_bad_elastic_is_refused() {
     let d = 28 * 28;
     let (report, distorted) = generated("strokes", &stroke_images(n), &["--ratio", "1:8"]);
     assert_eq!(report["ink"], "strokes", "{report}");
+    assert_eq!(report["tangent_spreads"], "fixed", "{report}");
+    assert_eq!(report["shade"], 0.1f32 as f64, "{report}");
     assert_eq!(report["elastic"], 17.0, "{report}");
     let (_, plain) = generated(
         "plain",
@@ -608,6 +615,10 @@ fn deform_distorts_strokes_past_four_per_original_and_bad_elastic_is_refused() {
     assert_eq!(four, four_plain, "four new per original changed");
     let (report, surfaces) = generated("surfaces", &bars(n), &["--ratio", "1:8"]);
     assert_eq!(report["ink"], "surfaces", "{report}");
+    assert_eq!(
+        report["tangent_spreads"], "learned from each class",
+        "{report}"
+    );
     let (_, surfaces_plain) = generated(
         "surfaces-plain",
         &bars(n),

@@ -15,6 +15,7 @@
 
 use super::elastic::{distortion_count, distortions};
 use super::interpolation::{interpolant_count, interpolants, turns};
+use super::learned_spreads::learned_tangent_stds;
 use super::shading::shade;
 use crate::math::Portable;
 use crate::rng::{Purpose, Stream};
@@ -157,6 +158,20 @@ pub fn gradient(image: &[f64], height: usize, width: usize) -> (Vec<f64>, Vec<f6
 /// parallel and the diagonal shear, thickness; per pixel (shifts, thickness) or per unit
 /// parameter, computed on the image smoothed by max(0.5, 0.9 w/28) px.
 pub fn transformation_tangents(image: &[f64], height: usize, width: usize) -> Vec<Vec<f64>> {
+    tangents(image, (height, width), !moves_anchor(width))
+}
+
+/// All seven of [`transformation_tangents`]' columns, the shifts whatever the size: what a
+/// class's differences are fitted by (`learned_spreads`).
+pub fn transformation_tangents_with_shifts(
+    image: &[f64],
+    height: usize,
+    width: usize,
+) -> Vec<Vec<f64>> {
+    tangents(image, (height, width), true)
+}
+
+fn tangents(image: &[f64], (height, width): (usize, usize), shifts: bool) -> Vec<Vec<f64>> {
     let smooth = (0.9 * width as f64 / 28.0).max(0.5);
     let smoothed = gaussian_filter(image, height, width, smooth);
     let (gy, gx) = gradient(&smoothed, height, width);
@@ -170,7 +185,7 @@ pub fn transformation_tangents(image: &[f64], height: usize, width: usize) -> Ve
             .collect()
     };
     let mut tangents = Vec::with_capacity(7);
-    if !moves_anchor(width) {
+    if shifts {
         tangents.push(column(&|_, _, _, gx| -gx));
         tangents.push(column(&|_, _, gy, _| -gy));
     }
@@ -245,12 +260,17 @@ pub fn class_draws(
     (height, width): (usize, usize),
     count: usize,
     (seed, label): (u64, u32),
-    (shading, alpha): (f64, Option<f64>),
+    (shading, alpha, learned): (f64, Option<f64>, bool),
 ) -> (Vec<f32>, Vec<usize>) {
     let d = height * width;
     let n = images.len() / d.max(1);
     let past = past_deformations(n, count, alpha.is_some());
-    let mut draws = deformations(images, (height, width), count - past, seed, label);
+    let stds = match learned {
+        true => learned_tangent_stds(images, (height, width)),
+        false => None,
+    };
+    let stds = stds.unwrap_or_else(|| tangent_stds(width));
+    let mut draws = deformations(images, (height, width), count - past, (seed, label), &stds);
     shade(&mut draws, (height, width), shading, seed, label);
     let mut starts = anchors(n, count - past, seed, label);
     let (more, bases) = match alpha {
@@ -270,12 +290,11 @@ pub fn deformations(
     images: &[f32],
     (height, width): (usize, usize),
     count: usize,
-    seed: u64,
-    label: u32,
+    (seed, label): (u64, u32),
+    stds: &[f64],
 ) -> Vec<f32> {
     let d = height * width;
     let n = images.len() / d.max(1);
-    let stds = tangent_stds(width);
     // Each draw's anchor and its move: an image's k-th draw takes its k-th move in turn.
     let mut turns = vec![0usize; n];
     let visits: Vec<(usize, usize)> = anchors(n, count, seed, label)
@@ -303,7 +322,7 @@ pub fn deformations(
             let mut z = vec![0f32; stds.len()];
             Stream::new(seed, label, j as u32, 0, Purpose::Deformation).fill_normal(&mut z);
             let mut draw = anchor;
-            for ((tangent, std), &zi) in tangents.iter().zip(&stds).zip(&z) {
+            for ((tangent, std), &zi) in tangents.iter().zip(stds).zip(&z) {
                 let coefficient = std * zi as f64;
                 draw.iter_mut()
                     .zip(tangent)
@@ -419,16 +438,19 @@ mod tests {
         let images: Vec<f32> = (0..3 * h * w)
             .map(|i| ((i * 13) % 17) as f32 / 16.0)
             .collect();
-        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None));
-        assert_eq!(draws, deformations(&images, (h, w), 12, 5, 1));
+        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None, false));
+        assert_eq!(
+            draws,
+            deformations(&images, (h, w), 12, (5, 1), &tangent_stds(w))
+        );
         assert_eq!(starts, anchors(3, 12, 5, 1));
-        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.0, None));
+        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.0, None, false));
         let between = interpolant_count(3, 20);
         assert_eq!(between, 4);
         let (mixed, bases) = interpolants(&images, h * w, between, 5, 1);
         assert_eq!(
             draws[..16 * h * w],
-            deformations(&images, (h, w), 16, 5, 1)[..]
+            deformations(&images, (h, w), 16, (5, 1), &tangent_stds(w))[..]
         );
         assert_eq!(draws[16 * h * w..], mixed[..]);
         assert_eq!(starts[16..], bases[..]);
@@ -442,15 +464,15 @@ mod tests {
         let images: Vec<f32> = (0..3 * h * w)
             .map(|i| ((i * 13) % 17) as f32 / 16.0)
             .collect();
-        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.1, Some(17.0)));
+        let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.1, Some(17.0), false));
         assert_eq!(
             (draws, starts),
-            class_draws(&images, (h, w), 12, (5, 1), (0.1, None))
+            class_draws(&images, (h, w), 12, (5, 1), (0.1, None, false))
         );
-        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.1, Some(17.0)));
+        let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.1, Some(17.0), false));
         assert_eq!(past_deformations(3, 20, true), 8);
         let (distorted, bases) = distortions(&images, (h, w), (8, 17.0), 5, 1);
-        let (deformed, _) = class_draws(&images, (h, w), 12, (5, 1), (0.1, None));
+        let (deformed, _) = class_draws(&images, (h, w), 12, (5, 1), (0.1, None, false));
         assert_eq!(draws[..12 * h * w], deformed[..]);
         assert_eq!(draws[12 * h * w..], distorted[..]);
         assert_eq!(starts[12..], bases[..]);
@@ -522,7 +544,7 @@ mod tests {
             image[r * w + 13] = 1.0;
             image[r * w + 14] = 1.0;
         }
-        let draws = deformations(&image, (h, w), 4, 1, 0);
+        let draws = deformations(&image, (h, w), 4, (1, 0), &tangent_stds(w));
         assert_eq!(draws.len(), 4 * h * w);
         let base: Vec<f64> = image.iter().map(|&v| v as f64).collect();
         for (j, draw) in draws.chunks(h * w).enumerate() {
@@ -547,5 +569,29 @@ mod tests {
                 .fold(f64::INFINITY, f64::min);
             assert!(distance < others, "draw {j}: {distance} vs {others}");
         }
+    }
+
+    /// A class of graded surfaces draws its deformations with the spreads learned from its
+    /// images; strokes (learned false) with the fixed ones.
+    #[test]
+    fn learned_spreads_set_the_deformations_where_asked() {
+        let (h, w) = (28, 28);
+        let images: Vec<f32> = (0..5)
+            .flat_map(|k| {
+                (0..h * w).map(move |i| {
+                    let (r, c) = (i / w, i % w);
+                    0.1 + ((r * 3 + c * c + 7 * k) % 11) as f32 / 14.0
+                })
+            })
+            .collect();
+        let learned = learned_tangent_stds(&images, (h, w)).unwrap();
+        assert_ne!(learned, tangent_stds(w));
+        let (draws, _) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None, true));
+        assert_eq!(draws, deformations(&images, (h, w), 12, (5, 1), &learned));
+        let (draws, _) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None, false));
+        assert_eq!(
+            draws,
+            deformations(&images, (h, w), 12, (5, 1), &tangent_stds(w))
+        );
     }
 }

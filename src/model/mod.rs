@@ -18,6 +18,7 @@ pub(crate) mod dictionary;
 pub(crate) mod elastic;
 pub(crate) mod fit;
 pub(crate) mod interpolation;
+pub(crate) mod learned_spreads;
 pub(crate) mod likelihood;
 pub(crate) mod neighbours;
 pub(crate) mod posterior;

@@ -81,7 +81,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             (h, w),
             class.generated,
             (seed, class.label),
-            (run.args.shade as f64, distortion),
+            (run.args.shade as f64, distortion, !run.ink.strokes),
         );
         images.extend(draws.iter().map(from_draw));
         for origin in origins {

@@ -51,9 +51,13 @@ pub(super) fn report(
         // Deform draws a set of dark ink on a bright background inverted.
         "background": (args.method == AugmentMethod::Deform)
             .then_some(if run.ink.bright { "bright" } else { "dark" }),
-        // Past four new images per original deform draws elastic distortions of strokes.
+        // Past four new images per original deform draws elastic distortions of strokes; on
+        // surfaces each class's tangent spreads are learned from its images.
         "ink": (args.method == AugmentMethod::Deform)
             .then_some(if run.ink.strokes { "strokes" } else { "surfaces" }),
+        "tangent_spreads": (args.method == AugmentMethod::Deform).then_some(
+            if run.ink.strokes { "fixed" } else { "learned from each class" },
+        ),
         "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
         } else if args.reencode {
