@@ -304,6 +304,12 @@ pub struct AugmentSettings {
     /// preset's 0.1; `model::shading`).
     #[serde(default)]
     pub shade: f32,
+    /// Shade graded surfaces (`ink` "surfaces": most ink pixels between 0.1 and 0.9, such as
+    /// Fashion-MNIST's garments) by `model::shading::SURFACE_SHADE` instead of `shade`: the
+    /// quality preset's, turned off when `shade` is given (docs/usefulness.md, "Tangent spreads
+    /// learned on surfaces").
+    #[serde(default)]
+    pub fit_shade_to_ink: bool,
     /// Method deform's elastic distortions: on a set of strokes of 28 px or more, a class's new
     /// images past four per original are its images distorted by a random field of σ 4 px and
     /// scale α = `elastic` px at 28 px (0: off, interpolants as on surfaces; the quality
@@ -421,6 +427,7 @@ impl AugmentSettings {
             dynamics: DynamicsOptions::default(),
             smooth: 0.5,
             shade: 0.0,
+            fit_shade_to_ink: false,
             elastic: 0.0,
             soft_threshold: 0.0,
             rescale: Rescale::Clip,
@@ -463,6 +470,7 @@ impl AugmentSettings {
         s.burn_in = 20;
         s.reencode = true;
         s.shade = QUALITY_SHADE;
+        s.fit_shade_to_ink = true;
         s.elastic = QUALITY_ELASTIC;
         s.fit_scale_to_data = ScaleFit::ALL;
         s
@@ -494,7 +502,8 @@ impl AugmentSettings {
     /// scale to its length scales; the batch and k to the smallest class) leaves it alone,
     /// unless the caller also gave that fitting's own switch (`fit_scale_to_data`,
     /// `fit_batch_to_classes`, `fit_tangent_k_to_classes`), which then decides. A shading not
-    /// given is turned off for a method other than deform (the quality preset's is deform's).
+    /// given is turned off for a method other than deform (the quality preset's is deform's);
+    /// one given holds on graded surfaces too (`fit_shade_to_ink` off).
     pub fn keep_given(&mut self, given: impl Fn(&str) -> bool) {
         if !given("fit_scale_to_data") {
             let fit = &mut self.fit_scale_to_data;
@@ -510,6 +519,9 @@ impl AugmentSettings {
         }
         if !given("elastic") && self.method != AugmentMethod::Deform {
             self.elastic = 0.0;
+        }
+        if given("shade") && !given("fit_shade_to_ink") {
+            self.fit_shade_to_ink = false;
         }
         if given("batch") && !given("fit_batch_to_classes") {
             self.fit_batch_to_classes = false;
@@ -732,6 +744,14 @@ mod tests {
         let fit = kept.fit_scale_to_data;
         assert!(!fit.eta && fit.sigma2 && fit.smooth && fit.tangent_scale);
         assert!(kept.fit_batch_to_classes && !kept.fit_tangent_k_to_classes);
+        assert!(
+            kept.fit_shade_to_ink,
+            "the preset fits the shading to the ink"
+        );
+        let mut shade = AugmentSettings::quality();
+        shade.keep_given(|name| name == "shade");
+        assert!(!shade.fit_shade_to_ink, "a shading given holds on surfaces");
+        assert!(!AugmentSettings::paper().fit_shade_to_ink);
 
         // A switch given too decides for its settings.
         let mut switched = AugmentSettings::quality();

@@ -324,6 +324,9 @@ impl AugmentArgs {
             dynamics: self.dynamics.options(),
             smooth: self.smooth,
             shade: self.shade,
+            fit_shade_to_ink: self
+                .preset
+                .is_some_and(|p| AugmentSettings::preset(p).fit_shade_to_ink),
             elastic: self.elastic,
             soft_threshold: self.soft_threshold,
             rescale: self.rescale,

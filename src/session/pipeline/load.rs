@@ -15,6 +15,7 @@ use crate::backend::{Backend, BackendInfo};
 use crate::io::{self, labelled, Dataset, ShardFiles, Split};
 use crate::measure::memory;
 use crate::methods::AugmentMethod;
+use crate::model::shading::SURFACE_SHADE;
 use crate::model::{Dictionary, Target, TargetKind};
 use crate::orchestrator::estimate::{estimate_augment, lasso_pilot, AugmentWork, LassoPilot};
 use crate::orchestrator::identity::input_hashes;
@@ -184,6 +185,11 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         AugmentMethod::Deform => Ink::of(&problem, args.problem_settings().pixel_max),
         _ => Ink::default(),
     };
+    // Graded surfaces take the stronger shading unless one was given.
+    let mut args = args;
+    if args.method == AugmentMethod::Deform && args.fit_shade_to_ink && !ink.strokes {
+        args.shade = SURFACE_SHADE;
+    }
     let loaded = Loaded {
         asked: asked.clone(),
         args,
