@@ -41,6 +41,8 @@ def load(paths):
                 row = json.loads(line)
                 if row.get("error"):  # a peer that refused the cut (ADASYN): no numbers
                     continue
+                if row.get("classifier") == "proxies":  # --proxies' rows: no accuracy
+                    continue
                 key = (row["dataset"], row["regime"], row["setting"], row["classifier"],
                        SAME.get(row["augmenter"], row["augmenter"]))
                 table[key][int(row["seed"])] = float(row["bacc"])

@@ -214,6 +214,9 @@ class Criteria(unittest.TestCase):
         rows += [row("imbalanced", "rmld", s, 69.0) for s in range(3)]
         rows.append(dict(dataset="mnist", regime="few", setting="s", seed=0, augmenter="adasyn",
                          classifier=None, error="RuntimeError: refused"))
+        rows.append(dict(dataset="mnist", regime="few", setting="s", seed=0, augmenter="rmld",
+                         classifier="proxies", preservation=90.0, real=80.0, moved=70.0,
+                         novelty=1.0, diversity=1.0))  # --proxies' row: skipped
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "rows.jsonl"
             path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
