@@ -31,6 +31,12 @@ impl Ink {
         });
         Ink { bright, strokes }
     }
+
+    /// Whether each class's tangent spreads are learned from its images: on graded surfaces
+    /// (`model::learned_spreads`); strokes keep the fixed ones.
+    pub(super) fn learns_spreads(&self) -> bool {
+        !self.strokes
+    }
 }
 
 /// The scale of the elastic distortions a class brought past four new images per original
@@ -81,7 +87,7 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             (h, w),
             class.generated,
             (seed, class.label),
-            (run.args.shade as f64, distortion, !run.ink.strokes),
+            (run.args.shade as f64, distortion, run.ink.learns_spreads()),
         );
         images.extend(draws.iter().map(from_draw));
         for origin in origins {

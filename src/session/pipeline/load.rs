@@ -185,9 +185,10 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         AugmentMethod::Deform => Ink::of(&problem, args.problem_settings().pixel_max),
         _ => Ink::default(),
     };
-    // Graded surfaces take the stronger shading unless one was given.
+    // Graded surfaces, drawn with their learned spreads, take the stronger shading unless one
+    // was given.
     let mut args = args;
-    if args.method == AugmentMethod::Deform && args.fit_shade_to_ink && !ink.strokes {
+    if args.method == AugmentMethod::Deform && args.fit_shade_to_ink && ink.learns_spreads() {
         args.shade = SURFACE_SHADE;
     }
     let loaded = Loaded {

@@ -56,7 +56,7 @@ pub(super) fn report(
         "ink": (args.method == AugmentMethod::Deform)
             .then_some(if run.ink.strokes { "strokes" } else { "surfaces" }),
         "tangent_spreads": (args.method == AugmentMethod::Deform).then_some(
-            if run.ink.strokes { "fixed" } else { "learned from each class" },
+            if run.ink.learns_spreads() { "learned from each class" } else { "fixed" },
         ),
         "generated_codes": if run.kernel || (args.method == AugmentMethod::Deform && !args.reencode) {
             "none"
