@@ -109,7 +109,8 @@ def main() -> None:
     args = parser.parse_args()
     generated = rmld_io.read_idx_images(args.run / "generated-images-idx3-ubyte.gz")
     generated_labels = rmld_io.read_idx_labels(args.run / "generated-labels-idx1-ubyte.gz")
-    train = rmld_io.read_idx_images(rmld_io.find_split(args.data, "train", "images"))
+    # Pictures (N, h, w): the moved-one-pixel calibration needs their shape.
+    train = rmld_io.read_idx_pictures(rmld_io.find_split(args.data, "train", "images"))
     train_labels = rmld_io.read_idx_labels(rmld_io.find_split(args.data, "train", "labels"))
     test = rmld_io.read_idx_images(rmld_io.find_split(args.data, "test", "images"))
     test_labels = rmld_io.read_idx_labels(rmld_io.find_split(args.data, "test", "labels"))

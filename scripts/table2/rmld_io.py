@@ -78,10 +78,16 @@ def read_idx(path, ndim: int | None = None) -> np.ndarray:
 
 def read_idx_images(path) -> np.ndarray:
     """IDX images as uint8 (N, rows*columns)."""
+    images = read_idx_pictures(path)
+    return images.reshape(images.shape[0], -1)
+
+
+def read_idx_pictures(path) -> np.ndarray:
+    """IDX images as uint8 (N, rows, columns)."""
     images = read_idx(path, ndim=3)
     if images.shape[1] == 0 or images.shape[2] == 0:
         _fail(path, f"has images of {images.shape[1]} x {images.shape[2]} pixels")
-    return images.reshape(images.shape[0], -1)
+    return images
 
 
 def read_idx_labels(path) -> np.ndarray:

@@ -199,6 +199,42 @@ class Quality(unittest.TestCase):
                 [33, 34, 35, 33, 34, 35], [40, 40, 41, 43, 43, 44]]
         np.testing.assert_array_equal(metrics.moved_one_pixel(images, (2, 3)), np.array(want))
 
+    def test_metrics_command_line_reads_an_augment_folder_and_a_dataset(self):
+        """metrics.py as run_one.sh runs it: IDX files in, one line of proxies out (its moved
+        calibration needs the pictures' shape, which the flat IDX reader dropped)."""
+        import contextlib
+        import gzip
+        import io
+
+        def write_idx(path, array):
+            magic = bytes([0, 0, 8, array.ndim])
+            dims = b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+            with gzip.open(path, "wb") as f:
+                f.write(magic + dims + array.astype(np.uint8).tobytes())
+
+        x, y = blobs(side=12, per_class=(10, 10, 10))
+        pictures = (x * 255).astype(np.uint8)
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir, data_dir = Path(tmp, "run"), Path(tmp, "data")
+            run_dir.mkdir()
+            data_dir.mkdir()
+            write_idx(data_dir / "train-images-idx3-ubyte.gz", pictures)
+            write_idx(data_dir / "train-labels-idx1-ubyte.gz", y)
+            write_idx(data_dir / "t10k-images-idx3-ubyte.gz", pictures[::2])
+            write_idx(data_dir / "t10k-labels-idx1-ubyte.gz", y[::2])
+            write_idx(run_dir / "generated-images-idx3-ubyte.gz", pictures[1::3])
+            write_idx(run_dir / "generated-labels-idx1-ubyte.gz", y[1::3])
+            argv, out = sys.argv, io.StringIO()
+            sys.argv = ["metrics.py", str(run_dir), str(data_dir), "--json"]
+            try:
+                with contextlib.redirect_stdout(out):
+                    metrics.main()
+            finally:
+                sys.argv = argv
+        result = json.loads(out.getvalue())
+        self.assertEqual(result["generated"], 10)
+        self.assertTrue(0.0 <= result["moved_one_pixel_label_preservation"] <= 1.0)
+
 
 class Criteria(unittest.TestCase):
     def test_gains_are_paired_by_seed_and_held_against_the_issues_lines(self):
