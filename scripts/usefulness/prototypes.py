@@ -505,6 +505,11 @@ PROTOTYPES["p-smooth0.8"] = proposal(smooth=0.8)
 # The anchor moved in 8 directions in turn (the diagonals too), or by 1 or 2 pixels.
 PROTOTYPES["p-moves8"] = proposal(moves=[(0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1),
                                          (-1, 0), (-1, 1)])
+# The anchor moved along the diagonals only: the four moves the shifts peer does not make.
+PROTOTYPES["p-moves-diag"] = proposal(moves=[(1, 1), (1, -1), (-1, -1), (-1, 1)])
+# The tangent spreads 0.7 and 1.4 times the proposal's, for cuts larger than 50 per class.
+PROTOTYPES["p-spread0.7"] = proposal(0.35)
+PROTOTYPES["p-spread1.4"] = proposal(0.7)
 PROTOTYPES["p-moves-still"] = proposal(moves=[(0, 1), (0, -1), (1, 0), (-1, 0), (0, 0)])
 PROTOTYPES["p-moves2px"] = proposal(moves=[(0, 1), (0, -2), (1, 0), (-2, 0), (0, -1), (0, 2),
                                            (-1, 0), (2, 0)])
