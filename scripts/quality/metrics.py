@@ -56,14 +56,19 @@ ONE_PIXEL_MOVES = ((0, 1), (0, -1), (1, 0), (-1, 0))
 def moved_one_pixel(images: np.ndarray, shape) -> np.ndarray:
     """`images` (N, h·w) each moved by one pixel, image i by ONE_PIXEL_MOVES[i % 4], the edge
     row or column repeated into the emptied pixels (the Rust `moved_one_pixel`)."""
-    h, w = shape
     out = np.empty_like(images)
-    for k, (dr, dc) in enumerate(ONE_PIXEL_MOVES):
-        pictures = images[k::4].reshape(-1, h, w)
-        rows = np.clip(np.arange(h) - dr, 0, h - 1)
-        cols = np.clip(np.arange(w) - dc, 0, w - 1)
-        out[k::4] = pictures[:, rows][:, :, cols].reshape(len(pictures), -1)
+    for k, move in enumerate(ONE_PIXEL_MOVES):
+        out[k::4] = moved_by(images[k::4], shape, move)
     return out
+
+
+def moved_by(images: np.ndarray, shape, move) -> np.ndarray:
+    """`images` (N, h·w) all moved by `move` (rows, columns), the edge repeated."""
+    h, w = shape
+    dr, dc = move
+    rows = np.clip(np.arange(h) - dr, 0, h - 1)
+    cols = np.clip(np.arange(w) - dc, 0, w - 1)
+    return images.reshape(-1, h, w)[:, rows][:, :, cols].reshape(len(images), -1)
 
 
 def evaluate(generated, generated_labels, train, train_labels, test, test_labels, shape=None) -> dict:
