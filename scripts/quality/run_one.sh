@@ -30,7 +30,9 @@ row = {"name": name, "dataset": report["dataset"], "args": args,
        "generation_seconds": report["generation_seconds"], "metrics": m}
 with open(results, "a") as f:
     f.write(json.dumps(row) + "\n")
-print(f"{name:28s} acceptance {report['acceptance_rate']:.2f} moved {report['mean_distance_moved']:9.2f} "
+# Deform draws have no accept step: their acceptance rate is null.
+acceptance = "n/a" if report["acceptance_rate"] is None else f"{report['acceptance_rate']:.2f}"
+print(f"{name:28s} acceptance {acceptance} moved {report['mean_distance_moved']:9.2f} "
       f"| label preservation {100 * m['label_preservation']:.1f}% (test {100 * m['classifier_test_accuracy']:.1f}%) "
       f"novelty {m['novelty_mean']:.2f} diversity {m['diversity']:.2f}")
 PY
