@@ -257,6 +257,7 @@ class Criteria(unittest.TestCase):
             path = Path(folder) / "rows.jsonl"
             path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
             found = {r["comparison"]: r for r in criteria.lines(criteria.load([path]))}
+            grouped = {r["comparison"]: r for r in criteria.lines(criteria.load([path]), 2)}
         self.assertEqual(set(found), {"rmld − none", "shifts+rmld − shifts", "rmld − smote"})
         self.assertAlmostEqual(found["rmld − none"]["mean"], 7 / 6)
         self.assertAlmostEqual(found["rmld − none"]["lowest"], 0.5)
@@ -266,6 +267,13 @@ class Criteria(unittest.TestCase):
         self.assertFalse(found["rmld − smote"]["met"])
         self.assertIn("| mnist | few s | lr | rmld − none | +1.17 ± 0.33 | +0.50 | 0–2 (3) | ≥ 1 | yes |",
                       criteria.markdown(list(found.values())))
+        # groups of two seeds: rmld − none gains +1.5, +1.5, +0.5 give means 1.5, 1.0, 1.0, all
+        # meeting "at least 1"; the tie (0, 0) is one group, not "above" 0
+        self.assertEqual(grouped["rmld − none"]["groups_met"], 1.0)
+        self.assertEqual(grouped["shifts+rmld − shifts"]["groups_met"], 0.0)
+        self.assertAlmostEqual(criteria.group_share([1.0, -1.0, 2.0, 0.5], 3, 0.5, False), 0.75)
+        self.assertIsNone(criteria.group_share([1.0], 3, 0.0, False))
+        self.assertIn("| ≥ 1 | yes | 100% |", criteria.markdown(list(grouped.values()), 2))
         # a dataset or classifier the issue draws no line for is shown, not held
         other = [dict(r, dataset="digits-8x8") for r in rows if r["augmenter"] in ("none", "rmld")]
         with tempfile.TemporaryDirectory() as folder:
