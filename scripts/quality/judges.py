@@ -47,6 +47,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, required=True)
     parser.add_argument("--svm-every", type=int, default=2)
     args = parser.parse_args()
+    if args.svm_every < 1 or args.limit < 1:
+        parser.error("--limit and --svm-every take a count of 1 or more")
     flat = lambda a: a.reshape(len(a), -1).astype(np.float64) / 255.0  # noqa: E731
     generated = flat(rmld_io.read_idx_images(args.run / "generated-images-idx3-ubyte.gz"))
     generated_labels = rmld_io.read_idx_labels(args.run / "generated-labels-idx1-ubyte.gz")
