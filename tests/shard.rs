@@ -600,11 +600,13 @@ fn merged_augment_shards_equal_the_single_run_on_the_cpu() {
     // Kernel HMC (images, no codes) and Compression (LASSO starts only, one chain per sample);
     // and 2 samples re-encoded per shard against the single run's 10 (when gemm took the CPU's
     // products, its path by the row count made these differ unless the shard padded them; the
-    // packed kernels sum in one order whatever the rows).
-    let cases: [&[&str]; 3] = [
+    // packed kernels sum in one order whatever the rows); and deform without --reencode, which
+    // writes no codes (its shards once stopped writing a codes part of no values).
+    let cases: [&[&str]; 4] = [
         &["--method", "kernel-hmc"],
         &["--method", "compression"],
         &["--ratio", "50:1", "--reencode"],
+        &["--method", "deform", "--reencode", "false"],
     ];
     for (k, extra) in cases.iter().enumerate() {
         let single = dir.path().join(format!("single-{k}"));

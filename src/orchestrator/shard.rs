@@ -518,11 +518,13 @@ fn join_sinks(
 /// The whole run's samples and run joined from the shards' (checked, in order): every class's
 /// samples in the single run's (iteration, chain) order, the chains' traces end to end. `cap`:
 /// the fixed burn-in, or an automatic one's cap (the shards' traces say where it ended).
+/// `no_codes`: the run writes no codes (Kernel HMC; deform without `--reencode`), so the shards
+/// hold none.
 pub fn join_augment(
     shards: &[ShardFiles],
     plan: &AugmentPlan,
     cap: u32,
-    (kernel, d, p): (bool, usize, usize),
+    (no_codes, d, p): (bool, usize, usize),
 ) -> Result<(AugmentSink, SampleRun)> {
     let chains = plan.chains();
     let mut burn_in = cap;
@@ -557,7 +559,7 @@ pub fn join_augment(
                 "{AUGMENT_IMAGES} has shape {shape:?}, its chains kept {rows} samples of {d} pixels"
             )));
         }
-        let codes = match kernel {
+        let codes = match no_codes {
             true => Vec::new(),
             false => {
                 let (shape, codes) = s.npy_f32(AUGMENT_CODES)?;
@@ -577,7 +579,7 @@ pub fn join_augment(
         });
         runs.push(trace.run);
     }
-    let sink = join_sinks(plan, burn_in, !kernel, (d, p), &parts).map_err(|(held, k)| {
+    let sink = join_sinks(plan, burn_in, !no_codes, (d, p), &parts).map_err(|(held, k)| {
         let class = &plan.classes[k];
         Error::input(
             &shards[0].dir,

@@ -265,7 +265,7 @@ fn generate(
     };
     let (sink, state, amortized) = match (pipe.split, device.backend.as_deref_mut()) {
         (Split::Merge(shards), _) => {
-            let shape = (run.kernel, run.d, run.p);
+            let shape = (!run.writes_codes(), run.d, run.p);
             let (sink, state) = join_augment(shards, &run.plan, cap, shape)?;
             (sink, state, None)
         }

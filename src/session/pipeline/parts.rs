@@ -42,7 +42,8 @@ pub(super) fn save(
     output.write(IMAGES, |path| {
         io::write_npy_f32(path, &[kept, d], &generated.sink.images.concat())
     })?;
-    if !run.kernel {
+    // Kernel HMC has no codes, deform without --reencode none either (`writes_codes`).
+    if run.writes_codes() {
         output.write(CODES, |path| io::write_npy_f32(path, &[kept, p], codes))?;
         names.push(CODES);
     }
