@@ -468,6 +468,68 @@ fn deform_draws_dark_ink_on_white_as_the_inverted_set() {
     );
 }
 
+/// On graded surfaces the preset's shading halves as a class grows from 100 to 200 images: a
+/// class of 200 is drawn as `--shade 0.1` draws it, one of 10 as `--shade 0.2`, and the report
+/// gives each class's amplitude.
+#[test]
+fn surface_shading_halves_for_large_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("bars.npy");
+    let labels = dir.path().join("bars-labels.npy");
+    let (large, small) = (200, 10);
+    let n = large + small;
+    io::write_npy_u8(&data, &[n, 28, 28], &bars(n)).unwrap();
+    let classes: Vec<i64> = (0..n).map(|i| i64::from(i >= large)).collect();
+    io::write_npy_i64(&labels, &[n], &classes).unwrap();
+    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
+    let generated = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec!["--data", data, "--labels", labels, "--ratio", "1:1"];
+        args.extend(["--no-quality", "--reencode", "false"]);
+        args.extend(extra);
+        let run = augment_with_defaults(&out, &args);
+        assert!(run.status.success(), "{extra:?}: {}", stderr(&run));
+        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
+        let labels = labels_of(&out.join("generated-labels.npy"));
+        (report_of(&out), images.pixels, labels)
+    };
+    let (report, fitted, fitted_labels) = generated("fitted", &[]);
+    assert_eq!(report["ink"], "surfaces", "{report}");
+    let by_class = report["shade_by_class"].as_array().expect("shade_by_class");
+    let shade_of = |label: u64| {
+        let class = by_class.iter().find(|c| c["label"] == label).unwrap();
+        class["shade"].as_f64().unwrap()
+    };
+    assert_eq!(shade_of(0), 0.1f32 as f64, "{report}");
+    assert_eq!(shade_of(1), 0.2f32 as f64, "{report}");
+    let (_, once, once_labels) = generated("once", &["--shade", "0.1"]);
+    let (twice_report, twice, _) = generated("twice", &["--shade", "0.2"]);
+    assert!(
+        twice_report["shade_by_class"].is_null(),
+        "a given shading holds for every class"
+    );
+    assert_eq!(fitted_labels, once_labels);
+    let d = 28 * 28;
+    let mut large_rows = 0;
+    for (row, &label) in fitted_labels.iter().enumerate() {
+        let (ours, pixels) = (&fitted[row * d..(row + 1) * d], (row * d)..((row + 1) * d));
+        match label {
+            0 => {
+                large_rows += 1;
+                assert_eq!(
+                    ours, &once[pixels],
+                    "row {row}: the large class as --shade 0.1"
+                );
+            }
+            _ => assert_eq!(
+                ours, &twice[pixels],
+                "row {row}: the small class as --shade 0.2"
+            ),
+        }
+    }
+    assert_eq!(large_rows, large);
+}
+
 /// The quality preset shades deform's draws on images of 28 px or more (`--shade`, 0.1): the
 /// report says how much, `--shade 0` draws the unshaded images, the 8 × 8 digits are not
 /// shaded, and a shading other methods cannot apply, or off its range, is refused by name.

@@ -2,6 +2,7 @@
 
 use crate::model::deformation::{bright_background, class_draws, past_deformations};
 use crate::model::elastic;
+use crate::model::shading::surface_shade;
 use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
 use crate::{Error, Result};
 
@@ -47,6 +48,16 @@ fn distortion(run: &Loaded) -> Option<f64> {
     elastic::distorts(run.ink.strokes, run.problem.dataset.width, alpha).then_some(alpha)
 }
 
+/// The shading of a class of `images` originals: the run's, or on graded surfaces whose
+/// shading the preset fits (`fit_shade_to_ink`, no `--shade` given) one that halves as the
+/// class grows from 100 to 200 images (`shading::surface_shade`).
+pub(super) fn class_shade(run: &Loaded, images: usize) -> f32 {
+    match run.args.fit_shade_to_ink && run.ink.learns_spreads() {
+        true => surface_shade(images),
+        false => run.args.shade,
+    }
+}
+
 /// Every class's draws (model units) in a sink of one-draw chains, class by class, and a run
 /// of no iterations. The draws are made on the 0..1 scale (the images divided by pixel-max),
 /// where the tangents' scales are set, and brought back to the model's; a set with a bright
@@ -87,7 +98,11 @@ pub(super) fn deform(run: &Loaded, plan: &AugmentPlan) -> Result<(AugmentSink, S
             (h, w),
             class.generated,
             (seed, class.label),
-            (run.args.shade as f64, distortion, run.ink.learns_spreads()),
+            (
+                class_shade(run, count) as f64,
+                distortion,
+                run.ink.learns_spreads(),
+            ),
         );
         images.extend(draws.iter().map(from_draw));
         for origin in origins {

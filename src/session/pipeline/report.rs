@@ -47,6 +47,11 @@ pub(super) fn report(
         "adaptation": parts::adaptation_json(chains, Some(&class_labels)),
         "postprocess": args.postprocess(),
         "shade": (args.method == AugmentMethod::Deform).then_some(args.shade),
+        // On graded surfaces the preset's shading halves as a class grows from 100 to 200.
+        "shade_by_class": (args.method == AugmentMethod::Deform
+            && args.fit_shade_to_ink
+            && run.ink.learns_spreads())
+        .then(|| shade_by_class(run)),
         "elastic": (args.method == AugmentMethod::Deform).then_some(args.elastic),
         // Deform draws a set of dark ink on a bright background inverted.
         "background": (args.method == AugmentMethod::Deform)
@@ -230,4 +235,13 @@ fn first_line(report: &Value, run: &Loaded, device: &Device, generated: &Generat
 /// The output folder, as the summary names it.
 fn args_out(run: &Loaded) -> String {
     run.args.problem.out.display().to_string()
+}
+
+/// Each class's shading on graded surfaces: `[{label, images, shade}]`.
+fn shade_by_class(run: &Loaded) -> Value {
+    let classes = run.plan.classes.iter().map(|class| {
+        let images = class.rows[1] as usize;
+        json!({ "label": class.label, "images": images, "shade": super::deform::class_shade(run, images) })
+    });
+    Value::Array(classes.collect())
 }
