@@ -415,6 +415,46 @@ fn bars(n: usize) -> Vec<u8> {
     pixels
 }
 
+/// The bars of [`bars`] with their classes, as NPY files in a folder.
+struct BarsData {
+    data: String,
+    labels: String,
+}
+
+impl BarsData {
+    fn write(dir: &Path, classes: &[i64]) -> BarsData {
+        let (data, labels) = (dir.join("bars.npy"), dir.join("bars-labels.npy"));
+        let n = classes.len();
+        io::write_npy_u8(&data, &[n, 28, 28], &bars(n)).unwrap();
+        io::write_npy_i64(&labels, &[n], classes).unwrap();
+        let text = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+        BarsData {
+            data: text(data),
+            labels: text(labels),
+        }
+    }
+
+    /// `rmld augment`'s default (deform) at 1:1 into `out`, with `extra`: the report, the
+    /// generated images' pixels and their labels.
+    fn deform(&self, out: &Path, extra: &[&str]) -> (serde_json::Value, Vec<u8>, Vec<u32>) {
+        let mut args = vec![
+            "--data",
+            &self.data,
+            "--labels",
+            &self.labels,
+            "--ratio",
+            "1:1",
+        ];
+        args.extend(["--no-quality", "--reencode", "false"]);
+        args.extend(extra);
+        let run = augment_with_defaults(out, &args);
+        assert!(run.status.success(), "{extra:?}: {}", stderr(&run));
+        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
+        let labels = labels_of(&out.join("generated-labels.npy"));
+        (report_of(out), images.pixels, labels)
+    }
+}
+
 /// Deform takes 0 for the background (its moved anchors shift zeros in, its shading scales the
 /// ink): a set of dark ink on white is drawn inverted, so that its draws are the inverted
 /// draws of the inverted set (to one level of rounding), not white images with black edges
@@ -474,25 +514,10 @@ fn deform_draws_dark_ink_on_white_as_the_inverted_set() {
 #[test]
 fn surface_shading_halves_for_large_classes() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("bars.npy");
-    let labels = dir.path().join("bars-labels.npy");
     let (large, small) = (200, 10);
-    let n = large + small;
-    io::write_npy_u8(&data, &[n, 28, 28], &bars(n)).unwrap();
-    let classes: Vec<i64> = (0..n).map(|i| i64::from(i >= large)).collect();
-    io::write_npy_i64(&labels, &[n], &classes).unwrap();
-    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
-    let generated = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        let mut args = vec!["--data", data, "--labels", labels, "--ratio", "1:1"];
-        args.extend(["--no-quality", "--reencode", "false"]);
-        args.extend(extra);
-        let run = augment_with_defaults(&out, &args);
-        assert!(run.status.success(), "{extra:?}: {}", stderr(&run));
-        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
-        let labels = labels_of(&out.join("generated-labels.npy"));
-        (report_of(&out), images.pixels, labels)
-    };
+    let classes: Vec<i64> = (0..large + small).map(|i| i64::from(i >= large)).collect();
+    let bars = BarsData::write(dir.path(), &classes);
+    let generated = |name: &str, extra: &[&str]| bars.deform(&dir.path().join(name), extra);
     let (report, fitted, fitted_labels) = generated("fitted", &[]);
     assert_eq!(report["ink"], "surfaces", "{report}");
     let by_class = report["shade_by_class"].as_array().expect("shade_by_class");
@@ -536,22 +561,11 @@ fn surface_shading_halves_for_large_classes() {
 #[test]
 fn deform_shades_large_images_and_bad_shading_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("bars.npy");
-    let labels = dir.path().join("bars-labels.npy");
-    let n = 20;
-    io::write_npy_u8(&data, &[n, 28, 28], &bars(n)).unwrap();
-    let classes: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
-    io::write_npy_i64(&labels, &[n], &classes).unwrap();
-    let (data, labels) = (data.to_str().unwrap(), labels.to_str().unwrap());
+    let classes: Vec<i64> = (0..20).map(|i| i % 2).collect();
+    let bars = BarsData::write(dir.path(), &classes);
     let generated = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        let mut args = vec!["--data", data, "--labels", labels, "--ratio", "1:1"];
-        args.extend(["--no-quality", "--reencode", "false"]);
-        args.extend(extra);
-        let run = augment_with_defaults(&out, &args);
-        assert!(run.status.success(), "{extra:?}: {}", stderr(&run));
-        let images = io::read_idx_images(&out.join("generated-images-idx3-ubyte.gz")).unwrap();
-        (report_of(&out), images.pixels)
+        let (report, pixels, _) = bars.deform(&dir.path().join(name), extra);
+        (report, pixels)
     };
     // The bars are graded surfaces: the preset shades them by 0.2 unless a shading is given.
     let (report, shaded) = generated("shaded", &[]);
