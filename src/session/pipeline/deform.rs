@@ -52,7 +52,7 @@ fn distortion(run: &Loaded) -> Option<f64> {
 /// shading the preset fits (`fit_shade_to_ink`, no `--shade` given) one that halves as the
 /// class grows from 100 to 200 images (`shading::surface_shade`).
 pub(super) fn class_shade(run: &Loaded, images: usize) -> f32 {
-    match run.args.fit_shade_to_ink && run.ink.learns_spreads() {
+    match run.shades_by_class() {
         true => surface_shade(images),
         false => run.args.shade,
     }

@@ -186,9 +186,9 @@ pub(super) fn load(pipe: &mut Pipeline, asked: &AugmentSettings) -> Result<(Load
         _ => Ink::default(),
     };
     // Graded surfaces, drawn with their learned spreads, take the stronger shading unless one
-    // was given.
+    // was given (halved for large classes: `Loaded::shades_by_class`).
     let mut args = args;
-    if args.method == AugmentMethod::Deform && args.fit_shade_to_ink && ink.learns_spreads() {
+    if shades_surfaces(&args, &ink) {
         args.shade = SURFACE_SHADE;
     }
     let loaded = Loaded {
@@ -509,7 +509,19 @@ fn merged_device(shards: &[ShardFiles]) -> Result<Device> {
     })
 }
 
+/// Whether deform shades this run's graded surfaces by the preset's rule (no `--shade` given)
+/// rather than by one amplitude.
+fn shades_surfaces(args: &AugmentSettings, ink: &Ink) -> bool {
+    args.method == AugmentMethod::Deform && args.fit_shade_to_ink && ink.learns_spreads()
+}
+
 impl Loaded {
+    /// Whether each class's shading is set by its size (`shading::surface_shade`): the preset's
+    /// deform on graded surfaces.
+    pub fn shades_by_class(&self) -> bool {
+        shades_surfaces(&self.args, &self.ink)
+    }
+
     /// Whether the run writes codes: Kernel HMC has none; Deform's are its images'
     /// re-encodings, none without them.
     pub fn writes_codes(&self) -> bool {

@@ -48,10 +48,7 @@ pub(super) fn report(
         "postprocess": args.postprocess(),
         "shade": (args.method == AugmentMethod::Deform).then_some(args.shade),
         // On graded surfaces the preset's shading halves as a class grows from 100 to 200.
-        "shade_by_class": (args.method == AugmentMethod::Deform
-            && args.fit_shade_to_ink
-            && run.ink.learns_spreads())
-        .then(|| shade_by_class(run)),
+        "shade_by_class": run.shades_by_class().then(|| shade_by_class(run)),
         "elastic": (args.method == AugmentMethod::Deform).then_some(args.elastic),
         // Deform draws a set of dark ink on a bright background inverted.
         "background": (args.method == AugmentMethod::Deform)
