@@ -12,6 +12,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import augmenters  # noqa: E402
+import ceiling  # noqa: E402
 import criteria  # noqa: E402
 import data  # noqa: E402
 import learned_variation  # noqa: E402
@@ -234,6 +235,40 @@ class Quality(unittest.TestCase):
         result = json.loads(out.getvalue())
         self.assertEqual(result["generated"], 10)
         self.assertTrue(0.0 <= result["moved_one_pixel_label_preservation"] <= 1.0)
+
+
+class Ceiling(unittest.TestCase):
+    def test_rows_of_more_real_images_give_their_paired_gain_and_group_share(self):
+        """ceiling.py on a small Quick Draw-like folder: a row per count, each later row with
+        the share of seed groups reaching the line; bad group sizes are refused."""
+        import contextlib
+        import io
+        import os
+
+        x, y = blobs(side=28, per_class=(30, 30, 30))
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp, "quickdraw")
+            folder.mkdir()
+            for c in range(3):
+                np.save(folder / f"class{c}.npy", (x[y == c] * 255).astype(np.uint8).reshape(-1, 784))
+            old, out = os.environ.get("RMLD_DATASETS"), io.StringIO()
+            os.environ["RMLD_DATASETS"] = tmp
+            try:
+                with contextlib.redirect_stdout(out):
+                    ceiling.main(["--datasets", "quickdraw", "--per-class", "2", "8",
+                                  "--seeds", "3", "--first-seed", "5", "--groups", "2",
+                                  "--test-per-class", "5"])
+                with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                    ceiling.main(["--datasets", "quickdraw", "--seeds", "2", "--groups", "3"])
+            finally:
+                if old is None:
+                    del os.environ["RMLD_DATASETS"]
+                else:
+                    os.environ["RMLD_DATASETS"] = old
+        lines = [line for line in out.getvalue().splitlines() if "/class real" in line]
+        self.assertEqual(len(lines), 2)
+        self.assertNotIn("groups", lines[0])
+        self.assertRegex(lines[1], r"\(2-seed groups reaching \+1: lr \d+%, svm \d+%\)$")
 
 
 class Criteria(unittest.TestCase):
