@@ -143,6 +143,33 @@ class Prototypes(unittest.TestCase):
         self.assertLessEqual(abs((top[0] + bottom[0]) / 2 - 13.5), 0.5)
         self.assertLessEqual(abs((left[0] + right[0]) / 2 - 13.5), 0.5)
 
+    def test_stretch_agreement_tells_aspect_classes_from_shape_classes(self):
+        """Squares against rectangles 1.5 times as tall: a stretch makes one the other, so
+        stretches keep few labels; lying bars against standing ones keep theirs."""
+        rng = np.random.default_rng(0)
+
+        def picture(kind):
+            image = np.zeros((20, 20), np.float32)
+            r, c = 4 + rng.integers(0, 3), 4 + rng.integers(0, 3)
+            if kind == "square":
+                image[r:r + 8, c:c + 8] = 1.0
+            elif kind == "tall":
+                image[r - 2:r + 10, c:c + 8] = 1.0
+            elif kind == "lying":
+                image[r + 3:r + 5, c - 2:c + 10] = 1.0
+            else:
+                image[r - 2:r + 10, c + 3:c + 5] = 1.0
+            return image
+
+        def dataset(kinds):
+            x = np.stack([picture(k) for k in kinds for _ in range(20)])
+            return x, np.repeat(np.arange(len(kinds)), 20)
+
+        aspect = learned_variation.stretch_agreement(*dataset(["square", "tall"]), seed=0)
+        shape = learned_variation.stretch_agreement(*dataset(["lying", "standing"]), seed=0)
+        self.assertLess(aspect, 0.8)
+        self.assertGreater(shape, 0.95)
+
     def test_a_set_without_a_shared_box_is_left_alone(self):
         x, _ = blobs()
         self.assertEqual(learned_variation.box_convention(x)[1], None)
