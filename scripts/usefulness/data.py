@@ -79,6 +79,22 @@ def load_pools(name: str, root: Path, test_per_class: int) -> Pools:
                  test_x.astype(np.float32) * scale, test_y.astype(np.int64))
 
 
+def resized(pools: Pools, side: int) -> Pools:
+    """The pools with every image, training and test, resampled to side × side (bilinear,
+    `scipy.ndimage.zoom`), named `<name>@<side>`: the benchmark at other image sizes."""
+    from scipy import ndimage
+
+    if side < 3:
+        raise ValueError(f"--side {side}: expected images of at least 3 x 3 pixels")
+
+    def zoom(x):
+        factors = (1, side / x.shape[1], side / x.shape[2])
+        return np.clip(ndimage.zoom(x, factors, order=1, grid_mode=True, mode="nearest"), 0, 1)
+
+    return Pools(f"{pools.name}@{side}", zoom(pools.train_x), pools.train_y,
+                 zoom(pools.test_x), pools.test_y)
+
+
 def balanced_pick(labels: np.ndarray, counts: Dict[int, int], rng) -> np.ndarray:
     """Indices of `counts[c]` images of each class c, drawn without replacement."""
     out = []

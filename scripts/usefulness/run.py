@@ -247,6 +247,9 @@ def main() -> int:
     ap.add_argument("--proxies", action="store_true",
                     help="also the quality proxies (label preservation, novelty, diversity)")
     ap.add_argument("--backend", default="cpu", help="rmld's backend: cpu, gpu or auto")
+    ap.add_argument("--side", type=int,
+                    help="resample every image to SIDE x SIDE first (bilinear; rows name the "
+                         "dataset NAME@SIDE): the benchmark at other image sizes")
     args = ap.parse_args()
     os.environ["RMLD_BACKEND"] = args.backend
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
@@ -254,6 +257,10 @@ def main() -> int:
     for key in ("datasets", "augmenters", "classifiers", "seeds", "few", "test_per_class"):
         if getattr(args, key) is not None:
             mode[key] = getattr(args, key)
+    if args.side:  # the rows (and tables) name the resampled sets
+        loaded, mode["datasets"] = mode["datasets"], [f"{n}@{args.side}" for n in mode["datasets"]]
+    else:
+        loaded = mode["datasets"]
     if args.imbalanced:
         mode["imbalanced"] = [tuple(int(v) for v in pair.split(":")) for pair in args.imbalanced]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -270,8 +277,10 @@ def main() -> int:
             sink.write(json.dumps(row) + "\n")
             sink.flush()
 
-        for name in mode["datasets"]:
-            pools = data.load_pools(name, args.data, mode["test_per_class"])
+        for source, name in zip(loaded, mode["datasets"]):
+            pools = data.load_pools(source, args.data, mode["test_per_class"])
+            if args.side:
+                pools = data.resized(pools, args.side)
             regimes = [r for r in args.regimes if r != "table2"]
             for regime, setting, counts, new in cuts(mode, regimes, pools):
                 for seed in range(mode["first_seed"], mode["first_seed"] + mode["seeds"]):

@@ -184,6 +184,21 @@ class Harness(unittest.TestCase):
         parts = [run.share(new, 2, i) for i in range(2)]
         self.assertEqual({c: parts[0][c] + parts[1][c] for c in new}, new)
 
+    def test_resized_pools_keep_labels_range_and_name_the_side(self):
+        x, y = blobs(side=12)
+        pools = data.Pools("blobs", x, y, x[:4], y[:4])
+        big = data.resized(pools, 30)
+        self.assertEqual(big.name, "blobs@30")
+        self.assertEqual(big.train_x.shape, (len(x), 30, 30))
+        self.assertEqual(big.test_x.shape, (4, 30, 30))
+        np.testing.assert_array_equal(big.train_y, y)
+        self.assertTrue(0.0 <= big.train_x.min() and big.train_x.max() <= 1.0)
+        # the ink's centre of mass scales with the image
+        mass = lambda im: (np.arange(im.shape[0]) * im.sum(1)).sum() / im.sum()  # noqa: E731
+        self.assertAlmostEqual(mass(big.train_x[0]) / 30, (mass(x[0]) + 0.5) / 12 - 0.5 / 30, delta=0.02)
+        with self.assertRaises(ValueError):
+            data.resized(pools, 2)
+
     def test_counts_and_minority(self):
         pools = data.Pools("t", *blobs(per_class=(10, 10, 10, 10)), *blobs(per_class=(2, 2, 2, 2)))
         self.assertEqual(data.minority_classes(pools), [2, 3])
