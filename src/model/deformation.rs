@@ -6,8 +6,9 @@
 //! differences (numpy's `np.gradient`), coordinates in pixels from the image centre. A draw is
 //! x = a + T (τ ∘ z), z ~ N(0, I): a Gaussian in image space with the low-rank covariance
 //! T diag(τ²) Tᵀ, drawn exactly (no chain). Every image of a class anchors in turn (a seeded
-//! permutation per round); on images of 28 px or more the anchor is first moved by one whole
-//! pixel (right, left, down, up in turn for each image, zeros shifted in). The numbers are the
+//! permutation per round); on images of 28 px or more the anchor is first moved by whole
+//! pixels (right, left, down, up in turn for each image, zeros shifted in): one, or on strokes
+//! one per 28 px of width, rounded ([`anchor_move_px`]). The numbers are the
 //! numpy prototype's (`scripts/usefulness/prototypes.py`, `proposal`), which this file
 //! reproduces to rounding. A class brought past four new images per original takes half the
 //! rest as interpolants between its images (`interpolation.rs`, the prototype's `p-beyond4`).
@@ -25,8 +26,22 @@ use rayon::prelude::*;
 /// drawing along the shift tangents (one pixel is too far on the 8 × 8 digits).
 pub const WHOLE_PIXEL_WIDTH: usize = 28;
 
-/// The anchor moves (rows, columns) in turn: right, left, down, up.
+/// The anchor moves (rows, columns) in turn: right, left, down, up, each by
+/// [`anchor_move_px`] pixels.
 pub const ANCHOR_MOVES: [(isize, isize); 4] = [(0, 1), (0, -1), (1, 0), (-1, 0)];
+
+/// How many whole pixels an anchor `width` pixels wide is moved by: none under 28 px (the
+/// shift tangents draw the translation); on strokes one per 28 px of width, rounded, as the
+/// other pixel quantities scale (2 at 56 px: MNIST and Quick Draw resampled to 56 px gain
+/// +0.6 and +0.2 over 1-pixel moves, docs/usefulness.md, "Session 38"); on graded surfaces
+/// one (Fashion-MNIST at 56 px: −0.2 / +0.1 with two).
+pub fn anchor_move_px(width: usize, strokes: bool) -> isize {
+    match (moves_anchor(width), strokes) {
+        (false, _) => 0,
+        (true, false) => 1,
+        (true, true) => ((width as f64 / WHOLE_PIXEL_WIDTH as f64).round() as isize).max(1),
+    }
+}
 
 /// Standard deviations of the tangents' coefficients at 28 px: the prototype's DEFORM halved
 /// (rotation 0.15 rad, scale and shears 0.12, thickness 0.4 px, times 0.5); the shift tangents'
@@ -254,23 +269,32 @@ pub fn past_deformations(n: usize, count: usize, distorts: bool) -> usize {
 /// deformations ([`deformations`]) shaded by `shading` (`shading::shade`), then, for a class
 /// brought past four new images per original ([`past_deformations`]), unshaded, the elastic
 /// distortions of its images of scale `alpha` where the set is distorted (`elastic::distorts`,
-/// `elastic::distortions`), else the interpolants between them ([`interpolants`]).
+/// `elastic::distortions`), else the interpolants between them ([`interpolants`]). A class of
+/// graded `surface`s draws with the tangent spreads learned from its images and moves its
+/// anchors by one pixel; strokes with the fixed spreads and moves ([`anchor_move_px`]).
 pub fn class_draws(
     images: &[f32],
     (height, width): (usize, usize),
     count: usize,
     (seed, label): (u64, u32),
-    (shading, alpha, learned): (f64, Option<f64>, bool),
+    (shading, alpha, surface): (f64, Option<f64>, bool),
 ) -> (Vec<f32>, Vec<usize>) {
     let d = height * width;
     let n = images.len() / d.max(1);
     let past = past_deformations(n, count, alpha.is_some());
-    let stds = match learned {
+    let stds = match surface {
         true => learned_tangent_stds(images, (height, width)),
         false => None,
     };
     let stds = stds.unwrap_or_else(|| tangent_stds(width));
-    let mut draws = deformations(images, (height, width), count - past, (seed, label), &stds);
+    let moves = anchor_move_px(width, !surface);
+    let mut draws = deformations(
+        images,
+        (height, width),
+        count - past,
+        (seed, label),
+        (&stds, moves),
+    );
     shade(&mut draws, (height, width), shading, seed, label);
     let mut starts = anchors(n, count - past, seed, label);
     let (more, bases) = match alpha {
@@ -284,14 +308,14 @@ pub fn class_draws(
 
 /// `count` deformation draws of the class whose `n` images (rows of h × w, 0..1 scale) are
 /// `images`, as rows of h × w (before post-processing): draw j anchors on [`anchors`]' j-th
-/// image, moved in its turn on images of 28 px or more, its coefficients z the normals of
-/// (`seed`, `label`, j).
+/// image, moved in its turn by `move_px` pixels (0: not moved, [`anchor_move_px`]), its
+/// coefficients z the normals of (`seed`, `label`, j) times `stds`.
 pub fn deformations(
     images: &[f32],
     (height, width): (usize, usize),
     count: usize,
     (seed, label): (u64, u32),
-    stds: &[f64],
+    (stds, move_px): (&[f64], isize),
 ) -> Vec<f32> {
     let d = height * width;
     let n = images.len() / d.max(1);
@@ -314,9 +338,12 @@ pub fn deformations(
                 .iter()
                 .map(|&v| v as f64)
                 .collect();
-            let anchor = match moves_anchor(width) {
-                true => moved(&image, height, width, ANCHOR_MOVES[(turn + start) % 4]),
-                false => image,
+            let anchor = match move_px {
+                0 => image,
+                k => {
+                    let (dy, dx) = ANCHOR_MOVES[(turn + start) % 4];
+                    moved(&image, height, width, (dy * k, dx * k))
+                }
             };
             let tangents = transformation_tangents(&anchor, height, width);
             let mut z = vec![0f32; stds.len()];
@@ -441,7 +468,7 @@ mod tests {
         let (draws, starts) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None, false));
         assert_eq!(
             draws,
-            deformations(&images, (h, w), 12, (5, 1), &tangent_stds(w))
+            deformations(&images, (h, w), 12, (5, 1), (&tangent_stds(w), 1))
         );
         assert_eq!(starts, anchors(3, 12, 5, 1));
         let (draws, starts) = class_draws(&images, (h, w), 20, (5, 1), (0.0, None, false));
@@ -450,7 +477,7 @@ mod tests {
         let (mixed, bases) = interpolants(&images, h * w, between, 5, 1);
         assert_eq!(
             draws[..16 * h * w],
-            deformations(&images, (h, w), 16, (5, 1), &tangent_stds(w))[..]
+            deformations(&images, (h, w), 16, (5, 1), (&tangent_stds(w), 1))[..]
         );
         assert_eq!(draws[16 * h * w..], mixed[..]);
         assert_eq!(starts[16..], bases[..]);
@@ -534,41 +561,50 @@ mod tests {
         assert_ne!(anchors[..5], anchors[5..10], "a new permutation per round");
     }
 
-    /// On 28-px images the draws move their anchor by one whole pixel, each image's four moves
-    /// in turn; with z = 0 a draw would be the moved anchor, and the tangent part is small.
+    /// The draws move their anchor by whole pixels, each image's four moves in turn: one on
+    /// 28-px images, two on 56-px strokes and one on 56-px surfaces; with z = 0 a draw would be
+    /// the moved anchor, and the tangent part is small.
     #[test]
     fn draws_on_large_images_stay_near_a_moved_anchor() {
-        let (h, w) = (28, 28);
-        let mut image = vec![0f32; h * w];
-        for r in 8..20 {
-            image[r * w + 13] = 1.0;
-            image[r * w + 14] = 1.0;
+        for (side, surface, step) in [(28, false, 1), (28, true, 1), (56, false, 2), (56, true, 1)]
+        {
+            assert_eq!(anchor_move_px(side, !surface), step);
+            let (h, w) = (side, side);
+            let mut image = vec![0f32; h * w];
+            for r in h * 2 / 7..h * 5 / 7 {
+                image[r * w + w / 2 - 1] = 1.0;
+                image[r * w + w / 2] = 1.0;
+            }
+            // One image, so draw j anchors on it in its j-th turn.
+            let (draws, _) = class_draws(&image, (h, w), 4, (1, 0), (0.0, None, surface));
+            assert_eq!(draws.len(), 4 * h * w);
+            let base: Vec<f64> = image.iter().map(|&v| v as f64).collect();
+            let distance = |draw: &[f32], (dy, dx): (isize, isize)| {
+                let other = moved(&base, h, w, (dy * step, dx * step));
+                draw.iter()
+                    .zip(&other)
+                    .map(|(&x, a)| (x as f64 - a).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            };
+            for (j, draw) in draws.chunks(h * w).enumerate() {
+                let own = distance(draw, ANCHOR_MOVES[j % 4]);
+                let others = ANCHOR_MOVES
+                    .iter()
+                    .filter(|&&m| m != ANCHOR_MOVES[j % 4])
+                    .map(|&m| distance(draw, m))
+                    .fold(f64::INFINITY, f64::min);
+                let unmoved = distance(draw, (0, 0));
+                assert!(
+                    own < others && own < unmoved,
+                    "{side} px, surface {surface}, draw {j}: {own} vs {others} and {unmoved}"
+                );
+            }
         }
-        let draws = deformations(&image, (h, w), 4, (1, 0), &tangent_stds(w));
-        assert_eq!(draws.len(), 4 * h * w);
-        let base: Vec<f64> = image.iter().map(|&v| v as f64).collect();
-        for (j, draw) in draws.chunks(h * w).enumerate() {
-            let anchor = moved(&base, h, w, ANCHOR_MOVES[j % 4]);
-            let distance: f64 = draw
-                .iter()
-                .zip(&anchor)
-                .map(|(&x, a)| (x as f64 - a).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            let others = ANCHOR_MOVES
-                .iter()
-                .filter(|&&m| m != ANCHOR_MOVES[j % 4])
-                .map(|&m| {
-                    let other = moved(&base, h, w, m);
-                    draw.iter()
-                        .zip(&other)
-                        .map(|(&x, a)| (x as f64 - a).powi(2))
-                        .sum::<f64>()
-                        .sqrt()
-                })
-                .fold(f64::INFINITY, f64::min);
-            assert!(distance < others, "draw {j}: {distance} vs {others}");
-        }
+        assert_eq!(anchor_move_px(27, true), 0);
+        assert_eq!(anchor_move_px(41, true), 1);
+        assert_eq!(anchor_move_px(42, true), 2);
+        assert_eq!(anchor_move_px(84, true), 3);
     }
 
     /// A class of graded surfaces draws its deformations with the spreads learned from its
@@ -587,11 +623,14 @@ mod tests {
         let learned = learned_tangent_stds(&images, (h, w)).unwrap();
         assert_ne!(learned, tangent_stds(w));
         let (draws, _) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None, true));
-        assert_eq!(draws, deformations(&images, (h, w), 12, (5, 1), &learned));
+        assert_eq!(
+            draws,
+            deformations(&images, (h, w), 12, (5, 1), (&learned, 1))
+        );
         let (draws, _) = class_draws(&images, (h, w), 12, (5, 1), (0.0, None, false));
         assert_eq!(
             draws,
-            deformations(&images, (h, w), 12, (5, 1), &tangent_stds(w))
+            deformations(&images, (h, w), 12, (5, 1), (&tangent_stds(w), 1))
         );
     }
 }
