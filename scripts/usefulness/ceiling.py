@@ -11,8 +11,6 @@ With `--groups K` each row also gives the share of K-seed groups whose mean gain
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 import numpy as np
 
@@ -36,7 +34,7 @@ def main(argv=None) -> None:
     if args.seeds < 1 or args.groups < 0 or args.groups > args.seeds:
         p.error(f"--seeds {args.seeds} --groups {args.groups}: expected 1 or more seeds and "
                 "groups of at most that many (0 for none)")
-    root = Path(os.environ.get("RMLD_DATASETS", Path(__file__).resolve().parents[2].parent / "shared" / "datasets"))
+    root = data.default_root()
     for name in args.datasets:
         pools = data.load_pools(name, root, args.test_per_class)
         print(f"\n{name}: balanced accuracy on {len(pools.test_y)} test images, "

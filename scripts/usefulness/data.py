@@ -8,6 +8,7 @@ cut) so the seeds vary only the training images, the augmenters and the classifi
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,13 @@ import numpy as np
 
 DATASETS = ("mnist", "fashion-mnist", "quickdraw", "digits-8x8")
 TEST_SEED = 12345
+
+
+def default_root() -> Path:
+    """Where the datasets are read from: `$RMLD_DATASETS`, else `../shared/datasets` beside
+    the repository."""
+    return Path(os.environ.get("RMLD_DATASETS",
+                               Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
 
 def read_idx(path: Path) -> np.ndarray:

@@ -42,8 +42,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("binaries", nargs="+", help="rmld binaries to compare")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "RMLD_DATASETS", Path(__file__).resolve().parents[2].parent / "shared" / "datasets")))
+    ap.add_argument("--data", type=Path, default=data.default_root())
     args = ap.parse_args()
     pools = data.load_pools("mnist", args.data, 300)
     pools.test_x = 1 - pools.test_x

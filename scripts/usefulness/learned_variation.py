@@ -215,8 +215,6 @@ def main(argv=None) -> None:
     """Per dataset and seed, `stretch_agreement` of a few-label cut, beside the same measure
     for the four 1-pixel shifts (image i moved as i % 4), the benchmark's classical peer."""
     import argparse
-    import os
-    from pathlib import Path
 
     import augmenters
     import data
@@ -227,8 +225,7 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--first-seed", type=int, default=0)
     args = p.parse_args(argv)
-    root = Path(os.environ.get("RMLD_DATASETS",
-                               Path(__file__).resolve().parents[2].parent / "shared" / "datasets"))
+    root = data.default_root()
     moves = [(0, 1), (0, -1), (1, 0), (-1, 0)]
     for name in args.datasets:
         pools = data.load_pools(name, root, 300)

@@ -11,7 +11,6 @@ new images per original").
 import argparse
 import collections
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from data import balanced_pick, load_pools  # noqa: E402
+from data import balanced_pick, default_root, load_pools  # noqa: E402
 
 
 def main() -> int:
@@ -31,8 +30,7 @@ def main() -> int:
     ap.add_argument("--common", type=int, default=400)
     ap.add_argument("--rare", type=int, default=20)
     ap.add_argument("--test-per-class", type=int, default=200)
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "RMLD_DATASETS", HERE.parents[2] / "shared" / "datasets")))
+    ap.add_argument("--data", type=Path, default=default_root())
     ap.add_argument("--out", type=Path, default=Path("target/usefulness-random-rare"))
     args = ap.parse_args()
 

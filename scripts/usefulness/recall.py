@@ -8,8 +8,6 @@ and which they cost (the same cuts, counts and classifiers as run.py).
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 import numpy as np
 
@@ -46,7 +44,7 @@ def main(argv=None) -> None:
     p.add_argument("--test-per-class", type=int, default=300)
     args = p.parse_args(argv)
     majority, minority = (int(v) for v in args.imbalanced.split(":"))
-    root = Path(os.environ.get("RMLD_DATASETS", Path(__file__).resolve().parents[2].parent / "shared" / "datasets"))
+    root = data.default_root()
     for name in args.datasets:
         pools = data.load_pools(name, root, args.test_per_class)
         table = recall_table(pools, majority, minority, args.augmenters, args.classifier,

@@ -228,8 +228,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=MODES, default="quick")
     ap.add_argument("--out", type=Path, default=Path("target/usefulness"))
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "RMLD_DATASETS", HERE.parent.parent.parent / "shared" / "datasets")))
+    ap.add_argument("--data", type=Path, default=data.default_root())
     ap.add_argument("--regimes", nargs="+", default=["few", "imbalanced", "table2"])
     ap.add_argument("--datasets", nargs="+", help="instead of the mode's")
     ap.add_argument("--augmenters", nargs="+", help="instead of the mode's ('a+b': union)")
