@@ -1,6 +1,8 @@
 //! Method "deform": each class's images moved along their transformation tangents and shaded, with elastic distortions (strokes) or interpolants past four per image, drawn at once (model/deformation.rs), kept as one-draw chains as Compression's starts are (a shard keeps its range).
 
-use crate::model::deformation::{bright_background, class_draws, past_deformations};
+use crate::model::deformation::{
+    anchor_move_px, bright_background, class_draws, past_deformations,
+};
 use crate::model::elastic;
 use crate::model::shading::surface_shade;
 use crate::orchestrator::{AugmentPlan, AugmentSink, SampleRun, SampleSink};
@@ -37,6 +39,12 @@ impl Ink {
     /// (`model::learned_spreads`); strokes keep the fixed ones.
     pub(super) fn learns_spreads(&self) -> bool {
         !self.strokes
+    }
+
+    /// Whole pixels each draw's anchor moves by on images `width` pixels wide, as
+    /// `class_draws` moves them (given `learns_spreads` as its `surface`), for the report.
+    pub(super) fn anchor_move_px(&self, width: usize) -> isize {
+        anchor_move_px(width, !self.learns_spreads())
     }
 }
 

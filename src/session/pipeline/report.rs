@@ -8,7 +8,6 @@ use crate::backend::EncodeStats;
 use crate::diagnostics::per_class as cd;
 use crate::io::Output;
 use crate::methods::AugmentMethod;
-use crate::model::deformation::anchor_move_px;
 use crate::model::TargetKind;
 use crate::orchestrator::report as parts;
 use crate::session::problem::dictionary_json;
@@ -60,7 +59,7 @@ pub(super) fn report(
             .then_some(if run.ink.strokes { "strokes" } else { "surfaces" }),
         // Whole pixels each draw's anchor moves by (0: drawn along the shift tangents).
         "anchor_move_px": (args.method == AugmentMethod::Deform)
-            .then(|| anchor_move_px(run.problem.dataset.width, run.ink.strokes)),
+            .then(|| run.ink.anchor_move_px(run.problem.dataset.width)),
         "tangent_spreads": (args.method == AugmentMethod::Deform).then_some(
             if run.ink.learns_spreads() { "learned from each class" } else { "fixed" },
         ),
